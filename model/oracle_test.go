@@ -1,0 +1,175 @@
+package model
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/bankml/bankml/gguf"
+	"github.com/bankml/bankml/internal/reference"
+)
+
+// modelsDir finds ../shared/models from the module root.
+func modelsDir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			break
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("go.mod not found above the test's directory")
+		}
+		dir = parent
+	}
+	p := filepath.Join(dir, "..", "shared", "models")
+	if _, err := os.Stat(filepath.Join(p, "stories260K.gguf")); err != nil {
+		t.Skipf("test models absent (%v): they live in ../shared/models", err)
+	}
+	return p
+}
+
+func refLib(t testing.TB) *reference.Lib {
+	t.Helper()
+	lib, err := reference.Load()
+	if err != nil {
+		t.Skipf("reference not installed (run scripts/install-reference.sh): %v", err)
+	}
+	return lib
+}
+
+// The six prompts of the oracle tests: plain English, punctuation, digits,
+// leading spaces, a long-ish sentence and a single word.
+var oraclePrompts = []string{
+	"Once upon a time",
+	"The little dog was sad because",
+	"Lily and Tom went to the park. They saw a big tree!",
+	"  One day, a boy named 7 found",
+	"Mom said: \"Do not touch the hot stove.\" But Ben",
+	"Sun",
+}
+
+var oracleFiles = []string{
+	"stories260K.gguf",
+	"derived/stories260K-F16.gguf",
+	"derived/stories260K-Q8_0.gguf",
+	"derived/stories260K-Q4_0.gguf",
+}
+
+func loadModel(t testing.TB, path string) *Model {
+	t.Helper()
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	m, err := Load(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func greedy(t testing.TB, m *Model, prompt []int32, n int) []int32 {
+	t.Helper()
+	c := m.NewContext(len(prompt)+n, 1)
+	logits, err := c.Decode(prompt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]int32, 0, n)
+	for {
+		best := 0
+		for i := 1; i < len(logits); i++ {
+			if logits[i] > logits[best] {
+				best = i
+			}
+		}
+		out = append(out, int32(best))
+		if len(out) == n {
+			return out
+		}
+		if logits, err = c.Decode([]int32{int32(best)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestGreedyMatchesReference(t *testing.T) {
+	dir := modelsDir(t)
+	lib := refLib(t)
+	for _, name := range oracleFiles {
+		t.Run(filepath.Base(name), func(t *testing.T) {
+			path := filepath.Join(dir, name)
+			m := loadModel(t, path)
+			rm, err := lib.LoadModel(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rm.Close()
+			for _, p := range oraclePrompts {
+				toks, err := rm.Tokenize(p, true, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, err := rm.Greedy(toks, 64, 1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := greedy(t, m, toks, 64)
+				for i := range want {
+					if got[i] != want[i] {
+						t.Errorf("%q: token %d: bankml %d, reference %d\n got %v\nwant %v", p, i, got[i], want[i], got, want)
+						break
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestPromptLogitsBitExact(t *testing.T) {
+	dir := modelsDir(t)
+	lib := refLib(t)
+	for _, name := range oracleFiles {
+		t.Run(filepath.Base(name), func(t *testing.T) {
+			path := filepath.Join(dir, name)
+			m := loadModel(t, path)
+			rm, err := lib.LoadModel(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rm.Close()
+			for _, p := range oraclePrompts {
+				toks, err := rm.Tokenize(p, true, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, err := rm.PromptLogits(toks, 1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				c := m.NewContext(len(toks), 1)
+				got, err := c.Decode(toks)
+				if err != nil {
+					t.Fatal(err)
+				}
+				diff, maxd := 0, 0.0
+				for i := range want {
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+						diff++
+						maxd = max(maxd, math.Abs(float64(got[i]-want[i])))
+					}
+				}
+				if diff > 0 {
+					t.Errorf("%q (%d tokens): %d of %d logits differ (max |Δ| %g)", p, len(toks), diff, len(want), maxd)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,175 @@
+package quant
+
+import (
+	"encoding/binary"
+	"math"
+
+	"github.com/bankml/bankml/fmath"
+)
+
+// QK8_0 is the number of weights in a Q8_0 (and Q4_0) block.
+const QK8_0 = 32
+
+// BlockQ8_0Size is sizeof(block_q8_0): f16 d followed by 32 int8 qs.
+const BlockQ8_0Size = 2 + QK8_0
+
+// BlockQ4_0Size is sizeof(block_q4_0): f16 d followed by 16 bytes of nibbles
+// (element i < 16 in the low nibble of qs[i], element i+16 in its high nibble).
+const BlockQ4_0Size = 2 + QK8_0/2
+
+// QuantizeRowQ8_0 is quantize_row_q8_0 of the haswell variant: per block of 32,
+// amax = max |x|, d = amax/127 stored as f16, id = 127/amax (0 when amax is
+// 0), q = round-half-even(x*id). len(x) must be a multiple of 32; dst needs
+// len(x)/32*34 bytes.
+func QuantizeRowQ8_0(x []float32, dst []byte) {
+	for b := 0; b < len(x)/QK8_0; b++ {
+		xb := x[b*QK8_0 : (b+1)*QK8_0]
+		out := dst[b*BlockQ8_0Size : (b+1)*BlockQ8_0Size]
+		var amax float32
+		for _, v := range xb {
+			// vmaxps returns its second operand when either is NaN; with the
+			// running max second, a NaN input is skipped as in the reference.
+			if a := float32(math.Abs(float64(v))); a > amax {
+				amax = a
+			}
+		}
+		d := amax / 127
+		binary.LittleEndian.PutUint16(out, FP32ToFP16(d))
+		var id float32
+		if amax != 0 {
+			id = 127 / amax
+		}
+		for i, v := range xb {
+			out[2+i] = byte(int8(math.RoundToEven(float64(v * id))))
+		}
+	}
+}
+
+// DequantizeRowQ8_0 is dequantize_row_q8_0: y = q*d per block.
+func DequantizeRowQ8_0(src []byte, y []float32) {
+	for b := 0; b < len(y)/QK8_0; b++ {
+		blk := src[b*BlockQ8_0Size:]
+		d := FP16ToFP32(binary.LittleEndian.Uint16(blk))
+		for i := range QK8_0 {
+			y[b*QK8_0+i] = float32(int8(blk[2+i])) * d
+		}
+	}
+}
+
+// DequantizeRowQ4_0 is dequantize_row_q4_0: y = (nibble-8)*d per block.
+func DequantizeRowQ4_0(src []byte, y []float32) {
+	for b := 0; b < len(y)/QK8_0; b++ {
+		blk := src[b*BlockQ4_0Size:]
+		d := FP16ToFP32(binary.LittleEndian.Uint16(blk))
+		for i := range QK8_0 / 2 {
+			q := blk[2+i]
+			y[b*QK8_0+i] = float32(int32(q&0xf)-8) * d
+			y[b*QK8_0+i+16] = float32(int32(q>>4)-8) * d
+		}
+	}
+}
+
+// maddubsPair is one int16 lane of vpmaddubsw: u0*s0 + u1*s1 with signed
+// saturation.
+func maddubsPair(u0, u1 uint8, s0, s1 int8) int32 {
+	v := int32(u0)*int32(s0) + int32(u1)*int32(s1)
+	return max(-32768, min(32767, v))
+}
+
+// signEpi8 is vpsignb: a negated where b < 0, zeroed where b == 0.
+func signEpi8(a, b int8) int8 {
+	switch {
+	case b < 0:
+		return -a
+	case b == 0:
+		return 0
+	}
+	return a
+}
+
+// laneSums8 computes the eight int32 lanes of mul_sum_i8_pairs_float(x, y)
+// (vpsignb, vpmaddubsw, vpmaddwd with ones): lane j sums products 4j..4j+3.
+func laneSums8(x, y *[32]int8, out *[8]int32) {
+	for j := range 8 {
+		var s int32
+		for p := 0; p < 4; p += 2 {
+			i := 4*j + p
+			ax0, ax1 := signEpi8(x[i], x[i]), signEpi8(x[i+1], x[i+1])
+			s += maddubsPair(uint8(ax0), uint8(ax1), signEpi8(y[i], x[i]), signEpi8(y[i+1], x[i+1]))
+		}
+		out[j] = s
+	}
+}
+
+// VecDotQ8_0Q8_0 is ggml_vec_dot_q8_0_q8_0 of the haswell variant, and equally
+// one output of tinyBLAS_Q0_AVX<block_q8_0>: per block d = dx*dy (rounded),
+// eight lanes acc[j] = fma(d, lane sum j, acc[j]), then hsum. w and a hold nb
+// blocks each.
+func VecDotQ8_0Q8_0(w, a []byte, nb int) float32 {
+	var acc [8]float32
+	var x, y [32]int8
+	var ls [8]int32
+	for b := range nb {
+		wb, ab := w[b*BlockQ8_0Size:], a[b*BlockQ8_0Size:]
+		d := FP16ToFP32(binary.LittleEndian.Uint16(wb)) * FP16ToFP32(binary.LittleEndian.Uint16(ab))
+		for i := range 32 {
+			x[i], y[i] = int8(wb[2+i]), int8(ab[2+i])
+		}
+		laneSums8(&x, &y, &ls)
+		for j := range 8 {
+			acc[j] = fmath.FMA32(d, float32(ls[j]), acc[j])
+		}
+	}
+	return hsum8(&acc)
+}
+
+func q4_0Values(wb []byte, x *[32]int8) {
+	for i := range 16 {
+		q := wb[2+i]
+		x[i] = int8(q&0xf) - 8
+		x[i+16] = int8(q>>4) - 8
+	}
+}
+
+// VecDotQ4_0Q8_0 is ggml_vec_dot_q4_0_q8_0 of the haswell variant, and
+// equally one output of tinyBLAS_Q0_AVX<block_q4_0>: as VecDotQ8_0Q8_0 with the
+// weights unpacked to nibble-8.
+func VecDotQ4_0Q8_0(w, a []byte, nb int) float32 {
+	var acc [8]float32
+	var x, y [32]int8
+	var ls [8]int32
+	for b := range nb {
+		wb, ab := w[b*BlockQ4_0Size:], a[b*BlockQ8_0Size:]
+		d := FP16ToFP32(binary.LittleEndian.Uint16(wb)) * FP16ToFP32(binary.LittleEndian.Uint16(ab))
+		q4_0Values(wb, &x)
+		for i := range 32 {
+			y[i] = int8(ab[2+i])
+		}
+		laneSums8(&x, &y, &ls)
+		for j := range 8 {
+			acc[j] = fmath.FMA32(d, float32(ls[j]), acc[j])
+		}
+	}
+	return hsum8(&acc)
+}
+
+// RepackDotQ4_0Q8_0 is one output of the repacked AVX2 kernels
+// ggml_gemv_q4_0_8x8_q8_0 / ggml_gemm_q4_0_8x8_q8_0 (arch/x86/repack.cpp),
+// which the reference uses for Q4_0 weights whose row count is a multiple of
+// 8: per block the exact integer dot product isum, then
+// acc = fma(float(isum), dw*da, acc), one accumulator per output.
+func RepackDotQ4_0Q8_0(w, a []byte, nb int) float32 {
+	var acc float32
+	var x [32]int8
+	for b := range nb {
+		wb, ab := w[b*BlockQ4_0Size:], a[b*BlockQ8_0Size:]
+		q4_0Values(wb, &x)
+		var isum int32
+		for i := range 32 {
+			isum += int32(x[i]) * int32(int8(ab[2+i]))
+		}
+		d := FP16ToFP32(binary.LittleEndian.Uint16(wb)) * FP16ToFP32(binary.LittleEndian.Uint16(ab))
+		acc = fmath.FMA32(float32(isum), d, acc)
+	}
+	return acc
+}

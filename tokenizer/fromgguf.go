@@ -1,0 +1,227 @@
+package tokenizer
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/bankml/bankml/gguf"
+)
+
+// FromGGUF builds the tokenizer a GGUF file's metadata describes, reading the keys
+// llama.cpp's llama_vocab::impl::load reads, with its defaults and checks: a key of the
+// wrong type is an error (the reference refuses the file too), a special-token id out of
+// range (such as 0xFFFFFFFF) is ignored and the default kept. Only tokenizer.ggml.model
+// "llama" (SentencePiece) is supported so far; any other model is an error naming it.
+func FromGGUF(f *gguf.File) (Tokenizer, error) {
+	model, ok, err := ggufString(f, "tokenizer.ggml.model")
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, errors.New("tokenizer: the file has no tokenizer.ggml.model key")
+	}
+	if model != "llama" {
+		return nil, fmt.Errorf("tokenizer: model %q not supported yet", model)
+	}
+	v, err := spmVocabFromGGUF(f)
+	if err != nil {
+		return nil, err
+	}
+	return NewSPM(v)
+}
+
+func spmVocabFromGGUF(f *gguf.File) (Vocab, error) {
+	var v Vocab
+	arr, ok := f.GetArray("tokenizer.ggml.tokens")
+	if !ok {
+		if _, present := f.Get("tokenizer.ggml.tokens"); present {
+			return v, errors.New("tokenizer: tokenizer.ggml.tokens is not an array")
+		}
+		return v, errors.New("tokenizer: cannot find tokenizer vocab (tokenizer.ggml.tokens) in the file")
+	}
+	tokens, err := arr.Strings()
+	if err != nil {
+		return v, fmt.Errorf("tokenizer: tokenizer.ggml.tokens: %w", err)
+	}
+	n := len(tokens)
+	v = NewVocab(tokens)
+
+	for _, k := range []struct {
+		key string
+		dst *bool
+	}{
+		{"tokenizer.ggml.add_space_prefix", &v.AddSpacePrefix},
+		{"tokenizer.ggml.remove_extra_whitespaces", nil},
+	} {
+		b, present, err := ggufBool(f, k.key)
+		if err != nil {
+			return v, err
+		}
+		if present && k.dst != nil {
+			*k.dst = b
+		}
+	}
+
+	if a, ok := f.GetArray("tokenizer.ggml.scores"); ok {
+		if a.Len < n {
+			return v, fmt.Errorf("tokenizer: %d scores for %d tokens", a.Len, n)
+		}
+		switch a.ElemType {
+		case gguf.Float32:
+			sc, err := a.Float32s()
+			if err != nil {
+				return v, fmt.Errorf("tokenizer: tokenizer.ggml.scores: %w", err)
+			}
+			v.Scores = sc[:n]
+		case gguf.Int32:
+			is, err := a.Int32s()
+			if err != nil {
+				return v, fmt.Errorf("tokenizer: tokenizer.ggml.scores: %w", err)
+			}
+			v.Scores = make([]float32, n)
+			for i := range v.Scores {
+				v.Scores[i] = float32(is[i])
+			}
+		default:
+			return v, fmt.Errorf("tokenizer: tokenizer.ggml.scores is an array of %s, want f32 or i32", a.ElemType)
+		}
+	} else if _, present := f.Get("tokenizer.ggml.scores"); present {
+		return v, errors.New("tokenizer: tokenizer.ggml.scores is not an array")
+	}
+
+	if a, ok := f.GetArray("tokenizer.ggml.token_type"); ok {
+		if a.ElemType != gguf.Int32 {
+			return v, fmt.Errorf("tokenizer: tokenizer.ggml.token_type is an array of %s, want i32", a.ElemType)
+		}
+		if a.Len < n {
+			return v, fmt.Errorf("tokenizer: %d token types for %d tokens", a.Len, n)
+		}
+		ts, err := a.Int32s()
+		if err != nil {
+			return v, fmt.Errorf("tokenizer: tokenizer.ggml.token_type: %w", err)
+		}
+		v.Types = ts[:n]
+	} else if _, present := f.Get("tokenizer.ggml.token_type"); present {
+		return v, errors.New("tokenizer: tokenizer.ggml.token_type is not an array")
+	}
+
+	// Special tokens: a default out of range is disabled; a key out of range keeps the
+	// default (the deprecated prefix/suffix/middle keys override the fim_* ones).
+	for _, k := range []struct {
+		key string
+		id  *int32
+	}{
+		{"tokenizer.ggml.bos_token_id", &v.BOS},
+		{"tokenizer.ggml.eos_token_id", &v.EOS},
+		{"tokenizer.ggml.eot_token_id", &v.EOT},
+		{"tokenizer.ggml.eom_token_id", &v.EOM},
+		{"tokenizer.ggml.unknown_token_id", &v.UNK},
+		{"tokenizer.ggml.seperator_token_id", &v.SEP},
+		{"tokenizer.ggml.padding_token_id", &v.PAD},
+		{"tokenizer.ggml.mask_token_id", &v.MASK},
+		{"tokenizer.ggml.fim_pre_token_id", &v.FIMPre},
+		{"tokenizer.ggml.fim_suf_token_id", &v.FIMSuf},
+		{"tokenizer.ggml.fim_mid_token_id", &v.FIMMid},
+		{"tokenizer.ggml.fim_pad_token_id", &v.FIMPad},
+		{"tokenizer.ggml.fim_rep_token_id", &v.FIMRep},
+		{"tokenizer.ggml.fim_sep_token_id", &v.FIMSep},
+		{"tokenizer.ggml.prefix_token_id", &v.FIMPre},
+		{"tokenizer.ggml.suffix_token_id", &v.FIMSuf},
+		{"tokenizer.ggml.middle_token_id", &v.FIMMid},
+	} {
+		if *k.id >= int32(n) {
+			*k.id = None
+		}
+		id, present, err := ggufU32(f, k.key)
+		if err != nil {
+			return v, err
+		}
+		if present && uint64(id) < uint64(n) {
+			*k.id = int32(id)
+		}
+	}
+
+	for _, k := range []struct {
+		key string
+		dst *bool
+	}{
+		{"tokenizer.ggml.add_bos_token", &v.AddBOS},
+		{"tokenizer.ggml.add_eos_token", &v.AddEOS},
+		{"tokenizer.ggml.add_sep_token", nil},
+		{"tokenizer.ggml.normalizer.lowercase", nil},
+		{"tokenizer.ggml.normalizer.strip_accents", nil},
+	} {
+		b, present, err := ggufBool(f, k.key)
+		if err != nil {
+			return v, err
+		}
+		if present && k.dst != nil {
+			*k.dst = b
+		}
+	}
+
+	// Keys llama.cpp reads for other vocabulary types, type-checked all the same.
+	if _, _, err := ggufU32(f, "tokenizer.ggml.token_type_count"); err != nil {
+		return v, err
+	}
+	if val, ok := f.Get("tokenizer.ggml.suppress_tokens"); ok {
+		if a, isArr := val.Array(); !isArr || a.ElemType != gguf.Int32 {
+			return v, errors.New("tokenizer: tokenizer.ggml.suppress_tokens is not an array of i32")
+		}
+	}
+
+	for _, k := range []struct {
+		key string
+		dst *string
+	}{
+		{"general.name", &v.Name},
+		{"tokenizer.ggml.pre", &v.Pre},
+		{"general.architecture", &v.Arch},
+	} {
+		s, _, err := ggufString(f, k.key)
+		if err != nil {
+			return v, err
+		}
+		*k.dst = s
+	}
+	return v, nil
+}
+
+// ggufU32 reads a u32 key; another type is an error, as in llama.cpp's get_key<uint32_t>.
+func ggufU32(f *gguf.File, key string) (uint32, bool, error) {
+	val, ok := f.Get(key)
+	if !ok {
+		return 0, false, nil
+	}
+	if val.Type != gguf.Uint32 {
+		return 0, false, fmt.Errorf("tokenizer: key %s has type %s, want u32", key, val.Type)
+	}
+	u, _ := val.Uint64()
+	return uint32(u), true, nil
+}
+
+// ggufBool reads a bool key; another type is an error.
+func ggufBool(f *gguf.File, key string) (bool, bool, error) {
+	val, ok := f.Get(key)
+	if !ok {
+		return false, false, nil
+	}
+	b, isBool := val.Bool()
+	if !isBool {
+		return false, false, fmt.Errorf("tokenizer: key %s has type %s, want bool", key, val.Type)
+	}
+	return b, true, nil
+}
+
+// ggufString reads a string key; another type is an error.
+func ggufString(f *gguf.File, key string) (string, bool, error) {
+	val, ok := f.Get(key)
+	if !ok {
+		return "", false, nil
+	}
+	s, isStr := val.String()
+	if !isStr {
+		return "", false, fmt.Errorf("tokenizer: key %s has type %s, want str", key, val.Type)
+	}
+	return s, true, nil
+}
