@@ -3,6 +3,6 @@ module github.com/bankml/bankml
 go 1.26
 
 require (
-	github.com/alecthomas/kong v1.17.0 // indirect
-	github.com/ebitengine/purego v0.11.3 // indirect
+	github.com/alecthomas/kong v1.17.0
+	github.com/ebitengine/purego v0.11.3
 )

@@ -60,6 +60,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		kong.Exit(func(code int) { exit = code }),
 		kong.BindTo(stdin, (*io.Reader)(nil)),
 		kong.BindTo(stdout, (*io.Writer)(nil)),
+		kong.BindTo(errWriter(stderr), (*errWriter)(nil)),
 	)
 	if err != nil {
 		fmt.Fprintln(stderr, "bankml:", err)
@@ -83,3 +84,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	return 0
 }
+
+// errWriter is the standard error stream, bound separately from stdout's
+// io.Writer so that commands can take both.
+type errWriter io.Writer

@@ -30,7 +30,7 @@ type runCmd struct {
 // cannotRun marks errors that mean "this file cannot be run" (exit status 2).
 func cannotRun(err error) error { return &exitError{code: 2, err: err} }
 
-func (r *runCmd) Run(stdin io.Reader, stdout io.Writer) error {
+func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error {
 	if r.Threads < 1 {
 		return fmt.Errorf("run: --threads %d: must be at least 1", r.Threads)
 	}
@@ -121,7 +121,7 @@ func (r *runCmd) Run(stdin io.Reader, stdout io.Writer) error {
 		return err
 	}
 	tGen := time.Since(t1)
-	fmt.Fprintf(os.Stderr, "\nprompt: %d tokens (%.1f tok/s), generated: %d tokens (%.1f tok/s)\n",
+	fmt.Fprintf(stderr, "\nprompt: %d tokens (%.1f tok/s), generated: %d tokens (%.1f tok/s)\n",
 		len(ids), float64(len(ids))/tPrompt.Seconds(), generated, float64(generated)/tGen.Seconds())
 	return nil
 }

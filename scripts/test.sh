@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# The full test suite, as CI runs it: installs the reference (llama.cpp from
+# npm, pinned and integrity-checked) so that every oracle test runs, then
+# runs all Go tests.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+scripts/install-reference.sh
+go test -count=1 -timeout 40m ./...
