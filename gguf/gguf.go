@@ -74,7 +74,7 @@ type File struct {
 	KVs        []KV         // metadata, in file order
 	Tensors    []TensorInfo // tensor infos, in file order
 	Alignment  uint64       // bytes: general.alignment, or 32 when absent
-	DataOffset uint64       // bytes from the start of the file to the data section
+	DataOffset uint64       // bytes from the file start to the data section: the header end padded to Alignment (unpadded if no tensors)
 	FileSize   uint64       // bytes
 
 	keys   map[string]int // key -> index in KVs

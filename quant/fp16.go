@@ -9,8 +9,10 @@ func FP16ToFP32(h uint16) float32 {
 	exp := uint32(h>>10) & 0x1f
 	mant := uint32(h) & 0x3ff
 	switch {
-	case exp == 0x1f: // Inf or NaN: keep the payload, quiet bit as given
-		return math.Float32frombits(sign | 0x7f800000 | mant<<13)
+	case exp == 0x1f && mant == 0:
+		return math.Float32frombits(sign | 0x7f800000)
+	case exp == 0x1f: // NaN: payload kept, quieted as vcvtph2ps does
+		return math.Float32frombits(sign | 0x7fc00000 | mant<<13)
 	case exp == 0 && mant == 0:
 		return math.Float32frombits(sign)
 	case exp == 0: // subnormal: normalise

@@ -3,6 +3,7 @@ package tokenizer
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/bankml/bankml/gguf"
 )
@@ -42,6 +43,9 @@ func spmVocabFromGGUF(f *gguf.File) (Vocab, error) {
 	tokens, err := arr.Strings()
 	if err != nil {
 		return v, fmt.Errorf("tokenizer: tokenizer.ggml.tokens: %w", err)
+	}
+	for i, w := range tokens {
+		tokens[i] = cString(w)
 	}
 	n := len(tokens)
 	v = NewVocab(tokens)
@@ -223,5 +227,14 @@ func ggufString(f *gguf.File, key string) (string, bool, error) {
 	if !isStr {
 		return "", false, fmt.Errorf("tokenizer: key %s has type %s, want str", key, val.Type)
 	}
-	return s, true, nil
+	return cString(s), true, nil
+}
+
+// cString cuts s at its first NUL byte: llama.cpp reads GGUF strings through their C
+// string (gguf_get_arr_str, gguf_get_val_str), so a token text stops there.
+func cString(s string) string {
+	if i := strings.IndexByte(s, 0); i >= 0 {
+		return s[:i]
+	}
+	return s
 }

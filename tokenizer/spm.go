@@ -80,11 +80,16 @@ func NewSPM(v Vocab) (*SPM, error) {
 
 		addBOS: v.AddBOS, addEOS: v.AddEOS, addSpacePrefix: v.AddSpacePrefix,
 	}
-	for name, id := range map[string]int32{"bos": s.bos, "eos": s.eos, "eot": s.eot, "eom": s.eom,
-		"unk": s.unk, "sep": s.sep, "pad": s.pad, "mask": s.mask, "fim_pre": s.fimPre, "fim_suf": s.fimSuf,
-		"fim_mid": s.fimMid, "fim_pad": s.fimPad, "fim_rep": s.fimRep, "fim_sep": s.fimSep} {
-		if id < None || id >= int32(n) {
-			return nil, fmt.Errorf("tokenizer: %s token id %d out of range [0, %d)", name, id, n)
+	for _, c := range []struct {
+		name string
+		id   int32
+	}{
+		{"bos", s.bos}, {"eos", s.eos}, {"eot", s.eot}, {"eom", s.eom}, {"unk", s.unk}, {"sep", s.sep},
+		{"pad", s.pad}, {"mask", s.mask}, {"fim_pre", s.fimPre}, {"fim_suf", s.fimSuf}, {"fim_mid", s.fimMid},
+		{"fim_pad", s.fimPad}, {"fim_rep", s.fimRep}, {"fim_sep", s.fimSep},
+	} {
+		if c.id < None || c.id >= int32(n) {
+			return nil, fmt.Errorf("tokenizer: %s token id %d out of range [0, %d)", c.name, c.id, n)
 		}
 	}
 	if s.addBOS && s.bos == None {
@@ -142,6 +147,9 @@ func NewSPM(v Vocab) (*SPM, error) {
 
 	// Control tokens whose text contains "unused" are unused.
 	for i, w := range s.text {
+		if j := strings.IndexByte(w, 0); j >= 0 {
+			w = w[:j] // llama.cpp searches the C string
+		}
 		if s.attr[i]&AttrControl != 0 && strings.Contains(w, "unused") {
 			s.attr[i] |= AttrUnused
 		}

@@ -75,7 +75,7 @@ func (s *SPM) partition(text string, parseSpecial bool) []fragment {
 // any case. A space is put before the text and after each special token when the vocabulary
 // has add_space_prefix, and every space becomes U+2581 before the pieces are merged.
 func (s *SPM) Tokenize(text string, addSpecial, parseSpecial bool) []int32 {
-	var out []int32
+	out := make([]int32, 0, len(text)/3+2)
 	if addSpecial && s.addBOS {
 		out = append(out, s.bos)
 	}
@@ -136,13 +136,69 @@ func bigramLess(l, r spmBigram) bool {
 // spmSession is llm_tokenizer_spm_session; its buffers are reused across fragments.
 type spmSession struct {
 	syms  []spmSymbol
-	queue stdPQ[spmBigram]
+	queue bigramQueue
 }
+
+// bigramQueue is std::priority_queue<llm_bigram_spm, std::vector, comparator>: the same
+// heap steps as stdPQ (push_heap, pop_heap), with the comparison written in line.
+type bigramQueue struct{ a []spmBigram }
+
+func (q *bigramQueue) push(v spmBigram) {
+	q.a = append(q.a, v)
+	a := q.a
+	hole := len(a) - 1
+	parent := (hole - 1) / 2
+	for hole > 0 && bigramLess(a[parent], v) {
+		a[hole] = a[parent]
+		hole = parent
+		parent = (hole - 1) / 2
+	}
+	a[hole] = v
+}
+
+func (q *bigramQueue) pop() spmBigram {
+	a := q.a
+	top := a[0]
+	n := len(a) - 1 // the heap shrinks to a[:n]; a[n] is re-inserted from the root
+	if n > 0 {
+		v := a[n]
+		a[n] = a[0]
+		// __adjust_heap(first, 0, n, v): move the hole down to a leaf, then push v up.
+		hole, second := 0, 0
+		for second < (n-1)/2 {
+			second = 2 * (second + 1)
+			if bigramLess(a[second], a[second-1]) {
+				second--
+			}
+			a[hole] = a[second]
+			hole = second
+		}
+		if n&1 == 0 && second == (n-2)/2 {
+			second = 2 * (second + 1)
+			a[hole] = a[second-1]
+			hole = second - 1
+		}
+		parent := (hole - 1) / 2
+		for hole > 0 && bigramLess(a[parent], v) {
+			a[hole] = a[parent]
+			hole = parent
+			parent = (hole - 1) / 2
+		}
+		a[hole] = v
+	}
+	q.a = a[:n]
+	return top
+}
+
+func (q *bigramQueue) empty() bool { return len(q.a) == 0 }
 
 // tokenize appends the tokens of text (already escaped) to out: one symbol per UTF-8
 // character, then the best-scoring adjacent pair that forms a token is merged until none
 // is left; a final symbol that is not a token is written as byte tokens.
 func (t *spmSession) tokenize(s *SPM, text string, out []int32) []int32 {
+	if cap(t.syms) < len(text) {
+		t.syms = make([]spmSymbol, 0, len(text))
+	}
 	t.syms = t.syms[:0]
 	for off := 0; off < len(text); {
 		n := min(utf8Len(text[off]), len(text)-off)
@@ -156,7 +212,9 @@ func (t *spmSession) tokenize(s *SPM, text string, out []int32) []int32 {
 	if len(t.syms) == 0 {
 		return out
 	}
-	t.queue.less = bigramLess
+	if cap(t.queue.a) < 2*len(t.syms) {
+		t.queue.a = make([]spmBigram, 0, 2*len(t.syms))
+	}
 	t.queue.a = t.queue.a[:0]
 	for i := 1; i < len(t.syms); i++ {
 		t.tryAddBigram(s, text, i-1, i)
