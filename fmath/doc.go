@@ -5,13 +5,23 @@
 //
 //   - What: FMA32 (a fused multiply-add rounded once to float32, what the
 //     reference's compiler emits as vfmadd*ss where it contracts a*b+c), and the
-//     glibc libm functions ggml calls: Expf, Sinf, Cosf, Powf.
-//   - Follows: the x86-64 FMA build of glibc's expf (ARM optimized-routines
-//     algorithm: 32-entry 2^(i/32) table, degree-3 polynomial evaluated in
-//     double with fused multiply-adds). Sinf, Cosf and Powf are computed in
-//     float64 and rounded once; this equals glibc's correctly rounded results on
-//     the domains oracle-tested (the RoPE angle grid of the models under test).
+//     glibc libm functions ggml calls: Expf, Sinf, Cosf, Sincosf, Powf.
+//   - Follows: the x86-64 FMA builds of glibc 2.36's expf, sinf, cosf and
+//     sincosf (the variants glibc's ifuncs select on AVX2+FMA CPUs), whose
+//     contracted multiply-adds are reproduced with math.FMA as read from the
+//     disassembly of libm.so.6. Expf: ARM optimized-routines algorithm,
+//     32-entry 2^(i/32) table, degree-3 polynomial in double. Sinf, Cosf,
+//     Sincosf: ARM optimized-routines algorithm, one-step reduction by π/2
+//     below 120, exact reduction with 192 bits of 4/π above, cosine and sine
+//     polynomials of degrees 8 and 7 in double. Tables are derived with
+//     math/big; polynomial coefficients are copied from glibc and checked
+//     against libm's .rodata.
+//     Powf is computed in float64 and rounded once; this equals glibc's
+//     correctly rounded results on the domain oracle-tested (the RoPE theta
+//     scales of the models under test).
 //   - Deliberate differences: no errno, no floating-point exception flags.
+//     Sinf, Cosf and Sincosf return glibc's NaN bits on x86 (the default NaN
+//     0xffc00000 for an infinity, the quieted NaN for a NaN).
 //   - Determinism: pure functions of their arguments; no state, no tables
 //     mutated after package initialisation.
 package fmath

@@ -209,66 +209,83 @@ func Load(f *gguf.File) (*Model, error) {
 // Context is one sequence's state: its KV cache (f16, as llama.cpp's default
 // type_k/type_v) and the number of positions already evaluated.
 type Context struct {
-	m       *Model
-	nCtx    int
-	nPast   int
-	k, v    [][]uint16 // per layer: nCtx cells × nkv f16 values
-	threads int
-	theta   float32
+	m           *Model
+	nCtx        int // cells usable, as asked
+	nCells      int // cells allocated: nCtx padded to 256 as llama.cpp pads n_ctx
+	nPast       int
+	k, v        [][]uint16 // per layer: nCells × nkv f16 values, zero where unwritten
+	threads     int
+	attnThreads int
+	theta       float32
+	// trace, when set (tests), receives intermediate results under
+	// llama.cpp's tensor names (cb names such as "Qcur-0").
+	trace func(name string, data []float32)
 }
 
+func (c *Context) emit(name string, il int, data []float32) {
+	if c.trace != nil {
+		if il >= 0 {
+			name = fmt.Sprintf("%s-%d", name, il)
+		}
+		c.trace(name, append([]float32(nil), data...))
+	}
+}
+
+// kvPad is llama.cpp's KV padding: n_ctx and the KV length seen by attention
+// (n_kv) are multiples of 256.
+const kvPad = 256
+
 // NewContext makes an empty context of nCtx cells that runs matmuls on
-// threads goroutines.
+// threads goroutines. The reference's split-KV attention depends on its
+// thread count; NewContext mirrors a reference running on the same number of
+// threads (see SetAttnThreads).
 func (m *Model) NewContext(nCtx, threads int) *Context {
 	nkv := m.HP.NHeadKV * m.HP.HeadDim
-	c := &Context{m: m, nCtx: nCtx, threads: max(1, threads)}
+	threads = max(1, threads)
+	c := &Context{m: m, nCtx: nCtx, nCells: (nCtx + kvPad - 1) / kvPad * kvPad, threads: threads, attnThreads: threads}
 	c.k = make([][]uint16, m.HP.NLayer)
 	c.v = make([][]uint16, m.HP.NLayer)
 	for i := range c.k {
-		c.k[i] = make([]uint16, nCtx*nkv)
-		c.v[i] = make([]uint16, nCtx*nkv)
+		c.k[i] = make([]uint16, c.nCells*nkv)
+		c.v[i] = make([]uint16, c.nCells*nkv)
 	}
 	c.theta = fmath.Powf(m.HP.FreqBase, -2.0/float32(m.HP.NRot))
 	return c
 }
 
+// SetAttnThreads sets the thread count of the reference being mirrored by the
+// split-KV attention kernel (single-row decode over 512 or more KV cells),
+// whose chunking depends on it. It defaults to the context's thread count.
+func (c *Context) SetAttnThreads(n int) { c.attnThreads = max(1, n) }
+
 // NPast is the number of positions held in the KV cache.
 func (c *Context) NPast() int { return c.nPast }
+
+// NCtx is the context size in tokens.
+func (c *Context) NCtx() int { return c.nCtx }
 
 // NUbatch is llama.cpp's default micro-batch size (n_ubatch).
 const NUbatch = 512
 
-// maxOneChunkKV is the largest padded KV length for which the reference's
-// single-row decode uses flash_attn_ext_f16_one_chunk (nek1 < 512, with KV
-// lengths padded to 256).
-const maxOneChunkKV = 256
-
 // Decode evaluates tokens at the next positions and returns the logits of the
 // last one (NVocab floats). Prompts longer than NUbatch are split into
-// micro-batches. It fails if the context would overflow, or when the
-// reference would switch to an attention kernel not mirrored yet (a
-// micro-batch of 64 or more rows, or a KV cache past 256 cells).
+// micro-batches, as llama.cpp does. It fails, naming the reason, on an empty
+// batch, a token outside the vocabulary or a context overflow.
 func (c *Context) Decode(tokens []int32) ([]float32, error) {
 	if len(tokens) == 0 {
 		return nil, errors.New("model: decode of an empty batch")
 	}
 	if c.nPast+len(tokens) > c.nCtx {
-		return nil, fmt.Errorf("model: %d tokens past %d cached exceed the context of %d", len(tokens), c.nPast, c.nCtx)
+		return nil, fmt.Errorf("model: %d tokens after %d cached exceed the context of %d", len(tokens), c.nPast, c.nCtx)
+	}
+	for _, t := range tokens {
+		if t < 0 || int(t) >= c.m.HP.NVocab {
+			return nil, fmt.Errorf("model: token id %d outside the vocabulary of %d", t, c.m.HP.NVocab)
+		}
 	}
 	var logits []float32
 	for len(tokens) > 0 {
 		n := min(len(tokens), NUbatch)
-		if n >= 64 {
-			return nil, fmt.Errorf("model: micro-batch of %d rows would use the reference's tiled flash attention: %w", n, ErrUnsupported)
-		}
-		if c.nPast+n > maxOneChunkKV {
-			return nil, fmt.Errorf("model: KV cache of %d cells would use the reference's split-KV attention: %w", c.nPast+n, ErrUnsupported)
-		}
-		for _, t := range tokens[:n] {
-			if t < 0 || int(t) >= c.m.HP.NVocab {
-				return nil, fmt.Errorf("model: token id %d outside the vocabulary of %d", t, c.m.HP.NVocab)
-			}
-		}
 		logits = c.ubatch(tokens[:n], len(tokens) == n)
 		tokens = tokens[n:]
 	}
@@ -293,13 +310,12 @@ func (c *Context) ubatch(tokens []int32, wantLogits bool) []float32 {
 	attn := make([]float32, n*nq)
 	o := make([]float32, n*d)
 	cache := make([]float32, hp.NRot)
-	qh := make([]uint16, hd)
-	vkq := make([]uint16, hd)
 	scale := 1 / fmath.Sqrtf(float32(hd))
 	for il, l := range m.Layers {
 		for j := range n {
 			rmsNormMul(cur[j*d:(j+1)*d], x[j*d:(j+1)*d], l.AttnNorm, hp.RMSEps)
 		}
+		c.emit("attn_norm", il, cur)
 		quant.MatMul(l.Wq, cur, n, q, c.threads)
 		quant.MatMul(l.Wk, cur, n, k, c.threads)
 		quant.MatMul(l.Wv, cur, n, v, c.threads)
@@ -315,17 +331,13 @@ func (c *Context) ubatch(tokens []int32, wantLogits bool) []float32 {
 			quant.FP32ToFP16Row(k[j*nkv:(j+1)*nkv], c.k[il][pos*nkv:(pos+1)*nkv])
 			quant.FP32ToFP16Row(v[j*nkv:(j+1)*nkv], c.v[il][pos*nkv:(pos+1)*nkv])
 		}
-		kc, vc := c.k[il], c.v[il]
-		for j := range n {
-			nKV := c.nPast + j + 1 // causal mask
-			for h := range hp.NHead {
-				hk := h / (hp.NHead / hp.NHeadKV)
-				kr := func(ic int) []uint16 { return kc[ic*nkv+hk*hd : ic*nkv+(hk+1)*hd] }
-				vr := func(ic int) []uint16 { return vc[ic*nkv+hk*hd : ic*nkv+(hk+1)*hd] }
-				flashAttnRow(attn[j*nq+h*hd:j*nq+(h+1)*hd], q[j*nq+h*hd:j*nq+(h+1)*hd], kr, vr, nKV, scale, qh, vkq)
-			}
-		}
+		c.emit("Qcur", il, q)
+		c.emit("Kcur", il, k)
+		c.emit("Vcur", il, v)
+		c.attention(attn, q, c.k[il], c.v[il], n, scale)
+		c.emit("kqv_out", il, attn)
 		quant.MatMul(l.Wo, attn, n, o, c.threads)
+		c.emit("attn_out", il, o)
 		// On the last layer llama.cpp keeps only the rows whose logits are
 		// wanted (inp_out_ids) before the residual and the feed-forward.
 		rows := n
@@ -337,18 +349,28 @@ func (c *Context) ubatch(tokens []int32, wantLogits bool) []float32 {
 		for i := range rows * d {
 			xr[i] = or[i] + xr[i]
 		}
+		c.emit("ffn_inp", il, xr[:rows*d])
 		for j := range rows {
 			rmsNormMul(cur[j*d:(j+1)*d], xr[j*d:(j+1)*d], l.FFNNorm, hp.RMSEps)
 		}
+		c.emit("ffn_norm", il, cur[:rows*d])
 		gate := make([]float32, rows*hp.NFF)
 		up := make([]float32, rows*hp.NFF)
 		quant.MatMul(l.FFNGate, cur[:rows*d], rows, gate, c.threads)
 		quant.MatMul(l.FFNUp, cur[:rows*d], rows, up, c.threads)
-		swiglu(gate, gate, up)
+		c.emit("ffn_gate", il, gate)
+		c.emit("ffn_up", il, up)
+		for j := range rows { // ggml_vec_swiglu_f32 runs row by row
+			r := gate[j*hp.NFF : (j+1)*hp.NFF]
+			swiglu(r, r, up[j*hp.NFF:(j+1)*hp.NFF])
+		}
+		c.emit("ffn_swiglu", il, gate)
 		quant.MatMul(l.FFNDown, gate, rows, or[:rows*d], c.threads)
+		c.emit("ffn_out", il, or[:rows*d])
 		for i := range rows * d {
 			xr[i] = or[i] + xr[i]
 		}
+		c.emit("l_out", il, xr[:rows*d])
 		if rows != n {
 			x = xr[:d]
 		}
@@ -360,7 +382,46 @@ func (c *Context) ubatch(tokens []int32, wantLogits bool) []float32 {
 	last := x[len(x)-d:]
 	nrm := make([]float32, d)
 	rmsNormMul(nrm, last, m.OutputNorm, hp.RMSEps)
+	c.emit("result_norm", -1, nrm)
 	logits := make([]float32, hp.NVocab)
 	quant.MatMul(m.Output, nrm, 1, logits, c.threads)
 	return logits
+}
+
+// attention runs flash attention for the n query rows of this micro-batch
+// (positions nPast..nPast+n-1, already in the cache) with the kernel the
+// reference picks: split-KV for one row when the padded KV length reaches
+// 512, the tiled kernel for 64 rows or more (head size a multiple of 8), the
+// one-row kernel otherwise.
+func (c *Context) attention(out, q []float32, kc, vc []uint16, n int, scale float32) {
+	hp := c.m.HP
+	hd := hp.HeadDim
+	nq, nkv := hp.NHead*hd, hp.NHeadKV*hd
+	used := c.nPast + n
+	nek1 := min(c.nCells, max(kvPad, (used+kvPad-1)/kvPad*kvPad))
+	qh, vkq16 := make([]uint16, hd), make([]uint16, hd)
+	vkq, kq := make([]float32, hd), make([]float32, faTile)
+	for j := range n {
+		for h := range hp.NHead {
+			hk := h / (hp.NHead / hp.NHeadKV)
+			a := attnRow{
+				q:     q[j*nq+h*hd : j*nq+(h+1)*hd],
+				k:     func(ic int) []uint16 { return kc[ic*nkv+hk*hd : ic*nkv+(hk+1)*hd] },
+				v:     func(ic int) []uint16 { return vc[ic*nkv+hk*hd : ic*nkv+(hk+1)*hd] },
+				nKV:   c.nPast + j + 1, // the causal mask
+				scale: scale,
+			}
+			o := out[j*nq+h*hd : j*nq+(h+1)*hd]
+			switch {
+			case n == 1 && nek1 >= 512:
+				a.splitKV(o, nek1, c.attnThreads, qh, vkq16)
+			case n >= faTile && hd%8 == 0:
+				a.tiled(o, kq, vkq)
+			default:
+				m, s := a.oneChunk(0, a.nKV, vkq, qh, vkq16)
+				_ = m
+				normalize(o, vkq, s)
+			}
+		}
+	}
 }

@@ -145,7 +145,9 @@ func TestPromptLogitsBitExact(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer rm.Close()
-			for _, p := range oraclePrompts {
+			// The six prompts, then prompts that take the tiled attention
+			// kernel (~100 tokens) and two micro-batches (~600 tokens).
+			for _, p := range append(oraclePrompts[:len(oraclePrompts):len(oraclePrompts)], longText(8), longText(48)) {
 				toks, err := rm.Tokenize(p, true, false)
 				if err != nil {
 					t.Fatal(err)
@@ -167,9 +169,95 @@ func TestPromptLogitsBitExact(t *testing.T) {
 					}
 				}
 				if diff > 0 {
-					t.Errorf("%q (%d tokens): %d of %d logits differ (max |Δ| %g)", p, len(toks), diff, len(want), maxd)
+					t.Errorf("%.40q (%d tokens): %d of %d logits differ (max |Δ| %g)", p, len(toks), diff, len(want), maxd)
 				}
 			}
 		})
 	}
+}
+
+// longText builds a story prompt of roughly the given number of tokens.
+func longText(sentences int) string {
+	parts := []string{
+		"Once upon a time there was a little girl named Lily.",
+		"She liked to play with her red ball in the park.",
+		"One day she met a big dog who wanted to play too.",
+		"They ran and jumped until the sun went down.",
+		"Mom called them home for dinner and they were happy.",
+	}
+	var b []byte
+	for i := range sentences {
+		if i > 0 {
+			b = append(b, ' ')
+		}
+		b = append(b, parts[i%len(parts)]...)
+	}
+	return string(b)
+}
+
+// TestLongContextsMatchReference covers the attention kernels that short
+// prompts never reach: the tiled kernel (micro-batches of 64+ rows), prompts
+// split into two micro-batches of 512, and the split-KV decode kernel (KV
+// cache past 256 cells in a context of 512 or more), at 1 thread and, for
+// split-KV chunking, at 2.
+func TestLongContextsMatchReference(t *testing.T) {
+	dir := modelsDir(t)
+	lib := refLib(t)
+	cases := []struct {
+		file      string
+		sentences int
+		n         int
+		threads   int
+	}{
+		{"stories260K.gguf", 8, 32, 1},  // ~100-token prompt: tiled
+		{"stories260K.gguf", 1, 300, 1}, // decode to ~310 cells: split-KV
+		{"stories260K.gguf", 48, 8, 1},  // ~600 tokens: two micro-batches
+		{"stories260K.gguf", 22, 6, 2},  // ~270-token prompt, decode past 256 on 2 threads
+		{"derived/stories260K-Q4_0.gguf", 8, 200, 1},
+		{"derived/stories260K-F16.gguf", 22, 16, 1},
+	}
+	for _, tc := range cases {
+		path := filepath.Join(dir, tc.file)
+		m := loadModel(t, path)
+		rm, err := lib.LoadModel(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		toks, err := rm.Tokenize(longText(tc.sentences), true, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := rm.Greedy(toks, tc.n, tc.threads)
+		rm.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := m.NewContext(len(toks)+tc.n, tc.threads)
+		logits, err := c.Decode(toks)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range want {
+			best := greedyArgmax(logits)
+			if best != want[i] {
+				t.Errorf("%s, %d-token prompt, %d threads: token %d: bankml %d, reference %d", tc.file, len(toks), tc.threads, i, best, want[i])
+				break
+			}
+			if i+1 < len(want) {
+				if logits, err = c.Decode([]int32{best}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+}
+
+func greedyArgmax(logits []float32) int32 {
+	best := 0
+	for i := 1; i < len(logits); i++ {
+		if logits[i] > logits[best] {
+			best = i
+		}
+	}
+	return int32(best)
 }

@@ -243,6 +243,12 @@ func argmax(x []float32) int32 {
 // newContext creates a llama_context for a run of nPos positions whose
 // prompt is prompt. The caller holds m.mu and frees the context.
 func (m *Model) newContext(prompt []int32, nPos int, threads int) (uintptr, error) {
+	return m.newContextWith(prompt, nPos, threads, nil)
+}
+
+// newContextWith is newContext with a hook that may change the parameters
+// (used by Trace to install the eval callback).
+func (m *Model) newContextWith(prompt []int32, nPos int, threads int, hook func(*llamaContextParams)) (uintptr, error) {
 	if m.ptr == 0 {
 		return 0, errClosed
 	}
@@ -265,6 +271,9 @@ func (m *Model) newContext(prompt []int32, nPos int, threads int) (uintptr, erro
 	p.NBatch = max(p.NBatch, uint32(len(prompt)))
 	p.NThreads = int32(threads)
 	p.NThreadsBatch = int32(threads)
+	if hook != nil {
+		hook(&p)
+	}
 	mark := m.lib.log.mark()
 	ctx := m.lib.llamaInitFromModel(m.ptr, p)
 	if ctx == 0 {

@@ -1,0 +1,42 @@
+package model
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/bankml/bankml/internal/reference"
+)
+
+// TestSwiGLUMatchesReference compares swiglu with the reference's
+// ggml_vec_swiglu_f32 on every length up to 100 (both the 8-wide ggml_v_expf
+// path and the scalar tail) and on inputs that reach ggml_v_expf's
+// large-argument blend path.
+func TestSwiGLUMatchesReference(t *testing.T) {
+	k, err := reference.LoadKernels()
+	if err != nil {
+		t.Skipf("reference not installed (run scripts/install-reference.sh): %v", err)
+	}
+	r := rand.New(rand.NewPCG(11, 12))
+	for n := 1; n <= 100; n++ {
+		for trial := range 50 {
+			x, g := make([]float32, n), make([]float32, n)
+			for i := range x {
+				scale := 4.0
+				if trial%5 == 0 {
+					scale = 120 // |x| past 87 and 126·ln2: overflow and blend paths
+				}
+				x[i] = float32(r.NormFloat64() * scale)
+				g[i] = float32(r.NormFloat64())
+			}
+			got, want := make([]float32, n), make([]float32, n)
+			swiglu(got, x, g)
+			k.SwiGLU(want, x, g)
+			for i := range got {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("n=%d x=%g g=%g: %g (%#x), reference %g (%#x)", n, x[i], g[i], got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
+				}
+			}
+		}
+	}
+}
