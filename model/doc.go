@@ -17,11 +17,14 @@
 //     the last layer only the rows whose logits are wanted go through the
 //     feed-forward, as llama.cpp's inp_out_ids does: the matmul path, and so the
 //     rounding, depends on the number of columns.
-//   - Deliberate differences: only the attention kernel the reference uses for
-//     fewer than 64 query rows and fewer than 512 KV cells
-//     (flash_attn_ext_f16_one_chunk) is implemented; Context.Decode refuses
-//     batches or contexts that would take the reference's tiled or split-KV
-//     kernels instead of computing them differently.
-//   - Determinism: logits are a pure function of the token sequence; the thread
-//     count only splits matmul rows.
+//     Attention takes the reference's three kernels by the reference's rule:
+//     one_chunk (below 64 rows), tiled (64 rows or more), split-KV (one row,
+//     padded KV length of 512 or more).
+//   - Deliberate differences: the tiled kernel is computed row by row (each
+//     row's result is independent of its tile mates); weights are never
+//     repacked, their kernels' arithmetic is reproduced on ggml's layout.
+//   - Determinism: logits are a pure function of the token sequence and, for
+//     split-KV decodes only, of the mirrored reference thread count
+//     (Context.SetAttnThreads), exactly as the reference's own results depend
+//     on its -t there; the thread count otherwise only splits matmul rows.
 package model

@@ -15,6 +15,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
+	"strconv"
 
 	"github.com/alecthomas/kong"
 )
@@ -56,6 +58,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		kong.Name("bankml"),
 		kong.Description("Serve 1-bit and ternary GGUF language models on the CPU, bit-exact with llama.cpp."),
 		kong.UsageOnError(),
+		kong.Vars{"nproc": strconv.Itoa(runtime.NumCPU())},
 		kong.Writers(stdout, stderr),
 		kong.Exit(func(code int) { exit = code }),
 		kong.BindTo(stdin, (*io.Reader)(nil)),

@@ -17,13 +17,13 @@ import (
 type runCmd struct {
 	Model     string  `arg:"" name:"MODEL" help:"Path to a GGUF model file." type:"path"`
 	Prompt    *string `short:"p" name:"prompt" help:"Prompt text; read from standard input when absent."`
-	NPredict  int     `short:"n" name:"n-predict" default:"64" help:"Number of tokens to generate (-1: until end of generation or the context is full)."`
+	NPredict  int     `short:"n" name:"n-predict" default:"-1" help:"Number of tokens to generate; -1 generates until an end-of-generation token or a full context."`
 	Temp      float32 `name:"temp" default:"0" help:"Temperature; 0 is greedy."`
 	TopK      int     `name:"top-k" default:"40" help:"Top-k sampling (0 = off); used when temp > 0."`
 	TopP      float32 `name:"top-p" default:"0.95" help:"Top-p sampling (1 = off); used when temp > 0."`
 	Seed      uint64  `name:"seed" default:"0" help:"Seed of the sampler's random draw."`
-	Threads   int     `short:"t" name:"threads" default:"1" help:"Number of threads."`
-	Ctx       int     `short:"c" name:"ctx-size" default:"0" help:"Context size in tokens (0: the prompt plus n-predict, at most 256 for now)."`
+	Threads   int     `short:"t" name:"threads" default:"${nproc}" help:"Number of threads (default: the number of CPUs)."`
+	Ctx       int     `short:"c" name:"ctx-size" default:"4096" help:"Context size in tokens; 0 takes the model's training context."`
 	IgnoreEOS bool    `name:"ignore-eos" help:"Keep generating past end-of-generation tokens."`
 }
 
@@ -76,15 +76,14 @@ func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error 
 	}
 	n := r.NPredict
 	nCtx := r.Ctx
-	if nCtx == 0 {
-		if n < 0 {
-			nCtx = 256
-		} else {
-			nCtx = min(len(ids)+n, 256)
-		}
+	switch {
+	case nCtx == 0:
+		nCtx = m.HP.NCtxTrain
+	case nCtx < 0:
+		return fmt.Errorf("run: --ctx-size %d: must be 0 or positive", nCtx)
 	}
 	if len(ids) >= nCtx {
-		return fmt.Errorf("run: the prompt is %d tokens, the context %d: no room to generate", len(ids), nCtx)
+		return fmt.Errorf("run: the prompt is %d tokens and the context %d: no room to generate (raise --ctx-size)", len(ids), nCtx)
 	}
 	if n < 0 || len(ids)+n > nCtx {
 		n = nCtx - len(ids)
