@@ -176,7 +176,7 @@ func TestTrigAgainstLibm(t *testing.T) {
 // trigSweepStride is the default stride of the bit-pattern sweep in
 // TestTrigAgainstLibm (a prime, so the sweep visits every residue of the
 // mantissa bits).
-const trigSweepStride = 4999
+const trigSweepStride = 7919
 
 // trigSpecials lists arguments at the edges of glibc's sinf/cosf paths.
 func trigSpecials() []float32 {
