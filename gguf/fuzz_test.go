@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/bankml/bankml/internal/testdata"
 )
 
 // FuzzParse checks that Parse never panics, that every error is a gguf error, and that a File it accepts holds
@@ -13,7 +15,7 @@ import (
 // Run: go test -run '^$' -fuzz FuzzParse -fuzztime 10s ./gguf/
 func FuzzParse(f *testing.F) {
 	f.Add(allTypes())
-	if data, err := os.ReadFile(filepath.Join(modelsDir(), "stories260K.gguf")); err == nil {
+	if data, err := os.ReadFile(filepath.Join(testdata.ModuleRoot(f), "..", "shared", "models", "stories260K.gguf")); err == nil {
 		if g, err := Parse(data); err == nil {
 			f.Add(data[:g.DataOffset])                       // the real header alone
 			f.Add(data[:g.DataOffset+g.Tensors[0].Size+256]) // and the start of the data

@@ -9,23 +9,14 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-)
 
-// modelsDir is the shared test-data folder (see DESIGN.md §5); BANKML_MODELS overrides it.
-func modelsDir() string {
-	if d := os.Getenv("BANKML_MODELS"); d != "" {
-		return d
-	}
-	return filepath.Join("..", "..", "shared", "models")
-}
+	"github.com/bankml/bankml/internal/testdata"
+)
 
 // readModel returns the bytes of a test model, or skips the test if the shared data is not there.
 func readModel(t testing.TB, name string) []byte {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(modelsDir(), name))
-	if errors.Is(err, os.ErrNotExist) {
-		t.Skipf("test data %s not found (set BANKML_MODELS)", name)
-	}
+	data, err := os.ReadFile(testdata.Model(t, name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +47,7 @@ func TestRealFilesParseWithTheManifestCounts(t *testing.T) {
 	} {
 		t.Run(filepath.Base(tc.file), func(t *testing.T) {
 			data := readModel(t, tc.file)
-			f, err := Open(filepath.Join(modelsDir(), tc.file))
+			f, err := Open(filepath.Join(testdata.ModelsDir(t), tc.file))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -2,37 +2,16 @@ package model
 
 import (
 	"math"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/bankml/bankml/gguf"
 	"github.com/bankml/bankml/internal/reference"
+	"github.com/bankml/bankml/internal/testdata"
+	"github.com/bankml/bankml/sample"
 )
 
-// modelsDir finds ../shared/models from the module root.
-func modelsDir(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found above the test's directory")
-		}
-		dir = parent
-	}
-	p := filepath.Join(dir, "..", "shared", "models")
-	if _, err := os.Stat(filepath.Join(p, "stories260K.gguf")); err != nil {
-		t.Skipf("test models absent (%v): they live in ../shared/models", err)
-	}
-	return p
-}
+func modelsDir(t testing.TB) string { return testdata.ModelsDir(t) }
 
 func refLib(t testing.TB) *reference.Lib {
 	t.Helper()
@@ -84,17 +63,12 @@ func greedy(t testing.TB, m *Model, prompt []int32, n int) []int32 {
 	}
 	out := make([]int32, 0, n)
 	for {
-		best := 0
-		for i := 1; i < len(logits); i++ {
-			if logits[i] > logits[best] {
-				best = i
-			}
-		}
-		out = append(out, int32(best))
+		best := sample.Greedy(logits)
+		out = append(out, best)
 		if len(out) == n {
 			return out
 		}
-		if logits, err = c.Decode([]int32{int32(best)}); err != nil {
+		if logits, err = c.Decode([]int32{best}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -238,7 +212,7 @@ func TestLongContextsMatchReference(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i := range want {
-			best := greedyArgmax(logits)
+			best := sample.Greedy(logits)
 			if best != want[i] {
 				t.Errorf("%s, %d-token prompt, %d threads: token %d: bankml %d, reference %d", tc.file, len(toks), tc.threads, i, best, want[i])
 				break
@@ -250,14 +224,4 @@ func TestLongContextsMatchReference(t *testing.T) {
 			}
 		}
 	}
-}
-
-func greedyArgmax(logits []float32) int32 {
-	best := 0
-	for i := 1; i < len(logits); i++ {
-		if logits[i] > logits[best] {
-			best = i
-		}
-	}
-	return int32(best)
 }

@@ -1,47 +1,17 @@
 package tokenizer
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/bankml/bankml/gguf"
+	"github.com/bankml/bankml/internal/testdata"
 )
 
-// modelsDir returns ../shared/models relative to the repository root (the folder holding
-// go.mod, found by walking up from the test's working directory), or skips the test.
-func modelsDir(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("test data: no go.mod above the working directory")
-		}
-		dir = parent
-	}
-	models := filepath.Join(dir, "..", "shared", "models")
-	if _, err := os.Stat(models); err != nil {
-		t.Skipf("test data: %s is absent (%v)", models, err)
-	}
-	return models
-}
+// modelsDir returns the shared models folder, or skips the test.
+func modelsDir(t testing.TB) string { return testdata.ModelsDir(t) }
 
 // modelFile returns the path of a file under the models folder, or skips the test.
-func modelFile(t testing.TB, rel string) string {
-	t.Helper()
-	p := filepath.Join(modelsDir(t), rel)
-	if _, err := os.Stat(p); err != nil {
-		t.Skipf("test data: %s is absent (%v)", p, err)
-	}
-	return p
-}
+func modelFile(t testing.TB, rel string) string { return testdata.Model(t, rel) }
 
 // loadGGUFTokenizer opens a GGUF file and builds its tokenizer.
 func loadGGUFTokenizer(t testing.TB, path string) *SPM {

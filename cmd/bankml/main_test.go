@@ -9,19 +9,10 @@ import (
 	"testing"
 
 	"github.com/bankml/bankml/internal/reference"
+	"github.com/bankml/bankml/internal/testdata"
 )
 
-func storiesPath(t *testing.T) string {
-	t.Helper()
-	p, err := filepath.Abs(filepath.Join("..", "..", "..", "shared", "models", "stories260K.gguf"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(p); err != nil {
-		t.Skipf("test model absent (%v): it lives in ../shared/models", err)
-	}
-	return p
-}
+func storiesPath(t *testing.T) string { return testdata.Model(t, "stories260K.gguf") }
 
 func runCLI(args ...string) (code int, stdout, stderr string) {
 	var o, e bytes.Buffer

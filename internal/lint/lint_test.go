@@ -11,25 +11,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/bankml/bankml/internal/testdata"
 )
 
-func moduleRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found")
-		}
-		dir = parent
-	}
-}
+func moduleRoot(t *testing.T) string { return testdata.ModuleRoot(t) }
 
 func TestEveryGoFileIsGofmtFormatted(t *testing.T) {
 	root := moduleRoot(t)

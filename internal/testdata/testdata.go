@@ -1,0 +1,59 @@
+// Package testdata locates the repository root and the shared test models
+// (../shared/models beside the repository, DESIGN.md §5) for tests. Test data
+// is read in place and never copied into the repository.
+package testdata
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// EnvModels overrides the models folder.
+const EnvModels = "BANKML_MODELS"
+
+// ModuleRoot returns the folder holding go.mod, walking up from the test's
+// working directory; it fails the test when there is none.
+func ModuleRoot(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("testdata: no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// ModelsDir returns the shared models folder ($BANKML_MODELS, else
+// ../shared/models from the module root), skipping the test with the reason
+// when it is absent.
+func ModelsDir(t testing.TB) string {
+	t.Helper()
+	dir := os.Getenv(EnvModels)
+	if dir == "" {
+		dir = filepath.Join(ModuleRoot(t), "..", "shared", "models")
+	}
+	if _, err := os.Stat(dir); err != nil {
+		t.Skipf("test models absent (%v): they live in ../shared/models or $%s", err, EnvModels)
+	}
+	return dir
+}
+
+// Model returns the path of a file under the models folder, skipping the
+// test when it is absent.
+func Model(t testing.TB, rel string) string {
+	t.Helper()
+	p := filepath.Join(ModelsDir(t), rel)
+	if _, err := os.Stat(p); err != nil {
+		t.Skipf("test model %s absent (%v)", rel, err)
+	}
+	return p
+}
