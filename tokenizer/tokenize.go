@@ -145,8 +145,12 @@ type bigramQueue struct{ a []spmBigram }
 
 func (q *bigramQueue) push(v spmBigram) {
 	q.a = append(q.a, v)
+	q.siftUp(len(q.a)-1, v)
+}
+
+// siftUp is std::__push_heap: v rises from hole while its parent is less.
+func (q *bigramQueue) siftUp(hole int, v spmBigram) {
 	a := q.a
-	hole := len(a) - 1
 	parent := (hole - 1) / 2
 	for hole > 0 && bigramLess(a[parent], v) {
 		a[hole] = a[parent]
@@ -178,13 +182,7 @@ func (q *bigramQueue) pop() spmBigram {
 			a[hole] = a[second-1]
 			hole = second - 1
 		}
-		parent := (hole - 1) / 2
-		for hole > 0 && bigramLess(a[parent], v) {
-			a[hole] = a[parent]
-			hole = parent
-			parent = (hole - 1) / 2
-		}
-		a[hole] = v
+		q.siftUp(hole, v)
 	}
 	q.a = a[:n]
 	return top
