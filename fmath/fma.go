@@ -14,13 +14,18 @@ func FMA32(a, b, c float32) float32 {
 	p := float64(a) * float64(b) // exact: 24+24 bits fit in 53
 	fc := float64(c)
 	s := p + fc
-	if math.IsInf(s, 0) || math.IsNaN(s) {
+	bits := math.Float64bits(s)
+	exp := bits >> 52 & 0x7ff
+	// Fast path: rounding s to float32 equals rounding the exact sum unless s
+	// sits exactly on a float32 midpoint (low 29 mantissa bits 1000…0); the
+	// float32 midpoints are doubles, so rounding to double never crosses one.
+	// Results in float32's subnormal range take the slow path too.
+	if exp == 0x7ff || exp >= 1023-126 && bits&(1<<29-1) != 1<<28 {
 		return float32(s)
 	}
 	bb := s - p
 	e := (p - (s - bb)) + (fc - bb)
 	if e != 0 {
-		bits := math.Float64bits(s)
 		if bits&1 == 0 {
 			// Move to the odd neighbour that lies on the side of the exact value.
 			if (e > 0) == (s > 0) {

@@ -94,8 +94,15 @@ func TestFMA32MatchesHardwareFmaf(t *testing.T) {
 	}
 	for i := range 2_000_000 {
 		a, b, c := rnd(), rnd(), rnd()
-		if i%3 == 0 { // near-cancellation, where double rounding bites
+		switch i % 3 {
+		case 0: // near-cancellation
 			c = -float32(float64(a) * float64(b))
+		case 1: // a*b near half an ulp of c, its low bits far below c's:
+			// the sum rounds in float64 onto a float32 midpoint (double rounding).
+			c = float32(r.NormFloat64())
+			half := math.Float32frombits(math.Float32bits(c)&0xff800000) * 0x1p-24
+			a = half * (1 + float32(r.IntN(1<<10))*0x1p-23)
+			b = 1 + float32(r.IntN(1<<10)-512)*0x1p-23
 		}
 		if got, want := FMA32(a, b, c), l.fmaf(a, b, c); !sameBits(got, want) {
 			t.Fatalf("FMA32(%g, %g, %g) = %#x, fmaf %#x", a, b, c, math.Float32bits(got), math.Float32bits(want))
