@@ -22,6 +22,9 @@ func Open(path string) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
+	if !st.Mode().IsRegular() {
+		return nil, &os.PathError{Op: "open", Path: path, Err: fmt.Errorf("not a regular file (%s)", st.Mode().Type())}
+	}
 	size := st.Size()
 	if size == 0 {
 		_, err := Parse(nil)

@@ -18,7 +18,7 @@ var benchPrompt = []int32{1, 403, 407, 261, 378}
 func BenchmarkGreedyStories260K(b *testing.B) {
 	m := loadModel(b, filepath.Join(modelsDir(b), "stories260K.gguf"))
 	for b.Loop() {
-		c := m.NewContext(len(benchPrompt)+64, 1)
+		c := newCtx(b, m, len(benchPrompt)+64, 1)
 		logits, err := c.Decode(benchPrompt)
 		if err != nil {
 			b.Fatal(err)

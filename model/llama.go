@@ -65,6 +65,9 @@ func Load(f *gguf.File) (*Model, error) {
 	u := func(key string, def int, required bool) (int, error) {
 		v, ok := f.GetUint64(arch + "." + key)
 		if !ok {
+			if val, present := f.Get(arch + "." + key); present {
+				return 0, fmt.Errorf("model: metadata %s.%s has type %s, want an integer", arch, key, val.Type)
+			}
 			if required {
 				return 0, fmt.Errorf("model: metadata %s.%s missing", arch, key)
 			}
@@ -110,14 +113,30 @@ func Load(f *gguf.File) (*Model, error) {
 	if hp.NCtxTrain, err = u("context_length", 2048, false); err != nil {
 		return nil, err
 	}
-	eps, ok := f.GetFloat64(arch + ".attention.layer_norm_rms_epsilon")
-	if !ok {
-		return nil, fmt.Errorf("model: metadata %s.attention.layer_norm_rms_epsilon missing", arch)
+	float := func(key string, def float64, required bool) (float32, error) {
+		v, ok := f.GetFloat64(arch + "." + key)
+		if !ok {
+			if val, present := f.Get(arch + "." + key); present {
+				return 0, fmt.Errorf("model: metadata %s.%s has type %s, want a float", arch, key, val.Type)
+			}
+			if required {
+				return 0, fmt.Errorf("model: metadata %s.%s missing", arch, key)
+			}
+			v = def
+		}
+		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+			return 0, fmt.Errorf("model: metadata %s.%s = %g, want a finite value >= 0", arch, key, v)
+		}
+		return float32(v), nil
 	}
-	hp.RMSEps = float32(eps)
-	hp.FreqBase = 10000
-	if fb, ok := f.GetFloat64(arch + ".rope.freq_base"); ok {
-		hp.FreqBase = float32(fb)
+	if hp.RMSEps, err = float("attention.layer_norm_rms_epsilon", 0, true); err != nil {
+		return nil, err
+	}
+	if hp.FreqBase, err = float("rope.freq_base", 10000, false); err != nil {
+		return nil, err
+	}
+	if hp.FreqBase == 0 {
+		return nil, fmt.Errorf("model: metadata %s.rope.freq_base is 0", arch)
 	}
 	if st, ok := f.GetString(arch + ".rope.scaling.type"); ok && st != "none" {
 		return nil, fmt.Errorf("model: rope scaling %q: %w", st, ErrUnsupported)
@@ -127,8 +146,10 @@ func Load(f *gguf.File) (*Model, error) {
 	}
 
 	m := &Model{Arch: arch}
+	used := map[string]bool{}
 	mat := func(name string, cols, rows int, optional bool) (*quant.Matrix, error) {
 		t, ok := f.Tensor(name)
+		used[name] = ok
 		if !ok {
 			if optional {
 				return nil, nil
@@ -146,6 +167,7 @@ func Load(f *gguf.File) (*Model, error) {
 	}
 	vec := func(name string, n int) ([]float32, error) {
 		t, ok := f.Tensor(name)
+		used[name] = ok
 		if !ok {
 			return nil, fmt.Errorf("model: tensor %q missing", name)
 		}
@@ -202,6 +224,15 @@ func Load(f *gguf.File) (*Model, error) {
 			}
 		}
 	}
+	// Like llama.cpp's loader, refuse tensors the graph does not use (a wrong
+	// block_count, rope factors, biases this graph would ignore).
+	if countTrue(used) != len(f.Tensors) {
+		for _, t := range f.Tensors {
+			if !used[t.Name] {
+				return nil, fmt.Errorf("model: tensor %q is not used by the %s graph (%d layers): %w", t.Name, arch, hp.NLayer, ErrUnsupported)
+			}
+		}
+	}
 	m.HP = hp
 	return m, nil
 }
@@ -235,14 +266,26 @@ func (c *Context) emit(name string, il int, data []float32) {
 // (n_kv) are multiples of 256.
 const kvPad = 256
 
+// maxCtx bounds the context size (llama.cpp's n_ctx is a uint32).
+const maxCtx = 1 << 30
+
 // NewContext makes an empty context of nCtx cells that runs matmuls on
 // threads goroutines. The reference's split-KV attention depends on its
 // thread count; NewContext mirrors a reference running on the same number of
-// threads (see SetAttnThreads).
-func (m *Model) NewContext(nCtx, threads int) *Context {
+// threads (see SetAttnThreads). It refuses a size below 1 or above 2^30, or a
+// KV cache larger than the machine's memory, naming the bytes needed.
+func (m *Model) NewContext(nCtx, threads int) (*Context, error) {
+	if nCtx < 1 || nCtx > maxCtx {
+		return nil, fmt.Errorf("model: context size %d outside [1, %d]", nCtx, maxCtx)
+	}
 	nkv := m.HP.NHeadKV * m.HP.HeadDim
+	nCells := (nCtx + kvPad - 1) / kvPad * kvPad
+	kvBytes := uint64(m.HP.NLayer) * 2 * uint64(nCells) * uint64(nkv) * 2
+	if mem := physicalMemory(); mem != 0 && kvBytes > mem {
+		return nil, fmt.Errorf("model: a KV cache of %d cells needs %.1f GiB, more than this machine's %.1f GiB", nCtx, float64(kvBytes)/(1<<30), float64(mem)/(1<<30))
+	}
 	threads = max(1, threads)
-	c := &Context{m: m, nCtx: nCtx, nCells: (nCtx + kvPad - 1) / kvPad * kvPad, threads: threads, attnThreads: threads}
+	c := &Context{m: m, nCtx: nCtx, nCells: nCells, threads: threads, attnThreads: threads}
 	c.k = make([][]uint16, m.HP.NLayer)
 	c.v = make([][]uint16, m.HP.NLayer)
 	for i := range c.k {
@@ -250,7 +293,7 @@ func (m *Model) NewContext(nCtx, threads int) *Context {
 		c.v[i] = make([]uint16, c.nCells*nkv)
 	}
 	c.theta = fmath.Powf(m.HP.FreqBase, -2.0/float32(m.HP.NRot))
-	return c
+	return c, nil
 }
 
 // SetAttnThreads sets the thread count of the reference being mirrored by the
@@ -424,4 +467,14 @@ func (c *Context) attention(out, q []float32, kc, vc []uint16, n int, scale floa
 			}
 		}
 	}
+}
+
+func countTrue(m map[string]bool) int {
+	n := 0
+	for _, v := range m {
+		if v {
+			n++
+		}
+	}
+	return n
 }

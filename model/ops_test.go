@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/bankml/bankml/internal/reference"
+	"github.com/bankml/bankml/internal/testdata"
 )
 
 // TestSwiGLUMatchesReference compares swiglu with the reference's
@@ -15,7 +16,7 @@ import (
 func TestSwiGLUMatchesReference(t *testing.T) {
 	k, err := reference.LoadKernels()
 	if err != nil {
-		t.Skipf("reference not installed (run scripts/install-reference.sh): %v", err)
+		testdata.Absent(t, "reference not installed (run scripts/install-reference.sh): %v", err)
 	}
 	r := rand.New(rand.NewPCG(11, 12))
 	for n := 1; n <= 100; n++ {

@@ -17,7 +17,7 @@ func refLib(t testing.TB) *reference.Lib {
 	t.Helper()
 	lib, err := reference.Load()
 	if err != nil {
-		t.Skipf("reference not installed (run scripts/install-reference.sh): %v", err)
+		testdata.Absent(t, "reference not installed (run scripts/install-reference.sh): %v", err)
 	}
 	return lib
 }
@@ -56,7 +56,7 @@ func loadModel(t testing.TB, path string) *Model {
 
 func greedy(t testing.TB, m *Model, prompt []int32, n int) []int32 {
 	t.Helper()
-	c := m.NewContext(len(prompt)+n, 1)
+	c := newCtx(t, m, len(prompt)+n, 1)
 	logits, err := c.Decode(prompt)
 	if err != nil {
 		t.Fatal(err)
@@ -130,7 +130,7 @@ func TestPromptLogitsBitExact(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				c := m.NewContext(len(toks), 1)
+				c := newCtx(t, m, len(toks), 1)
 				got, err := c.Decode(toks)
 				if err != nil {
 					t.Fatal(err)
@@ -206,7 +206,7 @@ func TestLongContextsMatchReference(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c := m.NewContext(len(toks)+tc.n, tc.threads)
+		c := newCtx(t, m, len(toks)+tc.n, tc.threads)
 		logits, err := c.Decode(toks)
 		if err != nil {
 			t.Fatal(err)
@@ -224,4 +224,13 @@ func TestLongContextsMatchReference(t *testing.T) {
 			}
 		}
 	}
+}
+
+func newCtx(t testing.TB, m *Model, nCtx, threads int) *Context {
+	t.Helper()
+	c, err := m.NewContext(nCtx, threads)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

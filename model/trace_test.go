@@ -34,7 +34,7 @@ func TestIntermediatesMatchReference(t *testing.T) {
 			for _, x := range ts {
 				ref[x.Name] = x.Data // the last node of that name: after RoPE for Qcur/Kcur
 			}
-			c := m.NewContext(len(toks), 1)
+			c := newCtx(t, m, len(toks), 1)
 			compared := 0
 			c.trace = func(tn string, got []float32) {
 				want, ok := ref[tn]

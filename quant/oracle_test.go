@@ -6,13 +6,14 @@ import (
 	"testing"
 
 	"github.com/bankml/bankml/internal/reference"
+	"github.com/bankml/bankml/internal/testdata"
 )
 
 func kernels(t *testing.T) *reference.Kernels {
 	t.Helper()
 	k, err := reference.LoadKernels()
 	if err != nil {
-		t.Skipf("reference not installed (run scripts/install-reference.sh): %v", err)
+		testdata.Absent(t, "reference not installed (run scripts/install-reference.sh): %v", err)
 	}
 	return k
 }

@@ -32,13 +32,15 @@ type Params struct {
 	Seed uint64  // seed of the random draw
 }
 
-// Validate reports a parameter outside its domain.
+// Validate reports a parameter outside its domain: a temperature or top_p
+// that is not a finite number. As in llama.cpp, top_p <= 0 keeps only the most
+// likely token and top_p >= 1 keeps all.
 func (p Params) Validate() error {
 	switch {
 	case math.IsNaN(float64(p.Temp)) || math.IsInf(float64(p.Temp), 0):
 		return fmt.Errorf("sample: temp %v is not a finite number", p.Temp)
-	case p.TopP <= 0 || p.TopP > 1 || math.IsNaN(float64(p.TopP)):
-		return fmt.Errorf("sample: top_p %v outside (0, 1]", p.TopP)
+	case math.IsNaN(float64(p.TopP)) || math.IsInf(float64(p.TopP), 0):
+		return fmt.Errorf("sample: top_p %v is not a finite number", p.TopP)
 	}
 	return nil
 }
@@ -88,7 +90,7 @@ func (s *Sampler) Sample(logits []float32) int32 {
 	// softmax in float64 for the top-p cut, then the temperature.
 	probs := softmax(c, 1)
 	if s.p.TopP < 1 {
-		cum := 0.0
+		cum := 0.0 // the first token is always kept (min_keep 1)
 		for i, p := range probs {
 			cum += p
 			if cum >= float64(s.p.TopP) {

@@ -1,6 +1,9 @@
 package sample
 
-import "testing"
+import (
+	"math"
+	"testing"
+)
 
 func TestGreedyTakesFirstMaximum(t *testing.T) {
 	for _, tc := range []struct {
@@ -62,13 +65,25 @@ func TestTopPCutsTheTail(t *testing.T) {
 	}
 }
 
-func TestValidateRefusesBadParameters(t *testing.T) {
-	for _, p := range []Params{{Temp: 1, TopP: 0}, {Temp: 1, TopP: 1.5}} {
+func TestValidateRefusesNonFiniteParameters(t *testing.T) {
+	nan, inf := float32(math.NaN()), float32(math.Inf(1))
+	for _, p := range []Params{{Temp: nan, TopP: 1}, {Temp: inf, TopP: 1}, {Temp: 1, TopP: nan}} {
 		if p.Validate() == nil {
 			t.Errorf("%+v: no error", p)
 		}
 	}
-	if err := (Params{Temp: 0.8, TopK: 40, TopP: 0.95}).Validate(); err != nil {
-		t.Error(err)
+	for _, p := range []Params{{Temp: 0.8, TopK: 40, TopP: 0.95}, {Temp: 1, TopP: 0}, {Temp: 1, TopP: 2}} {
+		if err := p.Validate(); err != nil {
+			t.Errorf("%+v: %v", p, err)
+		}
+	}
+}
+
+func TestTopPZeroKeepsTheBestToken(t *testing.T) {
+	s := New(Params{Temp: 1, TopP: 0, Seed: 3})
+	for range 100 {
+		if got := s.Sample([]float32{0, 0.5, 0.4}); got != 1 {
+			t.Fatalf("got %d, want 1", got)
+		}
 	}
 }

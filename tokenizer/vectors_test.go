@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/bankml/bankml/internal/testdata"
 )
 
 // TestLlamaCppVocabVectorsAreReproduced runs llama.cpp's own tokenizer test vectors
@@ -19,11 +21,11 @@ func TestLlamaCppVocabVectorsAreReproduced(t *testing.T) {
 			path := modelFile(t, filepath.Join("vocab", name))
 			inp, err := os.ReadFile(path + ".inp")
 			if err != nil {
-				t.Skipf("test data: %v", err)
+				testdata.Absent(t, "test data: %v", err)
 			}
 			outb, err := os.ReadFile(path + ".out")
 			if err != nil {
-				t.Skipf("test data: %v", err)
+				testdata.Absent(t, "test data: %v", err)
 			}
 			texts := strings.Split(string(inp), "\n__ggml_vocab_test__\n")
 			// The file ends with the separator line: drop the empty tail it leaves.
@@ -63,7 +65,7 @@ func TestDetokenizeInvertsTokenizeOnVectors(t *testing.T) {
 	path := modelFile(t, filepath.Join("vocab", "ggml-vocab-llama-spm.gguf"))
 	inp, err := os.ReadFile(path + ".inp")
 	if err != nil {
-		t.Skipf("test data: %v", err)
+		testdata.Absent(t, "test data: %v", err)
 	}
 	tok := loadGGUFTokenizer(t, path)
 	for i, text := range strings.Split(string(inp), "\n__ggml_vocab_test__\n") {

@@ -1,5 +1,5 @@
-// Command bankml runs 1-bit, ternary and other GGUF language models on the CPU
-// with a forward pass proven bit-exact against llama.cpp.
+// Command bankml runs GGUF language models on the CPU with a forward pass
+// proven bit-exact against llama.cpp; 1-bit and ternary formats are its aim.
 //
 // Usage:
 //
@@ -7,7 +7,8 @@
 //	bankml run MODEL -p PROMPT [-n N] [--temp T] [--seed S] [-t THREADS]
 //
 // Exit status: 0 on success, 1 on an I/O or usage error, 2 when the model
-// cannot be run (malformed file, architecture or tensor type not supported yet).
+// cannot be run (malformed file, architecture or tensor type not supported
+// yet), 70 on an internal error (a bug: please report it).
 package main
 
 import (
@@ -16,6 +17,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 
 	"github.com/alecthomas/kong"
@@ -34,15 +36,22 @@ func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
 type cli struct {
-	Version versionCmd `cmd:"" help:"Print the bankml version."`
-	Run     runCmd     `cmd:"" help:"Generate a continuation of a prompt with a GGUF model."`
+	VersionFlag kong.VersionFlag `name:"version" help:"Print the version and exit."`
+	Version     versionCmd       `cmd:"" help:"Print the bankml version."`
+	Run         runCmd           `cmd:"" help:"Generate a continuation of a prompt with a GGUF model."`
 }
 
 type versionCmd struct{}
 
 func (versionCmd) Run(stdout io.Writer) error {
-	_, err := fmt.Fprintf(stdout, "bankml %s\n", version)
+	_, err := fmt.Fprintln(stdout, versionString())
 	return err
+}
+
+// versionString names bankml's version, the Go toolchain and the reference
+// it is proven against.
+func versionString() string {
+	return fmt.Sprintf("bankml %s (%s; reference llama.cpp v0.5.0 from @node-llama-cpp/linux-x64@3.22.1, haswell)", version, runtime.Version())
 }
 
 func main() {
@@ -51,14 +60,21 @@ func main() {
 
 // run is main without the process: it parses args, runs the command and
 // returns the exit status.
-func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
+	defer func() {
+		if p := recover(); p != nil {
+			fmt.Fprintf(stderr, "bankml: internal error: %v (please report it)\n%s", p, debug.Stack())
+			code = 70
+		}
+	}()
 	var c cli
 	exit := -1
 	parser, err := kong.New(&c,
 		kong.Name("bankml"),
-		kong.Description("Serve 1-bit and ternary GGUF language models on the CPU, bit-exact with llama.cpp."),
+		kong.Description("Run GGUF language models on the CPU, proven bit-exact against llama.cpp.\n\nExit status: 0 success, 1 I/O or usage error, 2 the model cannot be run (the reason is printed), 70 internal error."),
 		kong.UsageOnError(),
-		kong.Vars{"nproc": strconv.Itoa(runtime.NumCPU())},
+		kong.WithHyphenPrefixedParameters(true), // -n -1, -p "-text"
+		kong.Vars{"nproc": strconv.Itoa(runtime.NumCPU()), "version": versionString()},
 		kong.Writers(stdout, stderr),
 		kong.Exit(func(code int) { exit = code }),
 		kong.BindTo(stdin, (*io.Reader)(nil)),
@@ -74,7 +90,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exit
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, "bankml:", err)
+		fmt.Fprintf(stderr, "bankml: %v (see bankml --help)\n", err)
 		return 1
 	}
 	if err := ctx.Run(); err != nil {

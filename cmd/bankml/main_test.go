@@ -26,6 +26,7 @@ func TestVersionAndHelp(t *testing.T) {
 		want string
 	}{
 		{[]string{"version"}, "bankml "},
+		{[]string{"--version"}, "reference llama.cpp"},
 		{[]string{"--help"}, "Usage: bankml"},
 		{[]string{"run", "--help"}, "--n-predict"},
 		{[]string{"version", "--help"}, "Print the bankml version"},
@@ -87,48 +88,127 @@ func TestRunMissingFileIsAnIOError(t *testing.T) {
 }
 
 // TestRunPrintsTheReferenceContinuation: bankml run's text is the reference's
-// greedy continuation, detokenized by the reference, byte for byte.
+// greedy continuation, detokenized by the reference, byte for byte, followed
+// by a newline — on every stories260K file, for prompts with special-token
+// text (parsed, as llama-cli does), multi-byte and invalid UTF-8, and a
+// leading hyphen.
 func TestRunPrintsTheReferenceContinuation(t *testing.T) {
-	model := storiesPath(t)
 	lib, err := reference.Load()
 	if err != nil {
-		t.Skipf("reference not installed (run scripts/install-reference.sh): %v", err)
+		testdata.Absent(t, "reference not installed (run scripts/install-reference.sh): %v", err)
 	}
-	rm, err := lib.LoadModel(model)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rm.Close()
-	for _, prompt := range []string{"Once upon a time", "The cat"} {
-		toks, err := rm.Tokenize(prompt, true, false)
+	prompts := []string{"Once upon a time", "The cat", "<s>Tom</s> and", "Lily saw a 🐶 and said \"¡hola!\"", "\xff\xfe\xc3(", "-- a dash"}
+	for _, file := range []string{"stories260K.gguf", "derived/stories260K-F16.gguf", "derived/stories260K-Q8_0.gguf", "derived/stories260K-Q4_0.gguf"} {
+		model := testdata.Model(t, file)
+		rm, err := lib.LoadModel(model)
 		if err != nil {
 			t.Fatal(err)
 		}
-		ids, err := rm.Greedy(toks, 48, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var want []byte
-		for _, id := range ids {
-			if id == 2 { // EOS ends bankml run's generation
-				break
-			}
-			p, err := rm.TokenToPiece(id, false)
+		for _, prompt := range prompts {
+			toks, err := rm.Tokenize(prompt, true, true)
 			if err != nil {
 				t.Fatal(err)
 			}
-			want = append(want, p...)
+			ids, err := rm.Greedy(toks, 40, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want []byte
+			for _, id := range ids {
+				if id == 2 { // EOS ends bankml run's generation
+					break
+				}
+				p, err := rm.TokenToPiece(id, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want = append(want, p...)
+			}
+			want = append(want, '\n')
+			code, out, stderr := runCLI("run", model, "-p", prompt, "-n", "40", "-t", "1")
+			if code != 0 {
+				t.Fatalf("%s %q: exit %d: %s", file, prompt, code, stderr)
+			}
+			if out != string(want) {
+				t.Errorf("%s %q:\n got %q\nwant %q", file, prompt, out, want)
+			}
+			if !strings.Contains(stderr, "generated:") {
+				t.Errorf("no summary line in %q", stderr)
+			}
 		}
-		code, out, stderr := runCLI("run", model, "-p", prompt, "-n", "48")
-		if code != 0 {
-			t.Fatalf("exit %d: %s", code, stderr)
+		rm.Close()
+	}
+}
+
+// TestRunArguments: llama.cpp-style arguments are accepted and bad ones are
+// refused with a named reason and the documented exit status.
+func TestRunArguments(t *testing.T) {
+	model := storiesPath(t)
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string // in stderr
+	}{
+		{[]string{"-n", "-1", "-c", "16"}, 0, "generated:"},
+		{[]string{"-n", "9223372036854775807", "-c", "16"}, 0, "generated: 11 tokens"},
+		{[]string{"-n", "0"}, 0, "generated: 0 tokens"},
+		{[]string{"-c", "9223372036854775807"}, 1, "context size"},
+		{[]string{"-c", "1000000000"}, 1, "GiB"},
+		{[]string{"-c", "3"}, 1, "no room to generate"},
+		{[]string{"-c", "-5"}, 1, "--ctx-size"},
+		{[]string{"-t", "0"}, 1, "--threads"},
+		{[]string{"--temp", "NaN"}, 1, "temp"},
+		{[]string{"--seed", "-2"}, 1, "--seed"},
+		{[]string{"--top-p", "0", "--temp", "1", "--seed", "1", "-n", "2"}, 0, "generated:"},
+		{[]string{"-c", "5000", "-n", "1"}, 0, "larger than the model was trained for"},
+	} {
+		args := append([]string{"run", model, "-p", "Once upon a time"}, tc.args...)
+		code, _, stderr := runCLI(args...)
+		if code != tc.code || !strings.Contains(stderr, tc.want) {
+			t.Errorf("bankml %v: exit %d, stderr %q; want exit %d and %q", tc.args, code, stderr, tc.code, tc.want)
 		}
-		if out != string(want) {
-			t.Errorf("%q:\n got %q\nwant %q", prompt, out, want)
+	}
+}
+
+// TestRunRefusesInconsistentModels: metadata that disagrees with the tensors,
+// or values llama.cpp asserts on, are refused (exit 2) rather than run.
+func TestRunRefusesInconsistentModels(t *testing.T) {
+	src, err := os.ReadFile(storiesPath(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	setAfterKey := func(key string, value []byte) []byte {
+		b := bytes.Clone(src)
+		i := bytes.Index(b, []byte(key))
+		if i < 0 {
+			t.Fatalf("key %q not in the file", key)
 		}
-		if !strings.Contains(stderr, "generated:") {
-			t.Errorf("no summary line in %q", stderr)
+		copy(b[i+len(key)+4:], value) // skip the value's u32 type id
+		return b
+	}
+	u32 := func(v uint32) []byte { return binary.LittleEndian.AppendUint32(nil, v) }
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name string
+		data []byte
+		want string
+	}{
+		{"fewer-blocks", setAfterKey("llama.block_count", u32(4)), "blk.4"},
+		{"nan-eps", setAfterKey("llama.attention.layer_norm_rms_epsilon", u32(0x7fc00000)), "layer_norm_rms_epsilon"},
+		{"negative-eps", setAfterKey("llama.attention.layer_norm_rms_epsilon", u32(0xbf800000)), "layer_norm_rms_epsilon"},
+	} {
+		p := filepath.Join(dir, tc.name+".gguf")
+		if err := os.WriteFile(p, tc.data, 0o644); err != nil {
+			t.Fatal(err)
 		}
+		code, _, stderr := runCLI("run", p, "-p", "hi", "-n", "2")
+		if code != 2 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%s: exit %d, stderr %q; want 2 and %q", tc.name, code, stderr, tc.want)
+		}
+	}
+	code, _, stderr := runCLI("run", dir, "-p", "hi")
+	if code != 1 || !strings.Contains(stderr, "not a regular file") {
+		t.Errorf("a directory: exit %d, stderr %q; want 1 and \"not a regular file\"", code, stderr)
 	}
 }
 
@@ -136,7 +216,7 @@ func TestRunReadsThePromptFromStdin(t *testing.T) {
 	model := storiesPath(t)
 	var o, e bytes.Buffer
 	code := run([]string{"run", model, "-n", "8"}, strings.NewReader("Once upon a time\n"), &o, &e)
-	if code != 0 || !strings.HasPrefix(o.String(), ", there was") {
+	if code != 0 || !strings.HasPrefix(o.String(), ", there was") || !strings.HasSuffix(o.String(), "\n") {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, o.String(), e.String())
 	}
 }

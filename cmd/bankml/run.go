@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/alecthomas/kong"
+
 	"github.com/bankml/bankml/gguf"
 	"github.com/bankml/bankml/model"
 	"github.com/bankml/bankml/sample"
@@ -15,16 +17,34 @@ import (
 )
 
 type runCmd struct {
-	Model     string  `arg:"" name:"MODEL" help:"Path to a GGUF model file." type:"path"`
-	Prompt    *string `short:"p" name:"prompt" help:"Prompt text; read from standard input when absent."`
-	NPredict  int     `short:"n" name:"n-predict" default:"-1" help:"Number of tokens to generate; -1 generates until an end-of-generation token or a full context."`
-	Temp      float32 `name:"temp" default:"0" help:"Temperature; 0 is greedy."`
-	TopK      int     `name:"top-k" default:"40" help:"Top-k sampling (0 = off); used when temp > 0."`
-	TopP      float32 `name:"top-p" default:"0.95" help:"Top-p sampling (1 = off); used when temp > 0."`
-	Seed      uint64  `name:"seed" default:"0" help:"Seed of the sampler's random draw."`
-	Threads   int     `short:"t" name:"threads" default:"${nproc}" help:"Number of threads (default: the number of CPUs)."`
-	Ctx       int     `short:"c" name:"ctx-size" default:"4096" help:"Context size in tokens; 0 takes the model's training context."`
-	IgnoreEOS bool    `name:"ignore-eos" help:"Keep generating past end-of-generation tokens."`
+	Model     string   `arg:"" name:"MODEL" help:"Path to a GGUF model file." type:"path"`
+	Prompt    *rawText `short:"p" name:"prompt" help:"Prompt text (special-token text such as <s> is parsed, as llama-cli does); read from standard input when absent."`
+	NPredict  int      `short:"n" name:"n-predict" default:"-1" help:"Number of tokens to generate; -1 generates until an end-of-generation token or a full context."`
+	Temp      float32  `name:"temp" default:"0" help:"Temperature; 0 is greedy (exact with llama.cpp)."`
+	TopK      int      `name:"top-k" default:"40" help:"Top-k sampling (0 = off); used when temp > 0."`
+	TopP      float32  `name:"top-p" default:"0.95" help:"Top-p sampling (1 = off); used when temp > 0."`
+	Seed      int64    `name:"seed" default:"-1" help:"Seed of the sampler's random draw; -1 picks one at random."`
+	Threads   int      `short:"t" name:"threads" default:"${nproc}" help:"Number of threads (default: the number of logical CPUs)."`
+	Ctx       int      `short:"c" name:"ctx-size" default:"4096" help:"Context size in tokens; 0 takes the model's training context."`
+	IgnoreEOS bool     `name:"ignore-eos" help:"Keep generating past end-of-generation tokens."`
+}
+
+// rawText is a string flag taken byte for byte: kong's own string mapper
+// replaces invalid UTF-8 with U+FFFD, which would change the prompt's tokens.
+type rawText string
+
+// Decode implements kong.MapperValue.
+func (r *rawText) Decode(ctx *kong.DecodeContext) error {
+	t, err := ctx.Scan.PopValue("prompt")
+	if err != nil {
+		return err
+	}
+	s, ok := t.Value.(string)
+	if !ok {
+		return fmt.Errorf("expected a string, got %v", t.Value)
+	}
+	*r = rawText(s)
+	return nil
 }
 
 // cannotRun marks errors that mean "this file cannot be run" (exit status 2).
@@ -34,14 +54,29 @@ func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error 
 	if r.Threads < 1 {
 		return fmt.Errorf("run: --threads %d: must be at least 1", r.Threads)
 	}
-	sp := sample.Params{Temp: r.Temp, TopK: r.TopK, TopP: r.TopP, Seed: r.Seed}
+	if r.Ctx < 0 {
+		return fmt.Errorf("run: --ctx-size %d: must be 0 or positive", r.Ctx)
+	}
+	seed := uint64(r.Seed)
+	if r.Seed == -1 {
+		seed = uint64(time.Now().UnixNano())
+		if r.Temp > 0 {
+			fmt.Fprintf(stderr, "seed: %d\n", seed)
+		}
+	} else if r.Seed < 0 {
+		return fmt.Errorf("run: --seed %d: must be -1 (random) or non-negative", r.Seed)
+	}
+	sp := sample.Params{Temp: r.Temp, TopK: r.TopK, TopP: r.TopP, Seed: seed}
 	if err := sp.Validate(); err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
 	prompt := ""
 	if r.Prompt != nil {
-		prompt = *r.Prompt
+		prompt = string(*r.Prompt)
 	} else {
+		if isTerminal(stdin) {
+			fmt.Fprintln(stderr, "reading the prompt from standard input (end it with Ctrl-D)…")
+		}
 		b, err := io.ReadAll(stdin)
 		if err != nil {
 			return fmt.Errorf("run: reading the prompt from standard input: %w", err)
@@ -70,25 +105,28 @@ func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error 
 		return cannotRun(fmt.Errorf("run: tokenizer has %d tokens, token_embd.weight %d rows", tok.NVocab(), m.HP.NVocab))
 	}
 
-	ids := tok.Tokenize(prompt, true, false)
+	ids := tok.Tokenize(prompt, true, true)
 	if len(ids) == 0 {
 		return errors.New("run: the prompt is empty and the model adds no BOS token")
 	}
-	n := r.NPredict
 	nCtx := r.Ctx
-	switch {
-	case nCtx == 0:
+	if nCtx == 0 {
 		nCtx = m.HP.NCtxTrain
-	case nCtx < 0:
-		return fmt.Errorf("run: --ctx-size %d: must be 0 or positive", nCtx)
+	}
+	if nCtx > m.HP.NCtxTrain {
+		fmt.Fprintf(stderr, "warning: the context (%d) is larger than the model was trained for (%d)\n", nCtx, m.HP.NCtxTrain)
 	}
 	if len(ids) >= nCtx {
 		return fmt.Errorf("run: the prompt is %d tokens and the context %d: no room to generate (raise --ctx-size)", len(ids), nCtx)
 	}
-	if n < 0 || len(ids)+n > nCtx {
+	n := r.NPredict
+	if n < 0 || n > nCtx-len(ids) {
 		n = nCtx - len(ids)
 	}
-	c := m.NewContext(nCtx, r.Threads)
+	c, err := m.NewContext(nCtx, r.Threads)
+	if err != nil {
+		return fmt.Errorf("run: %w", err)
+	}
 	s := sample.New(sp)
 	dec := tokenizer.NewDecoder(tok, false)
 
@@ -98,8 +136,8 @@ func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error 
 		return fmt.Errorf("run: %w", err)
 	}
 	tPrompt := time.Since(t0)
-	t1 := time.Now()
-	generated := 0
+	var tGen time.Duration
+	generated, decodes := 0, 0
 	for generated < n {
 		next := s.Sample(logits)
 		if !r.IgnoreEOS && tok.IsEOG(next) {
@@ -112,15 +150,31 @@ func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error 
 		if generated == n {
 			break
 		}
+		t1 := time.Now()
 		if logits, err = c.Decode([]int32{next}); err != nil {
 			return fmt.Errorf("run: %w", err)
 		}
+		tGen += time.Since(t1)
+		decodes++
 	}
-	if _, err := stdout.Write(dec.Close()); err != nil {
+	if _, err := stdout.Write(append(dec.Close(), '\n')); err != nil {
 		return err
 	}
-	tGen := time.Since(t1)
-	fmt.Fprintf(stderr, "\nprompt: %d tokens (%.1f tok/s), generated: %d tokens (%.1f tok/s)\n",
-		len(ids), float64(len(ids))/tPrompt.Seconds(), generated, float64(generated)/tGen.Seconds())
+	rate := "n/a"
+	if decodes > 0 {
+		rate = fmt.Sprintf("%.1f tok/s", float64(decodes)/tGen.Seconds())
+	}
+	fmt.Fprintf(stderr, "prompt: %d tokens (%.1f tok/s), generated: %d tokens (decode %s)\n",
+		len(ids), float64(len(ids))/tPrompt.Seconds(), generated, rate)
 	return nil
+}
+
+// isTerminal reports whether r is a character device (an interactive terminal).
+func isTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }

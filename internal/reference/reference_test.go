@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/bankml/bankml/internal/testdata"
 )
 
 // loadOrSkip returns the reference, skipping the test when it is not
@@ -17,7 +19,7 @@ func loadOrSkip(t *testing.T) *Lib {
 	t.Helper()
 	l, err := Load()
 	if errors.Is(err, ErrNotInstalled) {
-		t.Skipf("skipping: %v", err)
+		testdata.Absent(t, "skipping: %v", err)
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -25,27 +27,9 @@ func loadOrSkip(t *testing.T) *Lib {
 	return l
 }
 
-// sharedModel returns the path of a test model in ../shared/models (relative
-// to the repository root, DESIGN.md §5), skipping when it is absent.
-func sharedModel(t *testing.T, name string) string {
-	t.Helper()
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for dir := wd; ; dir = filepath.Dir(dir) {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			p := filepath.Join(dir, "..", "shared", "models", name)
-			if _, err := os.Stat(p); err != nil {
-				t.Skipf("skipping: test model %s absent: %v", name, err)
-			}
-			return p
-		}
-		if filepath.Dir(dir) == dir {
-			t.Skip("skipping: repository root (go.mod) not found")
-		}
-	}
-}
+// sharedModel returns the path of a test model in ../shared/models,
+// skipping when it is absent (failing under CI).
+func sharedModel(t *testing.T, name string) string { return testdata.Model(t, name) }
 
 func loadModel(t *testing.T, name string) *Model {
 	t.Helper()
