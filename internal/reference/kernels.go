@@ -15,6 +15,8 @@ import (
 // quantizer of libggml-cpu-haswell.so (after ggml_cpu_init). They are the
 // oracle of package quant's kernel tests. Safe for concurrent use.
 type Kernels struct {
+	base, cpu uintptr // dlopen handles of libggml-base.so and libggml-cpu-haswell.so
+
 	fp16ToFP32     func(h uint16) float32
 	fp32ToFP16     func(f float32) uint16
 	dequantQ8_0    func(x unsafe.Pointer, y unsafe.Pointer, k int64)
@@ -57,7 +59,7 @@ func loadKernels() (*Kernels, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reference: %s: %w", libCPUHaswell, err)
 	}
-	k := &Kernels{}
+	k := &Kernels{base: base, cpu: cpu}
 	bind := func(fptr any, h uintptr, name string) error {
 		sym, err := dlsym(h, name)
 		if err != nil {
@@ -158,4 +160,44 @@ func (k *Kernels) SwiGLU(y, x, g []float32) {
 	k.swiglu(int32(len(y)), unsafe.Pointer(&y[0]), unsafe.Pointer(&x[0]), unsafe.Pointer(&g[0]))
 	runtime.KeepAlive(x)
 	runtime.KeepAlive(g)
+}
+
+// Bind sets fptr, a pointer to a Go func variable of the C function's
+// signature (purego conventions), to the exported symbol name of the haswell
+// CPU library, or of libggml-base.so when the CPU library does not export it.
+// Format families bind their kernels with it in their own files
+// (kernels_*.go), lazily, so one missing symbol fails only its tests.
+func (k *Kernels) Bind(fptr any, name string) error {
+	for _, h := range []uintptr{k.cpu, k.base} {
+		if sym, err := dlsym(h, name); err == nil && sym != 0 {
+			purego.RegisterFunc(fptr, sym)
+			return nil
+		}
+	}
+	return fmt.Errorf("reference: symbol %s not exported by %s or %s", name, libCPUHaswell, libGGMLBase)
+}
+
+// OpenVariant dlopens another CPU variant of the reference (e.g.
+// "libggml-cpu-x64.so", the no-FMA build) for kernels whose float order
+// differs between variants; bind its symbols with BindIn.
+func (k *Kernels) OpenVariant(lib string) (uintptr, error) {
+	dir, err := Dir()
+	if err != nil {
+		return 0, err
+	}
+	h, err := dlopen(filepath.Join(dir, lib), rtldNow)
+	if err != nil {
+		return 0, fmt.Errorf("reference: %s: %w", lib, err)
+	}
+	return h, nil
+}
+
+// BindIn is Bind on a handle returned by OpenVariant.
+func (k *Kernels) BindIn(h uintptr, fptr any, name string) error {
+	sym, err := dlsym(h, name)
+	if err != nil || sym == 0 {
+		return fmt.Errorf("reference: symbol %s: %v", name, err)
+	}
+	purego.RegisterFunc(fptr, sym)
+	return nil
 }
