@@ -39,6 +39,10 @@ type cli struct {
 	VersionFlag kong.VersionFlag `name:"version" help:"Print the version and exit."`
 	Version     versionCmd       `cmd:"" help:"Print the bankml version."`
 	Run         runCmd           `cmd:"" help:"Generate a continuation of a prompt with a GGUF model."`
+	Guard       guardCmd         `cmd:"" help:"Judge a GGUF file from its header alone: play, refuse or need_more."`
+	Sha256      sha256Cmd        `cmd:"" name:"sha256" help:"Print the sha256 of a file."`
+	Pin         pinCmd           `cmd:"" help:"Check a file's sha256 against its provenance manifest."`
+	Inspect     inspectCmd       `cmd:"" help:"Show a GGUF file's metadata and tensors."`
 }
 
 type versionCmd struct{}

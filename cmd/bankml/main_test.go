@@ -220,3 +220,33 @@ func TestRunReadsThePromptFromStdin(t *testing.T) {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, o.String(), e.String())
 	}
 }
+
+// TestRunAdmitsThroughGuardAndPin: run reports the guard verdict and whether
+// the file was pinned; a wrong pin refuses (exit 2) naming both hashes. The
+// good hash is the one shared/models/MANIFEST.md records.
+func TestRunAdmitsThroughGuardAndPin(t *testing.T) {
+	model := storiesPath(t)
+	const good = "270cba1bd5109f42d03350f60406024560464db173c0e387d91f0426d3bd256d"
+	const bad = "0000000000000000000000000000000000000000000000000000000000000000"
+	for _, tc := range []struct {
+		args []string
+		code int
+		want []string
+	}{
+		{nil, 0, []string{"guard play (mainline)", "sha256 " + good, "unpinned"}},
+		{[]string{"--manifest", good}, 0, []string{"pinned"}},
+		{[]string{"--manifest", "sha256:" + good}, 0, []string{"pinned"}},
+		{[]string{"--manifest", bad}, 2, []string{good, bad, "refused"}},
+	} {
+		args := append([]string{"run", model, "-p", "Once", "-n", "2"}, tc.args...)
+		code, _, stderr := runCLI(args...)
+		if code != tc.code {
+			t.Errorf("%v: exit %d, want %d; stderr %q", tc.args, code, tc.code, stderr)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(stderr, w) {
+				t.Errorf("%v: stderr %q lacks %q", tc.args, stderr, w)
+			}
+		}
+	}
+}

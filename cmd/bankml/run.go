@@ -11,7 +11,9 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/bankml/bankml/gguf"
+	"github.com/bankml/bankml/guard"
 	"github.com/bankml/bankml/model"
+	"github.com/bankml/bankml/provenance"
 	"github.com/bankml/bankml/sample"
 	"github.com/bankml/bankml/tokenizer"
 )
@@ -27,6 +29,7 @@ type runCmd struct {
 	Threads   int      `short:"t" name:"threads" default:"${nproc}" help:"Number of threads (default: the number of logical CPUs)."`
 	Ctx       int      `short:"c" name:"ctx-size" default:"4096" help:"Context size in tokens; 0 takes the model's training context."`
 	IgnoreEOS bool     `name:"ignore-eos" help:"Keep generating past end-of-generation tokens."`
+	Manifest  string   `name:"manifest" help:"Provenance manifest (FORK.json), or the file's sha256 / sha256:<hex> digest, to pin the model against; without it the model runs unpinned and says so."`
 }
 
 // rawText is a string flag taken byte for byte: kong's own string mapper
@@ -83,6 +86,26 @@ func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error 
 		}
 		prompt = strings.TrimSuffix(string(b), "\n")
 	}
+
+	// Admission: the header guard, then the sha256 pin (issue 3). A file the
+	// guard does not play cannot run, whatever the verdict (exit 2).
+	rep, err := guard.File(r.Model, guard.Options{})
+	if err != nil {
+		return err // I/O: exit 1
+	}
+	if rep.Verdict != guard.Play {
+		return cannotRun(fmt.Errorf("run: %w", rep.Err()))
+	}
+	progress, done := progressFor(stderr, r.Model)
+	pin, err := provenance.Pin(r.Model, r.Manifest, progress)
+	done()
+	switch {
+	case errors.Is(err, provenance.ErrRefused):
+		return cannotRun(fmt.Errorf("run: %w", err))
+	case err != nil:
+		return fmt.Errorf("run: %w", err)
+	}
+	fmt.Fprintf(stderr, "admitted: guard %s (%s), sha256 %s, %s\n", rep.Verdict, rep.Engine, pin.SHA256, pin.Verdict)
 
 	f, err := gguf.Open(r.Model)
 	if err != nil {
