@@ -4,10 +4,13 @@
 //
 // Design record
 //
-//   - What: f16 conversion; per format (F32, F16, Q8_0, Q4_0) the row
-//     dequantizer (ggml's to_float), the activation quantizer
-//     (quantize_row_q8_0), and every dot product the reference's mul_mat can
-//     take for that format: ggml_vec_dot_* (one activation column, or shapes
+//   - What: f16 and bf16 conversion; per format (F32, F16, BF16, Q8_0, Q4_0,
+//     Q4_1, Q5_0, Q5_1, Q1_0, Q2_0, TQ1_0, TQ2_0, Q2_K, Q3_K; one file per
+//     family) the row dequantizer (ggml's to_float), the reference quantizer
+//     (quantize_row_*_ref) where ggml has one, the activation quantizers
+//     (Q8_0, Q8_1, Q8_K), and every dot product the reference's mul_mat can
+//     take for that format, with the *_generic scalar order beside it where
+//     the library exports one: ggml_vec_dot_* (one activation column, or shapes
 //     llamafile's sgemm refuses), llamafile's tinyBLAS per-output chain (two or
 //     more columns), and the repacked q4_0_8x8 gemv/gemm chain. MatMul picks the
 //     path exactly as ggml_compute_forward_mul_mat does.

@@ -22,15 +22,55 @@ type Matrix struct {
 // RowBytes is the size of one row in bytes (ggml_row_size).
 func (m *Matrix) RowBytes() int { return m.Cols / m.Type.BlockSize() * m.Type.TypeSize() }
 
+// blockKernel is how the reference multiplies a block-quantized weight type:
+// the activation format it quantizes columns to, the per-output dot product
+// it runs (the same for one column and for many: vec_dot, or tinyBLAS_Q0_AVX
+// whose per-output chain is identical), the repacked kernel's chain where the
+// CPU_REPACK buffer takes rows%8 == 0 matrices, and the row dequantizer.
+type blockKernel struct {
+	act     actFormat
+	dot     func(w, a []byte, nb int) float32
+	repack  func(w, a []byte, nb int) float32 // nil: never repacked on AVX2
+	dequant func(src []byte, y []float32)
+}
+
+// actFormat is an activation block format: Q8_0 (32 per block) or Q8_K (256).
+type actFormat struct {
+	block, size int
+	quantize    func(x []float32, dst []byte)
+}
+
+var (
+	actQ8_0 = actFormat{QK8_0, BlockQ8_0Size, QuantizeRowQ8_0}
+	actQ8_1 = actFormat{QK8_1, BlockQ8_1Size, QuantizeRowQ8_1}
+	actQ8_K = actFormat{QK_K, BlockQ8_KSize, QuantizeRowQ8_K}
+)
+
+// blockKernels lists the block types MatMul multiplies, with the path the
+// haswell variant takes for each (found by reading ggml-cpu's type traits,
+// llamafile_sgemm's dispatch and ggml_repack_get_optimal_repack_type, and
+// checked with ggml_mul_mat graphs of the reference). Read-only.
+var blockKernels = map[gguf.GGMLType]blockKernel{
+	gguf.Q8_0:  {actQ8_0, VecDotQ8_0Q8_0, nil, DequantizeRowQ8_0},
+	gguf.Q4_0:  {actQ8_0, VecDotQ4_0Q8_0, RepackDotQ4_0Q8_0, DequantizeRowQ4_0},
+	gguf.Q1_0:  {actQ8_0, VecDotQ1_0Q8_0, nil, DequantizeRowQ1_0},
+	gguf.Q2_0:  {actQ8_0, VecDotQ2_0Q8_0, nil, DequantizeRowQ2_0},
+	gguf.Q4_1:  {actQ8_1, VecDotQ4_1Q8_1, nil, DequantizeRowQ4_1},
+	gguf.Q5_0:  {actQ8_0, VecDotQ5_0Q8_0, nil, DequantizeRowQ5_0},
+	gguf.Q5_1:  {actQ8_1, VecDotQ5_1Q8_1, nil, DequantizeRowQ5_1},
+	gguf.TQ1_0: {actQ8_K, VecDotTQ1_0Q8_K, nil, DequantizeRowTQ1_0},
+	gguf.TQ2_0: {actQ8_K, VecDotTQ2_0Q8_K, nil, DequantizeRowTQ2_0},
+	gguf.Q2_K:  {actQ8_K, VecDotQ2_KQ8_K, nil, DequantizeRowQ2_K},
+	gguf.Q3_K:  {actQ8_K, VecDotQ3_KQ8_K, nil, DequantizeRowQ3_K},
+}
+
 // Supported reports whether MatMul and Row handle this matrix's type, with an
 // error naming the type otherwise.
 func (m *Matrix) Supported() error {
-	switch m.Type {
-	case gguf.F32, gguf.F16, gguf.Q8_0, gguf.Q4_0:
-	default:
+	if _, ok := blockKernels[m.Type]; !ok && m.Type != gguf.F32 && m.Type != gguf.F16 && m.Type != gguf.BF16 {
 		return fmt.Errorf("quant: tensor %q: type %s not supported yet", m.Name, m.Type)
 	}
-	if bs := m.Type.BlockSize(); m.Cols%bs != 0 {
+	if bs := m.Type.BlockSize(); bs <= 0 || m.Cols%bs != 0 {
 		return fmt.Errorf("quant: tensor %q: row length %d is not a multiple of the %s block size %d", m.Name, m.Cols, m.Type, bs)
 	}
 	if len(m.Data) < m.Rows*m.RowBytes() {
@@ -53,10 +93,10 @@ func (m *Matrix) Row(i int, dst []float32) {
 		for j := range m.Cols {
 			dst[j] = FP16ToFP32(binary.LittleEndian.Uint16(src[2*j:]))
 		}
-	case gguf.Q8_0:
-		DequantizeRowQ8_0(src, dst[:m.Cols])
-	case gguf.Q4_0:
-		DequantizeRowQ4_0(src, dst[:m.Cols])
+	case gguf.BF16:
+		BF16ToFP32Row(uint16View(src), dst[:m.Cols])
+	default:
+		blockKernels[m.Type].dequant(src, dst[:m.Cols])
 	}
 }
 
@@ -71,12 +111,15 @@ func f32At(b []byte, i int) float32 {
 //
 //   - F32: tinyBLAS (TinyDotF32) when n >= 2, Cols%8 == 0 and Rows%4 == 0,
 //     else ggml_vec_dot_f32 (VecDotF32);
-//   - F16: the activations are rounded to f16 first; then tinyBLAS
-//     (TinyDotF16) under the same conditions, else ggml_vec_dot_f16;
-//   - Q8_0, Q4_0: the activations are quantized with quantize_row_q8_0; Q4_0
-//     with Rows%8 == 0 lives in the CPU_REPACK buffer and runs the repacked
-//     q4_0_8x8 kernels (RepackDotQ4_0Q8_0); otherwise the 8-lane chain of
-//     vec_dot / tinyBLAS_Q0_AVX, which agree per output.
+//   - F16 and BF16: the activations are rounded to f16 (bf16) first; then
+//     tinyBLAS (TinyDotF16, TinyDotBF16) under the same conditions, else
+//     ggml_vec_dot_f16 (ggml_vec_dot_bf16);
+//   - block types (blockKernels): each column is quantized to the type's
+//     activation format (Q8_0 for Q8_0, Q4_0, Q5_0, Q1_0, Q2_0; Q8_1 for
+//     Q4_1, Q5_1; Q8_K for TQ1_0, TQ2_0, Q2_K, Q3_K), then every output runs
+//     the type's vec_dot chain (tinyBLAS_Q0_AVX, used for Q8_0/Q4_0/Q5_0 with
+//     2+ columns, agrees with it per output); Q4_0 with Rows%8 == 0 lives in the CPU_REPACK buffer and runs
+//     the repacked q4_0_8x8 kernels (RepackDotQ4_0Q8_0).
 //
 // threads goroutines share the rows; each output is computed by one
 // goroutine from its row and column alone, so the result does not depend on
@@ -102,23 +145,35 @@ func MatMul(w *Matrix, x []float32, n int, out []float32, threads int) {
 		} else {
 			dot = func(i, j int) float32 { return VecDotF16(wh[i*k:(i+1)*k], xh[j*k:(j+1)*k]) }
 		}
-	case gguf.Q8_0, gguf.Q4_0:
-		nb := k / QK8_0
-		qb := nb * BlockQ8_0Size
+	case gguf.BF16:
+		wb := uint16View(w.Data[:m*rb])
+		xb := make([]uint16, n*k)
+		FP32ToBF16Row(x[:n*k], xb)
+		if n >= 2 && k%8 == 0 && m%4 == 0 {
+			dot = func(i, j int) float32 { return TinyDotBF16(wb[i*k:(i+1)*k], xb[j*k:(j+1)*k]) }
+		} else {
+			dot = func(i, j int) float32 { return VecDotBF16(wb[i*k:(i+1)*k], xb[j*k:(j+1)*k]) }
+		}
+	default:
+		bk, ok := blockKernels[w.Type]
+		if !ok {
+			panic(fmt.Sprintf("quant: MatMul on unsupported type %s", w.Type))
+		}
+		act := bk.act
+		if k%act.block != 0 {
+			panic(fmt.Sprintf("quant: MatMul: row length %d is not a multiple of the activation block %d", k, act.block))
+		}
+		qb := k / act.block * act.size
 		xq := make([]byte, n*qb)
 		for j := range n {
-			QuantizeRowQ8_0(x[j*k:(j+1)*k], xq[j*qb:(j+1)*qb])
+			act.quantize(x[j*k:(j+1)*k], xq[j*qb:(j+1)*qb])
 		}
-		kernel := VecDotQ8_0Q8_0
-		if w.Type == gguf.Q4_0 {
-			kernel = VecDotQ4_0Q8_0
-			if m%8 == 0 {
-				kernel = RepackDotQ4_0Q8_0
-			}
+		kernel := bk.dot
+		if bk.repack != nil && m%8 == 0 {
+			kernel = bk.repack
 		}
-		dot = func(i, j int) float32 { return kernel(w.Data[i*rb:(i+1)*rb], xq[j*qb:(j+1)*qb], nb) }
-	default:
-		panic(fmt.Sprintf("quant: MatMul on unsupported type %s", w.Type))
+		wnb := k / w.Type.BlockSize()
+		dot = func(i, j int) float32 { return kernel(w.Data[i*rb:(i+1)*rb], xq[j*qb:(j+1)*qb], wnb) }
 	}
 	parallelRows(m, threads, func(i0, i1 int) {
 		for j := range n {

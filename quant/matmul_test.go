@@ -1,0 +1,132 @@
+package quant
+
+import (
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/bankml/bankml/gguf"
+)
+
+// weightsOf makes rows×cols weights of type t from random floats (a type's
+// own quantizer, or random blocks with a sane f16 scale where bankml has no
+// quantizer for it).
+func weightsOf(t *testing.T, r *rand.Rand, typ gguf.GGMLType, rows, cols int) []byte {
+	t.Helper()
+	row := make([]float32, cols)
+	out := make([]byte, 0, rows*cols/typ.BlockSize()*typ.TypeSize())
+	rb := cols / typ.BlockSize() * typ.TypeSize()
+	for range rows {
+		for i := range row {
+			row[i] = float32(r.NormFloat64())
+		}
+		buf := make([]byte, rb)
+		switch typ {
+		case gguf.F32:
+			for i, v := range row {
+				bits := math.Float32bits(v)
+				buf[4*i], buf[4*i+1], buf[4*i+2], buf[4*i+3] = byte(bits), byte(bits>>8), byte(bits>>16), byte(bits>>24)
+			}
+		case gguf.F16:
+			for i, v := range row {
+				h := FP32ToFP16(v)
+				buf[2*i], buf[2*i+1] = byte(h), byte(h>>8)
+			}
+		case gguf.BF16:
+			for i, v := range row {
+				h := FP32ToBF16(v)
+				buf[2*i], buf[2*i+1] = byte(h), byte(h>>8)
+			}
+		case gguf.Q8_0:
+			QuantizeRowQ8_0(row, buf)
+		case gguf.Q4_1:
+			QuantizeRowQ4_1Ref(row, buf)
+		case gguf.Q5_0:
+			QuantizeRowQ5_0Ref(row, buf)
+		case gguf.Q5_1:
+			QuantizeRowQ5_1Ref(row, buf)
+		case gguf.Q4_0:
+			for i := range buf {
+				buf[i] = byte(r.Uint32())
+			}
+			for b := 0; b < len(buf); b += BlockQ4_0Size {
+				h := FP32ToFP16(float32(r.Float64()) * 0.1)
+				buf[b], buf[b+1] = byte(h), byte(h>>8)
+			}
+		case gguf.Q1_0:
+			QuantizeRowQ1_0(row, buf)
+		case gguf.Q2_0:
+			QuantizeRowQ2_0(row, buf)
+		case gguf.TQ1_0:
+			QuantizeTQ1_0Ref(row, buf)
+		case gguf.TQ2_0:
+			QuantizeTQ2_0Ref(row, buf)
+		case gguf.Q2_K:
+			QuantizeQ2_KRef(row, buf)
+		case gguf.Q3_K:
+			QuantizeQ3_KRef(row, buf)
+		default:
+			t.Fatalf("no weights for %s", typ)
+		}
+		out = append(out, buf...)
+	}
+	return out
+}
+
+// TestMatMulMatchesReferenceGraphs: quant.MatMul, path selection included,
+// equals ggml_mul_mat graphs computed by the reference (a plain context, so no
+// repacking: Q4_0 is tested with a row count that is not a multiple of 8, the
+// case it is not repacked in a model either) for every supported type and the
+// column counts 1, 2, 3, 4, 5, 8, 16 and 64, at 1 and 2 threads.
+func TestMatMulMatchesReferenceGraphs(t *testing.T) {
+	k := kernels(t)
+	r := rand.New(rand.NewPCG(21, 22))
+	types := []gguf.GGMLType{gguf.F32, gguf.F16, gguf.BF16, gguf.Q8_0, gguf.Q4_0, gguf.Q4_1, gguf.Q5_0, gguf.Q5_1, gguf.Q1_0, gguf.Q2_0, gguf.TQ1_0, gguf.TQ2_0, gguf.Q2_K, gguf.Q3_K}
+	for _, typ := range types {
+		rows, cols := 12, 512
+		w := weightsOf(t, r, typ, rows, cols)
+		m := &Matrix{Name: typ.String(), Type: typ, Rows: rows, Cols: cols, Data: w}
+		if err := m.Supported(); err != nil {
+			t.Fatal(err)
+		}
+		equal, total := 0, 0
+		for _, n := range []int{1, 2, 3, 4, 5, 8, 16, 64} {
+			x := make([]float32, n*cols)
+			for i := range x {
+				x[i] = float32(r.NormFloat64())
+			}
+			for _, threads := range []int{1, 2} {
+				want, err := k.GraphMulMat(int32(typ), rows, cols, w, x, n, threads)
+				if err != nil {
+					t.Fatalf("%s: %v", typ, err)
+				}
+				got := make([]float32, n*rows)
+				MatMul(m, x, n, got, threads)
+				for i := range got {
+					total++
+					if math.Float32bits(got[i]) == math.Float32bits(want[i]) {
+						equal++
+					} else if total-equal <= 3 {
+						t.Errorf("%s n=%d t=%d: out[%d] = %g, reference %g", typ, n, threads, i, got[i], want[i])
+					}
+				}
+			}
+		}
+		t.Logf("%s: %d/%d outputs", typ, equal, total)
+		if equal != total {
+			t.Errorf("%s: %d of %d outputs differ", typ, total-equal, total)
+		}
+	}
+}
+
+// TestSupportedRefusesByName: types without kernels are named in the error.
+func TestSupportedRefusesByName(t *testing.T) {
+	for _, typ := range []gguf.GGMLType{gguf.IQ2_XXS, gguf.MXFP4} {
+		m := &Matrix{Name: "w", Type: typ, Rows: 1, Cols: 256, Data: make([]byte, 1024)}
+		err := m.Supported()
+		if err == nil || !strings.Contains(err.Error(), typ.String()) {
+			t.Errorf("%s: err = %v", typ, err)
+		}
+	}
+}
