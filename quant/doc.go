@@ -5,7 +5,7 @@
 // Design record
 //
 //   - What: f16 and bf16 conversion; per format (F32, F16, BF16, Q8_0, Q4_0,
-//     Q4_1, Q5_0, Q5_1, Q1_0, Q2_0, TQ1_0, TQ2_0, Q2_K, Q3_K; one file per
+//     Q4_1, Q5_0, Q5_1, Q1_0, Q2_0, TQ1_0, TQ2_0, Q2_K … Q6_K; one file per
 //     family) the row dequantizer (ggml's to_float), the reference quantizer
 //     (quantize_row_*_ref) where ggml has one, the activation quantizers
 //     (Q8_0, Q8_1, Q8_K), and every dot product the reference's mul_mat can

@@ -62,6 +62,9 @@ var blockKernels = map[gguf.GGMLType]blockKernel{
 	gguf.TQ2_0: {actQ8_K, VecDotTQ2_0Q8_K, nil, DequantizeRowTQ2_0},
 	gguf.Q2_K:  {actQ8_K, VecDotQ2_KQ8_K, nil, DequantizeRowQ2_K},
 	gguf.Q3_K:  {actQ8_K, VecDotQ3_KQ8_K, nil, DequantizeRowQ3_K},
+	gguf.Q4_K:  {actQ8_K, VecDotQ4_KQ8_K, nil, DequantizeRowQ4_K}, // repacked rows: see q4KRepackedDot
+	gguf.Q5_K:  {actQ8_K, VecDotQ5_KQ8_K, nil, DequantizeRowQ5_K},
+	gguf.Q6_K:  {actQ8_K, VecDotQ6_KQ8_K, nil, DequantizeRowQ6_K},
 }
 
 // Supported reports whether MatMul and Row handle this matrix's type, with an
@@ -154,6 +157,12 @@ func MatMul(w *Matrix, x []float32, n int, out []float32, threads int) {
 		} else {
 			dot = func(i, j int) float32 { return VecDotBF16(wb[i*k:(i+1)*k], xb[j*k:(j+1)*k]) }
 		}
+	case gguf.Q4_K:
+		if m%8 == 0 {
+			dot = q4KRepackedDot(w, x, n)
+			break
+		}
+		fallthrough
 	default:
 		bk, ok := blockKernels[w.Type]
 		if !ok {
@@ -183,6 +192,32 @@ func MatMul(w *Matrix, x []float32, n int, out []float32, threads int) {
 			}
 		}
 	})
+}
+
+// q4KRepackedDot is the reference's path for Q4_K weights with a row count
+// that is a multiple of 8 (the CPU_REPACK buffer's q4_K_8x8 layout): the
+// columns in whole groups of four are quantized by ggml_quantize_mat_q8_K_4x8
+// and run ggml_gemm_q4_K_8x8_q8_K; the n%4 columns left run
+// ggml_gemv_q4_K_8x8_q8_K on quantize_row_q8_K's activations.
+func q4KRepackedDot(w *Matrix, x []float32, n int) func(i, j int) float32 {
+	k, rb := w.Cols, w.RowBytes()
+	nb := k / QK_K
+	qb := nb * BlockQ8_KSize
+	gemmCols := n - n%4
+	xq := make([]byte, n*qb)
+	for j := range n {
+		if j < gemmCols {
+			QuantizeRowQ8_K4x8(x[j*k:(j+1)*k], xq[j*qb:(j+1)*qb])
+		} else {
+			QuantizeRowQ8_K(x[j*k:(j+1)*k], xq[j*qb:(j+1)*qb])
+		}
+	}
+	return func(i, j int) float32 {
+		if j < gemmCols {
+			return RepackGemmQ4_KQ8_K(w.Data[i*rb:(i+1)*rb], xq[j*qb:(j+1)*qb], nb)
+		}
+		return RepackGemvQ4_KQ8_K(w.Data[i*rb:(i+1)*rb], xq[j*qb:(j+1)*qb], nb)
+	}
 }
 
 // parallelRows splits [0, m) into at most threads contiguous ranges.

@@ -66,6 +66,12 @@ func weightsOf(t *testing.T, r *rand.Rand, typ gguf.GGMLType, rows, cols int) []
 			QuantizeQ2_KRef(row, buf)
 		case gguf.Q3_K:
 			QuantizeQ3_KRef(row, buf)
+		case gguf.Q4_K:
+			QuantizeRowQ4_KRef(row, buf)
+		case gguf.Q5_K:
+			QuantizeRowQ5_KRef(row, buf)
+		case gguf.Q6_K:
+			QuantizeRowQ6_KRef(row, buf)
 		default:
 			t.Fatalf("no weights for %s", typ)
 		}
@@ -82,7 +88,7 @@ func weightsOf(t *testing.T, r *rand.Rand, typ gguf.GGMLType, rows, cols int) []
 func TestMatMulMatchesReferenceGraphs(t *testing.T) {
 	k := kernels(t)
 	r := rand.New(rand.NewPCG(21, 22))
-	types := []gguf.GGMLType{gguf.F32, gguf.F16, gguf.BF16, gguf.Q8_0, gguf.Q4_0, gguf.Q4_1, gguf.Q5_0, gguf.Q5_1, gguf.Q1_0, gguf.Q2_0, gguf.TQ1_0, gguf.TQ2_0, gguf.Q2_K, gguf.Q3_K}
+	types := []gguf.GGMLType{gguf.F32, gguf.F16, gguf.BF16, gguf.Q8_0, gguf.Q4_0, gguf.Q4_1, gguf.Q5_0, gguf.Q5_1, gguf.Q1_0, gguf.Q2_0, gguf.TQ1_0, gguf.TQ2_0, gguf.Q2_K, gguf.Q3_K, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K}
 	for _, typ := range types {
 		rows, cols := 12, 512
 		w := weightsOf(t, r, typ, rows, cols)
@@ -128,5 +134,41 @@ func TestSupportedRefusesByName(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), typ.String()) {
 			t.Errorf("%s: err = %v", typ, err)
 		}
+	}
+}
+
+// TestMatMulRepackedMatchesReference: Q4_0 and Q4_K weights with a row count
+// that is a multiple of 8, placed in the reference's CPU_REPACK buffer as
+// llama.cpp loads them, against quant.MatMul's repacked path, for 1 to 9, 16
+// and 64 columns (gemv, gemm on groups of four, and the mix).
+func TestMatMulRepackedMatchesReference(t *testing.T) {
+	k := kernels(t)
+	r := rand.New(rand.NewPCG(23, 24))
+	for _, typ := range []gguf.GGMLType{gguf.Q4_0, gguf.Q4_K} {
+		rows, cols := 16, 512
+		w := weightsOf(t, r, typ, rows, cols)
+		m := &Matrix{Name: typ.String(), Type: typ, Rows: rows, Cols: cols, Data: w}
+		equal, total := 0, 0
+		for _, n := range []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 64} {
+			x := make([]float32, n*cols)
+			for i := range x {
+				x[i] = float32(r.NormFloat64())
+			}
+			want, err := k.GraphMulMatK456(int32(typ), rows, cols, w, x, n, 1, true)
+			if err != nil {
+				t.Fatalf("%s: %v", typ, err)
+			}
+			got := make([]float32, n*rows)
+			MatMul(m, x, n, got, 1)
+			for i := range got {
+				total++
+				if math.Float32bits(got[i]) == math.Float32bits(want[i]) {
+					equal++
+				} else if total-equal <= 3 {
+					t.Errorf("%s n=%d: out[%d] = %g, reference %g", typ, n, i, got[i], want[i])
+				}
+			}
+		}
+		t.Logf("%s repacked: %d/%d outputs", typ, equal, total)
 	}
 }
