@@ -1,5 +1,7 @@
 // Package gguf reads GGUF v2 and v3 model files: metadata key/value pairs, tensor infos and zero-copy views of
-// tensor data over a read-only memory map.
+// tensor data over a read-only memory map. It also writes GGUF v3 files as a stream ([Writer], whose documentation
+// holds its design record), with metadata values built by constructors such as [StringValue], [Uint32Value] and
+// [StringArray].
 //
 // # Design record
 //

@@ -43,6 +43,7 @@ type cli struct {
 	Sha256      sha256Cmd        `cmd:"" name:"sha256" help:"Print the sha256 of a file."`
 	Pin         pinCmd           `cmd:"" help:"Check a file's sha256 against its provenance manifest."`
 	Inspect     inspectCmd       `cmd:"" help:"Show a GGUF file's metadata and tensors."`
+	Synth       synthCmd         `cmd:"" help:"Write a deterministic synthetic GGUF model."`
 }
 
 type versionCmd struct{}

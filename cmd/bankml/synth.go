@@ -1,0 +1,93 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/bankml/bankml/gguf"
+	"github.com/bankml/bankml/internal/synth"
+)
+
+// synthCmd writes a deterministic synthetic model (package internal/synth).
+type synthCmd struct {
+	Out        string `arg:"" name:"OUT.gguf" help:"File to write (replaced if it exists; written through a temporary file beside it)." type:"path"`
+	Arch       string `name:"arch" required:"" enum:"llama,qwen3" help:"Architecture: llama or qwen3."`
+	Preset     string `name:"preset" required:"" enum:"tiny,bonsai-1.7b,bonsai-8b" help:"Shapes: tiny (n_embd 256, 2 layers), bonsai-1.7b (Qwen3-1.7B), bonsai-8b (Qwen3-8B)."`
+	Type       string `name:"type" required:"" help:"Type of the blocks' 2-D weights: F32, F16, BF16, Q8_0, Q4_0, Q1_0, Q2_0, TQ1_0 or TQ2_0."`
+	TypeEmbd   string `name:"type-embd" help:"Type of token_embd (default: --type)."`
+	TypeOutput string `name:"type-output" help:"Type of output (default: --type)."`
+	Vocab      string `name:"vocab" default:"synthetic" enum:"synthetic,qwen3" help:"Vocabulary: synthetic (byte-level BPE of the preset's size) or qwen3 (the real Qwen3 tokenizer, 151936 ids)."`
+	Tokenizer  string `name:"tokenizer" help:"Folder holding the Qwen3 tokenizer.json(.gz) and tokenizer_config.json for --vocab qwen3 (default: $$BANKML_MODELS/qwen3, else ../shared/models/qwen3)." type:"path"`
+	Seed       uint64 `name:"seed" default:"0" help:"Seed of the weights; the same flags and seed give the same bytes."`
+	Tied       bool   `name:"tied" help:"Leave out output.weight (tied embeddings) whatever the preset says."`
+}
+
+// Run plans the model, streams it to the file and reports what was written.
+func (c *synthCmd) Run(stdout io.Writer) error {
+	shape, err := synth.Preset(c.Preset)
+	if err != nil {
+		return err
+	}
+	shape.Tied = shape.Tied || c.Tied
+	cfg := synth.Config{Arch: c.Arch, Shape: shape, Seed: c.Seed}
+	if cfg.Weight, err = synth.ParseType(c.Type); err != nil {
+		return fmt.Errorf("--type: %w", err)
+	}
+	cfg.Embd, cfg.Output = cfg.Weight, cfg.Weight
+	for _, f := range []struct {
+		flag, value string
+		t           *gguf.GGMLType
+	}{{"--type-embd", c.TypeEmbd, &cfg.Embd}, {"--type-output", c.TypeOutput, &cfg.Output}} {
+		if f.value != "" {
+			if *f.t, err = synth.ParseType(f.value); err != nil {
+				return fmt.Errorf("%s: %w", f.flag, err)
+			}
+		}
+	}
+	if c.Vocab == "qwen3" {
+		dir, err := c.tokenizerDir()
+		if err != nil {
+			return err
+		}
+		if cfg.Vocab, err = synth.Qwen3Vocab(dir, synth.Qwen3NVocab); err != nil {
+			return err
+		}
+	}
+	cfg.Description = fmt.Sprintf("bankml synth --arch %s --preset %s --type %s --type-embd %s --type-output %s --vocab %s --seed %d",
+		c.Arch, c.Preset, strings.ToUpper(cfg.Weight.String()), strings.ToUpper(cfg.Embd.String()),
+		strings.ToUpper(cfg.Output.String()), c.Vocab, c.Seed)
+	if shape.Tied {
+		cfg.Description = strings.Replace(cfg.Description, " --type-output "+strings.ToUpper(cfg.Output.String()), " --tied", 1)
+	}
+	start := time.Now()
+	size, err := synth.WriteFile(c.Out, cfg)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(stdout, "%s: %d bytes, %s %s %s, %s vocabulary, seed %d, %.1fs\n", c.Out, size, c.Arch, c.Preset,
+		strings.ToUpper(cfg.Weight.String()), c.Vocab, c.Seed, time.Since(start).Seconds())
+	return err
+}
+
+// tokenizerDir returns --tokenizer, or the first default folder that holds a Qwen3 tokenizer.
+func (c *synthCmd) tokenizerDir() (string, error) {
+	if c.Tokenizer != "" {
+		return c.Tokenizer, nil
+	}
+	var tried []string
+	if m := os.Getenv("BANKML_MODELS"); m != "" {
+		tried = append(tried, filepath.Join(m, "qwen3"))
+	}
+	tried = append(tried, filepath.Join("..", "shared", "models", "qwen3"))
+	for _, d := range tried {
+		if _, err := os.Stat(filepath.Join(d, "tokenizer_config.json")); err == nil {
+			return d, nil
+		}
+	}
+	return "", errors.New("synth: --vocab qwen3: no Qwen3 tokenizer in " + strings.Join(tried, " or ") + "; name its folder with --tokenizer")
+}

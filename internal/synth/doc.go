@@ -1,0 +1,44 @@
+// Package synth writes deterministic synthetic GGUF models: random weights with the exact tensor names, shapes,
+// types and metadata that llama.cpp's loader expects for the llama and qwen3 architectures, for tests and
+// benchmarks at any scale (DESIGN.md §5: no real Bonsai file is available offline).
+//
+// # Design record
+//
+// What it does. [Write] plans a model from a [Config] (architecture, a [Shape] such as a [Preset], a weight type
+// per tensor class, a [Vocab] and a seed), writes the GGUF header with gguf.NewWriter, then generates each
+// tensor's bytes in chunks of about 1 MiB and streams them to the writer, so memory stays at a few MiB plus the
+// vocabulary whatever the model's size (an 8B-shaped file included).
+//
+// What it follows. The tensor names and shapes of llama.cpp v0.5.0's loaders (src/models/qwen3.cpp and
+// src/models/llama.cpp, load_arch_tensors): token_embd {n_embd, n_vocab}; per block attn_norm {n_embd}, attn_q
+// {n_embd, n_head*head_dim}, attn_k and attn_v {n_embd, n_head_kv*head_dim}, attn_output {n_head*head_dim,
+// n_embd}, for qwen3 attn_q_norm and attn_k_norm {head_dim}, ffn_norm {n_embd}, ffn_gate and ffn_up {n_embd,
+// n_ff}, ffn_down {n_ff, n_embd}; output_norm {n_embd}; output {n_embd, n_vocab}, absent when the embeddings are
+// tied. The metadata keys and value types are those llama_model_base::load_hparams reads and
+// convert_hf_to_gguf.py (conversion/qwen.py, gguf-py) writes, in the converter's order. The real Qwen3
+// vocabulary is converted as get_vocab_base, _set_vocab_gpt2 and gguf-py's SpecialVocab do it (see [Qwen3Vocab]).
+// Block layouts are those of ggml/src/ggml-common.h; the block payloads are random codes generated directly (not
+// quantized from floats), with the scale d chosen so that a weight's root mean square is about 1/sqrt(row length):
+// with RMS-normed inputs, every matrix product then yields activations of order 1 and logits stay finite through
+// any number of layers. Norm weights are F32 in [0.75, 1.25).
+//
+// Codes per type (d is the block scale, jittered per block by a factor in [0.5, 1.5)):
+//   - Q1_0: random bits (±d); Q2_0: 2-bit codes for -1, 0, +1, +2 times d with probabilities 4/8, 1/8, 2/8, 1/8,
+//     so that the weights have mean 0 (uniform codes would bias every product by d/2); Q4_0: random nibbles;
+//     Q8_0: random int8;
+//   - TQ2_0: 2-bit codes 0, 1, 2 only (-1, 0, +1); TQ1_0: base-3 packed trits encoded with the reference's
+//     ceiling division (quantize_row_tq1_0_ref), so every byte is one the reference's quantizer can produce;
+//   - F32, F16, BF16: uniform in [-a, a] (F16 and BF16 rounded to nearest even).
+//
+// Deliberate differences from a converted model: the weights are noise, so the model's text is noise; the Qwen3
+// bos id is the one Qwen3's config.json gives (151643, "<|endoftext|>") even though that file is not read here;
+// normalized=false added tokens are not re-encoded through a Hugging Face tokenizer (Qwen3's round-trip unchanged);
+// K-quant types are refused until bankml has their encoders.
+//
+// Determinism. The output is a pure function of the Config (and of the tokenizer files for the Qwen3 vocabulary):
+// each tensor draws from its own ChaCha8 stream (math/rand/v2, the C2SP chacha8rand generator, whose output is
+// fixed by its specification) keyed by sha256 of the seed and the tensor's name, and turns bytes into values with
+// integer operations and single float32/float64 roundings that Go cannot fuse into FMAs. The same Config gives the
+// same bytes on every run, machine, architecture and Go version, and a tensor's bytes do not depend on the other
+// tensors.
+package synth

@@ -1,0 +1,166 @@
+package synth
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"math"
+	"math/rand/v2"
+
+	"github.com/bankml/bankml/gguf"
+	"github.com/bankml/bankml/quant"
+)
+
+// meanSquare is the mean of q² over a block type's codes as synth draws them, so that d = sigma/sqrt(meanSquare)
+// gives weights of root mean square sigma (before the per-block jitter).
+var meanSquare = map[gguf.GGMLType]float64{
+	gguf.Q1_0:  1,      // ±1
+	gguf.Q2_0:  1.25,   // -1, 0, 1, 2 with probabilities 4/8, 1/8, 2/8, 1/8 (mean 0)
+	gguf.Q4_0:  21.5,   // -8..7 uniformly
+	gguf.Q8_0:  5461.5, // -128..127 uniformly
+	gguf.TQ1_0: 2.0 / 3,
+	gguf.TQ2_0: 2.0 / 3,
+}
+
+// generator produces the bytes of one chunk of a tensor from the chunk's own ChaCha8 stream. One generator serves
+// many chunks: reset it for each.
+type generator struct {
+	t     gguf.GGMLType
+	rng   rand.ChaCha8
+	norm  bool    // an RMS-norm weight: F32 in [0.75, 1.25)
+	scale float64 // block types: the base scale d; float types: the value of one unit of the random integer
+	extra []byte  // Q2_0: the random bytes of a chunk (two per qs byte), reused
+}
+
+// reset prepares g for chunk number chunk (0 for the first chunkBytes of the tensor, and so on) of tensor name, of
+// type t with rows of rowLen elements; norm marks a norm weight. The chunk's stream is keyed by
+// sha256("bankml synth v1\x00", seed and chunk as 8 little-endian bytes each, name).
+func (g *generator) reset(seed uint64, name string, chunk uint64, t gguf.GGMLType, rowLen int64, norm bool) {
+	h := sha256.New()
+	h.Write([]byte("bankml synth v1\x00"))
+	h.Write(binary.LittleEndian.AppendUint64(nil, seed))
+	h.Write(binary.LittleEndian.AppendUint64(nil, chunk))
+	h.Write([]byte(name))
+	var key [32]byte
+	copy(key[:], h.Sum(nil))
+	g.rng.Seed(key)
+	g.t, g.norm = t, norm
+	sigma := 1 / math.Sqrt(float64(rowLen))
+	switch t {
+	case gguf.F32:
+		g.scale = sigma * math.Sqrt(3) / (1 << 31) // uniform in [-a, a), a = sigma*sqrt(3), from an int32
+	case gguf.F16, gguf.BF16:
+		g.scale = sigma * math.Sqrt(3) / (1 << 15) // from an int16
+	default:
+		g.scale = sigma / math.Sqrt(meanSquare[t])
+	}
+}
+
+// The code tables of the ternary types, indexed by a random byte r.
+var (
+	q2Codes    [4096]byte // Q2_0 qs: four codes, each from 3 random bits by q2Code
+	tq2Codes   [256]byte  // TQ2_0 qs: four 2-bit codes in 0..2 (the (r*81>>8)-th of the 81 combinations)
+	tq1QSCodes [256]byte  // TQ1_0 qs: five trits, value v = r*243>>8, stored as ceil(v*256/243)
+	tq1QHCodes [256]byte  // TQ1_0 qh: four trits, value v = r*81>>8, shifted one trit up and stored likewise
+)
+
+// q2Code maps 3 random bits to a Q2_0 code (0 is -1, 1 is 0, 2 is +1, 3 is +2) so that the weights have mean 0:
+// uniform codes would have mean d/2, a bias that every matrix product adds up along the residual stream.
+var q2Code = [8]int{0, 0, 0, 0, 1, 2, 2, 3}
+
+func init() {
+	for r := range 4096 {
+		q2Codes[r] = byte(q2Code[r&7] | q2Code[r>>3&7]<<2 | q2Code[r>>6&7]<<4 | q2Code[r>>9&7]<<6)
+	}
+	for r := range 256 {
+		v := r * 81 >> 8
+		var b int
+		for i := range 4 {
+			b |= (v % 3) << (2 * i)
+			v /= 3
+		}
+		tq2Codes[r] = byte(b)
+		tq1QSCodes[r] = byte(((r*243>>8)*256 + 242) / 243) // quantize_row_tq1_0_ref's ceiling division
+		tq1QHCodes[r] = byte(((r*81>>8)*3*256 + 242) / 243)
+	}
+}
+
+// blockScale returns the f16 bits of a block scale: the base scale times a jitter in [0.5, 1.5) taken from the 16
+// random bits j.
+func (g *generator) blockScale(j uint16) uint16 {
+	return quant.FP32ToFP16(float32(g.scale * (0.5 + float64(j)/65536)))
+}
+
+// fill writes the next len(p) bytes of the tensor into p; len(p) is a whole number of blocks (of elements for F32,
+// F16 and BF16).
+func (g *generator) fill(p []byte) {
+	le := binary.LittleEndian
+	if g.t == gguf.Q2_0 { // 34 random bytes per block: 2 for the scale, 2 per qs byte
+		n := len(p) / 18 * 34
+		if cap(g.extra) < n {
+			g.extra = make([]byte, n)
+		}
+		r := g.extra[:n]
+		g.rng.Read(r)
+		for b, s := 0, 0; b+18 <= len(p); b, s = b+18, s+34 {
+			blk, src := p[b:b+18:b+18], r[s:s+34:s+34]
+			le.PutUint16(blk, g.blockScale(le.Uint16(src)))
+			qs, rs := blk[2:], src[2:]
+			for i := range qs {
+				qs[i] = q2Codes[(uint16(rs[2*i])|uint16(rs[2*i+1])<<8)>>4]
+			}
+		}
+		return
+	}
+	g.rng.Read(p)
+	switch g.t {
+	case gguf.F32:
+		for i := 0; i+4 <= len(p); i += 4 {
+			r := le.Uint32(p[i:])
+			var v float32
+			if g.norm {
+				v = float32(0.75 + float64(r>>16)/131072)
+			} else {
+				v = float32(float64(int32(r)) * g.scale)
+			}
+			le.PutUint32(p[i:], math.Float32bits(v))
+		}
+	case gguf.F16:
+		for i := 0; i+2 <= len(p); i += 2 {
+			v := float32(float64(int16(le.Uint16(p[i:]))) * g.scale)
+			le.PutUint16(p[i:], quant.FP32ToFP16(v))
+		}
+	case gguf.BF16:
+		for i := 0; i+2 <= len(p); i += 2 {
+			v := float32(float64(int16(le.Uint16(p[i:]))) * g.scale)
+			le.PutUint16(p[i:], bf16(v))
+		}
+	case gguf.Q1_0, gguf.Q4_0, gguf.Q8_0: // d first, then codes: any bit pattern is a valid code
+		size := g.t.TypeSize()
+		for b := 0; b+size <= len(p); b += size {
+			le.PutUint16(p[b:], g.blockScale(le.Uint16(p[b:])))
+		}
+	case gguf.TQ2_0: // qs[64], d
+		for b := 0; b+66 <= len(p); b += 66 {
+			for i := b; i < b+64; i++ {
+				p[i] = tq2Codes[p[i]]
+			}
+			le.PutUint16(p[b+64:], g.blockScale(le.Uint16(p[b+64:])))
+		}
+	case gguf.TQ1_0: // qs[48], qh[4], d
+		for b := 0; b+54 <= len(p); b += 54 {
+			for i := b; i < b+48; i++ {
+				p[i] = tq1QSCodes[p[i]]
+			}
+			for i := b + 48; i < b+52; i++ {
+				p[i] = tq1QHCodes[p[i]]
+			}
+			le.PutUint16(p[b+52:], g.blockScale(le.Uint16(p[b+52:])))
+		}
+	}
+}
+
+// bf16 converts a finite float32 to bfloat16 with round-to-nearest-even, as ggml's GGML_FP32_TO_BF16 does.
+func bf16(f float32) uint16 {
+	u := math.Float32bits(f)
+	return uint16((u + (0x7fff + (u>>16)&1)) >> 16)
+}
