@@ -7,13 +7,15 @@ import (
 	"math"
 	"os"
 	"syscall"
+
+	"github.com/bankml/bankml/internal/fsutil"
 )
 
 // Open maps the whole file at path read-only and shared (as llama.cpp's loader does) and parses it. The mapping
 // lives until Close. If another process truncates the file while it is mapped, touching the lost pages faults;
 // bankml does not defend against that. Errors are those of Parse, prefixed with the path, or os errors.
 func Open(path string) (*File, error) {
-	fd, err := os.Open(path)
+	fd, err := fsutil.OpenRegular(path)
 	if err != nil {
 		return nil, err
 	}

@@ -61,7 +61,6 @@ import (
 	"io"
 	"math"
 	"math/bits"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -69,6 +68,7 @@ import (
 	"strings"
 
 	"github.com/bankml/bankml/gguf"
+	"github.com/bankml/bankml/internal/fsutil"
 )
 
 // Engine names the engine a file is judged for.
@@ -191,7 +191,7 @@ func layout(t gguf.GGMLType) (block, size uint64, ok bool) {
 // File guards the file at path: it reads the header and nothing else. Options.FileName defaults to the path's base
 // name. The error is an I/O error (opening or reading the file) or bad options; the verdict is in the Report.
 func File(path string, opt Options) (*Report, error) {
-	f, err := os.Open(path)
+	f, err := fsutil.OpenRegular(path)
 	if err != nil {
 		return nil, fmt.Errorf("guard: %w", err)
 	}

@@ -6,10 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path"
 	"strconv"
 	"strings"
+
+	"github.com/bankml/bankml/internal/fsutil"
 )
 
 // ErrBadManifest is wrapped by every error that says a manifest cannot be used: not JSON, not an object, no
@@ -45,7 +46,7 @@ func (e Entry) Base() string {
 // ReadManifest reads and parses the manifest file at p. An error reading the file is returned as an I/O error
 // (wrapping the *os.PathError); an error in its contents wraps ErrBadManifest.
 func ReadManifest(p string) (*Manifest, error) {
-	f, err := os.Open(p)
+	f, err := fsutil.OpenRegular(p)
 	if err != nil {
 		return nil, fmt.Errorf("manifest: %w", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 )
 
 // ErrRefused is wrapped by every error of Pin that refuses the file: a hash that differs from the pinned one, a
@@ -60,6 +61,9 @@ func Pin(path, manifest string, progress io.Writer) (Result, error) {
 		res.FromDigest = true
 		entries = []Entry{{Path: res.Name, Size: -1, SHA256: d}}
 		manifestName = "the digest given"
+	case len(manifest) >= len(DigestPrefix) && strings.EqualFold(manifest[:len(DigestPrefix)], DigestPrefix):
+		// "sha256:" announces a digest, never a file name: say what is wrong with it.
+		return refuse(res, fmt.Errorf("%w: digest %q: want sha256: and 64 hex digits: %w", ErrBadManifest, manifest, ErrRefused))
 	default:
 		m, err := ReadManifest(manifest)
 		if err != nil {

@@ -6,8 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
+
+	"github.com/bankml/bankml/internal/fsutil"
 )
 
 // chunkSize is the size of one read. 1 MiB keeps a chunk in the L2 cache between its read and its hash, and is
@@ -27,7 +28,7 @@ func SHA256File(path string, progress io.Writer) (string, error) {
 
 // hashFile hashes the file at path and returns its hex sha256 and its length in bytes.
 func hashFile(path string, progress io.Writer) (string, int64, error) {
-	f, err := os.Open(path)
+	f, err := fsutil.OpenRegular(path)
 	if err != nil {
 		return "", 0, fmt.Errorf("sha256: %w", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/bankml/bankml/provenance"
 )
@@ -19,6 +20,9 @@ type pinCmd struct {
 // Run prints "pinned <sha256>  <file>" (and the manifest's source) and exits 0, or refuses with the reason on
 // standard error and exit status 2; an I/O error exits 1. With --json the result object is printed either way.
 func (c *pinCmd) Run(stdout io.Writer, stderr errWriter) error {
+	if strings.TrimSpace(c.Manifest) == "" {
+		return errors.New("pin: --manifest is empty: give a FORK.json path, 64 hex digits or sha256:<hex>")
+	}
 	bar, done := progressFor(stderr, c.File)
 	res, err := provenance.Pin(c.File, c.Manifest, bar)
 	done()

@@ -1,0 +1,30 @@
+// Package fsutil opens the files bankml reads (models, manifests) safely:
+// only regular files, and never blocking on a FIFO or a device.
+package fsutil
+
+import (
+	"fmt"
+	"os"
+)
+
+// OpenRegular opens path read-only and returns it only if it is a regular
+// file. The open is non-blocking (O_NONBLOCK), so a FIFO without a writer or
+// a device node is refused instead of hanging; on regular files the flag
+// changes nothing. The error is an *os.PathError naming the path, the
+// operation and, for other file types, "not a regular file (<type>)".
+func OpenRegular(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|oNonblock, 0)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		f.Close()
+		return nil, &os.PathError{Op: "open", Path: path, Err: fmt.Errorf("not a regular file (%s)", st.Mode().Type())}
+	}
+	return f, nil
+}

@@ -1,0 +1,7 @@
+//go:build unix
+
+package fsutil
+
+import "syscall"
+
+const oNonblock = syscall.O_NONBLOCK
