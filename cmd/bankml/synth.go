@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/bankml/bankml/gguf"
@@ -18,13 +21,14 @@ type synthCmd struct {
 	Out        string `arg:"" name:"OUT.gguf" help:"File to write (replaced if it exists; written through a temporary file beside it)." type:"path"`
 	Arch       string `name:"arch" required:"" enum:"llama,qwen3" help:"Architecture: llama or qwen3."`
 	Preset     string `name:"preset" required:"" enum:"tiny,bonsai-1.7b,bonsai-8b" help:"Shapes: tiny (n_embd 256, 2 layers), bonsai-1.7b (Qwen3-1.7B), bonsai-8b (Qwen3-8B)."`
-	Type       string `name:"type" required:"" help:"Type of the blocks' 2-D weights: F32, F16, BF16, Q8_0, Q4_0, Q1_0, Q2_0, TQ1_0 or TQ2_0."`
+	Type       string `name:"type" required:"" help:"Type of the blocks' 2-D weights: F32, F16, BF16, Q8_0, Q4_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q1_0, Q2_0, TQ1_0 or TQ2_0."`
 	TypeEmbd   string `name:"type-embd" help:"Type of token_embd (default: --type)."`
 	TypeOutput string `name:"type-output" help:"Type of output (default: --type)."`
 	Vocab      string `name:"vocab" default:"synthetic" enum:"synthetic,qwen3" help:"Vocabulary: synthetic (byte-level BPE of the preset's size) or qwen3 (the real Qwen3 tokenizer, 151936 ids)."`
 	Tokenizer  string `name:"tokenizer" help:"Folder holding the Qwen3 tokenizer.json(.gz) and tokenizer_config.json for --vocab qwen3 (default: $$BANKML_MODELS/qwen3, else ../shared/models/qwen3)." type:"path"`
 	Seed       uint64 `name:"seed" default:"0" help:"Seed of the weights; the same flags and seed give the same bytes."`
 	Tied       bool   `name:"tied" help:"Leave out output.weight (tied embeddings) whatever the preset says."`
+	Force      bool   `name:"force" help:"Overwrite OUT if it exists (a regular file only)."`
 }
 
 // Run plans the model, streams it to the file and reports what was written.
@@ -64,8 +68,11 @@ func (c *synthCmd) Run(stdout io.Writer) error {
 	if shape.Tied {
 		cfg.Description = strings.Replace(cfg.Description, " --type-output "+strings.ToUpper(cfg.Output.String()), " --tied", 1)
 	}
+	// Ctrl-C, SIGTERM or SIGHUP stop the write and remove the temporary file.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
 	start := time.Now()
-	size, err := synth.WriteFile(c.Out, cfg)
+	size, err := synth.WriteFileContext(ctx, c.Out, cfg, c.Force)
 	if err != nil {
 		return err
 	}

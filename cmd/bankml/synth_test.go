@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/bankml/bankml/gguf"
@@ -27,6 +28,8 @@ func TestSynthWritesTheRequestedModel(t *testing.T) {
 			map[string]gguf.GGMLType{"token_embd.weight": gguf.Q1_0, "blk.1.ffn_down.weight": gguf.Q1_0, "output.weight": gguf.Q1_0, "blk.0.attn_q_norm.weight": gguf.F32}, 1024},
 		{"per-class types", []string{"--arch", "qwen3", "--preset", "tiny", "--type", "TQ2_0", "--type-embd", "Q8_0", "--type-output", "f16", "--seed", "9"}, "qwen3",
 			map[string]gguf.GGMLType{"token_embd.weight": gguf.Q8_0, "blk.0.attn_v.weight": gguf.TQ2_0, "output.weight": gguf.F16}, 1024},
+		{"k-quants", []string{"--arch", "qwen3", "--preset", "tiny", "--type", "q4_k", "--type-embd", "Q6_K", "--type-output", "q2_k"}, "qwen3",
+			map[string]gguf.GGMLType{"token_embd.weight": gguf.Q6_K, "blk.1.ffn_down.weight": gguf.Q4_K, "output.weight": gguf.Q2_K}, 1024},
 		{"llama tied", []string{"--arch", "llama", "--preset", "tiny", "--type", "bf16", "--tied"}, "llama",
 			map[string]gguf.GGMLType{"blk.0.attn_k.weight": gguf.BF16, "output.weight": 999, "blk.0.attn_q_norm.weight": 999}, 1024},
 		{"qwen3 vocabulary", []string{"--arch", "qwen3", "--preset", "tiny", "--type", "q1_0", "--tied", "--vocab", "qwen3", "--tokenizer", tokDir}, "qwen3",
@@ -62,7 +65,11 @@ func TestSynthWritesTheRequestedModel(t *testing.T) {
 					t.Errorf("%s: %v, want %s", name, ti, want)
 				}
 			}
-			if code, _, stderr := runCLI(args...); code != 0 {
+			// Without --force an existing output is refused and left alone.
+			if code, _, stderr := runCLI(args...); code != 1 || !strings.Contains(stderr, "--force") {
+				t.Fatalf("second run without --force: exit %d, %s", code, stderr)
+			}
+			if code, _, stderr := runCLI(append(args, "--force")...); code != 0 {
 				t.Fatalf("second run: exit %d, %s", code, stderr)
 			}
 			if again, err := os.ReadFile(out); err != nil || !bytes.Equal(again, first) {
@@ -80,7 +87,8 @@ func TestSynthRefusesBadFlags(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--arch", "qwen3", "--preset", "tiny", "--type", "q4_k"}, "unsupported weight type"},
+		{[]string{"--arch", "qwen3", "--preset", "tiny", "--type", "q4_1"}, "unsupported weight type"},
+		{[]string{"--arch", "qwen3", "--preset", "tiny", "--type", "q8_k"}, "unsupported weight type"},
 		{[]string{"--arch", "qwen3", "--preset", "tiny", "--type", "q1_0", "--type-embd", "iq2_xs"}, "--type-embd"},
 		{[]string{"--arch", "qwen3", "--preset", "tiny"}, "--type"},
 		{[]string{"--arch", "gpt2", "--preset", "tiny", "--type", "q1_0"}, "--arch"},
@@ -94,5 +102,28 @@ func TestSynthRefusesBadFlags(t *testing.T) {
 		if left, _ := os.ReadDir(dir); len(left) != 0 {
 			t.Fatalf("%v: left %v", tc.args, left)
 		}
+	}
+}
+
+// TestSynthNeverReplacesSpecialFiles: a directory, FIFO or device at the
+// output path is refused, and nothing is written next to it.
+func TestSynthNeverReplacesSpecialFiles(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	for _, out := range []string{dir, fifo, "/dev/null"} {
+		code, _, stderr := runCLI("synth", out, "--arch", "llama", "--preset", "tiny", "--type", "f16", "--force")
+		if code != 1 || !strings.Contains(stderr, "not a regular file") {
+			t.Errorf("%s: exit %d, stderr %q", out, code, stderr)
+		}
+	}
+	if st, err := os.Stat("/dev/null"); err != nil || st.Mode().IsRegular() {
+		t.Fatalf("/dev/null was replaced: %v", err)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 {
+		t.Errorf("left behind: %v", entries)
 	}
 }

@@ -34,7 +34,7 @@ type Shape struct {
 }
 
 // The presets. Row lengths (n_embd, n_ff, n_head*head_dim) are multiples of 256 in all of them, so every block type
-// fits every 2-D weight.
+// fits every 2-D weight (the K-quants' 256-element super-blocks included).
 var presets = map[string]Shape{
 	// tiny: small enough for fast tests, block-compatible with every type (rows of 256 and 512 elements).
 	"tiny": {NEmbd: 256, NLayer: 2, NFF: 512, NHead: 4, NHeadKV: 2, HeadDim: 64, NVocab: 1024,
@@ -70,14 +70,16 @@ func PresetNames() []string {
 }
 
 // fileTypes maps each weight type synth generates to llama.cpp's llama_ftype (include/llama.h), written as
-// general.file_type for the type of the blocks' 2-D weights.
+// general.file_type for the type of the blocks' 2-D weights. Q3_K, Q4_K and Q5_K map to the _S ("small") mixes,
+// the ones that use the type for (nearly) every 2-D weight; Q2_K and Q6_K have one mix each.
 var fileTypes = map[gguf.GGMLType]uint32{
-	gguf.F32: 0, gguf.F16: 1, gguf.Q4_0: 2, gguf.Q8_0: 7, gguf.BF16: 32,
-	gguf.TQ1_0: 36, gguf.TQ2_0: 37, gguf.Q1_0: 40, gguf.Q2_0: 41,
+	gguf.F32: 0, gguf.F16: 1, gguf.Q4_0: 2, gguf.Q8_0: 7,
+	gguf.Q2_K: 10, gguf.Q3_K: 11, gguf.Q4_K: 14, gguf.Q5_K: 16, gguf.Q6_K: 18,
+	gguf.BF16: 32, gguf.TQ1_0: 36, gguf.TQ2_0: 37, gguf.Q1_0: 40, gguf.Q2_0: 41,
 }
 
-// Types returns the weight types synth generates, in ggml id order: F32, F16, Q4_0, Q8_0, BF16, TQ1_0, TQ2_0,
-// Q1_0, Q2_0.
+// Types returns the weight types synth generates, in ggml id order: F32, F16, Q4_0, Q8_0, Q2_K, Q3_K, Q4_K,
+// Q5_K, Q6_K, BF16, TQ1_0, TQ2_0, Q1_0, Q2_0.
 func Types() []gguf.GGMLType {
 	out := make([]gguf.GGMLType, 0, len(fileTypes))
 	for t := range fileTypes {
@@ -120,8 +122,9 @@ type Config struct {
 	Description string // general.description; empty gives a line naming the arch, types, seed and vocabulary
 }
 
-// validate checks the shape against the architecture's rules (positive sizes, heads dividing evenly, row lengths
-// multiples of the chosen types' block sizes) and the types against what synth generates.
+// validate checks the shape against the architecture's rules (positive sizes, heads dividing evenly) and the
+// types against what synth generates; tensors then checks that every row length is a multiple of its type's block
+// size (256 elements for the K-quants).
 func (c *Config) validate(nVocab int) error {
 	s := c.Shape
 	if c.Arch != ArchLlama && c.Arch != ArchQwen3 {

@@ -1,6 +1,8 @@
 package synth
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -293,8 +295,28 @@ func Write(w io.Writer, cfg Config) error {
 
 // WriteFile writes the model to path through a temporary file in the same folder, renamed into place only once
 // complete, so path never holds a partial model; on error the temporary file is removed. It returns the size of
-// the file in bytes.
+// the file in bytes. See WriteFileContext for overwriting and cancellation.
 func WriteFile(path string, cfg Config) (size int64, err error) {
+	return WriteFileContext(context.Background(), path, cfg, false)
+}
+
+// ErrExists is wrapped when the output path exists and overwriting was not asked for, or it is not a regular file.
+var ErrExists = errors.New("synth: output exists")
+
+// WriteFileContext is WriteFile that stops when ctx is done (the temporary file is removed and ctx's error
+// returned) and refuses an existing path unless overwrite is set; a path that exists and is not a regular file
+// (a directory, a device, a FIFO) is always refused, so synth never replaces one.
+func WriteFileContext(ctx context.Context, path string, cfg Config, overwrite bool) (size int64, err error) {
+	if st, err := os.Lstat(path); err == nil {
+		if !st.Mode().IsRegular() {
+			return 0, fmt.Errorf("%w: %s is not a regular file (%s)", ErrExists, path, st.Mode().Type())
+		}
+		if !overwrite {
+			return 0, fmt.Errorf("%w: %s (use --force to overwrite it)", ErrExists, path)
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return 0, fmt.Errorf("synth: %w", err)
+	}
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
 		return 0, fmt.Errorf("synth: %w", err)
@@ -305,7 +327,7 @@ func WriteFile(path string, cfg Config) (size int64, err error) {
 			os.Remove(f.Name())
 		}
 	}()
-	if err := Write(f, cfg); err != nil {
+	if err := Write(ctxWriter{ctx, f}, cfg); err != nil {
 		return 0, err
 	}
 	st, err := f.Stat()
@@ -323,4 +345,17 @@ func WriteFile(path string, cfg Config) (size int64, err error) {
 		return 0, fmt.Errorf("synth: %w", err)
 	}
 	return st.Size(), nil
+}
+
+// ctxWriter fails every write once ctx is done, which stops Write.
+type ctxWriter struct {
+	ctx context.Context
+	w   io.Writer
+}
+
+func (c ctxWriter) Write(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, fmt.Errorf("synth: stopped: %w", err)
+	}
+	return c.w.Write(p)
 }

@@ -113,15 +113,17 @@ func TestSameSeedSameBytes(t *testing.T) {
 // whose tensors span many chunks.
 func TestOutputDoesNotDependOnTheWorkers(t *testing.T) {
 	defer func(n int) { workers = n }(workers)
-	cfg := tiny(t, ArchQwen3, gguf.F32, 5) // F32 token_embd: 1 MiB, more than one chunk
-	cfg.Weight = gguf.Q2_0
-	var sums [][32]byte
-	for _, n := range []int{1, 2, 5} {
-		workers = n
-		sums = append(sums, sha256.Sum256(render(t, cfg)))
-	}
-	if sums[0] != sums[1] || sums[0] != sums[2] {
-		t.Fatal("the output depends on the number of workers")
+	for _, w := range []gguf.GGMLType{gguf.Q2_0, gguf.Q5_K} {
+		cfg := tiny(t, ArchQwen3, gguf.F32, 5) // F32 token_embd: 1 MiB, more than one chunk
+		cfg.Weight = w
+		var sums [][32]byte
+		for _, n := range []int{1, 2, 5} {
+			workers = n
+			sums = append(sums, sha256.Sum256(render(t, cfg)))
+		}
+		if sums[0] != sums[1] || sums[0] != sums[2] {
+			t.Fatalf("%s: the output depends on the number of workers", w)
+		}
 	}
 }
 
@@ -289,7 +291,8 @@ func TestPlanRefusesBadConfigs(t *testing.T) {
 		{"zero layers", func(c *Config) { c.Shape.NLayer = 0 }, "n_layer = 0"},
 		{"odd head dim", func(c *Config) { c.Shape.HeadDim = 63 }, "odd"},
 		{"llama head dim", func(c *Config) { c.Arch, c.Shape.HeadDim = ArchLlama, 128 }, "n_embd = n_head*head_dim"},
-		{"K-quant", func(c *Config) { c.Weight = gguf.Q4_K }, "not one synth generates"},
+		{"activation-only K-quant", func(c *Config) { c.Weight = gguf.Q8_K }, "not one synth generates"},
+		{"K-quant rows not a multiple of 256", func(c *Config) { c.Weight, c.Shape.NFF = gguf.Q4_K, 384 }, "blk.0.ffn_down.weight has rows of 384"},
 		{"removed type", func(c *Config) { c.Embd = 4 }, "not one synth generates"},
 		{"rows not a multiple of the block", func(c *Config) { c.Shape.NFF = 320 }, "blk.0.ffn_down.weight has rows of 320"},
 		{"tiny synthetic vocabulary", func(c *Config) { c.Shape.NVocab = 100 }, "needs 259"},
@@ -389,6 +392,12 @@ func dequantize(t gguf.GGMLType, data []byte) []float32 {
 				}
 			}
 		}
+	case gguf.Q2_K, gguf.Q3_K, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K:
+		out = make([]float32, len(data)/t.TypeSize()*t.BlockSize())
+		map[gguf.GGMLType]func([]byte, []float32){
+			gguf.Q2_K: quant.DequantizeRowQ2_K, gguf.Q3_K: quant.DequantizeRowQ3_K, gguf.Q4_K: quant.DequantizeRowQ4_K,
+			gguf.Q5_K: quant.DequantizeRowQ5_K, gguf.Q6_K: quant.DequantizeRowQ6_K,
+		}[t](data, out)
 	}
 	return out
 }
@@ -428,7 +437,8 @@ func TestGeneratedWeightsHaveTheDocumentedScale(t *testing.T) {
 			if rms < 0.95*want || rms > 1.05*want {
 				t.Errorf("rms %.6f, want about %.6f", rms, want)
 			}
-			// Centred: Q4_0's codes -8..7 have mean -0.5 (0.11 of their rms); Q2_0's are drawn to have mean 0.
+			// Centred: Q4_0's codes -8..7 have mean -0.5 (0.11 of their rms); Q2_0's are drawn to have mean 0, the
+			// K-quants' are centred by their mins or have signed scales.
 			if mean := sum / float64(len(w)); math.Abs(mean) > 0.12*rms {
 				t.Errorf("mean %.6f with rms %.6f", mean, rms)
 			}
@@ -460,6 +470,56 @@ func TestGeneratedWeightsHaveTheDocumentedScale(t *testing.T) {
 		if x < 0.75 || x >= 1.25 {
 			t.Fatalf("norm weight %v", x)
 		}
+	}
+}
+
+// TestKQuantMinsEqualScales: in every Q2_K, Q4_K and Q5_K sub-block the min equals the scale (so that dmin = c*d
+// centres the weights), read back through quant's decoders: with all codes 0 a weight is -dmin*m, with all codes
+// at their maximum it is d*s*qmax - dmin*m. The 6-bit scales take all 64 values.
+func TestKQuantMinsEqualScales(t *testing.T) {
+	for _, tc := range []struct {
+		t          gguf.GGMLType
+		codes      [2]int // byte range of qs (and qh) in a block
+		dOff, qmax int
+		sub, nvals int // sub-block length, scale values
+	}{
+		{gguf.Q2_K, [2]int{16, 80}, 80, 3, 16, 16},
+		{gguf.Q4_K, [2]int{16, 144}, 0, 15, 32, 64},
+		{gguf.Q5_K, [2]int{16, 176}, 0, 31, 32, 64},
+	} {
+		t.Run(tc.t.String(), func(t *testing.T) {
+			var g generator
+			g.reset(5, "w", 0, tc.t, 4096, false)
+			size := tc.t.TypeSize()
+			data := make([]byte, 64*size)
+			g.fill(data)
+			seen := map[int]bool{}
+			for b := 0; b < len(data); b += size {
+				blk := slices.Clone(data[b : b+size])
+				d := quant.FP16ToFP32(binary.LittleEndian.Uint16(blk[tc.dOff:]))
+				dmin := quant.FP16ToFP32(binary.LittleEndian.Uint16(blk[tc.dOff+2:]))
+				if want := quant.FP16ToFP32(quant.FP32ToFP16(d * kMin[tc.t])); dmin != want {
+					t.Fatalf("block %d: dmin %g, d %g", b/size, dmin, d)
+				}
+				clear(blk[tc.codes[0]:tc.codes[1]])
+				w0 := dequantize(tc.t, blk)
+				for i := tc.codes[0]; i < tc.codes[1]; i++ {
+					blk[i] = 0xff
+				}
+				w1 := dequantize(tc.t, blk)
+				for j := 0; j < 256; j += tc.sub {
+					s := math.Round(float64(w1[j]-w0[j]) / float64(d) / float64(tc.qmax))
+					m := math.Round(-float64(w0[j]) / float64(dmin))
+					if s != m || s < 0 || int(s) >= tc.nvals {
+						t.Fatalf("block %d sub-block %d: scale %g, min %g", b/size, j/tc.sub, s, m)
+					}
+					seen[int(s)] = true
+				}
+			}
+			if len(seen) != tc.nvals {
+				t.Errorf("%d distinct scales, want %d", len(seen), tc.nvals)
+			}
+		})
 	}
 }
 
@@ -502,6 +562,11 @@ func TestReferenceLoadsSyntheticFiles(t *testing.T) {
 		{ArchQwen3, gguf.TQ2_0, gguf.TQ2_0},
 		{ArchQwen3, gguf.Q8_0, gguf.Q8_0},
 		{ArchQwen3, gguf.Q4_0, gguf.Q8_0},
+		{ArchQwen3, gguf.Q2_K, gguf.Q2_K},
+		{ArchQwen3, gguf.Q3_K, gguf.Q3_K},
+		{ArchQwen3, gguf.Q4_K, gguf.Q4_K},
+		{ArchQwen3, gguf.Q5_K, gguf.Q5_K},
+		{ArchQwen3, gguf.Q6_K, gguf.Q6_K},
 		{ArchQwen3, gguf.F16, gguf.F16},
 		{ArchQwen3, gguf.BF16, gguf.F32},
 		{ArchQwen3, gguf.F32, gguf.F32},

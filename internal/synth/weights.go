@@ -19,7 +19,19 @@ var meanSquare = map[gguf.GGMLType]float64{
 	gguf.Q8_0:  5461.5, // -128..127 uniformly
 	gguf.TQ1_0: 2.0 / 3,
 	gguf.TQ2_0: 2.0 / 3,
+	// The K-quants: the mean over a super-block of (sub-block scale × centred code)², in units of d (see kMin).
+	gguf.Q2_K: 77.5 * 1.25,    // scales 0..15 (E s² = 77.5), codes 0..3 centred by the min: ±0.5, ±1.5
+	gguf.Q3_K: 341.5 * 5.5,    // signed scales -32..31 (E s² = 341.5), codes -4..3 (E q² = 5.5)
+	gguf.Q4_K: 1333.5 * 21.25, // scales 0..63 (E s² = 1333.5), codes 0..15 centred by the min: ±0.5 .. ±7.5
+	gguf.Q5_K: 1333.5 * 85.25, // scales 0..63, codes 0..31 centred by the min: ±0.5 .. ±15.5
+	gguf.Q6_K: 5461.5 * 341.5, // signed int8 scales (E s² = 5461.5), codes -32..31 (E q² = 341.5)
 }
+
+// kMin is, for the K-quants with sub-block minimums, dmin/d: every sub-block's min equals its scale (both 4- or
+// 6-bit codes) and dmin = kMin*d, so that a sub-block's weights d*s*(q - kMin) are centred on 0 (kMin is the mean
+// code). Q3_K and Q6_K have no mins: their signed scales and codes are both uniform, with means -0.5 each, so a
+// weight's mean is 0.25*d against a root mean square of 43*d (Q3_K) or 1366*d (Q6_K).
+var kMin = map[gguf.GGMLType]float32{gguf.Q2_K: 1.5, gguf.Q4_K: 7.5, gguf.Q5_K: 15.5}
 
 // generator produces the bytes of one chunk of a tensor from the chunk's own ChaCha8 stream. One generator serves
 // many chunks: reset it for each.
@@ -29,6 +41,30 @@ type generator struct {
 	norm  bool    // an RMS-norm weight: F32 in [0.75, 1.25)
 	scale float64 // block types: the base scale d; float types: the value of one unit of the random integer
 	extra []byte  // Q2_0: the random bytes of a chunk (two per qs byte), reused
+}
+
+// minScale returns the f16 bits of a K-quant's dmin for the block scale bits d: kMin[t] times d, exact in float32
+// (d has 11 significant bits, kMin at most 5) and rounded once to f16.
+func (g *generator) minScale(d uint16) uint16 {
+	return quant.FP32ToFP16(quant.FP16ToFP32(d) * kMin[g.t])
+}
+
+// packK4Scales overwrites the 12 random bytes sc (Q4_K's and Q5_K's scales) with 8 six-bit sub-block scales taken
+// from the low bits of its first 8 bytes, each also stored as that sub-block's min, packed as
+// quantize_row_q4_K_ref packs them (get_scale_min_k4 reads them back).
+func packK4Scales(sc []byte) {
+	var s [8]byte
+	for j := range s {
+		s[j] = sc[j] & 63
+	}
+	for j := range 4 {
+		sc[j], sc[j+4] = s[j], s[j]
+	}
+	for j := 4; j < 8; j++ {
+		sc[j+4] = s[j]&15 | s[j]&15<<4
+		sc[j-4] |= s[j] >> 4 << 6
+		sc[j] |= s[j] >> 4 << 6
+	}
 }
 
 // reset prepares g for chunk number chunk (0 for the first chunkBytes of the tensor, and so on) of tensor name, of
@@ -155,6 +191,31 @@ func (g *generator) fill(p []byte) {
 				p[i] = tq1QHCodes[p[i]]
 			}
 			le.PutUint16(p[b+52:], g.blockScale(le.Uint16(p[b+52:])))
+		}
+	case gguf.Q2_K: // scales[16] (scale | min<<4), qs[64], d, dmin
+		for b := 0; b+quant.BlockQ2_KSize <= len(p); b += quant.BlockQ2_KSize {
+			for i := b; i < b+16; i++ {
+				p[i] = p[i]&15 | p[i]&15<<4
+			}
+			d := g.blockScale(le.Uint16(p[b+80:]))
+			le.PutUint16(p[b+80:], d)
+			le.PutUint16(p[b+82:], g.minScale(d))
+		}
+	case gguf.Q3_K: // hmask[32], qs[64], scales[12], d: any bit pattern is a valid code and a valid signed scale
+		for b := 0; b+quant.BlockQ3_KSize <= len(p); b += quant.BlockQ3_KSize {
+			le.PutUint16(p[b+108:], g.blockScale(le.Uint16(p[b+108:])))
+		}
+	case gguf.Q4_K, gguf.Q5_K: // d, dmin, scales[12], (Q5_K: qh[32]), qs[128]
+		size := g.t.TypeSize()
+		for b := 0; b+size <= len(p); b += size {
+			d := g.blockScale(le.Uint16(p[b:]))
+			le.PutUint16(p[b:], d)
+			le.PutUint16(p[b+2:], g.minScale(d))
+			packK4Scales(p[b+4 : b+16])
+		}
+	case gguf.Q6_K: // ql[128], qh[64], int8 scales[16], d: any bit pattern is valid
+		for b := 0; b+quant.BlockQ6_KSize <= len(p); b += quant.BlockQ6_KSize {
+			le.PutUint16(p[b+208:], g.blockScale(le.Uint16(p[b+208:])))
 		}
 	}
 }
