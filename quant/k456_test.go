@@ -10,20 +10,12 @@ import (
 	"time"
 
 	"github.com/bankml/bankml/internal/reference"
-	"github.com/bankml/bankml/internal/testdata"
 )
 
 // k456Kernels returns the reference with its Q4_K/Q5_K/Q6_K oracles bound.
 func k456Kernels(t testing.TB) *reference.Kernels {
 	t.Helper()
-	k, err := reference.LoadKernels()
-	if err != nil {
-		testdata.Absent(t, "reference not installed (run scripts/install-reference.sh): %v", err)
-	}
-	if err := k.K456Err(); err != nil {
-		t.Fatal(err)
-	}
-	return k
+	return familyKernels(t, (*reference.Kernels).K456Err)
 }
 
 // k456Format is one format of the family with its bankml functions, its

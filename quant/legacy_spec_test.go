@@ -231,11 +231,11 @@ func legacySpecQuantizeRowQ8_1(x []float32, dst []byte) {
 		}
 		var maxAbs legacyYmmF
 		for l := range 8 {
-			maxAbs[l] = legacyAbs(v[0][l])
+			maxAbs[l] = absBits(v[0][l])
 		}
 		for k := 1; k < 4; k++ {
 			for l := range 8 {
-				a := legacyAbs(v[k][l])
+				a := absBits(v[k][l])
 				if !(maxAbs[l] > a) { // vmaxps: first operand only when it is greater
 					maxAbs[l] = a
 				}
@@ -249,7 +249,7 @@ func legacySpecQuantizeRowQ8_1(x []float32, dst []byte) {
 		maxScalar := legacyMaxPS(m0, m1)
 		d := maxScalar / 127
 		out := dst[ib*BlockQ8_1Size:]
-		binary.LittleEndian.PutUint16(out, legacyFP16(d))
+		binary.LittleEndian.PutUint16(out, softFP32ToFP16(d))
 		var id float32
 		if maxScalar != 0 {
 			id = 127 / maxScalar
@@ -264,7 +264,7 @@ func legacySpecQuantizeRowQ8_1(x []float32, dst []byte) {
 		for l := range 8 {
 			s += (iv[0][l] + iv[1][l]) + (iv[2][l] + iv[3][l])
 		}
-		binary.LittleEndian.PutUint16(out[2:], legacyFP16(d*float32(s)))
+		binary.LittleEndian.PutUint16(out[2:], softFP32ToFP16(d*float32(s)))
 		sat16 := func(v int32) int16 { return int16(max(-32768, min(32767, v))) }
 		sat8 := func(v int16) int8 { return int8(max(-128, min(127, v))) }
 		// _mm256_packs_epi32 per 128-bit lane.

@@ -12,19 +12,11 @@ import (
 	"github.com/bankml/bankml/fmath"
 	"github.com/bankml/bankml/gguf"
 	"github.com/bankml/bankml/internal/reference"
-	"github.com/bankml/bankml/internal/testdata"
 )
 
 func legacyKernels(t testing.TB) *reference.Kernels {
 	t.Helper()
-	k, err := reference.LoadKernels()
-	if err != nil {
-		testdata.Absent(t, "reference not installed (run scripts/install-reference.sh): %v", err)
-	}
-	if err := k.LegacyErr(); err != nil {
-		t.Fatal(err)
-	}
-	return k
+	return familyKernels(t, (*reference.Kernels).LegacyErr)
 }
 
 // legacyTestRow returns a row of n values (a multiple of 32) of one of

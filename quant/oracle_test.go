@@ -9,7 +9,7 @@ import (
 	"github.com/bankml/bankml/internal/testdata"
 )
 
-func kernels(t *testing.T) *reference.Kernels {
+func kernels(t testing.TB) *reference.Kernels {
 	t.Helper()
 	k, err := reference.LoadKernels()
 	if err != nil {

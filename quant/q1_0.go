@@ -48,7 +48,7 @@ func QuantizeRowQ1_0(x []float32, dst []byte) {
 		for _, v := range xb {
 			sum += float32(math.Abs(float64(v)))
 		}
-		binary.LittleEndian.PutUint16(out, lowbitFP32ToFP16(sum/QK1_0))
+		binary.LittleEndian.PutUint16(out, softFP32ToFP16(sum/QK1_0))
 		for i := range QK1_0 / 8 {
 			var q byte
 			for j := range 8 {
@@ -59,16 +59,6 @@ func QuantizeRowQ1_0(x []float32, dst []byte) {
 			out[2+i] = q
 		}
 	}
-}
-
-// lowbitFP32ToFP16 is GGML_FP32_TO_FP16 of libggml-base.so (the software
-// ggml_compute_fp32_to_fp16 the _ref quantizers call): as FP32ToFP16 except
-// that every NaN becomes the quiet NaN 0x7e00 with its sign.
-func lowbitFP32ToFP16(f float32) uint16 {
-	if f != f {
-		return uint16(math.Float32bits(f)>>16)&0x8000 | 0x7e00
-	}
-	return FP32ToFP16(f)
 }
 
 // DequantizeRowQ1_0 is dequantize_row_q1_0: y = d for a set bit, -d (d with

@@ -13,11 +13,7 @@ import (
 // lowbitKernels returns the reference with its Q1_0/Q2_0 oracles bound.
 func lowbitKernels(t *testing.T) *reference.Kernels {
 	t.Helper()
-	k := kernels(t)
-	if err := k.LowBitErr(); err != nil {
-		t.Fatal(err)
-	}
-	return k
+	return familyKernels(t, (*reference.Kernels).LowBitErr)
 }
 
 // edgeRow is randRow with, now and then, the values where quantizers
@@ -116,24 +112,7 @@ func TestDequantizeRowQ1_0MatchesReference(t *testing.T) {
 	k := lowbitKernels(t)
 	r := rand.New(rand.NewPCG(13, 14))
 	// Every f16 scale, NaNs and infinities included, with random bits.
-	const nb = 1 << 16 / 64
-	src := make([]byte, nb*BlockQ1_0Size)
-	got, want := make([]float32, nb*QK1_0), make([]float32, nb*QK1_0)
-	for h0 := 0; h0 < 1<<16; h0 += nb {
-		for i := range src {
-			src[i] = byte(r.Uint32())
-		}
-		for b := range nb {
-			binary.LittleEndian.PutUint16(src[b*BlockQ1_0Size:], uint16(h0+b))
-		}
-		DequantizeRowQ1_0(src, got)
-		k.DequantizeRowQ1_0(src, want)
-		for i := range got {
-			if !bitsEq(got[i], want[i]) {
-				t.Fatalf("block %d value %d: %#x, reference %#x", h0+i/QK1_0, i%QK1_0, math.Float32bits(got[i]), math.Float32bits(want[i]))
-			}
-		}
-	}
+	checkDequantEveryF16Scale(t, r, BlockQ1_0Size, QK1_0, DequantizeRowQ1_0, k.DequantizeRowQ1_0)
 }
 
 // TestVecDotQ1_0Q8_0MatchesReference: rows of 1 to 40 blocks and the
@@ -141,23 +120,7 @@ func TestDequantizeRowQ1_0MatchesReference(t *testing.T) {
 func TestVecDotQ1_0Q8_0MatchesReference(t *testing.T) {
 	k := lowbitKernels(t)
 	r := rand.New(rand.NewPCG(15, 16))
-	check := func(nb int) {
-		w := randLowbitBlocks(r, nb, BlockQ1_0Size)
-		a := randActivations(r, 4*nb)
-		if got, want := VecDotQ1_0Q8_0(w, a, nb), k.VecDotQ1_0Q8_0(nb*QK1_0, w, a); !bitsEq(got, want) {
-			t.Fatalf("nb=%d: %g (%#x), reference %g (%#x)", nb, got, math.Float32bits(got), want, math.Float32bits(want))
-		}
-	}
-	for nb := 1; nb <= 40; nb++ {
-		for range 200 {
-			check(nb)
-		}
-	}
-	for _, nb := range []int{4096 / QK1_0, 12288 / QK1_0} {
-		for range 300 {
-			check(nb)
-		}
-	}
+	checkLowbitDot(t, r, 40, BlockQ1_0Size, QK1_0, VecDotQ1_0Q8_0, k.VecDotQ1_0Q8_0)
 }
 
 // TestLowbitMatMulPath checks, through the reference's whole mul_mat op

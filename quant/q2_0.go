@@ -38,15 +38,6 @@ const QK2_0 = 64
 // BlockQ2_0Size is sizeof(block_q2_0): f16 d and 16 bytes of 2-bit codes.
 const BlockQ2_0Size = 2 + QK2_0/4
 
-// q2Cvtt is x86's truncating float-to-int32 conversion: NaN and values
-// outside int32's range give math.MinInt32 ("integer indefinite").
-func q2Cvtt(f float64) int32 {
-	if f != f || f >= 1<<31 || f < -(1<<31) {
-		return math.MinInt32
-	}
-	return int32(f)
-}
-
 // QuantizeRowQ2_0 is quantize_row_q2_0_ref (and the CPU library's
 // quantize_row_q2_0): per block of 64, d = max |x| (NaNs skipped) stored as
 // f16, id = 1/d (0 when d is 0), code = clamp((int)roundf(x*id) + 1, 0, 3)
@@ -68,11 +59,11 @@ func QuantizeRowQ2_0(x []float32, dst []byte) {
 		if amax > 0 {
 			id = 1 / amax
 		}
-		binary.LittleEndian.PutUint16(out, lowbitFP32ToFP16(amax))
+		binary.LittleEndian.PutUint16(out, softFP32ToFP16(amax))
 		for i := range QK2_0 / 4 {
 			var q byte
 			for j := range 4 {
-				c := q2Cvtt(math.Round(float64(xb[4*i+j]*id))) + 1
+				c := cvttss2si(float32(math.Round(float64(xb[4*i+j]*id)))) + 1
 				c = max(0, min(3, c))
 				q |= byte(c) << (2 * j)
 			}

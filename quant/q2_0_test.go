@@ -33,24 +33,7 @@ func TestQuantizeRowQ2_0MatchesReference(t *testing.T) {
 func TestDequantizeRowQ2_0MatchesReference(t *testing.T) {
 	k := lowbitKernels(t)
 	r := rand.New(rand.NewPCG(23, 24))
-	const nb = 1 << 16 / 64
-	src := make([]byte, nb*BlockQ2_0Size)
-	got, want := make([]float32, nb*QK2_0), make([]float32, nb*QK2_0)
-	for h0 := 0; h0 < 1<<16; h0 += nb {
-		for i := range src {
-			src[i] = byte(r.Uint32())
-		}
-		for b := range nb {
-			binary.LittleEndian.PutUint16(src[b*BlockQ2_0Size:], uint16(h0+b))
-		}
-		DequantizeRowQ2_0(src, got)
-		k.DequantizeRowQ2_0(src, want)
-		for i := range got {
-			if !bitsEq(got[i], want[i]) {
-				t.Fatalf("block %d value %d: %#x, reference %#x", h0+i/QK2_0, i%QK2_0, math.Float32bits(got[i]), math.Float32bits(want[i]))
-			}
-		}
-	}
+	checkDequantEveryF16Scale(t, r, BlockQ2_0Size, QK2_0, DequantizeRowQ2_0, k.DequantizeRowQ2_0)
 }
 
 // TestVecDotQ2_0Q8_0MatchesReference: rows of 1 to 60 blocks and the
@@ -58,23 +41,7 @@ func TestDequantizeRowQ2_0MatchesReference(t *testing.T) {
 func TestVecDotQ2_0Q8_0MatchesReference(t *testing.T) {
 	k := lowbitKernels(t)
 	r := rand.New(rand.NewPCG(25, 26))
-	check := func(nb int) {
-		w := randLowbitBlocks(r, nb, BlockQ2_0Size)
-		a := randActivations(r, 2*nb)
-		if got, want := VecDotQ2_0Q8_0(w, a, nb), k.VecDotQ2_0Q8_0(nb*QK2_0, w, a); !bitsEq(got, want) {
-			t.Fatalf("nb=%d: %g (%#x), reference %g (%#x)", nb, got, math.Float32bits(got), want, math.Float32bits(want))
-		}
-	}
-	for nb := 1; nb <= 60; nb++ {
-		for range 200 {
-			check(nb)
-		}
-	}
-	for _, nb := range []int{4096 / QK2_0, 12288 / QK2_0} {
-		for range 300 {
-			check(nb)
-		}
-	}
+	checkLowbitDot(t, r, 60, BlockQ2_0Size, QK2_0, VecDotQ2_0Q8_0, k.VecDotQ2_0Q8_0)
 }
 
 // vecDotQ2_0Q8_0NoFMA models the x64 variant's compiled loop (mulss/addss):

@@ -2,7 +2,6 @@ package quant
 
 import (
 	"encoding/binary"
-	"math"
 
 	"github.com/bankml/bankml/fmath"
 )
@@ -44,25 +43,10 @@ func QuantizeRowQ4_1Ref(x []float32, dst []byte) {
 	for b := range nb {
 		xb := x[b*QK8_0 : (b+1)*QK8_0]
 		out := dst[b*BlockQ4_1Size : (b+1)*BlockQ4_1Size]
-		lo, hi := float32(math.MaxFloat32), float32(-math.MaxFloat32)
-		for _, v := range xb {
-			if v < lo {
-				lo = v
-			}
-			if v > hi {
-				hi = v
-			}
-		}
-		d := (hi - lo) / 15
-		var id float32
-		if d != 0 {
-			id = 1 / d
-		}
-		binary.LittleEndian.PutUint16(out[0:], legacyFP16(d))
-		binary.LittleEndian.PutUint16(out[2:], legacyFP16(lo))
+		lo, id := legacyMinMaxHeader(xb, out, 15)
 		for j := range 16 {
-			q0 := uint8(min(15, int8(legacyCvtt(float32((xb[j]-lo)*id)+0.5))))
-			q1 := uint8(min(15, int8(legacyCvtt(float32((xb[j+16]-lo)*id)+0.5))))
+			q0 := uint8(min(15, int8(cvttss2si(float32((xb[j]-lo)*id)+0.5))))
+			q1 := uint8(min(15, int8(cvttss2si(float32((xb[j+16]-lo)*id)+0.5))))
 			out[4+j] = q0 | q1<<4
 		}
 	}

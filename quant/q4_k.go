@@ -74,22 +74,7 @@ const (
 // k456GroupMaxEps is GROUP_MAX_EPS of ggml-quants.c.
 const k456GroupMaxEps float32 = 1e-15
 
-// k456NearestInt is ggml's nearest_int (ggml-quants.c): fval + 12582912.0f
-// rounded to float32, the low 23 bits of its encoding minus 0x400000 (round
-// half to even for |fval| <= 4194303; garbage, but the same garbage, beyond).
-func k456NearestInt(fval float32) int32 {
-	val := fval + 12582912
-	return int32(math.Float32bits(val)&0x007fffff) - 0x00400000
-}
-
-func k456Abs(x float32) float32 { return math.Float32frombits(math.Float32bits(x) &^ (1 << 31)) }
-
 func k456LE16(b []byte) uint16 { return binary.LittleEndian.Uint16(b) }
-
-// k456Blocks clamps a block count to what both operands hold.
-func k456Blocks(nb, wlen, wsize, alen int) int {
-	return max(0, min(nb, wlen/wsize, alen/BlockQ8_KSize))
-}
 
 // k456ScaleMin decodes the twelve packed bytes of a Q4_K/Q5_K super-block into
 // its eight 6-bit scales and mins (get_scale_min_k4 for j = 0..7).
@@ -135,7 +120,7 @@ func k456MakeQKX2(x, weights []float32, nmax int32, L, Laux []uint8, rmin, rdelt
 	scale = 1 / iscale
 	var bestError float32
 	for i := range n {
-		l := k456NearestInt(float32(iscale * (x[i] - mn)))
+		l := nearestIntK(float32(iscale * (x[i] - mn)))
 		L[i] = uint8(max(0, min(nmax, l)))
 		diff := float32(scale*float32(L[i])) + mn - x[i]
 		diff = float32(diff * diff)
@@ -148,7 +133,7 @@ func k456MakeQKX2(x, weights []float32, nmax int32, L, Laux []uint8, rmin, rdelt
 		iscale = (float32(rmin+float32(rdelta*float32(is))) + float32(nmax)) / (mx - mn)
 		var sumL, sumL2, sumXL float32
 		for i := range n {
-			l := max(0, min(nmax, k456NearestInt(float32(iscale*(x[i]-mn)))))
+			l := max(0, min(nmax, nearestIntK(float32(iscale*(x[i]-mn)))))
 			Laux[i] = uint8(l)
 			w := weights[i]
 			fl := float32(l)
@@ -200,7 +185,7 @@ func k456QuantizeScalesMins(x []float32, blk []byte, nmax int32, rmin, rdelta fl
 		}
 		avX := fmath.Sqrtf(sumX2 / 32)
 		for l, v := range xs {
-			weights[l] = avX + k456Abs(v)
+			weights[l] = avX + absBits(v)
 		}
 		scales[j], mins[j] = k456MakeQKX2(xs, weights[:], nmax, L[32*j:32*j+32], laux[:], rmin, rdelta, nstep)
 		if scales[j] > maxScale {
@@ -219,8 +204,8 @@ func k456QuantizeScalesMins(x []float32, blk []byte, nmax int32, rmin, rdelta fl
 	}
 	sb := blk[k456OffScales : k456OffScales+12]
 	for j := range QK_K / 32 {
-		ls := min(63, uint8(k456NearestInt(float32(invScale*scales[j]))))
-		lm := min(63, uint8(k456NearestInt(float32(invMin*mins[j]))))
+		ls := min(63, uint8(nearestIntK(float32(invScale*scales[j]))))
+		lm := min(63, uint8(nearestIntK(float32(invMin*mins[j]))))
 		if j < 4 {
 			sb[j] = ls
 			sb[j+4] = lm
@@ -243,7 +228,7 @@ func k456QuantizeScalesMins(x []float32, blk []byte, nmax int32, rmin, rdelta fl
 		}
 		dm := mAll * float32(mn[j])
 		for ii := range 32 {
-			l := k456NearestInt((x[32*j+ii] + dm) / d)
+			l := nearestIntK((x[32*j+ii] + dm) / d)
 			L[32*j+ii] = uint8(max(0, min(nmax, l)))
 		}
 	}
@@ -363,7 +348,7 @@ func k456HsumMins4(a *[4]float32) float32 { return (a[0] + a[2]) + (a[1] + a[3])
 // products; four lanes acc_m = fma(dmin, mins·bsum pairs, acc_m); result
 // hsum_float_8(acc) + reduced acc_m. nb is clamped to the blocks w and a hold.
 func VecDotQ4_KQ8_K(w, a []byte, nb int) float32 {
-	nb = k456Blocks(nb, len(w), BlockQ4_KSize, len(a))
+	nb = kBlocks(w, a, nb, BlockQ4_KSize)
 	var acc [8]float32
 	var accM [4]float32
 	var sc, mn [8]int32
@@ -433,13 +418,23 @@ func k456FNMAdd231(a, b, c float32) float32 {
 // sumf), finally sumf + sums[0] + … + sums[7] in order. nb is clamped to the
 // blocks w and a hold.
 func VecDotQ4_KQ8_KGeneric(w, a []byte, nb int) float32 {
-	nb = k456Blocks(nb, len(w), BlockQ4_KSize, len(a))
+	return k456GenericScaleMinDot(w, a, nb, BlockQ4_KSize, func(wb []byte, vals *[QK_K]int8) {
+		q4KValues((*[BlockQ4_KSize]byte)(wb), vals)
+	})
+}
+
+// k456GenericScaleMinDot is the loop VecDotQ4_KQ8_KGeneric and
+// VecDotQ5_KQ8_KGeneric share (the two _generic kernels differ only in how
+// a block's weights are unpacked): values writes the 256 weights of the
+// blockSize-byte block wb.
+func k456GenericScaleMinDot(w, a []byte, nb, blockSize int, values func(wb []byte, vals *[QK_K]int8)) float32 {
+	nb = kBlocks(w, a, nb, blockSize)
 	var sums [8]float32
 	var sumf float32
 	var sc, mn [8]int32
 	var vals [QK_K]int8
 	for b := range nb {
-		wb := (*[BlockQ4_KSize]byte)(w[b*BlockQ4_KSize:])
+		wb := w[b*blockSize : (b+1)*blockSize]
 		ab := a[b*BlockQ8_KSize : (b+1)*BlockQ8_KSize]
 		da, qs := k456Q8(ab)
 		k456ScaleMin(wb[k456OffScales:], &sc, &mn)
@@ -447,7 +442,7 @@ func VecDotQ4_KQ8_KGeneric(w, a []byte, nb int) float32 {
 		for j := range QK_K / 16 {
 			sumi += k456Bsum(ab, j) * mn[j/2]
 		}
-		q4KValues(wb, &vals)
+		values(wb, &vals)
 		var lanes [8]int32
 		k456GenericLanes(&vals, qs, sc[:], 4, &lanes)
 		d := FP16ToFP32(k456LE16(wb[0:])) * da
@@ -492,7 +487,7 @@ func q4KBlockInts(wb *[BlockQ4_KSize]byte, ab []byte, isum, imin *[4]int32) {
 // The activations are quantize_row_q8_K's (QuantizeRowQ8_K). w holds nb Q4_K
 // blocks, a nb Q8_K blocks; nb is clamped to the blocks both hold.
 func RepackGemvQ4_KQ8_K(w, a []byte, nb int) float32 {
-	nb = k456Blocks(nb, len(w), BlockQ4_KSize, len(a))
+	nb = kBlocks(w, a, nb, BlockQ4_KSize)
 	var acc, accMin float32
 	var isum, imin [4]int32
 	for b := range nb {
@@ -515,7 +510,7 @@ func RepackGemvQ4_KQ8_K(w, a []byte, nb int) float32 {
 // activations come from ggml_quantize_mat_q8_K_4x8 (QuantizeRowQ8_K4x8).
 // nb is clamped to the blocks w and a hold.
 func RepackGemmQ4_KQ8_K(w, a []byte, nb int) float32 {
-	nb = k456Blocks(nb, len(w), BlockQ4_KSize, len(a))
+	nb = kBlocks(w, a, nb, BlockQ4_KSize)
 	var acc, accMin float32
 	var isum, imin [4]int32
 	for b := range nb {
@@ -551,7 +546,7 @@ func QuantizeRowQ8_K4x8(x []float32, dst []byte) {
 		out := (*[BlockQ8_KSize]byte)(dst[b*BlockQ8_KSize:])
 		var amax float32
 		for _, v := range xb {
-			if a := k456Abs(v); a > amax {
+			if a := absBits(v); a > amax {
 				amax = a
 			}
 		}

@@ -2,7 +2,6 @@ package quant
 
 import (
 	"encoding/binary"
-	"math"
 
 	"github.com/bankml/bankml/fmath"
 )
@@ -90,7 +89,7 @@ func QuantizeRowQ5_0Ref(x []float32, dst []byte) {
 		out := dst[b*BlockQ5_0Size : (b+1)*BlockQ5_0Size]
 		var amax, vmax float32
 		for _, v := range xb {
-			if a := legacyAbs(v); amax < a {
+			if a := absBits(v); amax < a {
 				amax, vmax = a, v
 			}
 		}
@@ -99,11 +98,11 @@ func QuantizeRowQ5_0Ref(x []float32, dst []byte) {
 		if d != 0 {
 			id = 1 / d
 		}
-		binary.LittleEndian.PutUint16(out[0:], legacyFP16(d))
+		binary.LittleEndian.PutUint16(out[0:], softFP32ToFP16(d))
 		var qh uint32
 		for j := range 16 {
-			q0 := uint8(min(31, int8(legacyCvtt(float32(xb[j]*id)+16.5))))
-			q1 := uint8(min(31, int8(legacyCvtt(float32(xb[j+16]*id)+16.5))))
+			q0 := uint8(min(31, int8(cvttss2si(float32(xb[j]*id)+16.5))))
+			q1 := uint8(min(31, int8(cvttss2si(float32(xb[j+16]*id)+16.5))))
 			out[6+j] = q0&0xf | q1&0xf<<4
 			qh |= uint32(q0>>4&1)<<j | uint32(q1>>4&1)<<(j+16)
 		}
@@ -122,26 +121,11 @@ func QuantizeRowQ5_1Ref(x []float32, dst []byte) {
 	for b := range nb {
 		xb := x[b*QK8_0 : (b+1)*QK8_0]
 		out := dst[b*BlockQ5_1Size : (b+1)*BlockQ5_1Size]
-		lo, hi := float32(math.MaxFloat32), float32(-math.MaxFloat32)
-		for _, v := range xb {
-			if v < lo {
-				lo = v
-			}
-			if v > hi {
-				hi = v
-			}
-		}
-		d := (hi - lo) / 31
-		var id float32
-		if d != 0 {
-			id = 1 / d
-		}
-		binary.LittleEndian.PutUint16(out[0:], legacyFP16(d))
-		binary.LittleEndian.PutUint16(out[2:], legacyFP16(lo))
+		lo, id := legacyMinMaxHeader(xb, out, 31)
 		var qh uint32
 		for j := range 16 {
-			q0 := uint8(legacyCvtt(float32((xb[j]-lo)*id) + 0.5))
-			q1 := uint8(legacyCvtt(float32((xb[j+16]-lo)*id) + 0.5))
+			q0 := uint8(cvttss2si(float32((xb[j]-lo)*id) + 0.5))
+			q1 := uint8(cvttss2si(float32((xb[j+16]-lo)*id) + 0.5))
 			out[8+j] = q0&0xf | q1&0xf<<4
 			qh |= uint32(q0>>4&1)<<j | uint32(q1>>4&1)<<(j+16)
 		}

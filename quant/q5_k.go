@@ -128,7 +128,7 @@ func DequantizeRowQ5_K(src []byte, y []float32) {
 // summs) (GCC contracted the source's summs += dmin*isum); result
 // hsum_float_8(acc) + summs. nb is clamped to the blocks w and a hold.
 func VecDotQ5_KQ8_K(w, a []byte, nb int) float32 {
-	nb = k456Blocks(nb, len(w), BlockQ5_KSize, len(a))
+	nb = kBlocks(w, a, nb, BlockQ5_KSize)
 	var acc [8]float32
 	var summs float32
 	var sc, mn [8]int32
@@ -159,29 +159,7 @@ func VecDotQ5_KQ8_K(w, a []byte, nb int) float32 {
 // haswell library: the order of VecDotQ4_KQ8_KGeneric on five-bit weights.
 // nb is clamped to the blocks w and a hold.
 func VecDotQ5_KQ8_KGeneric(w, a []byte, nb int) float32 {
-	nb = k456Blocks(nb, len(w), BlockQ5_KSize, len(a))
-	var sums [8]float32
-	var sumf float32
-	var sc, mn [8]int32
-	var vals [QK_K]int8
-	for b := range nb {
-		wb := (*[BlockQ5_KSize]byte)(w[b*BlockQ5_KSize:])
-		ab := a[b*BlockQ8_KSize : (b+1)*BlockQ8_KSize]
-		da, qs := k456Q8(ab)
-		k456ScaleMin(wb[k456OffScales:], &sc, &mn)
-		var sumi int32
-		for j := range QK_K / 16 {
-			sumi += k456Bsum(ab, j) * mn[j/2]
-		}
-		q5KValues(wb, &vals)
-		var lanes [8]int32
-		k456GenericLanes(&vals, qs, sc[:], 4, &lanes)
-		d := FP16ToFP32(k456LE16(wb[0:])) * da
-		for l := range 8 {
-			sums[l] = fmath.FMA32(d, float32(lanes[l]), sums[l])
-		}
-		dmin := FP16ToFP32(k456LE16(wb[2:])) * da
-		sumf = k456FNMAdd231(dmin, float32(sumi), sumf)
-	}
-	return k456GenericFinish(sumf, &sums)
+	return k456GenericScaleMinDot(w, a, nb, BlockQ5_KSize, func(wb []byte, vals *[QK_K]int8) {
+		q5KValues((*[BlockQ5_KSize]byte)(wb), vals)
+	})
 }

@@ -47,7 +47,7 @@ func q6KMakeQX(x []float32, nmax int32, L []int8) float32 {
 	n := len(x)
 	var mx, amax float32
 	for _, v := range x {
-		if ax := k456Abs(v); ax > amax {
+		if ax := absBits(v); ax > amax {
 			amax, mx = ax, v
 		}
 	}
@@ -59,7 +59,7 @@ func q6KMakeQX(x []float32, nmax int32, L []int8) float32 {
 	iscale := -fnmax / mx
 	var sumlx, suml2 float32
 	for i, v := range x {
-		l := max(-nmax, min(nmax-1, k456NearestInt(float32(iscale*v))))
+		l := max(-nmax, min(nmax-1, nearestIntK(float32(iscale*v))))
 		L[i] = int8(l + nmax)
 		w := float32(v * v)
 		fl := float32(l)
@@ -79,7 +79,7 @@ func q6KMakeQX(x []float32, nmax int32, L []int8) float32 {
 		iscale = -(fnmax + float32(tenth*float32(is))) / mx
 		sumlx, suml2 = 0, 0
 		for _, v := range x {
-			l := max(-nmax, min(nmax-1, k456NearestInt(float32(iscale*v))))
+			l := max(-nmax, min(nmax-1, nearestIntK(float32(iscale*v))))
 			w := float32(v * v)
 			fl := float32(l)
 			sumlx += float32(float32(w*v) * fl)
@@ -87,7 +87,7 @@ func q6KMakeQX(x []float32, nmax int32, L []int8) float32 {
 		}
 		if suml2 > 0 && float32(sumlx*sumlx) > float32(best*suml2) {
 			for i, v := range x {
-				l := k456NearestInt(float32(iscale * v))
+				l := nearestIntK(float32(iscale * v))
 				L[i] = int8(nmax + max(-nmax, min(nmax-1, l)))
 			}
 			scale = sumlx / suml2
@@ -116,7 +116,7 @@ func QuantizeRowQ6_KRef(x []float32, dst []byte) {
 		for ib := range QK_K / 16 {
 			scale := q6KMakeQX(xb[16*ib:16*ib+16], 32, L[16*ib:16*ib+16])
 			scales[ib] = scale
-			if as := k456Abs(scale); as > maxAbsScale {
+			if as := absBits(scale); as > maxAbsScale {
 				maxAbsScale, maxScale = as, scale
 			}
 		}
@@ -128,7 +128,7 @@ func QuantizeRowQ6_KRef(x []float32, dst []byte) {
 		binary.LittleEndian.PutUint16(blk[q6KOffD:], FP32ToFP16(1/iscale))
 		sc := blk[q6KOffScales : q6KOffScales+QK_K/16]
 		for ib := range QK_K / 16 {
-			sc[ib] = byte(int8(min(127, k456NearestInt(float32(iscale*scales[ib])))))
+			sc[ib] = byte(int8(min(127, nearestIntK(float32(iscale*scales[ib])))))
 		}
 		dAll := FP16ToFP32(k456LE16(blk[q6KOffD:]))
 		for j := range QK_K / 16 {
@@ -137,7 +137,7 @@ func QuantizeRowQ6_KRef(x []float32, dst []byte) {
 				continue
 			}
 			for ii := range 16 {
-				l := k456NearestInt(xb[16*j+ii] / d)
+				l := nearestIntK(xb[16*j+ii] / d)
 				L[16*j+ii] = int8(max(-32, min(31, l)) + 32)
 			}
 		}
@@ -183,7 +183,7 @@ func DequantizeRowQ6_K(src []byte, y []float32) {
 // acc = fma(da·dw, lane, acc); result hsum_float_8(acc). nb is clamped to the
 // blocks w and a hold.
 func VecDotQ6_KQ8_K(w, a []byte, nb int) float32 {
-	nb = k456Blocks(nb, len(w), BlockQ6_KSize, len(a))
+	nb = kBlocks(w, a, nb, BlockQ6_KSize)
 	var acc [8]float32
 	var sc [16]int32
 	for b := range nb {
@@ -233,7 +233,7 @@ func VecDotQ6_KQ8_K(w, a []byte, nb int) float32 {
 // 0 + sums[0] + … + sums[7] in order. nb is clamped to the blocks w and a
 // hold.
 func VecDotQ6_KQ8_KGeneric(w, a []byte, nb int) float32 {
-	nb = k456Blocks(nb, len(w), BlockQ6_KSize, len(a))
+	nb = kBlocks(w, a, nb, BlockQ6_KSize)
 	var sums [8]float32
 	var vals [QK_K]int8
 	var sc [16]int32

@@ -47,30 +47,10 @@ const QK8_1 = 32
 // 32 quants), then 32 int8 quants: 36 bytes.
 const BlockQ8_1Size = 4 + QK8_1
 
-// legacyCvtt is x86's cvttss2si: truncation toward zero, with NaN and values
-// outside int32's range giving math.MinInt32 (the "integer indefinite").
-func legacyCvtt(f float32) int32 {
-	if f >= -2147483648 && f < 2147483648 {
-		return int32(f)
-	}
-	return math.MinInt32
-}
-
 // legacyCvtRNE is vroundps (nearest, ties to even) followed by vcvtps2dq:
 // round half to even, NaN and out-of-range values giving math.MinInt32.
 func legacyCvtRNE(f float32) int32 {
-	return legacyCvtt(float32(math.RoundToEven(float64(f))))
-}
-
-// legacyFP16 is the software ggml_compute_fp32_to_fp16 (GGML_FP32_TO_FP16
-// of libggml-base.so and GGML_CPU_FP32_TO_FP16 of the haswell library): as
-// FP32ToFP16, except that every NaN becomes the quiet NaN 0x7e00 with its
-// sign.
-func legacyFP16(f float32) uint16 {
-	if f != f {
-		return uint16(math.Float32bits(f)>>16)&0x8000 | 0x7e00
-	}
-	return FP32ToFP16(f)
+	return cvttss2si(float32(math.RoundToEven(float64(f))))
 }
 
 // legacyMaxPS is one lane of vmaxps/vmaxss with a as the first source: a
@@ -80,11 +60,6 @@ func legacyMaxPS(a, b float32) float32 {
 		return a
 	}
 	return b
-}
-
-// legacyAbs clears the sign bit (vandnps with -0.0), NaNs included.
-func legacyAbs(f float32) float32 {
-	return math.Float32frombits(math.Float32bits(f) &^ (1 << 31))
 }
 
 // legacySat8 is vpackssdw then vpacksswb on one int32: saturation to int8.
@@ -148,8 +123,8 @@ func quantizeBlockQ8_1(xb *[QK8_1]float32, out *[BlockQ8_1Size]byte) {
 		}
 		out[4+i] = byte(q)
 	}
-	binary.LittleEndian.PutUint16(out[0:], legacyFP16(d))
-	binary.LittleEndian.PutUint16(out[2:], legacyFP16(float32(sum)*d))
+	binary.LittleEndian.PutUint16(out[0:], softFP32ToFP16(d))
+	binary.LittleEndian.PutUint16(out[2:], softFP32ToFP16(float32(sum)*d))
 }
 
 // q8_1MaxTree is the vmaxps reduction of quantize_row_q8_1 on one block of
@@ -159,9 +134,9 @@ func q8_1MaxTree(xb []float32) float32 {
 	xb = xb[:QK8_1]
 	var m [8]float32
 	for l := range 8 {
-		r := legacyAbs(xb[l])
+		r := absBits(xb[l])
 		for v := 1; v < 4; v++ {
-			r = legacyMaxPS(r, legacyAbs(xb[8*v+l]))
+			r = legacyMaxPS(r, absBits(xb[8*v+l]))
 		}
 		m[l] = r
 	}
@@ -188,7 +163,7 @@ func QuantizeRowQ8_1Ref(x []float32, dst []byte) {
 		out := dst[b*BlockQ8_1Size : (b+1)*BlockQ8_1Size]
 		var amax float32
 		for _, v := range xb {
-			amax = legacyMaxPS(amax, legacyAbs(v))
+			amax = legacyMaxPS(amax, absBits(v))
 		}
 		d := amax / 127
 		var id float32
@@ -197,12 +172,12 @@ func QuantizeRowQ8_1Ref(x []float32, dst []byte) {
 		}
 		var sum int32
 		for i, v := range xb {
-			q := int8(legacyCvtt(float32(math.Round(float64(v * id)))))
+			q := int8(cvttss2si(float32(math.Round(float64(v * id)))))
 			out[4+i] = byte(q)
 			sum += int32(q)
 		}
-		binary.LittleEndian.PutUint16(out[0:], legacyFP16(d))
-		binary.LittleEndian.PutUint16(out[2:], legacyFP16(float32(sum)*d))
+		binary.LittleEndian.PutUint16(out[0:], softFP32ToFP16(d))
+		binary.LittleEndian.PutUint16(out[2:], softFP32ToFP16(float32(sum)*d))
 	}
 }
 

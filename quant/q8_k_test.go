@@ -13,11 +13,7 @@ import (
 // skipping (failing under CI) when the reference is absent.
 func kquantKernels(t *testing.T) *reference.Kernels {
 	t.Helper()
-	k := kernels(t)
-	if err := k.KQuantsErr(); err != nil {
-		t.Fatalf("reference K-quant kernels: %v", err)
-	}
-	return k
+	return familyKernels(t, (*reference.Kernels).KQuantsErr)
 }
 
 // kRowCase is a named generator of activation or weight rows for the K-quant

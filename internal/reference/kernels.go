@@ -102,57 +102,38 @@ func (k *Kernels) FP32ToFP16(f float32) uint16 { return k.fp32ToFP16(f) }
 
 // DequantizeRowQ8_0 is dequantize_row_q8_0 over len(y) values (a multiple of 32).
 func (k *Kernels) DequantizeRowQ8_0(x []byte, y []float32) {
-	k.dequantQ8_0(unsafe.Pointer(&x[0]), unsafe.Pointer(&y[0]), int64(len(y)))
-	runtime.KeepAlive(x)
+	callRow(k.dequantQ8_0, x, y, len(y))
 }
 
 // DequantizeRowQ4_0 is dequantize_row_q4_0 over len(y) values (a multiple of 32).
 func (k *Kernels) DequantizeRowQ4_0(x []byte, y []float32) {
-	k.dequantQ4_0(unsafe.Pointer(&x[0]), unsafe.Pointer(&y[0]), int64(len(y)))
-	runtime.KeepAlive(x)
+	callRow(k.dequantQ4_0, x, y, len(y))
 }
 
 // QuantizeRowQ8_0 is the haswell variant's quantize_row_q8_0; y needs
 // len(x)/32*34 bytes.
 func (k *Kernels) QuantizeRowQ8_0(x []float32, y []byte) {
-	k.quantizeQ8_0(unsafe.Pointer(&x[0]), unsafe.Pointer(&y[0]), int64(len(x)))
-	runtime.KeepAlive(x)
+	callRow(k.quantizeQ8_0, x, y, len(x))
 }
 
 // VecDotF32 is ggml_vec_dot_f32 (nrc 1) of the haswell variant.
 func (k *Kernels) VecDotF32(x, y []float32) float32 {
-	var s float32
-	k.vecDotF32(int32(len(x)), unsafe.Pointer(&s), 0, unsafe.Pointer(&x[0]), 0, unsafe.Pointer(&y[0]), 0, 1)
-	runtime.KeepAlive(x)
-	runtime.KeepAlive(y)
-	return s
+	return callDot(k.vecDotF32, len(x), x, y)
 }
 
 // VecDotF16 is ggml_vec_dot_f16 (nrc 1) of the haswell variant.
 func (k *Kernels) VecDotF16(x, y []uint16) float32 {
-	var s float32
-	k.vecDotF16(int32(len(x)), unsafe.Pointer(&s), 0, unsafe.Pointer(&x[0]), 0, unsafe.Pointer(&y[0]), 0, 1)
-	runtime.KeepAlive(x)
-	runtime.KeepAlive(y)
-	return s
+	return callDot(k.vecDotF16, len(x), x, y)
 }
 
 // VecDotQ8_0Q8_0 is ggml_vec_dot_q8_0_q8_0 over n values (n/32 blocks each).
 func (k *Kernels) VecDotQ8_0Q8_0(n int, x, y []byte) float32 {
-	var s float32
-	k.vecDotQ8_0Q8_0(int32(n), unsafe.Pointer(&s), 0, unsafe.Pointer(&x[0]), 0, unsafe.Pointer(&y[0]), 0, 1)
-	runtime.KeepAlive(x)
-	runtime.KeepAlive(y)
-	return s
+	return callDot(k.vecDotQ8_0Q8_0, n, x, y)
 }
 
 // VecDotQ4_0Q8_0 is ggml_vec_dot_q4_0_q8_0 over n values.
 func (k *Kernels) VecDotQ4_0Q8_0(n int, x, y []byte) float32 {
-	var s float32
-	k.vecDotQ4_0Q8_0(int32(n), unsafe.Pointer(&s), 0, unsafe.Pointer(&x[0]), 0, unsafe.Pointer(&y[0]), 0, 1)
-	runtime.KeepAlive(x)
-	runtime.KeepAlive(y)
-	return s
+	return callDot(k.vecDotQ4_0Q8_0, n, x, y)
 }
 
 // SwiGLU is ggml_vec_swiglu_f32: y = silu(x)*g over len(y) values.

@@ -26,35 +26,24 @@ type kquants struct {
 	once sync.Once
 	err  error
 
-	quantQ8_K, quantQ8_KGeneric, quantQ8_KRef kRowFunc
-	dequantQ8_K                               kRowFunc
+	quantQ8_K, quantQ8_KGeneric, quantQ8_KRef rowFunc
+	dequantQ8_K                               rowFunc
 
-	dequantTQ1_0, dequantTQ2_0, dequantQ2_K, dequantQ3_K     kRowFunc
-	quantTQ1_0Ref, quantTQ2_0Ref, quantQ2_KRef, quantQ3_KRef kRowFunc
+	dequantTQ1_0, dequantTQ2_0, dequantQ2_K, dequantQ3_K     rowFunc
+	quantTQ1_0Ref, quantTQ2_0Ref, quantQ2_KRef, quantQ3_KRef rowFunc
 
-	dotTQ1_0, dotTQ1_0Generic kDotFunc
-	dotTQ2_0, dotTQ2_0Generic kDotFunc
-	dotQ2_K, dotQ2_KGeneric   kDotFunc
-	dotQ3_K, dotQ3_KGeneric   kDotFunc
+	dotTQ1_0, dotTQ1_0Generic dotFunc
+	dotTQ2_0, dotTQ2_0Generic dotFunc
+	dotQ2_K, dotQ2_KGeneric   dotFunc
+	dotQ3_K, dotQ3_KGeneric   dotFunc
 }
-
-// kRowFunc is the C signature of ggml's row converters:
-// void f(const void * x, void * y, int64_t k).
-type kRowFunc func(x, y unsafe.Pointer, k int64)
-
-// kDotFunc is ggml_vec_dot_t: void f(int n, float * s, size_t bs,
-// const void * x, size_t bx, const void * y, size_t by, int nrc).
-type kDotFunc func(n int32, s unsafe.Pointer, bs uintptr, x unsafe.Pointer, bx uintptr, y unsafe.Pointer, by uintptr, nrc int32)
 
 var kquantKernels kquants
 
 func (k *Kernels) kquants() (*kquants, error) {
 	kq := &kquantKernels
 	kq.once.Do(func() {
-		for _, b := range []struct {
-			fptr any
-			name string
-		}{
+		if kq.err = k.bindAll([]binding{
 			{&kq.quantQ8_K, "quantize_row_q8_K"},
 			{&kq.quantQ8_KGeneric, "quantize_row_q8_K_generic"},
 			{&kq.quantQ8_KRef, "quantize_row_q8_K_ref"},
@@ -75,10 +64,8 @@ func (k *Kernels) kquants() (*kquants, error) {
 			{&kq.dotQ2_KGeneric, "ggml_vec_dot_q2_K_q8_K_generic"},
 			{&kq.dotQ3_K, "ggml_vec_dot_q3_K_q8_K"},
 			{&kq.dotQ3_KGeneric, "ggml_vec_dot_q3_K_q8_K_generic"},
-		} {
-			if kq.err = k.Bind(b.fptr, b.name); kq.err != nil {
-				return
-			}
+		}); kq.err != nil {
+			return
 		}
 	})
 	if kq.err != nil {
@@ -102,134 +89,120 @@ func (k *Kernels) KQuantsErr() error {
 	return err
 }
 
-func callRowK[X, Y any](f kRowFunc, x []X, y []Y, n int) {
-	f(unsafe.Pointer(&x[0]), unsafe.Pointer(&y[0]), int64(n))
-	runtime.KeepAlive(x)
-	runtime.KeepAlive(y)
-}
-
-func callDotK(f kDotFunc, n int, x, y []byte) float32 {
-	var s float32
-	f(int32(n), unsafe.Pointer(&s), 0, unsafe.Pointer(&x[0]), 0, unsafe.Pointer(&y[0]), 0, 1)
-	runtime.KeepAlive(x)
-	runtime.KeepAlive(y)
-	return s
-}
-
 // QuantizeRowQ8_K is the haswell variant's quantize_row_q8_K over len(x)
 // values (a multiple of 256); y needs len(x)/256*292 bytes.
 func (k *Kernels) QuantizeRowQ8_K(x []float32, y []byte) {
-	callRowK(k.mustKQuants().quantQ8_K, x, y, len(x))
+	callRow(k.mustKQuants().quantQ8_K, x, y, len(x))
 }
 
 // QuantizeRowQ8_KGeneric is the haswell library's quantize_row_q8_K_generic;
 // y needs len(x)/256*292 bytes.
 func (k *Kernels) QuantizeRowQ8_KGeneric(x []float32, y []byte) {
-	callRowK(k.mustKQuants().quantQ8_KGeneric, x, y, len(x))
+	callRow(k.mustKQuants().quantQ8_KGeneric, x, y, len(x))
 }
 
 // QuantizeRowQ8_KRef is libggml-base's quantize_row_q8_K_ref; y needs
 // len(x)/256*292 bytes.
 func (k *Kernels) QuantizeRowQ8_KRef(x []float32, y []byte) {
-	callRowK(k.mustKQuants().quantQ8_KRef, x, y, len(x))
+	callRow(k.mustKQuants().quantQ8_KRef, x, y, len(x))
 }
 
 // DequantizeRowQ8_K is dequantize_row_q8_K over len(y) values (a multiple
 // of 256; x holds len(y)/256 blocks of 292 bytes).
 func (k *Kernels) DequantizeRowQ8_K(x []byte, y []float32) {
-	callRowK(k.mustKQuants().dequantQ8_K, x, y, len(y))
+	callRow(k.mustKQuants().dequantQ8_K, x, y, len(y))
 }
 
 // DequantizeRowTQ1_0 is dequantize_row_tq1_0 over len(y) values (a multiple
 // of 256; 54-byte blocks).
 func (k *Kernels) DequantizeRowTQ1_0(x []byte, y []float32) {
-	callRowK(k.mustKQuants().dequantTQ1_0, x, y, len(y))
+	callRow(k.mustKQuants().dequantTQ1_0, x, y, len(y))
 }
 
 // DequantizeRowTQ2_0 is dequantize_row_tq2_0 over len(y) values (a multiple
 // of 256; 66-byte blocks).
 func (k *Kernels) DequantizeRowTQ2_0(x []byte, y []float32) {
-	callRowK(k.mustKQuants().dequantTQ2_0, x, y, len(y))
+	callRow(k.mustKQuants().dequantTQ2_0, x, y, len(y))
 }
 
 // DequantizeRowQ2_K is dequantize_row_q2_K over len(y) values (a multiple
 // of 256; 84-byte blocks).
 func (k *Kernels) DequantizeRowQ2_K(x []byte, y []float32) {
-	callRowK(k.mustKQuants().dequantQ2_K, x, y, len(y))
+	callRow(k.mustKQuants().dequantQ2_K, x, y, len(y))
 }
 
 // DequantizeRowQ3_K is dequantize_row_q3_K over len(y) values (a multiple
 // of 256; 110-byte blocks).
 func (k *Kernels) DequantizeRowQ3_K(x []byte, y []float32) {
-	callRowK(k.mustKQuants().dequantQ3_K, x, y, len(y))
+	callRow(k.mustKQuants().dequantQ3_K, x, y, len(y))
 }
 
 // QuantizeRowTQ1_0Ref is quantize_row_tq1_0_ref; y needs len(x)/256*54 bytes.
 func (k *Kernels) QuantizeRowTQ1_0Ref(x []float32, y []byte) {
-	callRowK(k.mustKQuants().quantTQ1_0Ref, x, y, len(x))
+	callRow(k.mustKQuants().quantTQ1_0Ref, x, y, len(x))
 }
 
 // QuantizeRowTQ2_0Ref is quantize_row_tq2_0_ref; y needs len(x)/256*66 bytes.
 func (k *Kernels) QuantizeRowTQ2_0Ref(x []float32, y []byte) {
-	callRowK(k.mustKQuants().quantTQ2_0Ref, x, y, len(x))
+	callRow(k.mustKQuants().quantTQ2_0Ref, x, y, len(x))
 }
 
 // QuantizeRowQ2_KRef is quantize_row_q2_K_ref; y needs len(x)/256*84 bytes.
 func (k *Kernels) QuantizeRowQ2_KRef(x []float32, y []byte) {
-	callRowK(k.mustKQuants().quantQ2_KRef, x, y, len(x))
+	callRow(k.mustKQuants().quantQ2_KRef, x, y, len(x))
 }
 
 // QuantizeRowQ3_KRef is quantize_row_q3_K_ref; y needs len(x)/256*110 bytes.
 func (k *Kernels) QuantizeRowQ3_KRef(x []float32, y []byte) {
-	callRowK(k.mustKQuants().quantQ3_KRef, x, y, len(x))
+	callRow(k.mustKQuants().quantQ3_KRef, x, y, len(x))
 }
 
 // VecDotTQ1_0Q8_K is the haswell variant's ggml_vec_dot_tq1_0_q8_K over n
 // values (n/256 TQ1_0 blocks against n/256 Q8_K blocks).
 func (k *Kernels) VecDotTQ1_0Q8_K(n int, x, y []byte) float32 {
-	return callDotK(k.mustKQuants().dotTQ1_0, n, x, y)
+	return callDot(k.mustKQuants().dotTQ1_0, n, x, y)
 }
 
 // VecDotTQ1_0Q8_KGeneric is ggml_vec_dot_tq1_0_q8_K_generic of the haswell
 // library over n values.
 func (k *Kernels) VecDotTQ1_0Q8_KGeneric(n int, x, y []byte) float32 {
-	return callDotK(k.mustKQuants().dotTQ1_0Generic, n, x, y)
+	return callDot(k.mustKQuants().dotTQ1_0Generic, n, x, y)
 }
 
 // VecDotTQ2_0Q8_K is the haswell variant's ggml_vec_dot_tq2_0_q8_K over n
 // values.
 func (k *Kernels) VecDotTQ2_0Q8_K(n int, x, y []byte) float32 {
-	return callDotK(k.mustKQuants().dotTQ2_0, n, x, y)
+	return callDot(k.mustKQuants().dotTQ2_0, n, x, y)
 }
 
 // VecDotTQ2_0Q8_KGeneric is ggml_vec_dot_tq2_0_q8_K_generic of the haswell
 // library over n values.
 func (k *Kernels) VecDotTQ2_0Q8_KGeneric(n int, x, y []byte) float32 {
-	return callDotK(k.mustKQuants().dotTQ2_0Generic, n, x, y)
+	return callDot(k.mustKQuants().dotTQ2_0Generic, n, x, y)
 }
 
 // VecDotQ2_KQ8_K is the haswell variant's ggml_vec_dot_q2_K_q8_K over n
 // values.
 func (k *Kernels) VecDotQ2_KQ8_K(n int, x, y []byte) float32 {
-	return callDotK(k.mustKQuants().dotQ2_K, n, x, y)
+	return callDot(k.mustKQuants().dotQ2_K, n, x, y)
 }
 
 // VecDotQ2_KQ8_KGeneric is ggml_vec_dot_q2_K_q8_K_generic of the haswell
 // library over n values.
 func (k *Kernels) VecDotQ2_KQ8_KGeneric(n int, x, y []byte) float32 {
-	return callDotK(k.mustKQuants().dotQ2_KGeneric, n, x, y)
+	return callDot(k.mustKQuants().dotQ2_KGeneric, n, x, y)
 }
 
 // VecDotQ3_KQ8_K is the haswell variant's ggml_vec_dot_q3_K_q8_K over n
 // values.
 func (k *Kernels) VecDotQ3_KQ8_K(n int, x, y []byte) float32 {
-	return callDotK(k.mustKQuants().dotQ3_K, n, x, y)
+	return callDot(k.mustKQuants().dotQ3_K, n, x, y)
 }
 
 // VecDotQ3_KQ8_KGeneric is ggml_vec_dot_q3_K_q8_K_generic of the haswell
 // library over n values.
 func (k *Kernels) VecDotQ3_KQ8_KGeneric(n int, x, y []byte) float32 {
-	return callDotK(k.mustKQuants().dotQ3_KGeneric, n, x, y)
+	return callDot(k.mustKQuants().dotQ3_KGeneric, n, x, y)
 }
 
 // VecDotKRaw returns a low-overhead caller of the exported vec_dot kernel

@@ -48,11 +48,7 @@ const (
 func (k *Kernels) k456() (*k456, error) {
 	kk := &k456Kernels
 	kk.once.Do(func() {
-		type bind struct {
-			fptr any
-			name string
-		}
-		binds := []bind{
+		binds := []binding{
 			{&kk.quantQ8K, "quantize_row_q8_K"},
 			{&kk.quantMat4, "ggml_quantize_mat_q8_K_4x8"},
 			{&kk.gemvQ4K8x8, "ggml_gemv_q4_K_8x8_q8_K"},
@@ -60,17 +56,13 @@ func (k *Kernels) k456() (*k456, error) {
 		}
 		for i, t := range []string{"q4_K", "q5_K", "q6_K"} {
 			binds = append(binds,
-				bind{&kk.dequant[i], "dequantize_row_" + t},
-				bind{&kk.quantRef[i], "quantize_row_" + t + "_ref"},
-				bind{&kk.dot[i], "ggml_vec_dot_" + t + "_q8_K"},
-				bind{&kk.dotGen[i], "ggml_vec_dot_" + t + "_q8_K_generic"},
+				binding{&kk.dequant[i], "dequantize_row_" + t},
+				binding{&kk.quantRef[i], "quantize_row_" + t + "_ref"},
+				binding{&kk.dot[i], "ggml_vec_dot_" + t + "_q8_K"},
+				binding{&kk.dotGen[i], "ggml_vec_dot_" + t + "_q8_K_generic"},
 			)
 		}
-		for _, b := range binds {
-			if kk.err = k.Bind(b.fptr, b.name); kk.err != nil {
-				return
-			}
-		}
+		kk.err = k.bindAll(binds)
 	})
 	if kk.err != nil {
 		return nil, fmt.Errorf("reference: Q4_K/Q5_K/Q6_K kernels: %w", kk.err)
@@ -93,21 +85,12 @@ func (k *Kernels) K456Err() error {
 	return err
 }
 
-func k456Row[X, Y any](f func(x, y unsafe.Pointer, k int64), x []X, y []Y, n int) {
+// k456Row is callRow that does nothing for n == 0.
+func k456Row[X, Y any](f rowFunc, x []X, y []Y, n int) {
 	if n == 0 {
 		return
 	}
-	f(unsafe.Pointer(&x[0]), unsafe.Pointer(&y[0]), int64(n))
-	runtime.KeepAlive(x)
-	runtime.KeepAlive(y)
-}
-
-func k456Dot(f func(int32, unsafe.Pointer, uintptr, unsafe.Pointer, uintptr, unsafe.Pointer, uintptr, int32), n int, x, y []byte) float32 {
-	var s float32
-	f(int32(n), unsafe.Pointer(&s), 0, unsafe.Pointer(&x[0]), 0, unsafe.Pointer(&y[0]), 0, 1)
-	runtime.KeepAlive(x)
-	runtime.KeepAlive(y)
-	return s
+	callRow(f, x, y, n)
 }
 
 // DequantizeRowQ4_K is dequantize_row_q4_K over len(y) values (a multiple of
@@ -153,37 +136,37 @@ func (k *Kernels) K456QuantizeRowQ8_K(x []float32, y []byte) {
 // VecDotQ4_KQ8_K is the haswell variant's ggml_vec_dot_q4_K_q8_K over n
 // values (n/256 Q4_K blocks against n/256 Q8_K blocks).
 func (k *Kernels) VecDotQ4_KQ8_K(n int, x, y []byte) float32 {
-	return k456Dot(k.mustK456().dot[k456Q4], n, x, y)
+	return callDot(k.mustK456().dot[k456Q4], n, x, y)
 }
 
 // VecDotQ4_KQ8_KGeneric is ggml_vec_dot_q4_K_q8_K_generic of the haswell
 // library over n values.
 func (k *Kernels) VecDotQ4_KQ8_KGeneric(n int, x, y []byte) float32 {
-	return k456Dot(k.mustK456().dotGen[k456Q4], n, x, y)
+	return callDot(k.mustK456().dotGen[k456Q4], n, x, y)
 }
 
 // VecDotQ5_KQ8_K is the haswell variant's ggml_vec_dot_q5_K_q8_K over n
 // values.
 func (k *Kernels) VecDotQ5_KQ8_K(n int, x, y []byte) float32 {
-	return k456Dot(k.mustK456().dot[k456Q5], n, x, y)
+	return callDot(k.mustK456().dot[k456Q5], n, x, y)
 }
 
 // VecDotQ5_KQ8_KGeneric is ggml_vec_dot_q5_K_q8_K_generic of the haswell
 // library over n values.
 func (k *Kernels) VecDotQ5_KQ8_KGeneric(n int, x, y []byte) float32 {
-	return k456Dot(k.mustK456().dotGen[k456Q5], n, x, y)
+	return callDot(k.mustK456().dotGen[k456Q5], n, x, y)
 }
 
 // VecDotQ6_KQ8_K is the haswell variant's ggml_vec_dot_q6_K_q8_K over n
 // values.
 func (k *Kernels) VecDotQ6_KQ8_K(n int, x, y []byte) float32 {
-	return k456Dot(k.mustK456().dot[k456Q6], n, x, y)
+	return callDot(k.mustK456().dot[k456Q6], n, x, y)
 }
 
 // VecDotQ6_KQ8_KGeneric is ggml_vec_dot_q6_K_q8_K_generic of the haswell
 // library over n values.
 func (k *Kernels) VecDotQ6_KQ8_KGeneric(n int, x, y []byte) float32 {
-	return k456Dot(k.mustK456().dotGen[k456Q6], n, x, y)
+	return callDot(k.mustK456().dotGen[k456Q6], n, x, y)
 }
 
 // BlockQ8_Kx4Size is sizeof(block_q8_Kx4) (repack.h): float d[4], int8
@@ -241,15 +224,7 @@ type k456Graph struct {
 	once sync.Once
 	err  error
 
-	ggmlInit       func(p k456InitParams) uintptr
-	ggmlFree       func(ctx uintptr)
-	ggmlNewTensor2 func(ctx uintptr, typ int32, ne0, ne1 int64) uintptr
-	ggmlGetData    func(t uintptr) uintptr
-	ggmlNbytes     func(t uintptr) uintptr
-	ggmlMulMat     func(ctx, a, b uintptr) uintptr
-	ggmlNewGraph   func(ctx uintptr) uintptr
-	ggmlBuildFwd   func(g, t uintptr)
-	ggmlCompute    func(ctx, g uintptr, nThreads int32) int32
+	ggmlGraphAPI
 
 	repackBuft   func() uintptr
 	allocCtxBuft func(ctx, buft uintptr) uintptr
@@ -257,40 +232,21 @@ type k456Graph struct {
 	bufferFree   func(buf uintptr)
 }
 
-// k456InitParams is struct ggml_init_params (ggml.h): mem_size, mem_buffer,
-// no_alloc.
-type k456InitParams struct {
-	MemSize   uintptr
-	MemBuffer uintptr
-	NoAlloc   bool
-}
-
 var k456GraphKernels k456Graph
 
 func (k *Kernels) k456Graph() (*k456Graph, error) {
 	g := &k456GraphKernels
 	g.once.Do(func() {
-		for _, b := range []struct {
-			fptr any
-			name string
-		}{
-			{&g.ggmlInit, "ggml_init"},
-			{&g.ggmlFree, "ggml_free"},
-			{&g.ggmlNewTensor2, "ggml_new_tensor_2d"},
-			{&g.ggmlGetData, "ggml_get_data"},
-			{&g.ggmlNbytes, "ggml_nbytes"},
-			{&g.ggmlMulMat, "ggml_mul_mat"},
-			{&g.ggmlNewGraph, "ggml_new_graph"},
-			{&g.ggmlBuildFwd, "ggml_build_forward_expand"},
-			{&g.ggmlCompute, "ggml_graph_compute_with_ctx"},
+		if g.err = g.ggmlGraphAPI.bind(k); g.err != nil {
+			return
+		}
+		if g.err = k.bindAll([]binding{
 			{&g.repackBuft, "_Z35ggml_backend_cpu_repack_buffer_typev"}, // ggml_backend_cpu_repack_buffer_type()
 			{&g.allocCtxBuft, "ggml_backend_alloc_ctx_tensors_from_buft"},
 			{&g.tensorSet, "ggml_backend_tensor_set"},
 			{&g.bufferFree, "ggml_backend_buffer_free"},
-		} {
-			if g.err = k.Bind(b.fptr, b.name); g.err != nil {
-				return
-			}
+		}); g.err != nil {
+			return
 		}
 	})
 	if g.err != nil {
@@ -327,7 +283,7 @@ func (k *Kernels) GraphMulMatK456(typ int32, rows, cols int, w []byte, x []float
 	}
 	var a uintptr
 	if repack {
-		wctx := g.ggmlInit(k456InitParams{MemSize: 1 << 16, NoAlloc: true})
+		wctx := g.ggmlInit(ggmlInitParams{MemSize: 1 << 16, NoAlloc: true})
 		if wctx == 0 {
 			return nil, fmt.Errorf("reference: ggml_init failed")
 		}
@@ -346,7 +302,7 @@ func (k *Kernels) GraphMulMatK456(typ int32, rows, cols int, w []byte, x []float
 	// Tensors, a default graph (2048 nodes) and the work buffer (n quantized
 	// activation rows plus per-thread padding) fit in this.
 	mem := uintptr(len(w) + 4*len(x) + 4*rows*n + 2*4*len(x) + 16<<20)
-	ctx := g.ggmlInit(k456InitParams{MemSize: mem})
+	ctx := g.ggmlInit(ggmlInitParams{MemSize: mem})
 	if ctx == 0 {
 		return nil, fmt.Errorf("reference: ggml_init(%d bytes) failed", mem)
 	}

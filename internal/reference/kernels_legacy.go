@@ -2,9 +2,7 @@ package reference
 
 import (
 	"fmt"
-	"runtime"
 	"sync"
-	"unsafe"
 )
 
 // Oracles of ggml's legacy formats Q4_1, Q5_0, Q5_1, their activation type
@@ -22,35 +20,24 @@ type legacy struct {
 	once sync.Once
 	err  error
 
-	dequantQ4_1, dequantQ5_0, dequantQ5_1                  legacyRowFunc
-	quantQ4_1Ref, quantQ5_0Ref, quantQ5_1Ref, quantQ8_1Ref legacyRowFunc
-	quantQ8_1                                              legacyRowFunc
-	bf16ToFP32Row, fp32ToBF16Row, fp32ToBF16RowRef         legacyRowFunc
-	cpuBF16ToFP32, cpuFP32ToBF16                           legacyRowFunc
+	dequantQ4_1, dequantQ5_0, dequantQ5_1                  rowFunc
+	quantQ4_1Ref, quantQ5_0Ref, quantQ5_1Ref, quantQ8_1Ref rowFunc
+	quantQ8_1                                              rowFunc
+	bf16ToFP32Row, fp32ToBF16Row, fp32ToBF16RowRef         rowFunc
+	cpuBF16ToFP32, cpuFP32ToBF16                           rowFunc
 
-	dotQ4_1, dotQ4_1Generic legacyDotFunc
-	dotQ5_0, dotQ5_0Generic legacyDotFunc
-	dotQ5_1, dotQ5_1Generic legacyDotFunc
-	dotBF16                 legacyDotFunc
+	dotQ4_1, dotQ4_1Generic dotFunc
+	dotQ5_0, dotQ5_0Generic dotFunc
+	dotQ5_1, dotQ5_1Generic dotFunc
+	dotBF16                 dotFunc
 }
-
-// legacyRowFunc is the C signature of ggml's row converters: (const void *x,
-// void *y, int64_t k).
-type legacyRowFunc func(x, y unsafe.Pointer, k int64)
-
-// legacyDotFunc is ggml_vec_dot_t: (int n, float *s, size_t bs, const void *x,
-// size_t bx, const void *y, size_t by, int nrc).
-type legacyDotFunc func(n int32, s unsafe.Pointer, bs uintptr, x unsafe.Pointer, bx uintptr, y unsafe.Pointer, by uintptr, nrc int32)
 
 var legacyKernels legacy
 
 func (k *Kernels) legacy() (*legacy, error) {
 	lg := &legacyKernels
 	lg.once.Do(func() {
-		for _, b := range []struct {
-			fptr any
-			name string
-		}{
+		if lg.err = k.bindAll([]binding{
 			{&lg.dequantQ4_1, "dequantize_row_q4_1"},
 			{&lg.dequantQ5_0, "dequantize_row_q5_0"},
 			{&lg.dequantQ5_1, "dequantize_row_q5_1"},
@@ -71,10 +58,8 @@ func (k *Kernels) legacy() (*legacy, error) {
 			{&lg.dotQ5_1, "ggml_vec_dot_q5_1_q8_1"},
 			{&lg.dotQ5_1Generic, "ggml_vec_dot_q5_1_q8_1_generic"},
 			{&lg.dotBF16, "ggml_vec_dot_bf16"},
-		} {
-			if lg.err = k.Bind(b.fptr, b.name); lg.err != nil {
-				return
-			}
+		}); lg.err != nil {
+			return
 		}
 	})
 	if lg.err != nil {
@@ -99,26 +84,20 @@ func (k *Kernels) mustLegacy() *legacy {
 }
 
 // legacyCallRow calls a row converter on n elements (x and y must hold them).
-func legacyCallRow[X, Y any](f legacyRowFunc, x []X, y []Y, n int) {
+func legacyCallRow[X, Y any](f rowFunc, x []X, y []Y, n int) {
 	if n <= 0 || len(x) == 0 || len(y) == 0 {
 		return
 	}
-	f(unsafe.Pointer(&x[0]), unsafe.Pointer(&y[0]), int64(n))
-	runtime.KeepAlive(x)
-	runtime.KeepAlive(y)
+	callRow(f, x, y, n)
 }
 
 // legacyCallDot calls a vec_dot kernel with nrc = 1 over n values (0 for
 // n == 0, as ggml computes).
-func legacyCallDot[X any](f legacyDotFunc, n int, x, y []X) float32 {
+func legacyCallDot[X any](f dotFunc, n int, x, y []X) float32 {
 	if n <= 0 || len(x) == 0 || len(y) == 0 {
 		return 0
 	}
-	var s float32
-	f(int32(n), unsafe.Pointer(&s), 0, unsafe.Pointer(&x[0]), 0, unsafe.Pointer(&y[0]), 0, 1)
-	runtime.KeepAlive(x)
-	runtime.KeepAlive(y)
-	return s
+	return callDot(f, n, x, y)
 }
 
 // DequantizeRowQ4_1 is dequantize_row_q4_1 over len(y) values (a multiple

@@ -30,24 +30,7 @@ type lowbit struct {
 	dotQ2_0      func(n int32, s unsafe.Pointer, bs uintptr, x unsafe.Pointer, bx uintptr, y unsafe.Pointer, by uintptr, nrc int32)
 	dotQ2_0X64   func(n int32, s unsafe.Pointer, bs uintptr, x unsafe.Pointer, bx uintptr, y unsafe.Pointer, by uintptr, nrc int32)
 
-	// ggml's graph API (base library) and the CPU library's compute.
-	ggmlInit       func(p ggmlInitParams) uintptr
-	ggmlFree       func(ctx uintptr)
-	ggmlNewTensor2 func(ctx uintptr, typ int32, ne0, ne1 int64) uintptr
-	ggmlGetData    func(t uintptr) uintptr
-	ggmlNbytes     func(t uintptr) uintptr
-	ggmlMulMat     func(ctx, a, b uintptr) uintptr
-	ggmlNewGraph   func(ctx uintptr) uintptr
-	ggmlBuildFwd   func(g, t uintptr)
-	ggmlCompute    func(ctx, g uintptr, nThreads int32) int32
-}
-
-// ggmlInitParams is struct ggml_init_params (ggml.h): mem_size, mem_buffer,
-// no_alloc.
-type ggmlInitParams struct {
-	MemSize   uintptr
-	MemBuffer uintptr
-	NoAlloc   bool
+	ggmlGraphAPI // ggml's graph API (base library) and the CPU library's compute
 }
 
 var lowbitKernels lowbit
@@ -55,29 +38,18 @@ var lowbitKernels lowbit
 func (k *Kernels) lowbit() (*lowbit, error) {
 	lb := &lowbitKernels
 	lb.once.Do(func() {
-		for _, b := range []struct {
-			fptr any
-			name string
-		}{
+		if lb.err = k.bindAll([]binding{
 			{&lb.dequantQ1_0, "dequantize_row_q1_0"},
 			{&lb.dequantQ2_0, "dequantize_row_q2_0"},
 			{&lb.quantQ1_0Ref, "quantize_row_q1_0_ref"},
 			{&lb.quantQ2_0Ref, "quantize_row_q2_0_ref"},
 			{&lb.dotQ1_0, "ggml_vec_dot_q1_0_q8_0"},
 			{&lb.dotQ2_0, "ggml_vec_dot_q2_0_q8_0"},
-			{&lb.ggmlInit, "ggml_init"},
-			{&lb.ggmlFree, "ggml_free"},
-			{&lb.ggmlNewTensor2, "ggml_new_tensor_2d"},
-			{&lb.ggmlGetData, "ggml_get_data"},
-			{&lb.ggmlNbytes, "ggml_nbytes"},
-			{&lb.ggmlMulMat, "ggml_mul_mat"},
-			{&lb.ggmlNewGraph, "ggml_new_graph"},
-			{&lb.ggmlBuildFwd, "ggml_build_forward_expand"},
-			{&lb.ggmlCompute, "ggml_graph_compute_with_ctx"},
-		} {
-			if lb.err = k.Bind(b.fptr, b.name); lb.err != nil {
-				return
-			}
+		}); lb.err != nil {
+			return
+		}
+		if lb.err = lb.ggmlGraphAPI.bind(k); lb.err != nil {
+			return
 		}
 		// The x64 library is opened without RTLD_GLOBAL after the haswell
 		// one, so its references to ggml_table_f32_f16 resolve to the table
@@ -112,36 +84,24 @@ func (k *Kernels) LowBitErr() error {
 
 // DequantizeRowQ1_0 is dequantize_row_q1_0 over len(y) values (a multiple of 128).
 func (k *Kernels) DequantizeRowQ1_0(x []byte, y []float32) {
-	k.mustLowbit().dequantQ1_0(unsafe.Pointer(&x[0]), unsafe.Pointer(&y[0]), int64(len(y)))
-	runtime.KeepAlive(x)
+	callRow(k.mustLowbit().dequantQ1_0, x, y, len(y))
 }
 
 // DequantizeRowQ2_0 is dequantize_row_q2_0 over len(y) values (a multiple of 64).
 func (k *Kernels) DequantizeRowQ2_0(x []byte, y []float32) {
-	k.mustLowbit().dequantQ2_0(unsafe.Pointer(&x[0]), unsafe.Pointer(&y[0]), int64(len(y)))
-	runtime.KeepAlive(x)
+	callRow(k.mustLowbit().dequantQ2_0, x, y, len(y))
 }
 
 // QuantizeRowQ1_0Ref is quantize_row_q1_0_ref (also the CPU library's
 // quantize_row_q1_0); y needs len(x)/128*18 bytes.
 func (k *Kernels) QuantizeRowQ1_0Ref(x []float32, y []byte) {
-	k.mustLowbit().quantQ1_0Ref(unsafe.Pointer(&x[0]), unsafe.Pointer(&y[0]), int64(len(x)))
-	runtime.KeepAlive(x)
+	callRow(k.mustLowbit().quantQ1_0Ref, x, y, len(x))
 }
 
 // QuantizeRowQ2_0Ref is quantize_row_q2_0_ref (also the CPU library's
 // quantize_row_q2_0); y needs len(x)/64*18 bytes.
 func (k *Kernels) QuantizeRowQ2_0Ref(x []float32, y []byte) {
-	k.mustLowbit().quantQ2_0Ref(unsafe.Pointer(&x[0]), unsafe.Pointer(&y[0]), int64(len(x)))
-	runtime.KeepAlive(x)
-}
-
-func callDot(f func(int32, unsafe.Pointer, uintptr, unsafe.Pointer, uintptr, unsafe.Pointer, uintptr, int32), n int, x, y []byte) float32 {
-	var s float32
-	f(int32(n), unsafe.Pointer(&s), 0, unsafe.Pointer(&x[0]), 0, unsafe.Pointer(&y[0]), 0, 1)
-	runtime.KeepAlive(x)
-	runtime.KeepAlive(y)
-	return s
+	callRow(k.mustLowbit().quantQ2_0Ref, x, y, len(x))
 }
 
 // VecDotQ1_0Q8_0 is the haswell variant's ggml_vec_dot_q1_0_q8_0 over n

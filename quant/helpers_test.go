@@ -1,0 +1,75 @@
+package quant
+
+import (
+	"encoding/binary"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/bankml/bankml/internal/reference"
+)
+
+// Test scaffolding shared by the format families' oracle tests.
+
+// familyKernels returns the reference (kernels) with one format family's
+// oracles bound: bound is the family's *Err method (LowBitErr, KQuantsErr,
+// LegacyErr, K456Err); the test fails when it reports an error.
+func familyKernels(t testing.TB, bound func(*reference.Kernels) error) *reference.Kernels {
+	t.Helper()
+	k := kernels(t)
+	if err := bound(k); err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// checkDequantEveryF16Scale checks a dequantizer against its oracle on
+// blocks of random bits that carry, in their leading f16 d, every one of
+// the 65536 f16 values (NaNs and infinities included), 1024 blocks at a time.
+func checkDequantEveryF16Scale(t *testing.T, r *rand.Rand, blockSize, qk int, ours, ref func([]byte, []float32)) {
+	t.Helper()
+	const nb = 1 << 16 / 64
+	src := make([]byte, nb*blockSize)
+	got, want := make([]float32, nb*qk), make([]float32, nb*qk)
+	for h0 := 0; h0 < 1<<16; h0 += nb {
+		for i := range src {
+			src[i] = byte(r.Uint32())
+		}
+		for b := range nb {
+			binary.LittleEndian.PutUint16(src[b*blockSize:], uint16(h0+b))
+		}
+		ours(src, got)
+		ref(src, want)
+		for i := range got {
+			if !bitsEq(got[i], want[i]) {
+				t.Fatalf("block %d value %d: %#x, reference %#x", h0+i/qk, i%qk, math.Float32bits(got[i]), math.Float32bits(want[i]))
+			}
+		}
+	}
+}
+
+// checkLowbitDot checks a Q1_0/Q2_0 dot product against its haswell oracle,
+// bit for bit: 200 random rows of each length from 1 to maxNB blocks, then
+// 300 of each Bonsai-8B row length (4096, 12288). Weights are
+// randLowbitBlocks of blockSize bytes, activations randActivations of
+// nb*qk/32 Q8_0 blocks.
+func checkLowbitDot(t *testing.T, r *rand.Rand, maxNB, blockSize, qk int, ours func(w, a []byte, nb int) float32, ref func(n int, x, y []byte) float32) {
+	t.Helper()
+	check := func(nb int) {
+		w := randLowbitBlocks(r, nb, blockSize)
+		a := randActivations(r, qk/QK8_0*nb)
+		if got, want := ours(w, a, nb), ref(nb*qk, w, a); !bitsEq(got, want) {
+			t.Fatalf("nb=%d: %g (%#x), reference %g (%#x)", nb, got, math.Float32bits(got), want, math.Float32bits(want))
+		}
+	}
+	for nb := 1; nb <= maxNB; nb++ {
+		for range 200 {
+			check(nb)
+		}
+	}
+	for _, nb := range []int{4096 / qk, 12288 / qk} {
+		for range 300 {
+			check(nb)
+		}
+	}
+}
