@@ -28,6 +28,7 @@ func BenchmarkGreedyStories260K(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
+		c.Close()
 	}
 }
 

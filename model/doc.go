@@ -26,5 +26,7 @@
 //   - Determinism: logits are a pure function of the token sequence and, for
 //     split-KV decodes only, of the mirrored reference thread count
 //     (Context.SetAttnThreads), exactly as the reference's own results depend
-//     on its -t there; the thread count otherwise only splits matmul rows.
+//     on its -t there; the thread count otherwise only sizes the context's
+//     persistent matmul pool (package parallel; Context.Close stops it),
+//     which splits rows and changes no bit (TestLogitsIndependentOfThreads).
 package model

@@ -7,6 +7,7 @@ import (
 
 	"github.com/bankml/bankml/fmath"
 	"github.com/bankml/bankml/gguf"
+	"github.com/bankml/bankml/parallel"
 	"github.com/bankml/bankml/quant"
 )
 
@@ -244,8 +245,8 @@ type Context struct {
 	nCtx        int // cells usable, as asked
 	nCells      int // cells allocated: nCtx padded to 256 as llama.cpp pads n_ctx
 	nPast       int
-	k, v        [][]uint16 // per layer: nCells × nkv f16 values, zero where unwritten
-	threads     int
+	k, v        [][]uint16     // per layer: nCells × nkv f16 values, zero where unwritten
+	pool        *parallel.Pool // matmul workers, owned; released by Close
 	attnThreads int
 	theta       float32
 	// trace, when set (tests), receives intermediate results under
@@ -269,8 +270,9 @@ const kvPad = 256
 // maxCtx bounds the context size (llama.cpp's n_ctx is a uint32).
 const maxCtx = 1 << 30
 
-// NewContext makes an empty context of nCtx cells that runs matmuls on
-// threads goroutines. The reference's split-KV attention depends on its
+// NewContext makes an empty context of nCtx cells that runs matmuls on a
+// pool of threads workers (started here, stopped by Close; results do not
+// depend on the pool's size). The reference's split-KV attention depends on its
 // thread count; NewContext mirrors a reference running on the same number of
 // threads (see SetAttnThreads). It refuses a size below 1 or above 2^30, or a
 // KV cache larger than the machine's memory, naming the bytes needed.
@@ -285,7 +287,7 @@ func (m *Model) NewContext(nCtx, threads int) (*Context, error) {
 		return nil, fmt.Errorf("model: a KV cache of %d cells needs %.1f GiB, more than this machine's %.1f GiB", nCtx, float64(kvBytes)/(1<<30), float64(mem)/(1<<30))
 	}
 	threads = max(1, threads)
-	c := &Context{m: m, nCtx: nCtx, nCells: nCells, threads: threads, attnThreads: threads}
+	c := &Context{m: m, nCtx: nCtx, nCells: nCells, attnThreads: threads}
 	c.k = make([][]uint16, m.HP.NLayer)
 	c.v = make([][]uint16, m.HP.NLayer)
 	for i := range c.k {
@@ -293,12 +295,18 @@ func (m *Model) NewContext(nCtx, threads int) (*Context, error) {
 		c.v[i] = make([]uint16, c.nCells*nkv)
 	}
 	c.theta = fmath.Powf(m.HP.FreqBase, -2.0/float32(m.HP.NRot))
+	c.pool = parallel.New(threads)
 	return c, nil
 }
 
+// Close stops the context's matmul workers. The context must not be used
+// afterwards; closing twice is harmless.
+func (c *Context) Close() { c.pool.Close() }
+
 // SetAttnThreads sets the thread count of the reference being mirrored by the
 // split-KV attention kernel (single-row decode over 512 or more KV cells),
-// whose chunking depends on it. It defaults to the context's thread count.
+// whose chunking depends on it. It defaults to the context's thread count and
+// is independent of the matmul pool's size.
 func (c *Context) SetAttnThreads(n int) { c.attnThreads = max(1, n) }
 
 // NPast is the number of positions held in the KV cache.
@@ -359,9 +367,9 @@ func (c *Context) ubatch(tokens []int32, wantLogits bool) []float32 {
 			rmsNormMul(cur[j*d:(j+1)*d], x[j*d:(j+1)*d], l.AttnNorm, hp.RMSEps)
 		}
 		c.emit("attn_norm", il, cur)
-		quant.MatMul(l.Wq, cur, n, q, c.threads)
-		quant.MatMul(l.Wk, cur, n, k, c.threads)
-		quant.MatMul(l.Wv, cur, n, v, c.threads)
+		quant.MatMul(l.Wq, cur, n, q, c.pool)
+		quant.MatMul(l.Wk, cur, n, k, c.pool)
+		quant.MatMul(l.Wv, cur, n, v, c.pool)
 		for j := range n {
 			pos := c.nPast + j
 			ropeCache(cache, pos, hp.NRot, c.theta)
@@ -379,7 +387,7 @@ func (c *Context) ubatch(tokens []int32, wantLogits bool) []float32 {
 		c.emit("Vcur", il, v)
 		c.attention(attn, q, c.k[il], c.v[il], n, scale)
 		c.emit("kqv_out", il, attn)
-		quant.MatMul(l.Wo, attn, n, o, c.threads)
+		quant.MatMul(l.Wo, attn, n, o, c.pool)
 		c.emit("attn_out", il, o)
 		// On the last layer llama.cpp keeps only the rows whose logits are
 		// wanted (inp_out_ids) before the residual and the feed-forward.
@@ -399,8 +407,8 @@ func (c *Context) ubatch(tokens []int32, wantLogits bool) []float32 {
 		c.emit("ffn_norm", il, cur[:rows*d])
 		gate := make([]float32, rows*hp.NFF)
 		up := make([]float32, rows*hp.NFF)
-		quant.MatMul(l.FFNGate, cur[:rows*d], rows, gate, c.threads)
-		quant.MatMul(l.FFNUp, cur[:rows*d], rows, up, c.threads)
+		quant.MatMul(l.FFNGate, cur[:rows*d], rows, gate, c.pool)
+		quant.MatMul(l.FFNUp, cur[:rows*d], rows, up, c.pool)
 		c.emit("ffn_gate", il, gate)
 		c.emit("ffn_up", il, up)
 		for j := range rows { // ggml_vec_swiglu_f32 runs row by row
@@ -408,7 +416,7 @@ func (c *Context) ubatch(tokens []int32, wantLogits bool) []float32 {
 			swiglu(r, r, up[j*hp.NFF:(j+1)*hp.NFF])
 		}
 		c.emit("ffn_swiglu", il, gate)
-		quant.MatMul(l.FFNDown, gate, rows, or[:rows*d], c.threads)
+		quant.MatMul(l.FFNDown, gate, rows, or[:rows*d], c.pool)
 		c.emit("ffn_out", il, or[:rows*d])
 		for i := range rows * d {
 			xr[i] = or[i] + xr[i]
@@ -427,7 +435,7 @@ func (c *Context) ubatch(tokens []int32, wantLogits bool) []float32 {
 	rmsNormMul(nrm, last, m.OutputNorm, hp.RMSEps)
 	c.emit("result_norm", -1, nrm)
 	logits := make([]float32, hp.NVocab)
-	quant.MatMul(m.Output, nrm, 1, logits, c.threads)
+	quant.MatMul(m.Output, nrm, 1, logits, c.pool)
 	return logits
 }
 

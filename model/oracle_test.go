@@ -232,5 +232,6 @@ func newCtx(t testing.TB, m *Model, nCtx, threads int) *Context {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(c.Close)
 	return c
 }

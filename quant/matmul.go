@@ -3,9 +3,9 @@ package quant
 import (
 	"encoding/binary"
 	"fmt"
-	"sync"
 
 	"github.com/bankml/bankml/gguf"
+	"github.com/bankml/bankml/parallel"
 )
 
 // Matrix is a weight matrix in ggml layout: Rows rows (ne[1]) of Cols
@@ -124,10 +124,11 @@ func f32At(b []byte, i int) float32 {
 //     2+ columns, agrees with it per output); Q4_0 with Rows%8 == 0 lives in the CPU_REPACK buffer and runs
 //     the repacked q4_0_8x8 kernels (RepackDotQ4_0Q8_0).
 //
-// threads goroutines share the rows; each output is computed by one
-// goroutine from its row and column alone, so the result does not depend on
-// threads. Call Supported first: MatMul panics on types it does not handle.
-func MatMul(w *Matrix, x []float32, n int, out []float32, threads int) {
+// The pool's workers share the rows (contiguous ranges, pool.For); each
+// output is computed by one worker from its row and column alone, so the
+// result does not depend on the pool's size (a nil pool runs on the calling
+// goroutine). Call Supported first: MatMul panics on types it does not handle.
+func MatMul(w *Matrix, x []float32, n int, out []float32, pool *parallel.Pool) {
 	k, m := w.Cols, w.Rows
 	rb := w.RowBytes()
 	var dot func(i, j int) float32
@@ -184,7 +185,7 @@ func MatMul(w *Matrix, x []float32, n int, out []float32, threads int) {
 		wnb := k / w.Type.BlockSize()
 		dot = func(i, j int) float32 { return kernel(w.Data[i*rb:(i+1)*rb], xq[j*qb:(j+1)*qb], wnb) }
 	}
-	parallelRows(m, threads, func(i0, i1 int) {
+	pool.For(m, func(i0, i1 int) {
 		for j := range n {
 			o := out[j*m : (j+1)*m]
 			for i := i0; i < i1; i++ {
@@ -218,22 +219,4 @@ func q4KRepackedDot(w *Matrix, x []float32, n int) func(i, j int) float32 {
 		}
 		return RepackGemvQ4_KQ8_K(w.Data[i*rb:(i+1)*rb], xq[j*qb:(j+1)*qb], nb)
 	}
-}
-
-// parallelRows splits [0, m) into at most threads contiguous ranges.
-func parallelRows(m, threads int, f func(i0, i1 int)) {
-	if threads <= 1 || m < 2*threads {
-		f(0, m)
-		return
-	}
-	var wg sync.WaitGroup
-	for t := range threads {
-		i0, i1 := m*t/threads, m*(t+1)/threads
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			f(i0, i1)
-		}()
-	}
-	wg.Wait()
 }

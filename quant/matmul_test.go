@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/bankml/bankml/gguf"
+	"github.com/bankml/bankml/parallel"
 )
 
 // weightsOf makes rows×cols weights of type t from random floats (a type's
@@ -108,7 +109,9 @@ func TestMatMulMatchesReferenceGraphs(t *testing.T) {
 					t.Fatalf("%s: %v", typ, err)
 				}
 				got := make([]float32, n*rows)
-				MatMul(m, x, n, got, threads)
+				pool := parallel.New(threads)
+				MatMul(m, x, n, got, pool)
+				pool.Close()
 				for i := range got {
 					total++
 					if math.Float32bits(got[i]) == math.Float32bits(want[i]) {
@@ -159,7 +162,7 @@ func TestMatMulRepackedMatchesReference(t *testing.T) {
 				t.Fatalf("%s: %v", typ, err)
 			}
 			got := make([]float32, n*rows)
-			MatMul(m, x, n, got, 1)
+			MatMul(m, x, n, got, nil)
 			for i := range got {
 				total++
 				if math.Float32bits(got[i]) == math.Float32bits(want[i]) {

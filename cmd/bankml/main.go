@@ -5,6 +5,7 @@
 //
 //	bankml version
 //	bankml run MODEL -p PROMPT [-n N] [--temp T] [--seed S] [-t THREADS]
+//	bankml bench kernels [--rows N] [--rounds R]
 //
 // Exit status: 0 on success, 1 on an I/O or usage error, 2 when the model
 // cannot be run (malformed file, architecture or tensor type not supported
@@ -44,6 +45,7 @@ type cli struct {
 	Pin         pinCmd           `cmd:"" help:"Check a file's sha256 against its provenance manifest."`
 	Inspect     inspectCmd       `cmd:"" help:"Show a GGUF file's metadata and tensors."`
 	Synth       synthCmd         `cmd:"" help:"Write a deterministic synthetic GGUF model."`
+	Bench       benchCmd         `cmd:"" help:"Measure bankml against the reference in one process (bench kernels)."`
 }
 
 type versionCmd struct{}

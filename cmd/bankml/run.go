@@ -150,6 +150,7 @@ func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error 
 	if err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
+	defer c.Close()
 	s := sample.New(sp)
 	dec := tokenizer.NewDecoder(tok, false)
 

@@ -1,8 +1,9 @@
 // Package reference records answers from the reference implementation, the
 // oracle that bankml is tested against (DESIGN.md §2): llama.cpp v0.5.0 as
 // compiled in the npm package @node-llama-cpp/linux-x64@3.22.1 (JS wrapper
-// node-llama-cpp@3.22.1). It is test support only; product code never imports
-// it.
+// node-llama-cpp@3.22.1). It is test support; the one product import is
+// `bankml bench kernels` (cmd/bankml/bench.go), which times the reference's
+// exported kernels next to bankml's in one process (DESIGN.md §7).
 //
 // # How answers are recorded
 //
