@@ -84,9 +84,18 @@ func TestQuantizeRowQ8_0MatchesReference(t *testing.T) {
 	for trial := range 2000 {
 		n := QK8_0 * (1 + r.IntN(8))
 		x := randRow(r, n)
-		if trial%10 == 0 {
+		switch trial % 10 {
+		case 0:
 			for i := range x { // all-zero blocks
 				x[i] = 0
+			}
+		case 1:
+			for i := range x { // tiny blocks: 127/amax overflows to +Inf
+				x[i] *= 1e-38
+			}
+		case 2:
+			for i := range x { // subnormals
+				x[i] *= 1e-42
 			}
 		}
 		got := make([]byte, n/QK8_0*BlockQ8_0Size)

@@ -40,9 +40,22 @@ func QuantizeRowQ8_0(x []float32, dst []byte) {
 			id = 127 / amax
 		}
 		for i, v := range xb {
-			out[2+i] = byte(int8(math.RoundToEven(float64(v * id))))
+			out[2+i] = byte(cvtpsPacks(v * id))
 		}
 	}
+}
+
+// cvtpsPacks is what the AVX2 quantizer does with one scaled value: vroundps
+// to nearest even, vcvtps2dq (NaN, ±Inf and values outside int32 become
+// 0x80000000), then vpackssdw and vpacksswb saturating to int8. A block whose
+// 127/amax overflows to +Inf (amax below ~3.7e-37) therefore stores -128 for
+// every value, as the reference does.
+func cvtpsPacks(f float32) int8 {
+	if f != f || f >= 0x1p31 || f < -0x1p31 {
+		return -128
+	}
+	q := int32(math.RoundToEven(float64(f)))
+	return int8(max(-128, min(127, q)))
 }
 
 // DequantizeRowQ8_0 is dequantize_row_q8_0: y = q*d per block.
