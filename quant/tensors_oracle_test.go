@@ -69,6 +69,24 @@ var blockKernels = map[gguf.GGMLType]blockKernel{
 	gguf.Q4_K: {actQ8_K, quant.VecDotQ4_KQ8_K}, gguf.Q5_K: {actQ8_K, quant.VecDotQ5_KQ8_K}, gguf.Q6_K: {actQ8_K, quant.VecDotQ6_KQ8_K},
 }
 
+// genericDots pairs quant's model of each exported ggml_vec_dot_*_generic
+// (the plain-C float order) with the reference symbol.
+var genericDots = map[gguf.GGMLType]struct {
+	ours func(w, a []byte, nb int) float32
+	ref  func(k *reference.Kernels) func(n int, x, y []byte) float32
+}{
+	gguf.Q4_1:  {quant.VecDotQ4_1Q8_1Generic, func(k *reference.Kernels) func(int, []byte, []byte) float32 { return k.VecDotQ4_1Q8_1Generic }},
+	gguf.Q5_0:  {quant.VecDotQ5_0Q8_0Generic, func(k *reference.Kernels) func(int, []byte, []byte) float32 { return k.VecDotQ5_0Q8_0Generic }},
+	gguf.Q5_1:  {quant.VecDotQ5_1Q8_1Generic, func(k *reference.Kernels) func(int, []byte, []byte) float32 { return k.VecDotQ5_1Q8_1Generic }},
+	gguf.TQ1_0: {quant.VecDotTQ1_0Q8_KGeneric, func(k *reference.Kernels) func(int, []byte, []byte) float32 { return k.VecDotTQ1_0Q8_KGeneric }},
+	gguf.TQ2_0: {quant.VecDotTQ2_0Q8_KGeneric, func(k *reference.Kernels) func(int, []byte, []byte) float32 { return k.VecDotTQ2_0Q8_KGeneric }},
+	gguf.Q2_K:  {quant.VecDotQ2_KQ8_KGeneric, func(k *reference.Kernels) func(int, []byte, []byte) float32 { return k.VecDotQ2_KQ8_KGeneric }},
+	gguf.Q3_K:  {quant.VecDotQ3_KQ8_KGeneric, func(k *reference.Kernels) func(int, []byte, []byte) float32 { return k.VecDotQ3_KQ8_KGeneric }},
+	gguf.Q4_K:  {quant.VecDotQ4_KQ8_KGeneric, func(k *reference.Kernels) func(int, []byte, []byte) float32 { return k.VecDotQ4_KQ8_KGeneric }},
+	gguf.Q5_K:  {quant.VecDotQ5_KQ8_KGeneric, func(k *reference.Kernels) func(int, []byte, []byte) float32 { return k.VecDotQ5_KQ8_KGeneric }},
+	gguf.Q6_K:  {quant.VecDotQ6_KQ8_KGeneric, func(k *reference.Kernels) func(int, []byte, []byte) float32 { return k.VecDotQ6_KQ8_KGeneric }},
+}
+
 func bitsEq(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) }
 
 // randRow draws values of mixed magnitudes with zeros, negative zeros and
@@ -371,6 +389,7 @@ type typeStats struct {
 	tensors, tensorsEq int
 	rows, weights      int64
 	dots, dotsEq       int
+	genDots, genDotsEq int // against the exported *_generic kernels
 }
 
 // sweep accumulates the counts of one source (a model folder, a synthetic
@@ -398,8 +417,8 @@ func (s *sweep) report(t *testing.T, elapsed time.Duration) {
 	t.Logf("%s (%.1f s):", s.name, elapsed.Seconds())
 	for _, ty := range types {
 		st := s.stats[ty]
-		t.Logf("  %-6s %4d/%d tensors equal, %s rows, %s weights, %d/%d dots", strings.ToUpper(ty.String()),
-			st.tensorsEq, st.tensors, thousands(st.rows), thousands(st.weights), st.dotsEq, st.dots)
+		t.Logf("  %-6s %4d/%d tensors equal, %s rows, %s weights, %d/%d dots, %d/%d _generic dots", strings.ToUpper(ty.String()),
+			st.tensorsEq, st.tensors, thousands(st.rows), thousands(st.weights), st.dotsEq, st.dots, st.genDotsEq, st.genDots)
 	}
 }
 
@@ -548,6 +567,18 @@ func (c *tensorCheck) finish(t *testing.T, s *sweep, src string) {
 			} else {
 				t.Errorf("%s %s (%s) row %d · activation %d: %g (%#x), reference %g (%#x)", src, c.info.Name,
 					c.info.Type, r, j, got, math.Float32bits(got), want, math.Float32bits(want))
+			}
+			// The _generic order too, where the library exports it.
+			if g, ok := genericDots[c.info.Type]; ok {
+				nb := c.cols / c.info.Type.BlockSize()
+				got, want := g.ours(w, acts[0][j], nb), g.ref(c.o.k)(c.cols, w, acts[1][j])
+				st.genDots++
+				if bitsEq(got, want) {
+					st.genDotsEq++
+				} else {
+					t.Errorf("%s %s (%s) row %d · activation %d, _generic: %g (%#x), reference %g (%#x)", src,
+						c.info.Name, c.info.Type, r, j, got, math.Float32bits(got), want, math.Float32bits(want))
+				}
 			}
 		}
 	}
