@@ -75,6 +75,9 @@ var genericDots = map[gguf.GGMLType]struct {
 	ours func(w, a []byte, nb int) float32
 	ref  func(k *reference.Kernels) func(n int, x, y []byte) float32
 }{
+	gguf.Q8_0:  {quant.VecDotQ8_0Q8_0Generic, func(k *reference.Kernels) func(int, []byte, []byte) float32 { return k.VecDotQ8_0Q8_0Generic }},
+	gguf.Q4_0:  {quant.VecDotQ4_0Q8_0Generic, func(k *reference.Kernels) func(int, []byte, []byte) float32 { return k.VecDotQ4_0Q8_0Generic }},
+	gguf.Q1_0:  {quant.VecDotQ1_0Q8_0Generic, func(k *reference.Kernels) func(int, []byte, []byte) float32 { return k.VecDotQ1_0Q8_0Generic }},
 	gguf.Q4_1:  {quant.VecDotQ4_1Q8_1Generic, func(k *reference.Kernels) func(int, []byte, []byte) float32 { return k.VecDotQ4_1Q8_1Generic }},
 	gguf.Q5_0:  {quant.VecDotQ5_0Q8_0Generic, func(k *reference.Kernels) func(int, []byte, []byte) float32 { return k.VecDotQ5_0Q8_0Generic }},
 	gguf.Q5_1:  {quant.VecDotQ5_1Q8_1Generic, func(k *reference.Kernels) func(int, []byte, []byte) float32 { return k.VecDotQ5_1Q8_1Generic }},
@@ -132,7 +135,7 @@ func newTensorOracle(t *testing.T) *tensorOracle {
 	if err != nil {
 		testdata.Absent(t, "reference not installed (run scripts/install-reference.sh): %v", err)
 	}
-	for _, bound := range []func() error{k.LowBitErr, k.KQuantsErr, k.LegacyErr, k.K456Err} {
+	for _, bound := range []func() error{k.LowBitErr, k.KQuantsErr, k.LegacyErr, k.K456Err, k.GenericQ8Err} {
 		if err := bound(); err != nil {
 			t.Fatal(err)
 		}
