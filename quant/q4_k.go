@@ -88,84 +88,6 @@ func k456ScaleMin(s []byte, sc, mn *[8]int32) {
 	}
 }
 
-// k456MakeQKX2 is make_qkx2_quants (ggml-quants.c) with use_mad false: the
-// scale and (negated) min of n values by a weighted least-squares search over
-// nstep+1 candidate scales; L receives the levels 0..nmax. Laux is scratch of
-// n bytes. Every product is rounded before it is added, as libggml-base.so
-// (no FMA) computes.
-func k456MakeQKX2(x, weights []float32, nmax int32, L, Laux []uint8, rmin, rdelta float32, nstep int) (scale, theMin float32) {
-	n := len(x)
-	mn, mx := x[0], x[0]
-	sumW := weights[0]
-	sumX := float32(sumW * x[0])
-	for i := 1; i < n; i++ {
-		if x[i] < mn {
-			mn = x[i]
-		}
-		if x[i] > mx {
-			mx = x[i]
-		}
-		w := weights[i]
-		sumW += w
-		sumX += float32(w * x[i])
-	}
-	if mn > 0 {
-		mn = 0
-	}
-	if mx == mn {
-		clear(L[:n])
-		return 0, -mn
-	}
-	iscale := float32(nmax) / (mx - mn)
-	scale = 1 / iscale
-	var bestError float32
-	for i := range n {
-		l := nearestIntK(float32(iscale * (x[i] - mn)))
-		L[i] = uint8(max(0, min(nmax, l)))
-		diff := float32(scale*float32(L[i])) + mn - x[i]
-		diff = float32(diff * diff)
-		bestError += float32(weights[i] * diff)
-	}
-	if nstep < 1 {
-		return scale, -mn
-	}
-	for is := 0; is <= nstep; is++ {
-		iscale = (float32(rmin+float32(rdelta*float32(is))) + float32(nmax)) / (mx - mn)
-		var sumL, sumL2, sumXL float32
-		for i := range n {
-			l := max(0, min(nmax, nearestIntK(float32(iscale*(x[i]-mn)))))
-			Laux[i] = uint8(l)
-			w := weights[i]
-			fl := float32(l)
-			sumL += float32(w * fl)
-			sumL2 += float32(float32(w*fl) * fl)
-			sumXL += float32(float32(w*fl) * x[i])
-		}
-		D := float32(sumW*sumL2) - float32(sumL*sumL)
-		if D > 0 {
-			thisScale := (float32(sumW*sumXL) - float32(sumX*sumL)) / D
-			thisMin := (float32(sumL2*sumX) - float32(sumL*sumXL)) / D
-			if thisMin > 0 {
-				thisMin = 0
-				thisScale = sumXL / sumL2
-			}
-			var curError float32
-			for i := range n {
-				diff := float32(thisScale*float32(Laux[i])) + thisMin - x[i]
-				diff = float32(diff * diff)
-				curError += float32(weights[i] * diff)
-			}
-			if curError < bestError {
-				copy(L[:n], Laux[:n])
-				bestError = curError
-				scale = thisScale
-				mn = thisMin
-			}
-		}
-	}
-	return scale, -mn
-}
-
 // k456QuantizeScalesMins is the part quantize_row_q4_K_ref and
 // quantize_row_q5_K_ref share: per 32-weight sub-block the weights
 // av_x + |x| (av_x = sqrt(Σx²/32)), make_qkx2_quants, then the eight scales
@@ -187,7 +109,7 @@ func k456QuantizeScalesMins(x []float32, blk []byte, nmax int32, rmin, rdelta fl
 		for l, v := range xs {
 			weights[l] = avX + absBits(v)
 		}
-		scales[j], mins[j] = k456MakeQKX2(xs, weights[:], nmax, L[32*j:32*j+32], laux[:], rmin, rdelta, nstep)
+		scales[j], mins[j] = makeQKX2Quants(int(nmax), xs, weights[:], L[32*j:32*j+32], laux[:], rmin, rdelta, nstep, false)
 		if scales[j] > maxScale {
 			maxScale = scales[j]
 		}
