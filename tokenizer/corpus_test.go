@@ -47,7 +47,9 @@ var corpusClasses = []corpusClass{
 		return pick(r, "the", "The", "THE", "Hello", "world", "tokenizer", "unbelievable", "a", "I", "Once", "upon",
 			"time", "über", "naïve", "café", "Größe", "ß", "ſ", "ǅ", "Ø", "façade", "coöperate", "Zürich", "ñandú")
 	}},
-	{"latin-runs", func(r *rand.Rand) string { return runs(r, 12, [2]rune{'a', 'z'}, [2]rune{'A', 'Z'}, [2]rune{0xC0, 0x24F}) }},
+	{"latin-runs", func(r *rand.Rand) string {
+		return runs(r, 12, [2]rune{'a', 'z'}, [2]rune{'A', 'Z'}, [2]rune{0xC0, 0x24F})
+	}},
 	{"contractions", func(r *rand.Rand) string {
 		return pick(r, "'s", "'t", "'re", "'ve", "'m", "'ll", "'d", "'S", "'LL", "'Re", "'VE", "’s", "I'm", "don't",
 			"they've", "we'll", "y'all", "'", "''", "'x", "'ll've")
@@ -62,7 +64,9 @@ var corpusClasses = []corpusClass{
 	{"devanagari", func(r *rand.Rand) string {
 		return pick(r, "हिन्दी", "नमस्ते", "क्षत्रिय", "०१२३", "") + runs(r, 8, [2]rune{0x900, 0x97F})
 	}},
-	{"thai", func(r *rand.Rand) string { return pick(r, "ภาษาไทย", "สวัสดี", "๑๒๓") + runs(r, 8, [2]rune{0xE01, 0xE5B}) }},
+	{"thai", func(r *rand.Rand) string {
+		return pick(r, "ภาษาไทย", "สวัสดี", "๑๒๓") + runs(r, 8, [2]rune{0xE01, 0xE5B})
+	}},
 	{"emoji", func(r *rand.Rand) string {
 		base := []string{"👍", "👋", "🧑", "👩", "👨", "🦙", "🚀", "😁", "✅", "❤", "☕", "🫠", "🐈", "🏳", "1", "#"}
 		var b strings.Builder
@@ -99,7 +103,9 @@ var corpusClasses = []corpusClass{
 		}
 		return b.String()
 	}},
-	{"newlines", func(r *rand.Rand) string { return pick(r, "\r\n", "\n", "\r", "\n\n", "\r\n\r\n", " \n", "\n ", "\t\n", " \r\n ") }},
+	{"newlines", func(r *rand.Rand) string {
+		return pick(r, "\r\n", "\n", "\r", "\n\n", "\r\n\r\n", " \n", "\n ", "\t\n", " \r\n ")
+	}},
 	{"digits", func(r *rand.Rand) string {
 		return runs(r, 12, [2]rune{'0', '9'}, [2]rune{'0', '9'}, [2]rune{0x660, 0x669}, [2]rune{0x966, 0x96F},
 			[2]rune{0xE50, 0xE59}, [2]rune{0xFF10, 0xFF19}, [2]rune{0x9E6, 0x9EF}, [2]rune{0x1D7CE, 0x1D7FF},

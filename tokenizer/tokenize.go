@@ -14,7 +14,7 @@ type fragment struct {
 // one split out of every raw fragment at its leftmost non-overlapping occurrences. Control
 // and unknown tokens are split only with parseSpecial; user-defined tokens always are.
 // A token with the lstrip (rstrip) attribute also swallows the white space before (after) it.
-func (s *SPM) partition(text string, parseSpecial bool) []fragment {
+func (s *core) partition(text string, parseSpecial bool) []fragment {
 	frags := []fragment{{tok: None, off: 0, n: len(text)}}
 	var next []fragment
 	for _, id := range s.special {
