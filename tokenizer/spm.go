@@ -68,4 +68,3 @@ func (s *SPM) computePiece(id int32) (string, error) {
 	}
 	return "", nil
 }
-
