@@ -167,7 +167,7 @@ func TestFromGGUFMetadata(t *testing.T) {
 		{"unimplemented pre-tokenizer", []ggufKV{{"tokenizer.ggml.model", "gpt2"}, {"tokenizer.ggml.pre", "gemma4"}}, `pre-tokenizer "gemma4" not supported`},
 		{"t5 model", []ggufKV{{"tokenizer.ggml.model", "t5"}}, `tokenizer: model "t5" not supported yet`},
 		{"unknown model", []ggufKV{{"tokenizer.ggml.model", "sentencepiece2"}}, `unknown tokenizer model "sentencepiece2"`},
-		{"bert without sep", []ggufKV{{"tokenizer.ggml.model", "bert"}, {"tokenizer.ggml.tokens", testTokens}}, "needs a BOS ([CLS]) and a SEP"},
+		{"bert without sep", []ggufKV{{"tokenizer.ggml.model", "bert"}, {"tokenizer.ggml.tokens", testTokens}, {"tokenizer.ggml.bos_token_id", uint32(1)}}, "needs a BOS ([CLS]) and a SEP"},
 		{"no tokens", []ggufKV{{"tokenizer.ggml.model", "llama"}}, "cannot find tokenizer vocab"},
 		{"model of wrong type", []ggufKV{{"tokenizer.ggml.model", uint32(1)}}, "want str"},
 		{"id of wrong type", baseKVs(ggufKV{"tokenizer.ggml.bos_token_id", int32(1)}), "bos_token_id has type i32, want u32"},
