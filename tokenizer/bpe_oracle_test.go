@@ -271,4 +271,3 @@ func TestVocabularyMatchesReference(t *testing.T) {
 	}
 	t.Logf("all vocabularies: token_to_piece %d of %d identical", totalPiecesSame, totalPieces)
 }
-
