@@ -172,15 +172,15 @@ func TestTokenizeCommandErrors(t *testing.T) {
 		want  string
 		stdin string
 	}{
-		{[]string{"tokenize"}, 1, "expected"},
-		{[]string{"tokenize", filepath.Join(dir, "missing.gguf"), "-p", "x"}, 1, "no such file"},
-		{[]string{"tokenize", notGGUF, "-p", "x"}, 2, "bad magic"},
-		{[]string{"tokenize", t5, "-p", "x"}, 2, `model "t5" not supported`},
-		{[]string{"tokenize", unknownPre, "-p", "x"}, 2, `unknown pre-tokenizer type "no-such-pre"`},
-		{[]string{"detokenize", gpt2, "12", "x1"}, 1, `"x1" is not a token id`},
-		{[]string{"detokenize", gpt2, "50257"}, 1, "outside the vocabulary of 50257 tokens"},
+		{[]string{"tokenize"}, 1, "expected", ""},
+		{[]string{"tokenize", filepath.Join(dir, "missing.gguf"), "-p", "x"}, 1, "no such file", ""},
+		{[]string{"tokenize", notGGUF, "-p", "x"}, 2, "bad magic", ""},
+		{[]string{"tokenize", t5, "-p", "x"}, 2, `model "t5" not supported`, ""},
+		{[]string{"tokenize", unknownPre, "-p", "x"}, 2, `unknown pre-tokenizer type "no-such-pre"`, ""},
+		{[]string{"detokenize", gpt2, "12", "x1"}, 1, `"x1" is not a token id`, ""},
+		{[]string{"detokenize", gpt2, "50257"}, 1, "outside the vocabulary of 50257 tokens", ""},
 		{[]string{"detokenize", gpt2}, 1, "token id -1 is outside the vocabulary", "[5, -1]"},
-		{[]string{"detokenize", t5, "1"}, 2, `model "t5" not supported`},
+		{[]string{"detokenize", t5, "1"}, 2, `model "t5" not supported`, ""},
 	} {
 		code, _, errOut := runCLIStdin(c.stdin, c.args...)
 		if code != c.code || !strings.Contains(errOut, c.want) {
