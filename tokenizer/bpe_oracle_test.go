@@ -123,6 +123,61 @@ func TestQwen2VectorsOnSyntheticQwen3(t *testing.T) {
 	}
 	t.Logf("qwen2 vectors on the synthetic Qwen3 model: %d of %d identical to the reference; %d of %d equal ggml-vocab-qwen2.gguf.out",
 		same, len(texts), sameOut, len(texts))
+
+	// Qwen3's <think> markers are user-defined: split out even without parse_special, unlike <|im_start|>.
+	think := tok.(*BPE).TextToToken("<think>")
+	if attr, _ := m.TokenAttr(think); think == None || tok.TokenAttr(think) != AttrUserDefined || uint32(AttrUserDefined) != attr {
+		t.Errorf("<think> = %d with attr %#x (reference %#x), want a user-defined token", think, tok.TokenAttr(think), attr)
+	}
+	for _, parse := range []bool{false, true} {
+		text := "a<think>b</think><|im_start|>"
+		want, _ := m.Tokenize(text, false, parse)
+		got := tok.Tokenize(text, false, parse)
+		if !slices.Equal(got, want) || !slices.Contains(got, think) {
+			t.Errorf("parse=%v %q: %v, reference %v (must hold <think> %d)", parse, text, got, want, think)
+		}
+	}
+}
+
+// TestDecoderStreamsTheReferenceText feeds the fuzz corpus's tokens one by one to a Decoder on the Qwen3 vocabulary
+// (no clean-up of spaces, no space prefix, so the stream is the concatenation of pieces) and checks that every
+// chunk ends on a character boundary unless the bytes can never complete one, and that the whole stream equals
+// llama_detokenize(ids, remove_special = false, unparse_special).
+func TestDecoderStreamsTheReferenceText(t *testing.T) {
+	lib := loadReference(t)
+	path := qwen3Model(t)
+	tok := loadAnyTokenizer(t, path)
+	m := loadRefVocab(t, lib, path)
+	same, n := 0, 0
+	for _, text := range fuzzCorpus(500) {
+		ids, err := m.Tokenize(text, false, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, special := range []bool{false, true} {
+			n++
+			want, err := m.Detokenize(ids, false, special)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := NewDecoder(tok, special)
+			var got []byte
+			for _, id := range ids {
+				chunk := d.Write(id)
+				if len(chunk) > 0 && completePrefix(chunk) != len(chunk) {
+					t.Errorf("%q: chunk %q ends inside a character", text, chunk)
+				}
+				got = append(got, chunk...)
+			}
+			got = append(got, d.Close()...)
+			if !bytes.Equal(got, want) {
+				t.Errorf("%q special=%v: stream %q, want %q", text, special, got, want)
+				continue
+			}
+			same++
+		}
+	}
+	t.Logf("Decoder streams on the Qwen3 vocabulary: %d of %d identical to llama_detokenize", same, n)
 }
 
 // TestTokenizeFuzzCorpusMatchesReference tokenizes the 2,000-string fuzz corpus on every vocabulary (each kept
