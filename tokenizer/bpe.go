@@ -151,16 +151,10 @@ func (b *BPE) Tokenize(text string, addSpecial, parseSpecial bool) []int32 {
 	if addSpecial && b.addBOS {
 		out = append(out, b.bos)
 	}
-	if text != "" {
-		st := &bpeState{}
-		for _, f := range b.partition(text, parseSpecial) {
-			if f.tok != None {
-				out = append(out, f.tok)
-				continue
-			}
-			out = b.tokenizeText(text[f.off:f.off+f.n], out, st)
-		}
-	}
+	st := &bpeState{}
+	out = b.tokenizeFragments(text, parseSpecial, out, func(raw string, _ bool, out []int32) []int32 {
+		return b.tokenizeText(raw, out, st)
+	})
 	if addSpecial && b.addEOS {
 		out = append(out, b.eos)
 	}

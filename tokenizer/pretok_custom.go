@@ -56,130 +56,150 @@ func isContraction2(c, d uint32) bool {
 
 const wsLN = ucd.Whitespace | ucd.Letter | ucd.Number
 
+// contraction matches 's|'t|'re|'ve|'m|'ll|'d at pos (within the span, as the C++ bounds it): the length, or 0.
+// lower applies unicode_tolower to the letters first (the (?i:...) splitters).
+func (s *span) contraction(pos int, lower bool) int {
+	if s.cpt(pos) != '\'' || pos+1 >= s.end {
+		return 0
+	}
+	low := func(c uint32) uint32 {
+		if lower {
+			return ucd.ToLower(c)
+		}
+		return c
+	}
+	next := low(s.cpt(pos + 1))
+	if isContraction1(next) {
+		return 2
+	}
+	if pos+2 < s.end && isContraction2(next, low(s.cpt(pos+2))) {
+		return 3
+	}
+	return 0
+}
+
+// run extends a run from pos while the flags have one of in: the end of the run.
+func (s *span) run(pos int, in ucd.Flags) int {
+	for s.flags(pos)&in != 0 {
+		pos++
+	}
+	return pos
+}
+
+// digitGroups is \p{N}{1,n} repeated from pos: it emits a token every n digits and one for the rest; the end.
+func (s *span) digitGroups(pos, n int) int {
+	ini := pos
+	for s.flags(pos)&ucd.Number != 0 {
+		pos++
+		if pos-ini >= n {
+			s.add(pos)
+			ini = pos
+		}
+	}
+	s.add(pos)
+	return pos
+}
+
+// punctRun is " ?[^\s...]+" from pos, where the caller has decided it matches: a space c is taken, then every
+// character whose flags are non-zero and outside out; crlf then takes [\r\n]*. It emits the token; the end.
+func (s *span) punctRun(pos int, c uint32, f2, out ucd.Flags, crlf bool) int {
+	if c == ' ' {
+		pos++
+	}
+	for f2&out == 0 && f2 != 0 {
+		pos++
+		f2 = s.flags(pos)
+	}
+	if crlf {
+		for c2 := s.cpt(pos); c2 == '\r' || c2 == '\n'; c2 = s.cpt(pos) {
+			pos++
+		}
+	}
+	s.add(pos)
+	return pos
+}
+
+// whitespace is the splitters' tail at pos: \s*[\r\n]+ (with crlf), then \s+(?!\S), then \s+, else one
+// character alone. It emits the token; the end.
+func (s *span) whitespace(pos int, crlf bool) int {
+	nws, lastRN := 0, 0
+	for s.flags(pos+nws)&ucd.Whitespace != 0 {
+		if c2 := s.cpt(pos + nws); crlf && (c2 == '\r' || c2 == '\n') {
+			lastRN = pos + nws + 1
+		}
+		nws++
+	}
+	switch {
+	case lastRN > 0:
+		pos = lastRN
+	case nws > 1 && s.cpt(pos+nws) != outOfRange:
+		pos += nws - 1
+	case nws > 0:
+		pos += nws
+	default:
+		pos++
+	}
+	s.add(pos)
+	return pos
+}
+
 // splitGPT2 is unicode_regex_split_custom_gpt2:
 // 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
 func splitGPT2(s *span) {
 	for pos := s.ini; pos < s.end; {
-		c := s.cpt(pos)
-		f := s.flags(pos)
-		if c == '\'' && pos+1 < s.end {
-			next := s.cpt(pos + 1)
-			if isContraction1(next) {
-				pos += s.add(pos + 2)
-				continue
-			}
-			if pos+2 < s.end && isContraction2(next, s.cpt(pos+2)) {
-				pos += s.add(pos + 3)
-				continue
-			}
+		if n := s.contraction(pos, false); n > 0 {
+			pos += s.add(pos + n)
+			continue
 		}
-		f2 := f
+		c := s.cpt(pos)
+		f2 := s.flags(pos)
 		if c == ' ' {
 			f2 = s.flags(pos + 1)
 		}
-		if f2&ucd.Letter != 0 {
-			if c == ' ' {
-				pos++
-			}
-			for f2&ucd.Letter != 0 {
-				pos++
-				f2 = s.flags(pos)
-			}
+		skip := 0
+		if c == ' ' {
+			skip = 1
+		}
+		switch {
+		case f2&ucd.Letter != 0:
+			pos = s.run(pos+skip, ucd.Letter)
 			s.add(pos)
-			continue
-		}
-		if f2&ucd.Number != 0 {
-			if c == ' ' {
-				pos++
-			}
-			for f2&ucd.Number != 0 {
-				pos++
-				f2 = s.flags(pos)
-			}
+		case f2&ucd.Number != 0:
+			pos = s.run(pos+skip, ucd.Number)
 			s.add(pos)
-			continue
+		case f2&wsLN == 0 && f2 != 0:
+			pos = s.punctRun(pos, c, f2, wsLN, false)
+		default:
+			pos = s.whitespace(pos, false)
 		}
-		if f2&wsLN == 0 && f2 != 0 {
-			if c == ' ' {
-				pos++
-			}
-			for f2&wsLN == 0 && f2 != 0 {
-				pos++
-				f2 = s.flags(pos)
-			}
-			s.add(pos)
-			continue
-		}
-		nws := 0
-		for s.flags(pos+nws)&ucd.Whitespace != 0 {
-			nws++
-		}
-		if nws > 1 && s.cpt(pos+nws) != outOfRange {
-			pos += nws - 1
-			s.add(pos)
-			continue
-		}
-		if nws > 0 {
-			pos += nws
-			s.add(pos)
-			continue
-		}
-		pos++
-		s.add(pos)
 	}
 }
 
 // splitLlama3Like is unicode_regex_split_custom_llama3 (digits = 3: \p{N}{1,3}), _qwen2 (digits = 1: \p{N}) and
 // _qwen35 (marks: letter runs also take \p{M}, and the punctuation run excludes it):
 // (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+// Before the punctuation run it tests the current character's flags for being non-zero, not the next one's, as
+// the C++ does.
 func splitLlama3Like(s *span, digits int, marks bool) {
-	letter := ucd.Letter
+	letter, punctOut := ucd.Letter, wsLN
 	if marks {
 		letter |= ucd.AccentMark
-	}
-	punctOut := wsLN
-	if marks {
 		punctOut |= ucd.AccentMark
 	}
 	for pos := s.ini; pos < s.end; {
+		if n := s.contraction(pos, true); n > 0 {
+			pos += s.add(pos + n)
+			continue
+		}
 		c := s.cpt(pos)
 		f := s.flags(pos)
-		if c == '\'' && pos+1 < s.end {
-			next := ucd.ToLower(s.cpt(pos + 1))
-			if isContraction1(next) {
-				pos += s.add(pos + 2)
-				continue
-			}
-			if pos+2 < s.end && isContraction2(next, ucd.ToLower(s.cpt(pos+2))) {
-				pos += s.add(pos + 3)
-				continue
-			}
-		}
-		if !(c == '\r' || c == '\n' || f&ucd.Number != 0) {
-			if f&letter != 0 || s.flags(pos+1)&letter != 0 {
-				pos++
-				for s.flags(pos)&letter != 0 {
-					pos++
-				}
-				s.add(pos)
-				continue
-			}
+		if !(c == '\r' || c == '\n' || f&ucd.Number != 0) && (f&letter != 0 || s.flags(pos+1)&letter != 0) {
+			pos = s.run(pos+1, letter)
+			s.add(pos)
+			continue
 		}
 		if f&ucd.Number != 0 {
-			if digits == 1 {
-				pos++
-				s.add(pos)
-				continue
-			}
-			ini := pos
-			for s.flags(pos)&ucd.Number != 0 {
-				pos++
-				if pos-ini >= digits {
-					s.add(pos)
-					ini = pos
-				}
-			}
-			s.add(pos)
+			pos = s.digitGroups(pos, digits)
 			continue
 		}
 		f2 := f
@@ -187,49 +207,17 @@ func splitLlama3Like(s *span, digits int, marks bool) {
 			f2 = s.flags(pos + 1)
 		}
 		if f2&punctOut == 0 && f != 0 {
-			if c == ' ' {
-				pos++
-			}
-			for f2&punctOut == 0 && f2 != 0 {
-				pos++
-				f2 = s.flags(pos)
-			}
-			for c2 := s.cpt(pos); c2 == '\r' || c2 == '\n'; c2 = s.cpt(pos) {
-				pos++
-			}
-			s.add(pos)
+			pos = s.punctRun(pos, c, f2, punctOut, true)
 			continue
 		}
-		nws, lastRN := 0, 0
-		for s.flags(pos+nws)&ucd.Whitespace != 0 {
-			if c2 := s.cpt(pos + nws); c2 == '\r' || c2 == '\n' {
-				lastRN = pos + nws + 1
-			}
-			nws++
-		}
-		if lastRN > 0 {
-			pos = lastRN
-			s.add(pos)
-			continue
-		}
-		if nws > 1 && s.cpt(pos+nws) != outOfRange {
-			pos += nws - 1
-			s.add(pos)
-			continue
-		}
-		if nws > 0 {
-			pos += nws
-			s.add(pos)
-			continue
-		}
-		pos++
-		s.add(pos)
+		pos = s.whitespace(pos, true)
 	}
 }
 
 // splitKimiK2 is unicode_regex_split_custom_kimi_k2 (the K2 pattern with Han runs split first).
 func splitKimiK2(s *span) {
 	han := func(p int) bool { return ucd.IsHan(s.cpt(p)) }
+	letterNotHan := func(p int) bool { return s.flags(p)&ucd.Letter != 0 && !han(p) }
 	for pos := s.ini; pos < s.end; {
 		c := s.cpt(pos)
 		f := s.flags(pos)
@@ -240,51 +228,34 @@ func splitKimiK2(s *span) {
 			s.add(pos)
 			continue
 		}
-		isLetterPattern := (f&ucd.Letter != 0 && !ucd.IsHan(c)) ||
-			(!(c == '\r' || c == '\n' || f&ucd.Letter != 0 || f&ucd.Number != 0) &&
-				s.flags(pos+1)&ucd.Letter != 0 && !han(pos+1))
-		if isLetterPattern {
-			leading := false
-			if !(c == '\r' || c == '\n' || f&ucd.Letter != 0 || f&ucd.Number != 0) {
-				leading = true
+		leadable := !(c == '\r' || c == '\n' || f&ucd.Letter != 0 || f&ucd.Number != 0)
+		if (f&ucd.Letter != 0 && !ucd.IsHan(c)) || (leadable && letterNotHan(pos+1)) {
+			if leadable {
 				pos++
 			}
 			letters := false
-			for s.flags(pos)&ucd.Letter != 0 && !han(pos) {
+			for letterNotHan(pos) {
 				letters = true
 				pos++
 			}
-			if letters || (!leading && s.flags(pos)&ucd.Letter != 0 && !han(pos)) {
+			if letters || (!leadable && letterNotHan(pos)) {
 				if !letters {
 					pos++
 				}
-				for s.flags(pos)&ucd.Letter != 0 && !han(pos) {
+				for letterNotHan(pos) {
 					pos++
 				}
 				if s.cpt(pos) == '\'' && pos+1 < s.end {
-					next := ucd.ToLower(s.cpt(pos + 1))
-					if isContraction1(next) {
-						pos += 2
-					} else if pos+2 < s.end && isContraction2(next, ucd.ToLower(s.cpt(pos+2))) {
-						pos += 3
-					}
+					pos += s.contraction(pos, true)
 				}
 				s.add(pos)
 				continue
-			} else if leading {
+			} else if leadable {
 				pos--
 			}
 		}
 		if f&ucd.Number != 0 {
-			ini := pos
-			for s.flags(pos)&ucd.Number != 0 {
-				pos++
-				if pos-ini >= 3 {
-					s.add(pos)
-					ini = pos
-				}
-			}
-			s.add(pos)
+			pos = s.digitGroups(pos, 3)
 			continue
 		}
 		f2 := f
@@ -292,43 +263,10 @@ func splitKimiK2(s *span) {
 			f2 = s.flags(pos + 1)
 		}
 		if f2&wsLN == 0 && f2 != 0 {
-			if c == ' ' {
-				pos++
-			}
-			for f2&wsLN == 0 && f2 != 0 {
-				pos++
-				f2 = s.flags(pos)
-			}
-			for c2 := s.cpt(pos); c2 == '\r' || c2 == '\n'; c2 = s.cpt(pos) {
-				pos++
-			}
-			s.add(pos)
+			pos = s.punctRun(pos, c, f2, wsLN, true)
 			continue
 		}
-		nws, lastRN := 0, 0
-		for s.flags(pos+nws)&ucd.Whitespace != 0 {
-			if c2 := s.cpt(pos + nws); c2 == '\r' || c2 == '\n' {
-				lastRN = pos + nws + 1
-			}
-			nws++
-		}
-		if lastRN > 0 {
-			pos = lastRN
-			s.add(pos)
-			continue
-		}
-		if nws > 1 && s.cpt(pos+nws) != outOfRange {
-			pos += nws - 1
-			s.add(pos)
-			continue
-		}
-		if nws > 0 {
-			pos += nws
-			s.add(pos)
-			continue
-		}
-		pos++
-		s.add(pos)
+		pos = s.whitespace(pos, true)
 	}
 }
 

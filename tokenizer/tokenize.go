@@ -68,6 +68,26 @@ func (s *core) partition(text string, parseSpecial bool) []fragment {
 	return frags
 }
 
+// tokenizeFragments is the loop of llama_vocab::impl::tokenize that every kind shares: the text is partitioned
+// around its special tokens (appended as they are) and every raw fragment goes to raw, told whether a special
+// token (or the start of the text) came right before it.
+func (s *core) tokenizeFragments(text string, parseSpecial bool, out []int32, raw func(frag string, afterSpecial bool, out []int32) []int32) []int32 {
+	if text == "" {
+		return out
+	}
+	afterSpecial := true
+	for _, f := range s.partition(text, parseSpecial) {
+		if f.tok != None {
+			out = append(out, f.tok)
+			afterSpecial = true
+			continue
+		}
+		out = raw(text[f.off:f.off+f.n], afterSpecial, out)
+		afterSpecial = false
+	}
+	return out
+}
+
 // Tokenize converts text to token ids as llama_tokenize(vocab, text, addSpecial,
 // parseSpecial) does for a SentencePiece vocabulary. With addSpecial it puts BOS first and
 // EOS last where the vocabulary asks for them; with parseSpecial the texts of control
@@ -79,35 +99,25 @@ func (s *SPM) Tokenize(text string, addSpecial, parseSpecial bool) []int32 {
 	if addSpecial && s.addBOS {
 		out = append(out, s.bos)
 	}
-	if text != "" {
-		var sess spmSession
-		prevSpecial := true
-		var buf strings.Builder
-		for _, f := range s.partition(text, parseSpecial) {
-			if f.tok != None {
-				out = append(out, f.tok)
-				prevSpecial = true
-				continue
-			}
-			buf.Reset()
-			if s.addSpacePrefix && prevSpecial {
-				buf.WriteString("\u2581")
-			}
-			raw := text[f.off : f.off+f.n]
-			for {
-				i := strings.IndexByte(raw, ' ')
-				if i < 0 {
-					buf.WriteString(raw)
-					break
-				}
-				buf.WriteString(raw[:i])
-				buf.WriteString("\u2581")
-				raw = raw[i+1:]
-			}
-			out = sess.tokenize(s, buf.String(), out)
-			prevSpecial = false
+	var sess spmSession
+	var buf strings.Builder
+	out = s.tokenizeFragments(text, parseSpecial, out, func(raw string, afterSpecial bool, out []int32) []int32 {
+		buf.Reset()
+		if s.addSpacePrefix && afterSpecial {
+			buf.WriteString("\u2581")
 		}
-	}
+		for {
+			i := strings.IndexByte(raw, ' ')
+			if i < 0 {
+				buf.WriteString(raw)
+				break
+			}
+			buf.WriteString(raw[:i])
+			buf.WriteString("\u2581")
+			raw = raw[i+1:]
+		}
+		return sess.tokenize(s, buf.String(), out)
+	})
 	if addSpecial && s.addEOS {
 		out = append(out, s.eos)
 	}

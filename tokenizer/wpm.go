@@ -64,21 +64,16 @@ func (w *WPM) Tokenize(text string, addSpecial, parseSpecial bool) []int32 {
 	if addSpecial {
 		out = append(out, w.bos)
 	}
-	if text != "" {
-		var words []string
-		var cpts []uint32
-		for _, f := range w.partition(text, parseSpecial) {
-			if f.tok != None {
-				out = append(out, f.tok)
-				continue
-			}
-			cpts = decodeCpts(text[f.off:f.off+f.n], cpts)
-			words = w.preprocess(cpts, words[:0])
-			for _, word := range words {
-				out = w.tokenizeWord(word, out)
-			}
+	var words []string
+	var cpts []uint32
+	out = w.tokenizeFragments(text, parseSpecial, out, func(raw string, _ bool, out []int32) []int32 {
+		cpts = decodeCpts(raw, cpts)
+		words = w.preprocess(cpts, words[:0])
+		for _, word := range words {
+			out = w.tokenizeWord(word, out)
 		}
-	}
+		return out
+	})
 	if addSpecial {
 		out = append(out, w.sep)
 	}

@@ -95,21 +95,29 @@ func (l *Lib) vocab() (*vocabAPI, error) {
 // ggml-vocab-*.gguf, load too. The Model supports the tokenizer methods only (Tokenize, TokenToPiece, Detokenize,
 // TokenAttr, ...); call [Model.Close] to free it.
 func (l *Lib) LoadVocab(path string) (*Model, error) {
+	if _, err := l.vocab(); err != nil {
+		return nil, err
+	}
+	return l.loadModel(path, true)
+}
+
+// loadModel is LoadModel (vocabOnly false) and LoadVocab (true).
+func (l *Lib) loadModel(path string, vocabOnly bool) (*Model, error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("reference: %w", err)
 	}
-	if _, err := l.vocab(); err != nil {
+	if err := l.verifyRegistry(); err != nil {
 		return nil, err
 	}
 	p := l.llamaModelDefaultParams()
 	p.NGPULayers = 0
 	p.SplitMode = llamaSplitModeNone
 	p.LoadMode = llamaLoadModeMmap
-	p.VocabOnly = true
+	p.VocabOnly = vocabOnly
 	mark := l.log.mark()
 	ptr := l.llamaModelLoadFromFile(path, p)
 	if ptr == 0 {
-		return nil, fmt.Errorf("reference: llama_model_load_from_file(%q, vocab_only) failed%s", path, l.log.since(mark))
+		return nil, fmt.Errorf("reference: llama_model_load_from_file(%q, vocab_only=%v) failed%s", path, vocabOnly, l.log.since(mark))
 	}
 	m := &Model{lib: l, path: path, ptr: ptr}
 	m.vocab = l.llamaModelGetVocab(ptr)
