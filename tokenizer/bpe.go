@@ -161,12 +161,6 @@ func (b *BPE) Tokenize(text string, addSpecial, parseSpecial bool) []int32 {
 	return out
 }
 
-// bpeSymbol is llm_symbol: a span of the word in a linked list.
-type bpeSymbol struct {
-	prev, next int
-	off, n     int
-}
-
 // bpeBigram is llm_bigram_bpe: a candidate merge of two adjacent symbols.
 type bpeBigram struct {
 	rank        int32
@@ -177,7 +171,7 @@ type bpeBigram struct {
 // bpeState holds one Tokenize call's buffers.
 type bpeState struct {
 	split splitBuf
-	syms  []bpeSymbol
+	syms  []symbol
 	queue []bpeBigram
 }
 
@@ -244,16 +238,7 @@ func (b *BPE) tokenizeWord(w string, out []int32, st *bpeState) []int32 {
 			return append(out, id)
 		}
 	}
-	st.syms = st.syms[:0]
-	for off := 0; off < len(w); {
-		n := min(utf8Len(w[off]), len(w)-off)
-		next := len(st.syms) + 1
-		if off+n == len(w) {
-			next = -1
-		}
-		st.syms = append(st.syms, bpeSymbol{prev: len(st.syms) - 1, next: next, off: off, n: n})
-		off += n
-	}
+	st.syms = splitSymbols(w, st.syms)
 	st.queue = st.queue[:0]
 	add := func(left, right int) {
 		if left == -1 || right == -1 {

@@ -124,10 +124,26 @@ func (s *SPM) Tokenize(text string, addSpecial, parseSpecial bool) []int32 {
 	return out
 }
 
-// spmSymbol is llm_symbol: a span of the escaped text in a doubly linked list.
-type spmSymbol struct {
+// symbol is llm_symbol: a span [off, off+n) of the text being merged, in a doubly linked list (-1 ends it).
+type symbol struct {
 	prev, next int
 	off, n     int
+}
+
+// splitSymbols returns one symbol per UTF-8 character of text (unicode_len_utf8's length from the first byte,
+// cut at the end), linked in order, reusing syms.
+func splitSymbols(text string, syms []symbol) []symbol {
+	syms = syms[:0]
+	for off := 0; off < len(text); {
+		n := min(utf8Len(text[off]), len(text)-off)
+		next := len(syms) + 1
+		if off+n == len(text) {
+			next = -1
+		}
+		syms = append(syms, symbol{prev: len(syms) - 1, next: next, off: off, n: n})
+		off += n
+	}
+	return syms
 }
 
 // spmBigram is llm_bigram_spm: a candidate merge of two adjacent symbols.
@@ -145,7 +161,7 @@ func bigramLess(l, r spmBigram) bool {
 
 // spmSession is llm_tokenizer_spm_session; its buffers are reused across fragments.
 type spmSession struct {
-	syms  []spmSymbol
+	syms  []symbol
 	queue bigramQueue
 }
 
@@ -205,18 +221,9 @@ func (q *bigramQueue) empty() bool { return len(q.a) == 0 }
 // is left; a final symbol that is not a token is written as byte tokens.
 func (t *spmSession) tokenize(s *SPM, text string, out []int32) []int32 {
 	if cap(t.syms) < len(text) {
-		t.syms = make([]spmSymbol, 0, len(text))
+		t.syms = make([]symbol, 0, len(text))
 	}
-	t.syms = t.syms[:0]
-	for off := 0; off < len(text); {
-		n := min(utf8Len(text[off]), len(text)-off)
-		next := len(t.syms) + 1
-		if off+n == len(text) {
-			next = -1
-		}
-		t.syms = append(t.syms, spmSymbol{prev: len(t.syms) - 1, next: next, off: off, n: n})
-		off += n
-	}
+	t.syms = splitSymbols(text, t.syms)
 	if len(t.syms) == 0 {
 		return out
 	}
