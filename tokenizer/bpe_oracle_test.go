@@ -326,3 +326,45 @@ func TestVocabularyMatchesReference(t *testing.T) {
 	}
 	t.Logf("all vocabularies: token_to_piece %d of %d identical", totalPiecesSame, totalPieces)
 }
+
+// BenchmarkTokenizeVsReference tokenizes the first 500 strings of the fuzz corpus (parse_special on) with bankml
+// and with the reference on two BPE vocabularies (gpt-2: hand-written splitter; deepseek-llm: std::regex), in one
+// process; compare the two sub-benchmarks of a vocabulary side by side.
+func BenchmarkTokenizeVsReference(b *testing.B) {
+	lib, err := reference.Load()
+	if err != nil {
+		b.Skipf("reference unavailable: %v", err)
+	}
+	texts := fuzzCorpus(500)
+	size := 0
+	for _, s := range texts {
+		size += len(s)
+	}
+	for _, name := range []string{"ggml-vocab-gpt-2.gguf", "ggml-vocab-deepseek-llm.gguf"} {
+		path := filepath.Join(modelsDir(b), "vocab", name)
+		tok := loadAnyTokenizer(b, path)
+		m, err := lib.LoadVocab(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(name+"/bankml", func(b *testing.B) {
+			b.SetBytes(int64(size))
+			for b.Loop() {
+				for _, s := range texts {
+					tok.Tokenize(s, false, true)
+				}
+			}
+		})
+		b.Run(name+"/reference", func(b *testing.B) {
+			b.SetBytes(int64(size))
+			for b.Loop() {
+				for _, s := range texts {
+					if _, err := m.Tokenize(s, false, true); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+		m.Close()
+	}
+}

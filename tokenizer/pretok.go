@@ -138,6 +138,11 @@ func newPreTokenizer(kind string) (*preTokenizer, error) {
 	if !ok {
 		return nil, fmt.Errorf("tokenizer: pre-tokenizer type %s not implemented", kind)
 	}
+	return compilePreTokenizer(kind, exprs)
+}
+
+// compilePreTokenizer compiles a list of regular expressions as unicode_regex_split would run them.
+func compilePreTokenizer(kind string, exprs []string) (*preTokenizer, error) {
 	p := &preTokenizer{kind: kind}
 	for _, e := range exprs {
 		st := splitStep{expr: e}
