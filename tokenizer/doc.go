@@ -9,7 +9,7 @@
 // (or from a plain Vocab by New / NewSPM / NewBPE / NewWPM), each with Tokenize, TokenToPiece,
 // Detokenize, the accessors the engine needs (BOS, EOS, EOT, IsEOG, ...), and a streaming
 // Decoder. Other models (t5, rwkv, plamo2, gemma4, ...) and the BPE pre-tokenizers that change
-// more than the split (gemma4, sarvam-moe, whitespace) are refused with an error naming them;
+// more than the split (gemma4, granite-embed-multi-311m, sarvam-moe, whitespace) are refused with an error naming them;
 // an unknown tokenizer.ggml.pre is refused as llama.cpp refuses it ("unknown pre-tokenizer
 // type").
 //
@@ -49,8 +49,8 @@
 // asking for a BOS/EOS it lacks (for WordPiece: without BOS or SEP) is an error from New*;
 // an SPM character with neither a token nor a byte token becomes the unknown token instead of
 // an exception; a 4-byte UTF-8 sequence above U+10FFFF (lead bytes F4 90 to F7), on which
-// the reference's BPE and WPM throw out of llama_tokenize, reads as U+FFFD; ids out of range
-// give empty pieces. As in the reference, a GGUF key of the wrong type is an error, a
+// the reference's BPE and WPM throw out of llama_tokenize (std::invalid_argument "invalid
+// codepoint", which ends the process), reads as U+FFFD; ids out of range give empty pieces. As in the reference, a GGUF key of the wrong type is an error, a
 // special-token id out of range keeps the default, GGUF strings end at their first NUL byte,
 // and a BPE symbol that is no token and has no single-byte tokens is dropped.
 //

@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"path/filepath"
 	"slices"
 	"sort"
 	"testing"
@@ -98,4 +99,19 @@ func TestStdRegexMatchesReferenceOnHandPickedExpressions(t *testing.T) {
 		}
 	}
 	t.Logf("hand-picked std::regex expressions: %d of %d splits identical", same, n)
+}
+
+// TestCodePointsAboveUnicodeReadAsReplacement: a 4-byte sequence above U+10FFFF, on which the reference's BPE and
+// WPM tokenizers end the process (std::invalid_argument "invalid codepoint"), tokenizes as U+FFFD in bankml (a
+// deliberate difference, see the package doc) instead of panicking.
+func TestCodePointsAboveUnicodeReadAsReplacement(t *testing.T) {
+	for _, name := range []string{"ggml-vocab-gpt-2.gguf", "ggml-vocab-bert-bge.gguf"} {
+		tok := loadAnyTokenizer(t, filepath.Join(modelsDir(t), "vocab", name))
+		for _, bad := range []string{"\xf5\x80\x80\x80", "\xf4\x90\x80\x80", "\xf7\xbf\xbf\xbf"} {
+			got := tok.Tokenize("a"+bad+"b", true, true)
+			if want := tok.Tokenize("a\ufffdb", true, true); !slices.Equal(got, want) {
+				t.Errorf("%s: %q gives %v, want %v (as U+FFFD)", name, bad, got, want)
+			}
+		}
+	}
 }
