@@ -18,16 +18,6 @@ type BPE struct {
 	ranks        map[uint64]int32 // (left index << 32 | right index) → merge rank (its index in the list)
 }
 
-// BPEPreTokenizers returns the tokenizer.ggml.pre values NewBPE accepts, in llama.cpp's order ("" means
-// "default").
-func BPEPreTokenizers() []string {
-	var out []string
-	for _, p := range preNames {
-		out = append(out, p.names...)
-	}
-	return out
-}
-
 // lookupPre finds tokenizer.ggml.pre in llama.cpp's table: "" is "default"; a name llama.cpp knows but bankml
 // does not implement, or one llama.cpp does not know ("unknown pre-tokenizer type"), is an error naming it.
 func lookupPre(pre string) (preName, error) {

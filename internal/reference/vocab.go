@@ -27,8 +27,6 @@ type vocabAPI struct {
 	detokenize   func(vocab uintptr, toks *int32, n int32, text *byte, max int32, removeSpecial, unparseSpecial bool) int32
 	getAttr      func(vocab uintptr, tok int32) uint32
 	isEOG        func(vocab uintptr, tok int32) bool
-	getText      func(vocab uintptr, tok int32) string
-	vocabType    func(vocab uintptr) int32
 	addBOS       func(vocab uintptr) bool
 	addEOS       func(vocab uintptr) bool
 	special      map[string]func(vocab uintptr) int32
@@ -71,8 +69,6 @@ func (l *Lib) vocab() (*vocabAPI, error) {
 		reg(&a.detokenize, "llama_detokenize")
 		reg(&a.getAttr, "llama_vocab_get_attr")
 		reg(&a.isEOG, "llama_vocab_is_eog")
-		reg(&a.getText, "llama_vocab_get_text")
-		reg(&a.vocabType, "llama_vocab_type")
 		reg(&a.addBOS, "llama_vocab_get_add_bos")
 		reg(&a.addEOS, "llama_vocab_get_add_eos")
 		for _, name := range Specials {
@@ -190,31 +186,6 @@ func (m *Model) IsEOG(tok int32) (bool, error) {
 		return false, err
 	}
 	return a.isEOG(m.vocab, tok), nil
-}
-
-// TokenText returns llama_vocab_get_text.
-func (m *Model) TokenText(tok int32) (string, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	a, err := m.api()
-	if err != nil {
-		return "", err
-	}
-	if tok < 0 || int(tok) >= m.nVocab {
-		return "", fmt.Errorf("reference: token %d out of range [0,%d)", tok, m.nVocab)
-	}
-	return a.getText(m.vocab, tok), nil
-}
-
-// VocabType returns llama_vocab_type: 1 SPM, 2 BPE, 3 WPM, ... (enum llama_vocab_type).
-func (m *Model) VocabType() (int32, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	a, err := m.api()
-	if err != nil {
-		return 0, err
-	}
-	return a.vocabType(m.vocab), nil
 }
 
 // AddBOSEOS returns llama_vocab_get_add_bos and llama_vocab_get_add_eos.

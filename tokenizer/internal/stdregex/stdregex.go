@@ -143,16 +143,6 @@ func Compile(pattern []int32, mode Mode) (*Regexp, error) {
 	return &Regexp{prog: append(prog, inst{op: opMatch}), mode: mode}, nil
 }
 
-// MustCompileString compiles a pattern given as a Go string of code points (Wide) or bytes (Narrow); it panics on
-// error and is meant for patterns fixed in the source.
-func MustCompileString(pattern string, mode Mode) *Regexp {
-	re, err := Compile(Chars(pattern, mode), mode)
-	if err != nil {
-		panic(err)
-	}
-	return re
-}
-
 // Chars converts a Go string to pattern or text characters: its bytes as signed chars (Narrow) or its code points
 // (Wide; the string must be valid UTF-8).
 func Chars(s string, mode Mode) []int32 {
