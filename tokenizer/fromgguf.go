@@ -11,28 +11,59 @@ import (
 // FromGGUF builds the tokenizer a GGUF file's metadata describes, reading the keys
 // llama.cpp's llama_vocab::impl::load reads, with its defaults and checks: a key of the
 // wrong type is an error (the reference refuses the file too), a special-token id out of
-// range (such as 0xFFFFFFFF) is ignored and the default kept. Only tokenizer.ggml.model
-// "llama" (SentencePiece) is supported so far; any other model is an error naming it.
+// range (such as 0xFFFFFFFF) is ignored and the default kept. tokenizer.ggml.model "llama"
+// gives an *SPM, "gpt2" a *BPE (an unknown or unimplemented tokenizer.ggml.pre is an error
+// naming it), "bert" a *WPM; any other model is an error naming it.
 func FromGGUF(f *gguf.File) (Tokenizer, error) {
-	model, ok, err := ggufString(f, "tokenizer.ggml.model")
+	v, err := VocabFromGGUF(f)
 	if err != nil {
 		return nil, err
 	}
-	if !ok {
-		return nil, errors.New("tokenizer: the file has no tokenizer.ggml.model key")
-	}
-	if model != "llama" {
-		return nil, fmt.Errorf("tokenizer: model %q not supported yet", model)
-	}
-	v, err := spmVocabFromGGUF(f)
-	if err != nil {
-		return nil, err
-	}
-	return NewSPM(v)
+	return New(v)
 }
 
-func spmVocabFromGGUF(f *gguf.File) (Vocab, error) {
+// VocabFromGGUF reads the vocabulary of a GGUF file as FromGGUF does, without building the
+// tokenizer.
+func VocabFromGGUF(f *gguf.File) (Vocab, error) {
 	var v Vocab
+	model, ok, err := ggufString(f, "tokenizer.ggml.model")
+	if err != nil {
+		return v, err
+	}
+	if !ok {
+		return v, errors.New("tokenizer: the file has no tokenizer.ggml.model key")
+	}
+	pre, _, err := ggufString(f, "tokenizer.ggml.pre")
+	if err != nil {
+		return v, err
+	}
+	switch model {
+	case "llama", "gpt2", "bert":
+	case "no_vocab", "none", "t5", "rwkv", "plamo2", "gemma4", "hybriddna", "whitespace", "test":
+		return v, fmt.Errorf("tokenizer: model %q not supported yet", model)
+	default:
+		return v, fmt.Errorf("tokenizer: unknown tokenizer model %q", model)
+	}
+	var merges []string
+	if model == "gpt2" {
+		if _, err := lookupPre(pre); err != nil {
+			return v, err
+		}
+		val, present := f.Get("tokenizer.ggml.merges")
+		if !present {
+			return v, errors.New("tokenizer: cannot find tokenizer merges (tokenizer.ggml.merges) in the file")
+		}
+		a, isArr := val.Array()
+		if !isArr || a.ElemType != gguf.String {
+			return v, errors.New("tokenizer: tokenizer.ggml.merges is not an array of str")
+		}
+		if merges, err = a.Strings(); err != nil {
+			return v, fmt.Errorf("tokenizer: tokenizer.ggml.merges: %w", err)
+		}
+		for i, m := range merges {
+			merges[i] = cString(m)
+		}
+	}
 	arr, ok := f.GetArray("tokenizer.ggml.tokens")
 	if !ok {
 		if _, present := f.Get("tokenizer.ggml.tokens"); present {
@@ -48,7 +79,10 @@ func spmVocabFromGGUF(f *gguf.File) (Vocab, error) {
 		tokens[i] = cString(w)
 	}
 	n := len(tokens)
-	v = NewVocab(tokens)
+	if v, err = NewVocabFor(model, pre, tokens); err != nil {
+		return v, err
+	}
+	v.Merges = merges
 
 	for _, k := range []struct {
 		key string
@@ -152,8 +186,7 @@ func spmVocabFromGGUF(f *gguf.File) (Vocab, error) {
 		{"tokenizer.ggml.add_bos_token", &v.AddBOS},
 		{"tokenizer.ggml.add_eos_token", &v.AddEOS},
 		{"tokenizer.ggml.add_sep_token", nil},
-		{"tokenizer.ggml.normalizer.lowercase", nil},
-		{"tokenizer.ggml.normalizer.strip_accents", nil},
+		{"tokenizer.ggml.normalizer.lowercase", &v.Lowercase},
 	} {
 		b, present, err := ggufBool(f, k.key)
 		if err != nil {
@@ -162,6 +195,13 @@ func spmVocabFromGGUF(f *gguf.File) (Vocab, error) {
 		if present && k.dst != nil {
 			*k.dst = b
 		}
+	}
+	// strip_accents defaults to lowercase, as the key read after it sets it.
+	v.StripAccents = v.Lowercase
+	if b, present, err := ggufBool(f, "tokenizer.ggml.normalizer.strip_accents"); err != nil {
+		return v, err
+	} else if present {
+		v.StripAccents = b
 	}
 
 	// Keys llama.cpp reads for other vocabulary types, type-checked all the same.
@@ -188,6 +228,7 @@ func spmVocabFromGGUF(f *gguf.File) (Vocab, error) {
 		}
 		*k.dst = s
 	}
+	v.Model = model
 	return v, nil
 }
 

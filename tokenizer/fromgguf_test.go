@@ -161,7 +161,13 @@ func TestFromGGUFMetadata(t *testing.T) {
 		want string
 	}{
 		{"no model key", []ggufKV{{"tokenizer.ggml.tokens", testTokens}}, "no tokenizer.ggml.model"},
-		{"bpe model", []ggufKV{{"tokenizer.ggml.model", "gpt2"}}, `tokenizer: model "gpt2" not supported yet`},
+		{"bpe without merges", []ggufKV{{"tokenizer.ggml.model", "gpt2"}, {"tokenizer.ggml.tokens", testTokens}}, "cannot find tokenizer merges"},
+		{"bpe merges of wrong type", []ggufKV{{"tokenizer.ggml.model", "gpt2"}, {"tokenizer.ggml.merges", []int32{1}}}, "merges is not an array of str"},
+		{"unknown pre-tokenizer", []ggufKV{{"tokenizer.ggml.model", "gpt2"}, {"tokenizer.ggml.pre", "no-such-pre"}}, `unknown pre-tokenizer type "no-such-pre"`},
+		{"unimplemented pre-tokenizer", []ggufKV{{"tokenizer.ggml.model", "gpt2"}, {"tokenizer.ggml.pre", "gemma4"}}, `pre-tokenizer "gemma4" not supported`},
+		{"t5 model", []ggufKV{{"tokenizer.ggml.model", "t5"}}, `tokenizer: model "t5" not supported yet`},
+		{"unknown model", []ggufKV{{"tokenizer.ggml.model", "sentencepiece2"}}, `unknown tokenizer model "sentencepiece2"`},
+		{"bert without sep", []ggufKV{{"tokenizer.ggml.model", "bert"}, {"tokenizer.ggml.tokens", testTokens}, {"tokenizer.ggml.bos_token_id", uint32(1)}}, "needs a BOS ([CLS]) and a SEP"},
 		{"no tokens", []ggufKV{{"tokenizer.ggml.model", "llama"}}, "cannot find tokenizer vocab"},
 		{"model of wrong type", []ggufKV{{"tokenizer.ggml.model", uint32(1)}}, "want str"},
 		{"id of wrong type", baseKVs(ggufKV{"tokenizer.ggml.bos_token_id", int32(1)}), "bos_token_id has type i32, want u32"},

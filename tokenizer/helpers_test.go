@@ -13,8 +13,19 @@ func modelsDir(t testing.TB) string { return testdata.ModelsDir(t) }
 // modelFile returns the path of a file under the models folder, or skips the test.
 func modelFile(t testing.TB, rel string) string { return testdata.Model(t, rel) }
 
-// loadGGUFTokenizer opens a GGUF file and builds its tokenizer.
+// loadGGUFTokenizer opens a GGUF file and builds its tokenizer, which must be an SPM.
 func loadGGUFTokenizer(t testing.TB, path string) *SPM {
+	t.Helper()
+	tok := loadAnyTokenizer(t, path)
+	spm, ok := tok.(*SPM)
+	if !ok {
+		t.Fatalf("tokenizer of %s is %T, want *SPM", path, tok)
+	}
+	return spm
+}
+
+// loadAnyTokenizer opens a GGUF file and builds its tokenizer.
+func loadAnyTokenizer(t testing.TB, path string) Tokenizer {
 	t.Helper()
 	f, err := gguf.Open(path)
 	if err != nil {
@@ -25,9 +36,5 @@ func loadGGUFTokenizer(t testing.TB, path string) *SPM {
 	if err != nil {
 		t.Fatalf("tokenizer of %s: %v", path, err)
 	}
-	spm, ok := tok.(*SPM)
-	if !ok {
-		t.Fatalf("tokenizer of %s is %T, want *SPM", path, tok)
-	}
-	return spm
+	return tok
 }

@@ -14,7 +14,7 @@ type fragment struct {
 // one split out of every raw fragment at its leftmost non-overlapping occurrences. Control
 // and unknown tokens are split only with parseSpecial; user-defined tokens always are.
 // A token with the lstrip (rstrip) attribute also swallows the white space before (after) it.
-func (s *SPM) partition(text string, parseSpecial bool) []fragment {
+func (s *core) partition(text string, parseSpecial bool) []fragment {
 	frags := []fragment{{tok: None, off: 0, n: len(text)}}
 	var next []fragment
 	for _, id := range s.special {
@@ -68,6 +68,26 @@ func (s *SPM) partition(text string, parseSpecial bool) []fragment {
 	return frags
 }
 
+// tokenizeFragments is the loop of llama_vocab::impl::tokenize that every kind shares: the text is partitioned
+// around its special tokens (appended as they are) and every raw fragment goes to raw, told whether a special
+// token (or the start of the text) came right before it.
+func (s *core) tokenizeFragments(text string, parseSpecial bool, out []int32, raw func(frag string, afterSpecial bool, out []int32) []int32) []int32 {
+	if text == "" {
+		return out
+	}
+	afterSpecial := true
+	for _, f := range s.partition(text, parseSpecial) {
+		if f.tok != None {
+			out = append(out, f.tok)
+			afterSpecial = true
+			continue
+		}
+		out = raw(text[f.off:f.off+f.n], afterSpecial, out)
+		afterSpecial = false
+	}
+	return out
+}
+
 // Tokenize converts text to token ids as llama_tokenize(vocab, text, addSpecial,
 // parseSpecial) does for a SentencePiece vocabulary. With addSpecial it puts BOS first and
 // EOS last where the vocabulary asks for them; with parseSpecial the texts of control
@@ -79,45 +99,51 @@ func (s *SPM) Tokenize(text string, addSpecial, parseSpecial bool) []int32 {
 	if addSpecial && s.addBOS {
 		out = append(out, s.bos)
 	}
-	if text != "" {
-		var sess spmSession
-		prevSpecial := true
-		var buf strings.Builder
-		for _, f := range s.partition(text, parseSpecial) {
-			if f.tok != None {
-				out = append(out, f.tok)
-				prevSpecial = true
-				continue
-			}
-			buf.Reset()
-			if s.addSpacePrefix && prevSpecial {
-				buf.WriteString("\u2581")
-			}
-			raw := text[f.off : f.off+f.n]
-			for {
-				i := strings.IndexByte(raw, ' ')
-				if i < 0 {
-					buf.WriteString(raw)
-					break
-				}
-				buf.WriteString(raw[:i])
-				buf.WriteString("\u2581")
-				raw = raw[i+1:]
-			}
-			out = sess.tokenize(s, buf.String(), out)
-			prevSpecial = false
+	var sess spmSession
+	var buf strings.Builder
+	out = s.tokenizeFragments(text, parseSpecial, out, func(raw string, afterSpecial bool, out []int32) []int32 {
+		buf.Reset()
+		if s.addSpacePrefix && afterSpecial {
+			buf.WriteString("\u2581")
 		}
-	}
+		for {
+			i := strings.IndexByte(raw, ' ')
+			if i < 0 {
+				buf.WriteString(raw)
+				break
+			}
+			buf.WriteString(raw[:i])
+			buf.WriteString("\u2581")
+			raw = raw[i+1:]
+		}
+		return sess.tokenize(s, buf.String(), out)
+	})
 	if addSpecial && s.addEOS {
 		out = append(out, s.eos)
 	}
 	return out
 }
 
-// spmSymbol is llm_symbol: a span of the escaped text in a doubly linked list.
-type spmSymbol struct {
+// symbol is llm_symbol: a span [off, off+n) of the text being merged, in a doubly linked list (-1 ends it).
+type symbol struct {
 	prev, next int
 	off, n     int
+}
+
+// splitSymbols returns one symbol per UTF-8 character of text (unicode_len_utf8's length from the first byte,
+// cut at the end), linked in order, reusing syms.
+func splitSymbols(text string, syms []symbol) []symbol {
+	syms = syms[:0]
+	for off := 0; off < len(text); {
+		n := min(utf8Len(text[off]), len(text)-off)
+		next := len(syms) + 1
+		if off+n == len(text) {
+			next = -1
+		}
+		syms = append(syms, symbol{prev: len(syms) - 1, next: next, off: off, n: n})
+		off += n
+	}
+	return syms
 }
 
 // spmBigram is llm_bigram_spm: a candidate merge of two adjacent symbols.
@@ -135,7 +161,7 @@ func bigramLess(l, r spmBigram) bool {
 
 // spmSession is llm_tokenizer_spm_session; its buffers are reused across fragments.
 type spmSession struct {
-	syms  []spmSymbol
+	syms  []symbol
 	queue bigramQueue
 }
 
@@ -195,18 +221,9 @@ func (q *bigramQueue) empty() bool { return len(q.a) == 0 }
 // is left; a final symbol that is not a token is written as byte tokens.
 func (t *spmSession) tokenize(s *SPM, text string, out []int32) []int32 {
 	if cap(t.syms) < len(text) {
-		t.syms = make([]spmSymbol, 0, len(text))
+		t.syms = make([]symbol, 0, len(text))
 	}
-	t.syms = t.syms[:0]
-	for off := 0; off < len(text); {
-		n := min(utf8Len(text[off]), len(text)-off)
-		next := len(t.syms) + 1
-		if off+n == len(text) {
-			next = -1
-		}
-		t.syms = append(t.syms, spmSymbol{prev: len(t.syms) - 1, next: next, off: off, n: n})
-		off += n
-	}
+	t.syms = splitSymbols(text, t.syms)
 	if len(t.syms) == 0 {
 		return out
 	}

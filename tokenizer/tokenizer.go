@@ -1,10 +1,12 @@
 package tokenizer
 
-// Tokenizer is what the rest of bankml needs from a model's tokenizer, whatever its kind.
+// Tokenizer is what the rest of bankml needs from a model's tokenizer, whatever its kind
+// (*SPM, *BPE or *WPM; FromGGUF picks it from tokenizer.ggml.model).
 // Token ids are int32 as in llama.cpp; None (-1) means "no such token".
 type Tokenizer interface {
 	// Tokenize converts text to token ids like llama_tokenize: addSpecial adds BOS/EOS as
-	// the vocabulary asks, parseSpecial turns the texts of control tokens into those tokens.
+	// the vocabulary asks (WordPiece: BOS and SEP), parseSpecial turns the texts of control
+	// tokens into those tokens (user-defined tokens are split out in any case).
 	Tokenize(text string, addSpecial, parseSpecial bool) []int32
 	// TokenToPiece returns the bytes of one token like llama_token_to_piece with lstrip 0;
 	// control tokens give their text only with special. A piece may be part of a UTF-8
@@ -35,4 +37,8 @@ type Tokenizer interface {
 	TokenAttr(id int32) Attr
 }
 
-var _ Tokenizer = (*SPM)(nil)
+var (
+	_ Tokenizer = (*SPM)(nil)
+	_ Tokenizer = (*BPE)(nil)
+	_ Tokenizer = (*WPM)(nil)
+)

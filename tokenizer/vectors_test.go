@@ -12,41 +12,68 @@ import (
 	"github.com/bankml/bankml/internal/testdata"
 )
 
+// vocabGGUFs returns the vocabulary GGUF files kept in ../shared/models/vocab, sorted.
+func vocabGGUFs(t testing.TB) []string {
+	t.Helper()
+	names, err := filepath.Glob(filepath.Join(modelsDir(t), "vocab", "*.gguf"))
+	if err != nil || len(names) == 0 {
+		testdata.Absent(t, "no vocabulary GGUF files in %s/vocab (%v)", modelsDir(t), err)
+	}
+	for i, n := range names {
+		names[i] = filepath.Base(n)
+	}
+	return names
+}
+
+// readVectors reads llama.cpp's test vectors for a vocabulary as tests/test-tokenizer-0
+// reads them: the .inp file split at "\n__ggml_vocab_test__\n" (the piece after the last
+// separator is kept, as test-tokenizer-0 keeps it, and only dropped when empty), the .out
+// file one line of space-separated ids per case.
+func readVectors(t testing.TB, path string) (texts []string, ids [][]int32) {
+	t.Helper()
+	inp, err := os.ReadFile(path + ".inp")
+	if err != nil {
+		testdata.Absent(t, "test data: %v", err)
+	}
+	outb, err := os.ReadFile(path + ".out")
+	if err != nil {
+		testdata.Absent(t, "test data: %v", err)
+	}
+	texts = strings.Split(string(inp), "\n__ggml_vocab_test__\n")
+	if texts[len(texts)-1] == "" {
+		texts = texts[:len(texts)-1]
+	}
+	lines := strings.Split(strings.TrimSuffix(string(outb), "\n"), "\n")
+	if len(texts) != len(lines) {
+		t.Fatalf("%s: %d inputs but %d outputs", path, len(texts), len(lines))
+	}
+	for i, line := range lines {
+		var want []int32
+		for _, f := range strings.Fields(line) {
+			id, err := strconv.ParseInt(f, 10, 32)
+			if err != nil {
+				t.Fatalf("%s case %d: bad id %q", path, i, f)
+			}
+			want = append(want, int32(id))
+		}
+		ids = append(ids, want)
+	}
+	return texts, ids
+}
+
 // TestLlamaCppVocabVectorsAreReproduced runs llama.cpp's own tokenizer test vectors
-// (tests/test-tokenizer-0: add_special=false, parse_special=false) for the SentencePiece
-// vocabularies kept in ../shared/models/vocab.
+// (tests/test-tokenizer-0: add_special=false, parse_special=false) for every vocabulary GGUF
+// kept in ../shared/models/vocab.
 func TestLlamaCppVocabVectorsAreReproduced(t *testing.T) {
-	for _, name := range []string{"ggml-vocab-llama-spm.gguf", "ggml-vocab-phi-3.gguf"} {
+	total, totalSame := 0, 0
+	for _, name := range vocabGGUFs(t) {
 		t.Run(name, func(t *testing.T) {
 			path := modelFile(t, filepath.Join("vocab", name))
-			inp, err := os.ReadFile(path + ".inp")
-			if err != nil {
-				testdata.Absent(t, "test data: %v", err)
-			}
-			outb, err := os.ReadFile(path + ".out")
-			if err != nil {
-				testdata.Absent(t, "test data: %v", err)
-			}
-			texts := strings.Split(string(inp), "\n__ggml_vocab_test__\n")
-			// The file ends with the separator line: drop the empty tail it leaves.
-			if last := texts[len(texts)-1]; last == "" || last == "\n" {
-				texts = texts[:len(texts)-1]
-			}
-			lines := strings.Split(strings.TrimSuffix(string(outb), "\n"), "\n")
-			if len(texts) != len(lines) {
-				t.Fatalf("%d inputs but %d outputs", len(texts), len(lines))
-			}
-			tok := loadGGUFTokenizer(t, path)
+			texts, wants := readVectors(t, path)
+			tok := loadAnyTokenizer(t, path)
 			same := 0
 			for i, text := range texts {
-				var want []int32
-				for _, f := range strings.Fields(lines[i]) {
-					id, err := strconv.ParseInt(f, 10, 32)
-					if err != nil {
-						t.Fatalf("case %d: bad id %q", i, f)
-					}
-					want = append(want, int32(id))
-				}
+				want := wants[i]
 				got := tok.Tokenize(text, false, false)
 				if !slices.Equal(got, want) {
 					t.Errorf("case %d %q:\n got %v\nwant %v", i, text, got, want)
@@ -55,8 +82,11 @@ func TestLlamaCppVocabVectorsAreReproduced(t *testing.T) {
 				same++
 			}
 			t.Logf("%s: %d of %d cases identical", name, same, len(texts))
+			total += len(texts)
+			totalSame += same
 		})
 	}
+	t.Logf("all vocabularies: %d of %d cases identical", totalSame, total)
 }
 
 // TestDetokenizeInvertsTokenizeOnVectors checks that the pieces of every vector give its

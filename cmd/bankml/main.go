@@ -46,6 +46,8 @@ type cli struct {
 	Inspect     inspectCmd       `cmd:"" help:"Show a GGUF file's metadata and tensors."`
 	Synth       synthCmd         `cmd:"" help:"Write a deterministic synthetic GGUF model."`
 	Bench       benchCmd         `cmd:"" help:"Measure bankml against the reference in one process (bench kernels)."`
+	Tokenize    tokenizeCmd      `cmd:"" help:"Print the tokens of a text as llama-tokenize does."`
+	Detokenize  detokenizeCmd    `cmd:"" help:"Print the text of token ids."`
 }
 
 type versionCmd struct{}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"runtime"
 	"sync"
 	"time"
@@ -51,31 +50,7 @@ func (t Timing) TokensPerSecond() float64 {
 // true, so weights may be repacked as the reference does by default) is left
 // at the library's defaults. The only registered backend is the haswell CPU
 // backend. Call [Model.Close] to free it.
-func (l *Lib) LoadModel(path string) (*Model, error) {
-	if _, err := os.Stat(path); err != nil {
-		return nil, fmt.Errorf("reference: %w", err)
-	}
-	if err := l.verifyRegistry(); err != nil {
-		return nil, err
-	}
-	p := l.llamaModelDefaultParams()
-	p.NGPULayers = 0
-	p.SplitMode = llamaSplitModeNone
-	p.LoadMode = llamaLoadModeMmap
-	mark := l.log.mark()
-	ptr := l.llamaModelLoadFromFile(path, p)
-	if ptr == 0 {
-		return nil, fmt.Errorf("reference: llama_model_load_from_file(%q) failed%s", path, l.log.since(mark))
-	}
-	m := &Model{lib: l, path: path, ptr: ptr}
-	m.vocab = l.llamaModelGetVocab(ptr)
-	m.nVocab = int(l.llamaVocabNTokens(m.vocab))
-	if m.vocab == 0 || m.nVocab <= 0 {
-		l.llamaModelFree(ptr)
-		return nil, fmt.Errorf("reference: %q: no vocabulary (n_vocab %d)", path, m.nVocab)
-	}
-	return m, nil
-}
+func (l *Lib) LoadModel(path string) (*Model, error) { return l.loadModel(path, false) }
 
 // Close frees the model (llama_model_free). Closing twice is a no-op.
 func (m *Model) Close() {
