@@ -1,0 +1,210 @@
+package reference
+
+import (
+	"bufio"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+)
+
+// chatShimSource is a small C++ program that renders chat prompts with the reference's libllama-common the way
+// llama-server v0.5.0 does (see the comment at its top). It is bankml's code; it is compiled at test time against
+// headers from a clone of the reference's own source bundle, so its structs match the compiled library's.
+//
+//go:embed chatshim.cpp.in
+var chatShimSource string
+
+// ChatShim is a running chat-template oracle: the compiled shim, reading one JSON request per line and answering
+// one JSON object per line. Why a shim: llama-server's path (common_chat_templates_init and
+// common_chat_templates_apply in libllama-common.so) takes and returns C++ objects (std::string, std::vector,
+// common_json), which purego cannot build; node-llama-cpp's AddonJinjaRenderer reaches llama.cpp's Jinja engine
+// but none of the server's preparation of the messages. A ChatShim is safe for concurrent use (calls are
+// serialized).
+type ChatShim struct {
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	in   io.WriteCloser
+	out  *bufio.Reader
+	dir  string
+	errs *strings.Builder
+}
+
+// ChatAnswer is the shim's answer for one request. For a model request: Prompt and GenerationPrompt are
+// common_chat_params' prompt and generation_prompt, SupportsThinking is common_chat_templates_support_enable_thinking,
+// AddBOS is llama_vocab_get_add_bos, Source is common_chat_templates_source and Caps
+// common_chat_templates_get_caps. Error holds the text of an exception (a template that raised, a bad request).
+type ChatAnswer struct {
+	Prompt           string          `json:"prompt"`
+	GenerationPrompt string          `json:"generation_prompt"`
+	SupportsThinking bool            `json:"supports_thinking"`
+	AddBOS           bool            `json:"add_bos"`
+	Source           string          `json:"source"`
+	Caps             map[string]bool `json:"caps"`
+	Error            string          `json:"error"`
+}
+
+// BundlePath is the git bundle of llama.cpp's source that node-llama-cpp ships beside the reference
+// (node-llama-cpp/llama/gitRelease.bundle, the exact source of the compiled libraries).
+func BundlePath() (string, error) {
+	dir, err := Dir()
+	if err != nil {
+		return "", err
+	}
+	p := filepath.Join(dir, "..", "..", "..", "..", "node-llama-cpp", "llama", "gitRelease.bundle")
+	if !isFile(p) {
+		return "", fmt.Errorf("reference: no source bundle at %s: %w", p, ErrNotInstalled)
+	}
+	return filepath.Clean(p), nil
+}
+
+// StartChatShim builds and starts the shim: a sparse clone of the source bundle (common/, include/, ggml/include/,
+// vendor/) into a temporary folder, g++ -std=c++17 against libllama-common.so, libllama and libggml of [Dir], then
+// the program. It takes some 10 s. The error wraps [ErrNotInstalled] when the reference, git or g++ is missing.
+func StartChatShim(ctx context.Context) (*ChatShim, error) {
+	bins, err := Dir()
+	if err != nil {
+		return nil, err
+	}
+	bundle, err := BundlePath()
+	if err != nil {
+		return nil, err
+	}
+	for _, tool := range []string{"git", "g++"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return nil, fmt.Errorf("reference: chat shim needs %s: %v: %w", tool, err, ErrNotInstalled)
+		}
+	}
+	dir, err := os.MkdirTemp("", "bankml-chatshim-")
+	if err != nil {
+		return nil, fmt.Errorf("reference: %w", err)
+	}
+	fail := func(err error) (*ChatShim, error) {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	src := filepath.Join(dir, "src")
+	run := func(name string, args ...string) error {
+		cmd := exec.CommandContext(ctx, name, args...)
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("reference: %s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+		}
+		return nil
+	}
+	if err := run("git", "clone", "-q", "--no-checkout", "--depth", "1", bundle, src); err != nil {
+		return fail(err)
+	}
+	if err := run("git", "-C", src, "sparse-checkout", "set", "--no-cone", "/common/", "/include/", "/ggml/include/", "/vendor/"); err != nil {
+		return fail(err)
+	}
+	if err := run("git", "-C", src, "checkout", "-q"); err != nil {
+		return fail(err)
+	}
+	cpp := filepath.Join(dir, "chatshim.cpp")
+	if err := os.WriteFile(cpp, []byte(chatShimSource), 0o644); err != nil {
+		return fail(fmt.Errorf("reference: %w", err))
+	}
+	bin := filepath.Join(dir, "chatshim")
+	args := []string{"-std=c++17", "-O1", "-o", bin, cpp,
+		"-I" + filepath.Join(src, "common"), "-I" + filepath.Join(src, "include"),
+		"-I" + filepath.Join(src, "ggml", "include"), "-I" + filepath.Join(src, "vendor"),
+		"-L" + bins, "-l:libllama-common.so", "-l:" + libLlama, "-l:" + libGGML, "-l:" + libGGMLBase,
+		"-Wl,-rpath," + bins}
+	if err := run("g++", args...); err != nil {
+		return fail(err)
+	}
+	cmd := exec.Command(bin)
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return fail(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return fail(err)
+	}
+	errs := &strings.Builder{}
+	cmd.Stderr = errs
+	if err := cmd.Start(); err != nil {
+		return fail(fmt.Errorf("reference: starting the chat shim: %w", err))
+	}
+	return &ChatShim{cmd: cmd, in: in, out: bufio.NewReaderSize(out, 1<<20), dir: dir, errs: errs}, nil
+}
+
+// call sends one request and reads its answer.
+func (s *ChatShim) call(req any) (ChatAnswer, error) {
+	line, err := json.Marshal(req)
+	if err != nil {
+		return ChatAnswer{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, err := s.in.Write(append(line, '\n')); err != nil {
+		return ChatAnswer{}, fmt.Errorf("reference: chat shim: %w (stderr: %s)", err, s.errs.String())
+	}
+	resp, err := s.out.ReadBytes('\n')
+	if err != nil {
+		return ChatAnswer{}, fmt.Errorf("reference: chat shim: %w (stderr: %s)", err, s.errs.String())
+	}
+	var a ChatAnswer
+	if err := json.Unmarshal(resp, &a); err != nil {
+		return ChatAnswer{}, fmt.Errorf("reference: chat shim answer %q: %w", resp, err)
+	}
+	return a, nil
+}
+
+// Apply renders a request body (OpenAI-shaped JSON, as llama-server's /apply-template takes it) with the model's
+// template, as llama-server started with default options does; reasoning is llama-server's --reasoning (-1 auto,
+// 0 off, 1 on). A nil body only loads the model and reports its template facts.
+func (s *ChatShim) Apply(model string, body json.RawMessage, reasoning int) (ChatAnswer, error) {
+	req := map[string]any{"model": model, "reasoning": reasoning}
+	if body != nil {
+		req["body"] = body
+	}
+	return s.call(req)
+}
+
+// Render runs a template alone through common_chat_template_direct_apply (no llama-server preparation): the
+// variables messages, bos_token, eos_token, enable_thinking, tools when non-nil, add_generation_prompt when true,
+// and extra's keys.
+func (s *ChatShim) Render(template, bos, eos string, messages, tools json.RawMessage, addGen, enableThinking bool, extra map[string]any) (ChatAnswer, error) {
+	req := map[string]any{"template": template, "bos_token": bos, "eos_token": eos,
+		"add_generation_prompt": addGen, "enable_thinking": enableThinking}
+	if messages != nil {
+		req["messages"] = messages
+	}
+	if tools != nil {
+		req["tools"] = tools
+	}
+	if extra != nil {
+		req["extra"] = extra
+	}
+	return s.call(req)
+}
+
+// Close stops the shim and removes its folder.
+func (s *ChatShim) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.in.Close()
+	done := make(chan error, 1)
+	go func() { done <- s.cmd.Wait() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(5 * time.Second):
+		s.cmd.Process.Kill()
+		err = errors.Join(errors.New("reference: chat shim did not stop; killed"), <-done)
+	}
+	os.RemoveAll(s.dir)
+	return err
+}
