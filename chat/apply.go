@@ -83,12 +83,37 @@ type Result struct {
 // [ErrRequest] for bad messages, [ErrTemplate] when the template fails or raises (its message is kept) or is one
 // of the families llama.cpp renders through a specialized handler that bankml does not implement.
 func (t *Template) Apply(in Inputs) (Result, error) {
+	p, err := t.prepare(in)
+	if err != nil {
+		return Result{}, err
+	}
+	res, err := p.r.result(p.addGen, p.cont, &p.last)
+	if err != nil {
+		return Result{}, err
+	}
+	res.Segments, err = p.r.segments(res.Prompt, p.addGen, p.cont, &p.last)
+	if err != nil {
+		return Result{}, err
+	}
+	return res, nil
+}
+
+// prepared is a request made ready for rendering.
+type prepared struct {
+	r      *renderer
+	addGen bool
+	cont   Continuation
+	last   Message
+}
+
+// prepare does Apply's work up to the renders.
+func (t *Template) prepare(in Inputs) (*prepared, error) {
 	tmpl := t
 	if len(in.Tools) > 0 && t.toolUse != nil {
 		tmpl = t.toolUse
 	}
 	if fam := specializedFamily(tmpl.source); fam != "" {
-		return Result{}, fmt.Errorf("%w: llama.cpp renders %s templates through a specialized handler that bankml does not implement", ErrTemplate, fam)
+		return nil, fmt.Errorf("%w: llama.cpp renders %s templates through a specialized handler that bankml does not implement", ErrTemplate, fam)
 	}
 	now := in.Now
 	if now.IsZero() {
@@ -104,11 +129,11 @@ func (t *Template) Apply(in Inputs) (Result, error) {
 	}
 	messages, err := tmpl.messagesJSON(msgs)
 	if err != nil {
-		return Result{}, err
+		return nil, err
 	}
 	tools, err := toolsJSON(in.Tools)
 	if err != nil {
-		return Result{}, fmt.Errorf("%w: %v", ErrRequest, err)
+		return nil, fmt.Errorf("%w: %v", ErrRequest, err)
 	}
 	addGen := in.AddGenerationPrompt
 	cont := in.Continue
@@ -135,7 +160,7 @@ func (t *Template) Apply(in Inputs) (Result, error) {
 	}
 	if !tmpl.caps.SystemRole {
 		if err := mergeSystem(messages); err != nil {
-			return Result{}, err
+			return nil, err
 		}
 	}
 	if tmpl.caps.ToolCalls {
@@ -149,27 +174,19 @@ func (t *Template) Apply(in Inputs) (Result, error) {
 	}
 	if tmpl.caps.ObjectArguments {
 		if err := parseArguments(messages); err != nil {
-			return Result{}, err
+			return nil, err
 		}
 	}
 	extra := jobj().set("datetime", jstr(mustStrftime("%b %d %Y", now))).set("date_string", jstr(mustStrftime("%d %b %Y", now)))
 	for _, k := range sortedKeys(in.Kwargs) {
 		v, err := parseJSON([]byte(in.Kwargs[k]))
 		if err != nil {
-			return Result{}, fmt.Errorf("%w: chat_template_kwargs %q: %v", ErrRequest, k, err)
+			return nil, fmt.Errorf("%w: chat_template_kwargs %q: %v", ErrRequest, k, err)
 		}
 		extra.set(k, v)
 	}
-	r := renderer{t: tmpl, messages: messages, tools: tools, enableThinking: enableThinking, extra: extra, now: now}
-	res, err := r.result(addGen, cont, &last)
-	if err != nil {
-		return Result{}, err
-	}
-	res.Segments, err = r.segments(res.Prompt, addGen, cont, &last)
-	if err != nil {
-		return Result{}, err
-	}
-	return res, nil
+	r := &renderer{t: tmpl, messages: messages, tools: tools, enableThinking: enableThinking, extra: extra, now: now}
+	return &prepared{r: r, addGen: addGen, cont: cont, last: last}, nil
 }
 
 // renderer holds one Apply's prepared variables.
@@ -235,24 +252,7 @@ func (r *renderer) generationPrompt() (string, error) {
 // then the BOS and EOS texts removed where the tokenizer adds them.
 func (r *renderer) apply(messages *node, addGen bool) (string, error) {
 	v := r.t.vocab
-	ctx := jobj()
-	if pr, ok := r.extra.get("preserve_reasoning"); ok && pr.kind == jBool {
-		setPreserveReasoning(ctx, pr.b)
-	}
-	if re, ok := r.extra.get("reasoning_effort"); ok && re.kind == jString && re.s != "" {
-		ctx.set("reasoning_effort", jstr(re.s)).set("reasoning_strength", jstr(re.s))
-	}
-	ctx.set("messages", messages.clone()).set("bos_token", jstr(v.BOS)).set("eos_token", jstr(v.EOS)).
-		set("enable_thinking", jbool(r.enableThinking))
-	if r.tools != nil {
-		ctx.set("tools", r.tools.clone())
-	}
-	for i, k := range r.extra.keys {
-		ctx.set(k, r.extra.vals[i].clone())
-	}
-	if addGen {
-		ctx.set("add_generation_prompt", jbool(true))
-	}
+	ctx := r.context(messages, addGen)
 	if err := escapeSpaces(ctx); err != nil {
 		return "", err
 	}
@@ -274,6 +274,30 @@ func (r *renderer) apply(messages *node, addGen bool) (string, error) {
 		out = out[:len(out)-len(v.EOS)]
 	}
 	return out, nil
+}
+
+// context is the template's variables for one render, in the order direct_apply sets them.
+func (r *renderer) context(messages *node, addGen bool) *node {
+	v := r.t.vocab
+	ctx := jobj()
+	if pr, ok := r.extra.get("preserve_reasoning"); ok && pr.kind == jBool {
+		setPreserveReasoning(ctx, pr.b)
+	}
+	if re, ok := r.extra.get("reasoning_effort"); ok && re.kind == jString && re.s != "" {
+		ctx.set("reasoning_effort", jstr(re.s)).set("reasoning_strength", jstr(re.s))
+	}
+	ctx.set("messages", messages.clone()).set("bos_token", jstr(v.BOS)).set("eos_token", jstr(v.EOS)).
+		set("enable_thinking", jbool(r.enableThinking))
+	if r.tools != nil {
+		ctx.set("tools", r.tools.clone())
+	}
+	for i, k := range r.extra.keys {
+		ctx.set(k, r.extra.vals[i].clone())
+	}
+	if addGen {
+		ctx.set("add_generation_prompt", jbool(true))
+	}
+	return ctx
 }
 
 // messagesJSON is render_message_to_json: each message's JSON, then typed content joined into a string for a

@@ -477,3 +477,116 @@ func alternateRoles(msgs []any) []any {
 	}
 	return out
 }
+
+// TestSegmentsMatchReference checks the segments with llama.cpp's engine alone. For each conversation it renders
+// the request's variables twice through the reference's Jinja runtime: as they are, with input marking on
+// (common/jinja/README.md, "Input Marking": strings from the variables are marked as input and keep the mark
+// through string operations), and with every control-token text inside the variables replaced by filler bytes.
+// A control-token text of the prompt is template text when the second render has it at the same place (the
+// template wrote it without the request's help), else request text. bankml must keep exactly the request's ones
+// as text (non-special segments), and every marker llama.cpp marks as input must be among them. llama.cpp's
+// marking alone is not the oracle: its tojson returns a new, unmarked string, so markers inside serialized tool
+// arguments lose their input mark there (counted below). bos_token, eos_token, datetime and date_string count as
+// template text on both sides.
+func TestSegmentsMatchReference(t *testing.T) {
+	ref := oracle(t)
+	n := 160
+	if testing.Short() {
+		n = 20
+	}
+	unmarked := []string{"bos_token", "eos_token", "datetime", "date_string"}
+	for _, spec := range fixtureSpecs {
+		f := loadFixtures(t)[spec.name]
+		t.Run(f.name, func(t *testing.T) {
+			r := rand.New(rand.NewPCG(uint64(len(f.name)), 0x5e9))
+			control := f.tmpl.Vocab().Control
+			seen, fromRequest, markLost, checked := 0, 0, 0, 0
+			for i := range n {
+				body := genConversation(r, f.gen, i)
+				in, err := chat.ParseRequest(body)
+				if err != nil {
+					continue
+				}
+				res, err := f.tmpl.Apply(in)
+				if err != nil {
+					continue
+				}
+				ctx, defanged, continued, err := chat.PreparedContext(f.tmpl, in)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if continued {
+					continue // the continued message is appended by bankml, not rendered by the template
+				}
+				full, mask := markedRender(t, ref, f.tmpl, ctx, unmarked)
+				if full != res.Prompt {
+					t.Fatalf("case %d: the marked render differs from the prompt\nref  %q\nbank %q", i, full, res.Prompt)
+				}
+				plain, _ := markedRender(t, ref, f.tmpl, defanged, unmarked)
+				if len(plain) != len(full) {
+					t.Fatalf("case %d: the render without marker texts in the request has another length", i)
+				}
+				checked++
+				special := make([]bool, 0, len(res.Prompt))
+				for _, s := range res.Segments {
+					for range len(s.Text) {
+						special = append(special, s.Special)
+					}
+				}
+				for _, c := range control {
+					for off := 0; ; {
+						k := strings.Index(full[off:], c)
+						if k < 0 {
+							break
+						}
+						at := off + k
+						off = at + len(c)
+						seen++
+						input, asText := true, true
+						for b := at; b < at+len(c); b++ {
+							input = input && mask[b]
+							asText = asText && !special[b]
+						}
+						written := plain[at:at+len(c)] == c
+						if !written {
+							fromRequest++
+							if !input {
+								markLost++
+							}
+						}
+						if asText == written || (input && !asText) {
+							t.Errorf("case %d: %q at byte %d: template-written %v, llama.cpp input mark %v, bankml keeps it as text %v\nprompt %q", i, c, at, written, input, asText, full)
+						}
+					}
+				}
+			}
+			t.Logf("%s: %d of %d control-token texts in %d prompts attributed as llama.cpp's engine attributes them (%d written by the request, %d of those unmarked by llama.cpp's tojson)", f.name, seen, seen, checked, fromRequest, markLost)
+		})
+	}
+}
+
+// markedRender renders a template's variables through the reference's Jinja runtime with input marking, less the
+// leading BOS text where the tokenizer adds BOS, and returns the text and a per-byte input mask.
+func markedRender(t *testing.T, ref *reference.ChatShim, tmpl *chat.Template, ctx string, unmarked []string) (string, []bool) {
+	t.Helper()
+	a, err := ref.RenderMarked(tmpl.Source(), json.RawMessage(ctx), unmarked)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Error != "" {
+		t.Fatalf("reference: %s", a.Error)
+	}
+	var text strings.Builder
+	var mask []bool
+	for _, p := range a.Parts {
+		text.WriteString(p.Text)
+		for range len(p.Text) {
+			mask = append(mask, p.Input)
+		}
+	}
+	full := text.String()
+	if v := tmpl.Vocab(); v.AddBOS && strings.HasPrefix(full, v.BOS) {
+		full, mask = full[len(v.BOS):], mask[len(v.BOS):]
+	}
+	return full, mask
+}

@@ -50,6 +50,25 @@ type ChatAnswer struct {
 	Source           string          `json:"source"`
 	Caps             map[string]bool `json:"caps"`
 	Error            string          `json:"error"`
+	Parts            []ChatPart      `json:"parts"`
+}
+
+// ChatPart is one piece of a marked render: text that came from the variables (Input) or from the template.
+type ChatPart struct {
+	Input bool
+	Text  string
+}
+
+// UnmarshalJSON reads the shim's [is_input, text] pair.
+func (p *ChatPart) UnmarshalJSON(b []byte) error {
+	var raw []json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil || len(raw) != 2 {
+		return fmt.Errorf("reference: chat part %s: want [bool, string]", b)
+	}
+	if err := json.Unmarshal(raw[0], &p.Input); err != nil {
+		return err
+	}
+	return json.Unmarshal(raw[1], &p.Text)
 }
 
 // BundlePath is the git bundle of llama.cpp's source that node-llama-cpp ships beside the reference
@@ -189,6 +208,13 @@ func (s *ChatShim) Render(template, bos, eos string, messages, tools json.RawMes
 		req["extra"] = extra
 	}
 	return s.call(req)
+}
+
+// RenderMarked runs a template on the variables of ctx (a JSON object) with llama.cpp's input marking
+// (common/jinja/README.md, "Input Marking"): every string of ctx is marked as input except the variables named in
+// unmarked, which count as template text; the answer's Parts hold the output with its origin.
+func (s *ChatShim) RenderMarked(template string, ctx json.RawMessage, unmarked []string) (ChatAnswer, error) {
+	return s.call(map[string]any{"marked": template, "context": ctx, "unmarked": unmarked})
 }
 
 // Close stops the shim and removes its folder.
