@@ -80,12 +80,13 @@ func toValue(n *node) jinja.Value {
 }
 
 // engineOverrides are the globals and filters whose llama.cpp behaviour (common/jinja/value.cpp) differs from the
-// Go engine's. The Go engine looks filters up as "__filter_NAME" in the variable scope, so a variable of that name
-// replaces its built-in filter for one render.
+// Go engine's. Globals are variables, and a variable shadows the Go engine's global of that name. The Go engine
+// looks filters up among its built-ins first, so normalizeSource renames the filters used in a template
+// (renamedFilters) to names it has no built-in for, which it then finds among the variables.
 func engineOverrides(now time.Time) map[string]jinja.Value {
 	return map[string]jinja.Value{
-		"__filter_tojson": jinja.NewCallable("tojson", filterToJSON),
-		"__filter_trim":   jinja.NewCallable("trim", filterTrim),
+		"bankml_tojson": jinja.NewCallable("tojson", filterToJSON),
+		"bankml_trim":   jinja.NewCallable("trim", filterTrim),
 		"raise_exception": jinja.NewCallable("raise_exception", func(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
 			if len(args) != 1 || !args[0].IsString() {
 				return jinja.Undefined(), errors.New("raise_exception: expects one string argument")

@@ -1,6 +1,9 @@
 package chat
 
-import "strings"
+import (
+	"strings"
+	"time"
+)
 
 // PreparedContext returns the variables of a request's main render as JSON (the messages, tools and options as
 // Apply gives them to the template), the same with every control-token text inside them replaced by as many DEL
@@ -30,4 +33,21 @@ func PreparedContext(t *Template, in Inputs) (ctx, defanged string, continued bo
 	}
 	defanged, err = d.dumpString()
 	return ctx, defanged, p.cont != ContinueNone, err
+}
+
+// Render compiles a template and runs it on the variables of ctx (a JSON object), as Apply's renders do.
+func Render(src, ctx string) (string, error) {
+	p, err := compile(src)
+	if err != nil {
+		return "", err
+	}
+	n, err := parseJSON([]byte(ctx))
+	if err != nil {
+		return "", err
+	}
+	if err := escapeSpaces(n); err != nil {
+		return "", err
+	}
+	out, err := p.render(n, time.Now())
+	return unescapeSpaces(out), err
 }

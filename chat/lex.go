@@ -114,6 +114,9 @@ func isSpace(c byte) bool {
 	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'
 }
 
+// renamedFilters maps the filters bankml supplies to the variable names they are given under (engineOverrides).
+var renamedFilters = map[string]string{"tojson": "bankml_tojson", "trim": "bankml_trim"}
+
 // scanTag copies the tag that starts at src[pos] ("{{" or "{%") up to and including its closer, re-encoding its
 // string literals; inside an expression, "}}" closes only outside braces (llama.cpp's curly_bracket_depth).
 func scanTag(src string, pos int, closer string) (string, int, error) {
@@ -136,6 +139,27 @@ func scanTag(src string, pos int, closer string) (string, int, error) {
 			b.WriteString(lit)
 			i = next
 			continue
+		case c == '|':
+			// A filter: llama.cpp's own tojson and trim replace the Go engine's, which looks filters up among its
+			// built-ins before the variables; renamed, they resolve to the variables of engineOverrides.
+			b.WriteByte(c)
+			i++
+			j := i
+			for j < len(src) && isSpace(src[j]) {
+				j++
+			}
+			k := j
+			for k < len(src) && (src[k] == '_' || src[k] >= 'a' && src[k] <= 'z' || src[k] >= 'A' && src[k] <= 'Z' || src[k] >= '0' && src[k] <= '9') {
+				k++
+			}
+			if name, ok := renamedFilters[src[j:k]]; ok {
+				b.WriteString(src[i:j])
+				b.WriteString(name)
+				i = k
+			}
+			continue
+		case c == '/' && i+1 < len(src) && src[i+1] == '/':
+			return "", 0, fmt.Errorf("unexpected token / at byte %d (llama.cpp's engine has no // operator)", i)
 		case closer == "}}" && c == '{':
 			depth++
 		case closer == "}}" && c == '}' && depth > 0:

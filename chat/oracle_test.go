@@ -215,8 +215,10 @@ func TestPromptsMatchReference(t *testing.T) {
 		t.Run(f.name, func(t *testing.T) {
 			r := rand.New(rand.NewPCG(uint64(len(f.name)), 0xc4a7))
 			same, refused, fails := 0, 0, 0
+			cover := map[string]int{}
 			for i := range n {
 				body := genConversation(r, f.gen, i)
+				tally(cover, body)
 				a, err := ref.Apply(f.path, body, -1)
 				if err != nil {
 					t.Fatal(err)
@@ -248,6 +250,22 @@ func TestPromptsMatchReference(t *testing.T) {
 				}
 			}
 			t.Logf("%s: %d of %d prompts byte-identical to the reference (%d of them refused by both)", f.name, same, n, refused)
+			t.Logf("%s: conversations with %v", f.name, cover)
+			want := []string{"system first", "system later", "no system", "continued final message", "markers in content", "no generation prompt", "unicode"}
+			if f.gen.reasoning {
+				want = append(want, "reasoning_content", "empty reasoning_content", "<think> in content", "thinking off", "thinking on")
+			}
+			if f.gen.tools {
+				want = append(want, "tools", "tool calls", "run of tool results", "tool-response-like user message")
+			}
+			if f.gen.typed {
+				want = append(want, "typed content")
+			}
+			for _, k := range want {
+				if cover[k] == 0 {
+					t.Errorf("no conversation with %s", k)
+				}
+			}
 		})
 	}
 }
@@ -589,4 +607,59 @@ func markedRender(t *testing.T, ref *reference.ChatShim, tmpl *chat.Template, ct
 		full, mask = full[len(v.BOS):], mask[len(v.BOS):]
 	}
 	return full, mask
+}
+
+// tally counts the features of one request body.
+func tally(cover map[string]int, body []byte) {
+	var req struct {
+		Messages []struct {
+			Role             string          `json:"role"`
+			Content          json.RawMessage `json:"content"`
+			ReasoningContent *string         `json:"reasoning_content"`
+			ToolCalls        []any           `json:"tool_calls"`
+		} `json:"messages"`
+		Tools     []any          `json:"tools"`
+		AddGen    *bool          `json:"add_generation_prompt"`
+		Kwargs    map[string]any `json:"chat_template_kwargs"`
+		Reasoning string         `json:"reasoning_effort"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		panic(err)
+	}
+	add := func(k string, ok bool) {
+		if ok {
+			cover[k]++
+		}
+	}
+	ms := req.Messages
+	add("no system", len(ms) > 0 && ms[0].Role != "system")
+	add("system first", len(ms) > 0 && ms[0].Role == "system")
+	later, run, tr, think, typed, markers, rc, erc, calls := false, false, false, false, false, false, false, false, false
+	for i, m := range ms {
+		later = later || (i > 0 && m.Role == "system")
+		run = run || (i > 0 && m.Role == "tool" && ms[i-1].Role == "tool")
+		c := string(m.Content)
+		tr = tr || (m.Role == "user" && strings.Contains(c, `"\u003ctool_response\u003e`))
+		think = think || (m.Role == "assistant" && strings.Contains(c, `\u003cthink\u003e`))
+		typed = typed || strings.HasPrefix(c, "[")
+		markers = markers || strings.Contains(c, `\u003c|`) || strings.Contains(c, `\u003cs\u003e`)
+		rc = rc || (m.ReasoningContent != nil && *m.ReasoningContent != "")
+		erc = erc || (m.ReasoningContent != nil && *m.ReasoningContent == "")
+		calls = calls || len(m.ToolCalls) > 0
+	}
+	add("system later", later)
+	add("run of tool results", run)
+	add("tool-response-like user message", tr)
+	add("<think> in content", think)
+	add("typed content", typed)
+	add("markers in content", markers)
+	add("reasoning_content", rc)
+	add("empty reasoning_content", erc)
+	add("tool calls", calls)
+	add("tools", len(req.Tools) > 0)
+	add("continued final message", len(ms) > 0 && ms[len(ms)-1].Role == "assistant")
+	add("no generation prompt", req.AddGen != nil && !*req.AddGen)
+	add("thinking off", req.Kwargs["enable_thinking"] == false || req.Reasoning == "none")
+	add("thinking on", req.Kwargs["enable_thinking"] == true)
+	add("unicode", strings.ContainsFunc(string(body), func(r rune) bool { return r > 0x7f }))
 }
