@@ -46,6 +46,8 @@ type cli struct {
 	Inspect     inspectCmd       `cmd:"" help:"Show a GGUF file's metadata and tensors."`
 	Synth       synthCmd         `cmd:"" help:"Write a deterministic synthetic GGUF model."`
 	Bench       benchCmd         `cmd:"" help:"Measure bankml against the reference in one process (bench kernels)."`
+
+	ChatTemplate chatTemplateCmd `cmd:"" name:"chat-template" help:"Render a conversation (JSON on standard input) with the model's chat template, as llama-server does."`
 }
 
 type versionCmd struct{}
