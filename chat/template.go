@@ -359,8 +359,8 @@ func detectCaps(t *Template) Caps {
 	objArgs := jobj().set("arg", jstr(probeArgValue))
 	if out, ok := t.probe(convo(call(probeToolCall, objArgs)), toolDefs, nil); ok {
 		c.Tools = strings.Contains(out, probeToolDef)
-		c.ToolCalls = strings.Contains(out, probeToolCall)
-		c.ObjectArguments = c.ToolCalls && strings.Contains(out, probeArgValue)
+		c.ObjectArguments = strings.Contains(out, probeArgValue)
+		c.ToolCalls = c.ObjectArguments || strings.Contains(out, probeToolCall) || strings.Contains(out, "call00001")
 	}
 	if !c.ObjectArguments {
 		out, ok := t.probe(convo(call(probeToolCall, jstr(`{"arg": "`+probeArgValue+`"}`))), toolDefs, nil)
@@ -368,7 +368,7 @@ func detectCaps(t *Template) Caps {
 			c.Tools, c.ToolCalls = false, false
 		} else {
 			c.Tools = strings.Contains(out, probeToolDef)
-			c.ToolCalls = strings.Contains(out, probeToolCall)
+			c.ToolCalls = strings.Contains(out, probeToolCall) || strings.Contains(out, probeArgValue) || strings.Contains(out, "call00001")
 		}
 	}
 	var args *node = jstr(`{"arg": "value"}`)
