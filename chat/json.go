@@ -215,33 +215,7 @@ func (n *node) dump(b *strings.Builder) error {
 		if !utf8.ValidString(n.s) {
 			return fmt.Errorf("invalid UTF-8 in string %q", n.s)
 		}
-		b.WriteByte('"')
-		for i := 0; i < len(n.s); i++ {
-			c := n.s[i]
-			switch c {
-			case '"':
-				b.WriteString(`\"`)
-			case '\\':
-				b.WriteString(`\\`)
-			case '\b':
-				b.WriteString(`\b`)
-			case '\f':
-				b.WriteString(`\f`)
-			case '\n':
-				b.WriteString(`\n`)
-			case '\r':
-				b.WriteString(`\r`)
-			case '\t':
-				b.WriteString(`\t`)
-			default:
-				if c < 0x20 {
-					fmt.Fprintf(b, `\u%04x`, c)
-				} else {
-					b.WriteByte(c)
-				}
-			}
-		}
-		b.WriteByte('"')
+		writeJSONString(b, n.s) // nlohmann escapes as llama.cpp's value_to_json does
 	case jArray:
 		b.WriteByte('[')
 		for i, it := range n.items {
