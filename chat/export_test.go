@@ -37,7 +37,7 @@ func PreparedContext(t *Template, in Inputs) (ctx, defanged string, continued bo
 
 // Render compiles a template and runs it on the variables of ctx (a JSON object), as Apply's renders do.
 func Render(src, ctx string) (string, error) {
-	p, err := compile(src)
+	p, err := compile(lexSource(src))
 	if err != nil {
 		return "", err
 	}

@@ -5,6 +5,17 @@ import (
 	"strings"
 )
 
+// lexSource is the text llama.cpp's lexer works on, and the one common_chat_template keeps as its source: CR LF
+// and lone CR become LF, and one trailing newline is dropped.
+func lexSource(source string) string {
+	src := strings.ReplaceAll(source, "\r\n", "\n")
+	src = strings.ReplaceAll(src, "\r", "\n")
+	if strings.HasSuffix(source, "\n") {
+		src = src[:len(src)-1]
+	}
+	return src
+}
+
 // normalizeSource rewrites a template's source so that github.com/ardanlabs/jinja sees exactly the text and string
 // literals that llama.cpp's lexer (common/jinja/lexer.cpp, lexer::tokenize) produces, whitespace control included.
 // The two engines differ there: llama.cpp normalizes CR LF and CR to LF, drops one trailing newline of the source,
@@ -15,15 +26,9 @@ import (
 // it and emitted as a string-literal expression, comments are dropped, and every string literal inside a tag is
 // re-encoded with the escapes both engines read alike. What is left for the Go engine to parse has no raw text,
 // hence nothing its own whitespace rules could change.
-func normalizeSource(source string) (string, error) {
-	if source == "" {
-		return "", nil
-	}
-	src := strings.ReplaceAll(source, "\r\n", "\n")
-	src = strings.ReplaceAll(src, "\r", "\n")
-	if strings.HasSuffix(source, "\n") {
-		src = src[:len(src)-1]
-	}
+//
+// The source must have been through lexSource already.
+func normalizeSource(src string) (string, error) {
 	var out strings.Builder
 	pos := 0
 	isTagStart := func(p int) bool {

@@ -83,15 +83,17 @@ var fixtureSpecs = []struct {
 	{name: "llama2", template: "llama2.jinja", bos: "<s>", eos: "</s>", addBOS: true, gen: genOptions{alternate: true}},
 	{name: "llama3", template: "llama3.jinja", bos: "<|begin_of_text|>", eos: "<|eot_id|>", addBOS: true, gen: genOptions{typed: true}},
 	{name: "builtin-chatml", template: "", bos: "<s>", eos: "</s>", addBOS: true, gen: genOptions{}},
+	{name: "llama3.1", template: "bundle:models/templates/meta-llama-Llama-3.1-8B-Instruct.jinja", bos: "<|begin_of_text|>", eos: "<|eot_id|>", addBOS: true, gen: genOptions{tools: true, typed: true}},
 }
 
 // markers are control tokens added to every synthetic vocabulary, so that their texts inside messages exercise
 // the segments.
-var markers = []string{"<s>", "</s>", "<|begin_of_text|>", "<|eot_id|>", "<|start_header_id|>", "<|end_header_id|>"}
+var markers = []string{"<s>", "</s>", "<|begin_of_text|>", "<|eot_id|>", "<|start_header_id|>", "<|end_header_id|>", "<|eom_id|>", "<|python_tag|>"}
 
 func loadFixtures(t *testing.T) map[string]*fixture {
 	t.Helper()
 	models := testdata.ModelsDir(t)
+	ref := oracle(t)
 	fixturesOnce.Do(func() {
 		tmpRoot, fixturesErr = os.MkdirTemp("", "bankml-chat-")
 		if fixturesErr != nil {
@@ -99,7 +101,7 @@ func loadFixtures(t *testing.T) map[string]*fixture {
 		}
 		fixtures = map[string]*fixture{}
 		for _, spec := range fixtureSpecs {
-			f, err := makeFixture(models, spec.name, spec.template, spec.bos, spec.eos, spec.addBOS)
+			f, err := makeFixture(ref, models, spec.name, spec.template, spec.bos, spec.eos, spec.addBOS)
 			if err != nil {
 				fixturesErr = fmt.Errorf("%s: %w", spec.name, err)
 				return
@@ -114,7 +116,7 @@ func loadFixtures(t *testing.T) map[string]*fixture {
 	return fixtures
 }
 
-func makeFixture(models, name, template, bos, eos string, addBOS bool) (*fixture, error) {
+func makeFixture(ref *reference.ChatShim, models, name, template, bos, eos string, addBOS bool) (*fixture, error) {
 	var v *synth.Vocab
 	var err error
 	if template == "qwen3" {
@@ -126,7 +128,14 @@ func makeFixture(models, name, template, bos, eos string, addBOS bool) (*fixture
 			return nil, err
 		}
 		v.ChatTemplate = ""
-		if template != "" {
+		switch {
+		case strings.HasPrefix(template, "bundle:"):
+			b, err := ref.BundleFile(strings.TrimPrefix(template, "bundle:"))
+			if err != nil {
+				return nil, err
+			}
+			v.ChatTemplate = string(b)
+		case template != "":
 			b, err := os.ReadFile(filepath.Join("testdata", template))
 			if err != nil {
 				return nil, err
@@ -230,6 +239,12 @@ func TestPromptsMatchReference(t *testing.T) {
 				}
 				switch {
 				case a.Error != "" && perr != nil:
+					// A template's own exception must be the same one on both sides.
+					if _, msg, ok := strings.Cut(a.Error, "Jinja Exception: "); ok && !strings.Contains(perr.Error(), "Jinja Exception: "+msg) {
+						fails++
+						t.Errorf("case %d: the reference raised %q, bankml failed with %v", i, msg, perr)
+						break
+					}
 					same++
 					refused++
 				case a.Error != "":
@@ -249,7 +264,7 @@ func TestPromptsMatchReference(t *testing.T) {
 					t.Fatal("too many differences")
 				}
 			}
-			t.Logf("%s: %d of %d prompts byte-identical to the reference (%d of them refused by both)", f.name, same, n, refused)
+			t.Logf("%s: %d of %d requests rendered as the reference renders them: %d prompts byte-identical, %d refused by both (the same template exception)", f.name, same, n, same-refused, refused)
 			t.Logf("%s: conversations with %v", f.name, cover)
 			want := []string{"system first", "system later", "no system", "continued final message", "markers in content", "no generation prompt", "unicode"}
 			if f.gen.reasoning {

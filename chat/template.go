@@ -82,7 +82,8 @@ type Template struct {
 }
 
 // Source is the template text bankml renders (llama.cpp's common_chat_templates_source): the model's text with
-// llama.cpp's two source patches applied, or [ChatMLSource].
+// llama.cpp's two source patches applied, or [ChatMLSource], as its lexer keeps it (line ends normalized to LF,
+// one trailing newline dropped).
 func (t *Template) Source() string { return t.source }
 
 // Builtin reports whether the model had no template and llama.cpp's ChatML stands in.
@@ -111,7 +112,7 @@ func New(source string, v Vocab) (*Template, error) {
 	if builtin {
 		source = ChatMLSource
 	}
-	source = patchSource(source)
+	source = lexSource(patchSource(source))
 	prog, err := compile(source)
 	if err != nil {
 		return nil, fmt.Errorf("%w: cannot parse the chat template: %v", ErrTemplate, err)

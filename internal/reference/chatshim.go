@@ -86,7 +86,7 @@ func BundlePath() (string, error) {
 }
 
 // StartChatShim builds and starts the shim: a sparse clone of the source bundle (common/, include/, ggml/include/,
-// vendor/) into a temporary folder, g++ -std=c++17 against libllama-common.so, libllama and libggml of [Dir], then
+// vendor/, models/templates/) into a temporary folder, g++ -std=c++17 against libllama-common.so, libllama and libggml of [Dir], then
 // the program. It takes some 10 s. The error wraps [ErrNotInstalled] when the reference, git or g++ is missing.
 func StartChatShim(ctx context.Context) (*ChatShim, error) {
 	bins, err := Dir()
@@ -123,7 +123,7 @@ func StartChatShim(ctx context.Context) (*ChatShim, error) {
 	if err := run("git", "clone", "-q", "--no-checkout", "--depth", "1", bundle, src); err != nil {
 		return fail(err)
 	}
-	if err := run("git", "-C", src, "sparse-checkout", "set", "--no-cone", "/common/", "/include/", "/ggml/include/", "/vendor/"); err != nil {
+	if err := run("git", "-C", src, "sparse-checkout", "set", "--no-cone", "/common/", "/include/", "/ggml/include/", "/vendor/", "/models/templates/"); err != nil {
 		return fail(err)
 	}
 	if err := run("git", "-C", src, "checkout", "-q"); err != nil {
@@ -215,6 +215,16 @@ func (s *ChatShim) Render(template, bos, eos string, messages, tools json.RawMes
 // unmarked, which count as template text; the answer's Parts hold the output with its origin.
 func (s *ChatShim) RenderMarked(template string, ctx json.RawMessage, unmarked []string) (ChatAnswer, error) {
 	return s.call(map[string]any{"marked": template, "context": ctx, "unmarked": unmarked})
+}
+
+// BundleFile reads a file of the reference's source from the shim's clone (models/templates/*.jinja: the chat
+// templates llama.cpp tests with).
+func (s *ChatShim) BundleFile(rel string) ([]byte, error) {
+	b, err := os.ReadFile(filepath.Join(s.dir, "src", filepath.FromSlash(rel)))
+	if err != nil {
+		return nil, fmt.Errorf("reference: %w", err)
+	}
+	return b, nil
 }
 
 // Close stops the shim and removes its folder.
