@@ -212,7 +212,7 @@ func (r *renderer) result(addGen bool, cont Continuation, last *Message) (Result
 		return Result{}, err
 	}
 	if cont != ContinueNone && !last.empty() {
-		start, end := r.t.caps.thinkStart, r.t.caps.thinkE
+		start, end := r.t.caps.thinkStart, r.t.caps.thinkEnd
 		if start != "" {
 			if i := strings.Index(gp, start); i >= 0 {
 				gp = gp[:i]

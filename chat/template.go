@@ -40,16 +40,16 @@ type Vocab struct {
 // reads them as objects. llama.cpp finds them by tracking which values a probe render touches; bankml runs the
 // same probes and looks at the output instead (see detectCaps), which agrees on the oracle's templates.
 type Caps struct {
-	StringContent      bool
-	TypedContent       bool
-	Tools              bool
-	ToolCalls          bool
-	ParallelToolCalls  bool
-	SystemRole         bool
-	PreserveReasoning  bool
-	ReasoningEffort    bool
-	ObjectArguments    bool
-	thinkStart, thinkE string // reasoning markers found by detectReasoning (not a llama.cpp capability)
+	StringContent        bool
+	TypedContent         bool
+	Tools                bool
+	ToolCalls            bool
+	ParallelToolCalls    bool
+	SystemRole           bool
+	PreserveReasoning    bool
+	ReasoningEffort      bool
+	ObjectArguments      bool
+	thinkStart, thinkEnd string // reasoning markers found by detectReasoning (not a llama.cpp capability)
 }
 
 // Map gives the capabilities under llama.cpp's names (common_chat_templates_get_caps, llama-server's /props).
@@ -70,13 +70,12 @@ func (c Caps) Map() map[string]bool {
 // Template is a model's chat template, compiled, with its vocabulary facts and capabilities. It is immutable and
 // safe for concurrent use.
 type Template struct {
-	source   string
-	prog     *program
-	caps     Caps
-	vocab    Vocab
-	builtin  bool      // no template in the model: ChatMLSource
-	toolUse  *Template // tokenizer.chat_template.tool_use, used when a request has tools
-	explicit bool
+	source  string
+	prog    *program
+	caps    Caps
+	vocab   Vocab
+	builtin bool      // no template in the model: ChatMLSource
+	toolUse *Template // tokenizer.chat_template.tool_use, used when a request has tools
 	// sideStrip: the template calls lstrip() or rstrip() without arguments (see engineGaps)
 	sideStrip bool
 }
@@ -97,11 +96,11 @@ func (t *Template) Vocab() Vocab { return t.vocab }
 
 // SupportsThinking reports whether the template shows reasoning between markers (llama.cpp's supports_thinking,
 // whose value llama-server takes as the default of enable_thinking).
-func (t *Template) SupportsThinking() bool { return t.caps.thinkStart != "" || t.caps.thinkE != "" }
+func (t *Template) SupportsThinking() bool { return t.caps.thinkStart != "" || t.caps.thinkEnd != "" }
 
 // ThinkingMarkers are the texts the template puts before and after reasoning_content in an assistant turn (for
 // Qwen3 "<think>\n" and "\n</think>\n\n"), both "" when it shows none.
-func (t *Template) ThinkingMarkers() (start, end string) { return t.caps.thinkStart, t.caps.thinkE }
+func (t *Template) ThinkingMarkers() (start, end string) { return t.caps.thinkStart, t.caps.thinkEnd }
 
 // New compiles a template text for a vocabulary. An empty source or "chatml" gives [ChatMLSource] (as
 // common_chat_templates_init does). llama.cpp's two literal patches of known failing templates (GPT-OSS's
@@ -121,7 +120,7 @@ func New(source string, v Vocab) (*Template, error) {
 	if refuse != "" {
 		return nil, fmt.Errorf("%w: the template uses %s, which bankml's engine does not run as llama.cpp does", ErrTemplate, refuse)
 	}
-	t := &Template{source: source, prog: prog, vocab: v, builtin: builtin, explicit: !builtin, sideStrip: sideStrip}
+	t := &Template{source: source, prog: prog, vocab: v, builtin: builtin, sideStrip: sideStrip}
 	t.caps = detectCaps(t)
 	return t, nil
 }
@@ -165,7 +164,6 @@ func FromGGUF(f *gguf.File) (*Template, error) {
 	if err != nil {
 		return nil, err
 	}
-	t.explicit = src != "" || toolSrc != ""
 	if toolSrc != "" {
 		// llama.cpp ignores a tool-use template that does not parse (it logs the error).
 		if tu, err := New(toolSrc, v); err == nil {
@@ -392,7 +390,7 @@ func detectCaps(t *Template) Caps {
 		c.PreserveReasoning = true
 	}
 	c.ReasoningEffort = strings.Contains(t.source, "reasoning_effort") || strings.Contains(t.source, "reasoning_strength")
-	c.thinkStart, c.thinkE = detectReasoning(t)
+	c.thinkStart, c.thinkEnd = detectReasoning(t)
 	return c
 }
 

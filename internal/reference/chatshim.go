@@ -3,7 +3,9 @@ package reference
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
 	_ "embed"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -85,9 +87,10 @@ func BundlePath() (string, error) {
 	return filepath.Clean(p), nil
 }
 
-// StartChatShim builds and starts the shim: a sparse clone of the source bundle (common/, include/, ggml/include/,
-// vendor/, models/templates/) into a temporary folder, g++ -std=c++17 against libllama-common.so, libllama and libggml of [Dir], then
-// the program. It takes some 10 s. The error wraps [ErrNotInstalled] when the reference, git or g++ is missing.
+// StartChatShim builds the shim unless a build of the same source for the same reference is in the cache folder
+// ($TMPDIR/bankml-chatshim-HASH): a sparse clone of the source bundle (common/, include/, ggml/include/, vendor/,
+// models/templates/), g++ -std=c++17 against libllama-common.so, libllama and libggml of [Dir] (some 10 s); then
+// it starts the program. The error wraps [ErrNotInstalled] when the reference, git or g++ is missing.
 func StartChatShim(ctx context.Context) (*ChatShim, error) {
 	bins, err := Dir()
 	if err != nil {
@@ -102,14 +105,45 @@ func StartChatShim(ctx context.Context) (*ChatShim, error) {
 			return nil, fmt.Errorf("reference: chat shim needs %s: %v: %w", tool, err, ErrNotInstalled)
 		}
 	}
-	dir, err := os.MkdirTemp("", "bankml-chatshim-")
+	// The built shim is kept in a cache folder named by a hash of its source, the libraries' folder and the
+	// bundle's identity, so that test binaries of several packages (and later runs) build it once.
+	st, err := os.Stat(bundle)
 	if err != nil {
 		return nil, fmt.Errorf("reference: %w", err)
 	}
-	fail := func(err error) (*ChatShim, error) {
-		os.RemoveAll(dir)
-		return nil, err
+	key := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%s\x00%s\x00%d\x00%d", chatShimSource, bins, bundle, st.Size(), st.ModTime().UnixNano())))
+	cache := filepath.Join(os.TempDir(), "bankml-chatshim-"+hex.EncodeToString(key[:8]))
+	bin := filepath.Join(cache, "chatshim")
+	if !isFile(bin) {
+		if err := buildChatShim(ctx, bundle, bins, cache); err != nil {
+			return nil, err
+		}
 	}
+	cmd := exec.Command(bin)
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, fmt.Errorf("reference: %w", err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, fmt.Errorf("reference: %w", err)
+	}
+	errs := &strings.Builder{}
+	cmd.Stderr = errs
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("reference: starting the chat shim: %w", err)
+	}
+	return &ChatShim{cmd: cmd, in: in, out: bufio.NewReaderSize(out, 1<<20), dir: cache, errs: errs}, nil
+}
+
+// buildChatShim clones the bundle's headers and compiles the shim into a fresh folder, then renames that folder
+// to cache (a concurrent build that got there first wins; its result is the same).
+func buildChatShim(ctx context.Context, bundle, bins, cache string) error {
+	dir, err := os.MkdirTemp(filepath.Dir(cache), filepath.Base(cache)+".tmp-")
+	if err != nil {
+		return fmt.Errorf("reference: %w", err)
+	}
+	defer os.RemoveAll(dir)
 	src := filepath.Join(dir, "src")
 	run := func(name string, args ...string) error {
 		cmd := exec.CommandContext(ctx, name, args...)
@@ -121,42 +155,30 @@ func StartChatShim(ctx context.Context) (*ChatShim, error) {
 		return nil
 	}
 	if err := run("git", "clone", "-q", "--no-checkout", "--depth", "1", bundle, src); err != nil {
-		return fail(err)
+		return err
 	}
 	if err := run("git", "-C", src, "sparse-checkout", "set", "--no-cone", "/common/", "/include/", "/ggml/include/", "/vendor/", "/models/templates/"); err != nil {
-		return fail(err)
+		return err
 	}
 	if err := run("git", "-C", src, "checkout", "-q"); err != nil {
-		return fail(err)
+		return err
 	}
 	cpp := filepath.Join(dir, "chatshim.cpp")
 	if err := os.WriteFile(cpp, []byte(chatShimSource), 0o644); err != nil {
-		return fail(fmt.Errorf("reference: %w", err))
+		return fmt.Errorf("reference: %w", err)
 	}
-	bin := filepath.Join(dir, "chatshim")
-	args := []string{"-std=c++17", "-O1", "-o", bin, cpp,
+	args := []string{"-std=c++17", "-O1", "-o", filepath.Join(dir, "chatshim"), cpp,
 		"-I" + filepath.Join(src, "common"), "-I" + filepath.Join(src, "include"),
 		"-I" + filepath.Join(src, "ggml", "include"), "-I" + filepath.Join(src, "vendor"),
 		"-L" + bins, "-l:libllama-common.so", "-l:" + libLlama, "-l:" + libGGML, "-l:" + libGGMLBase,
 		"-Wl,-rpath," + bins}
 	if err := run("g++", args...); err != nil {
-		return fail(err)
+		return err
 	}
-	cmd := exec.Command(bin)
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		return fail(err)
+	if err := os.Rename(dir, cache); err != nil && !isFile(filepath.Join(cache, "chatshim")) {
+		return fmt.Errorf("reference: %w", err)
 	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return fail(err)
-	}
-	errs := &strings.Builder{}
-	cmd.Stderr = errs
-	if err := cmd.Start(); err != nil {
-		return fail(fmt.Errorf("reference: starting the chat shim: %w", err))
-	}
-	return &ChatShim{cmd: cmd, in: in, out: bufio.NewReaderSize(out, 1<<20), dir: dir, errs: errs}, nil
+	return nil
 }
 
 // call sends one request and reads its answer.
@@ -227,7 +249,7 @@ func (s *ChatShim) BundleFile(rel string) ([]byte, error) {
 	return b, nil
 }
 
-// Close stops the shim and removes its folder.
+// Close stops the shim (its build stays in the cache folder).
 func (s *ChatShim) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -241,6 +263,5 @@ func (s *ChatShim) Close() error {
 		s.cmd.Process.Kill()
 		err = errors.Join(errors.New("reference: chat shim did not stop; killed"), <-done)
 	}
-	os.RemoveAll(s.dir)
 	return err
 }
