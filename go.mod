@@ -1,9 +1,10 @@
 module github.com/bankml/bankml
 
-go 1.26
+go 1.26.0
 
 require (
 	github.com/alecthomas/kong v1.17.0
+	github.com/ardanlabs/jinja v1.8.0
 	github.com/ebitengine/purego v0.11.3
 	github.com/schollz/progressbar/v3 v3.19.1
 	golang.org/x/term v0.44.0

@@ -37,17 +37,18 @@ func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
 type cli struct {
-	VersionFlag kong.VersionFlag `name:"version" help:"Print the version and exit."`
-	Version     versionCmd       `cmd:"" help:"Print the bankml version."`
-	Run         runCmd           `cmd:"" help:"Generate a continuation of a prompt with a GGUF model."`
-	Guard       guardCmd         `cmd:"" help:"Judge a GGUF file from its header alone: play, refuse or need_more."`
-	Sha256      sha256Cmd        `cmd:"" name:"sha256" help:"Print the sha256 of a file."`
-	Pin         pinCmd           `cmd:"" help:"Check a file's sha256 against its provenance manifest."`
-	Inspect     inspectCmd       `cmd:"" help:"Show a GGUF file's metadata and tensors."`
-	Synth       synthCmd         `cmd:"" help:"Write a deterministic synthetic GGUF model."`
-	Bench       benchCmd         `cmd:"" help:"Measure bankml against the reference in one process (bench kernels)."`
-	Tokenize    tokenizeCmd      `cmd:"" help:"Print the tokens of a text as llama-tokenize does."`
-	Detokenize  detokenizeCmd    `cmd:"" help:"Print the text of token ids."`
+	VersionFlag  kong.VersionFlag `name:"version" help:"Print the version and exit."`
+	Version      versionCmd       `cmd:"" help:"Print the bankml version."`
+	Run          runCmd           `cmd:"" help:"Generate a continuation of a prompt with a GGUF model."`
+	Guard        guardCmd         `cmd:"" help:"Judge a GGUF file from its header alone: play, refuse or need_more."`
+	Sha256       sha256Cmd        `cmd:"" name:"sha256" help:"Print the sha256 of a file."`
+	Pin          pinCmd           `cmd:"" help:"Check a file's sha256 against its provenance manifest."`
+	Inspect      inspectCmd       `cmd:"" help:"Show a GGUF file's metadata and tensors."`
+	Synth        synthCmd         `cmd:"" help:"Write a deterministic synthetic GGUF model."`
+	Bench        benchCmd         `cmd:"" help:"Measure bankml against the reference in one process (bench kernels)."`
+	Tokenize     tokenizeCmd      `cmd:"" help:"Print the tokens of a text as llama-tokenize does."`
+	Detokenize   detokenizeCmd    `cmd:"" help:"Print the text of token ids."`
+	ChatTemplate chatTemplateCmd  `cmd:"" name:"chat-template" help:"Render a conversation (JSON on standard input) with the model's chat template, as llama-server does."`
 }
 
 type versionCmd struct{}

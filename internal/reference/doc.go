@@ -53,4 +53,13 @@
 // callback (llama_log_set, which also sets ggml's) that drops the messages
 // and keeps the last ones in memory, so errors can quote them. Set
 // BANKML_REFERENCE_LOG=1 to copy everything to stderr instead.
+//
+// # The chat-template oracle
+//
+// llama-server's chat path (common_chat_templates_init and common_chat_templates_apply in libllama-common.so)
+// takes and returns C++ objects, which purego cannot build. [StartChatShim] therefore compiles a small C++
+// program (chatshim.cpp.in, bankml's code) with g++ against libllama-common.so and the headers of a sparse clone
+// of the reference's own source bundle, and talks to it in JSON lines: [ChatShim.Apply] renders a request as
+// llama-server does, [ChatShim.Render] runs a template alone through common_chat_template_direct_apply, and
+// [ChatShim.RenderMarked] runs it through the Jinja runtime with input marking.
 package reference
