@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/bankml/bankml/gguf"
+	"github.com/bankml/bankml/tokenizer"
 )
 
 // ErrTemplate is wrapped by every error about a template: one the engine cannot parse or render, one that raised
@@ -173,116 +174,36 @@ func FromGGUF(f *gguf.File) (*Template, error) {
 	return t, nil
 }
 
-// VocabFromGGUF reads the vocabulary facts a template needs from GGUF metadata, following llama_vocab::load:
-// bos and eos ids from tokenizer.ggml.bos_token_id / eos_token_id, else the defaults of the tokenizer model (llama
-// and bert: bos 1 / 101, eos 2 / none; gpt2: 11 and 11; t5: eos 1); add_bos / add_eos from
-// tokenizer.ggml.add_bos_token / add_eos_token, else the defaults (llama, bert: add bos; t5: add eos; gpt2: add bos
-// for the llama3, llama-v3, llama-bpe, falcon3, falcon-h1, pixtral, midm-2.0, lfm2, jina-v5-nano, tekken and
-// chameleon pre-tokenizers); a token's text is as common_token_to_piece(special=true) gives it for control, user
-// defined and unknown tokens, and byte-level (gpt2) or SentencePiece (llama) decoded for the others.
+// VocabFromGGUF reads the vocabulary facts a template needs through the model's tokenizer (tokenizer.FromGGUF,
+// which follows llama_vocab::load): see [VocabFromTokenizer]. It fails when the file's tokenizer cannot be built.
 func VocabFromGGUF(f *gguf.File) (Vocab, error) {
-	var v Vocab
-	model, _ := f.GetString("tokenizer.ggml.model")
-	pre, _ := f.GetString("tokenizer.ggml.pre")
-	arr, ok := f.GetArray("tokenizer.ggml.tokens")
-	if !ok {
-		return v, fmt.Errorf("chat: the model has no tokenizer.ggml.tokens")
-	}
-	tokens, err := arr.Strings()
+	t, err := tokenizer.FromGGUF(f)
 	if err != nil {
-		return v, fmt.Errorf("chat: tokenizer.ggml.tokens: %w", err)
+		return Vocab{}, fmt.Errorf("chat: %w", err)
 	}
-	var types []int32
-	if a, ok := f.GetArray("tokenizer.ggml.token_type"); ok {
-		if types, err = a.Int32s(); err != nil {
-			return v, fmt.Errorf("chat: tokenizer.ggml.token_type: %w", err)
-		}
-	}
-	bos, eos := int64(-1), int64(-1)
-	switch model {
-	case "llama":
-		bos, eos, v.AddBOS = 1, 2, true
-	case "bert":
-		bos, v.AddBOS = 101, true
-	case "gpt2":
-		bos, eos = 11, 11
-		switch pre {
-		case "llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2", "jina-v5-nano", "tekken", "chameleon":
-			v.AddBOS = true
-		}
-	case "t5":
-		eos, v.AddEOS = 1, true
-	}
-	if id, ok := f.GetUint64("tokenizer.ggml.bos_token_id"); ok {
-		bos = int64(id)
-	}
-	if id, ok := f.GetUint64("tokenizer.ggml.eos_token_id"); ok {
-		eos = int64(id)
-	}
-	if b, ok := f.GetBool("tokenizer.ggml.add_bos_token"); ok {
-		v.AddBOS = b
-	}
-	if b, ok := f.GetBool("tokenizer.ggml.add_eos_token"); ok {
-		v.AddEOS = b
-	}
-	piece := func(id int64) string {
-		if id < 0 || id >= int64(len(tokens)) {
+	return VocabFromTokenizer(t), nil
+}
+
+// VocabFromTokenizer gives the vocabulary facts a template needs: the BOS and EOS texts as
+// common_token_to_piece(special=true) gives them (empty when the vocabulary has no such token), add_bos / add_eos as
+// llama_vocab_get_add_bos/eos, and the texts of every token whose attributes mark it CONTROL after llama.cpp's
+// load-time adjustments (those are the texts that become tokens only with parse_special).
+func VocabFromTokenizer(t tokenizer.Tokenizer) Vocab {
+	piece := func(id int32) string {
+		if id < 0 || int(id) >= t.NVocab() {
 			return ""
 		}
-		typ := int32(1)
-		if int(id) < len(types) {
-			typ = types[id]
-		}
-		return tokenText(model, tokens[id], typ)
+		return string(t.TokenToPiece(id, true))
 	}
-	v.BOS, v.EOS = piece(bos), piece(eos)
-	for i, s := range tokens {
-		if i < len(types) && types[i] == 3 && s != "" { // LLAMA_TOKEN_TYPE_CONTROL
-			v.Control = append(v.Control, s)
+	v := Vocab{BOS: piece(t.BOS()), EOS: piece(t.EOS()), AddBOS: t.AddBOS(), AddEOS: t.AddEOS()}
+	for id := int32(0); int(id) < t.NVocab(); id++ {
+		if t.TokenAttr(id)&tokenizer.AttrControl != 0 {
+			if s := t.TokenText(id); s != "" {
+				v.Control = append(v.Control, s)
+			}
 		}
 	}
-	return v, nil
-}
-
-// tokenText is a token's piece with special tokens shown (llama_token_to_piece with special=true).
-func tokenText(model, s string, typ int32) string {
-	switch typ {
-	case 2, 3, 4: // unknown, control, user defined: the text as stored
-		return s
-	}
-	switch model {
-	case "llama":
-		return strings.ReplaceAll(s, "\u2581", " ")
-	case "gpt2":
-		return byteLevelDecode(s)
-	}
-	return s
-}
-
-// byteLevelDecode maps GPT-2's byte-level alphabet back to bytes (the inverse of bytes_to_unicode).
-func byteLevelDecode(s string) string {
-	var inv [324]int16
-	for i := range inv {
-		inv[i] = -1
-	}
-	n := 0
-	for b := range 256 {
-		if (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF) {
-			inv[b] = int16(b)
-		} else {
-			inv[256+n] = int16(b)
-			n++
-		}
-	}
-	var out []byte
-	for _, r := range s {
-		if r >= 0 && int(r) < len(inv) && inv[r] >= 0 {
-			out = append(out, byte(inv[r]))
-		} else {
-			out = append(out, string(r)...)
-		}
-	}
-	return string(out)
+	return v
 }
 
 // The probe strings of detectCaps, chosen not to occur in templates.
