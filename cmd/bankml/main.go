@@ -46,6 +46,7 @@ type cli struct {
 	Inspect     inspectCmd       `cmd:"" help:"Show a GGUF file's metadata and tensors."`
 	Synth       synthCmd         `cmd:"" help:"Write a deterministic synthetic GGUF model."`
 	Bench       benchCmd         `cmd:"" help:"Measure bankml against the reference in one process (bench kernels)."`
+	Ledger      ledgerCmd        `cmd:"" help:"Verify a history ledger or prove an entry's inclusion (ledger verify DIR, ledger prove DIR I)."`
 }
 
 type versionCmd struct{}
