@@ -77,7 +77,7 @@ var (
 
 // qwen3Model writes (once per test binary) a tiny synthetic qwen3 model with
 // the real Qwen3 vocabulary of 151,936 tokens.
-func qwen3Model(t *testing.T) string {
+func qwen3Model(t testing.TB) string {
 	t.Helper()
 	dir := filepath.Dir(testdata.Model(t, "qwen3/tokenizer.json.gz"))
 	qwen3Once.Do(func() {
@@ -123,7 +123,7 @@ func sharedTemp() string {
 	return tempDir
 }
 
-func loadRef(t *testing.T) *reference.Lib {
+func loadRef(t testing.TB) *reference.Lib {
 	t.Helper()
 	l, err := reference.Load()
 	if errors.Is(err, reference.ErrNotInstalled) {
@@ -138,7 +138,7 @@ func loadRef(t *testing.T) *reference.Lib {
 // oracleModels loads the two models of the oracle: stories260K (a real
 // trained llama, SentencePiece, 512 tokens) and the synthetic qwen3 model
 // with Qwen3's BPE vocabulary.
-func oracleModels(t *testing.T) []*oracleModel {
+func oracleModels(t testing.TB) []*oracleModel {
 	t.Helper()
 	l := loadRef(t)
 	ms := []*oracleModel{
@@ -265,6 +265,11 @@ func oracleCases(nVocab int) []oracleCase {
 		{name: "DRY 0.8", p: with(func(p *Params) { p.DryMultiplier = 0.8 }), steps: 48},
 		{name: "DRY 1.5, allowed 1, last 128", p: with(func(p *Params) { p.DryMultiplier, p.DryAllowedLength, p.DryPenaltyLastN = 1.5, 1, 128 }), steps: 48},
 		{name: "DRY base 3, no breakers", p: with(func(p *Params) { p.DryMultiplier, p.DryBase, p.DrySequenceBreakers = 1, 3, nil }), steps: 48},
+		{name: "DRY, multi-token breakers", p: with(func(p *Params) {
+			p.DryMultiplier, p.DryAllowedLength = 1, 2
+			p.DrySequenceBreakers = []string{"\n\n", " the", "Once upon", "lazy dog", "\"jumps\"", "a little"}
+		}), steps: 48},
+		{name: "DRY base 1.1, allowed 0", p: with(func(p *Params) { p.DryMultiplier, p.DryBase, p.DryAllowedLength = 0.5, 1.1, 0 }), steps: 40},
 		{name: "XTC 0.5/0.1", p: with(func(p *Params) { p.XTCProbability, p.XTCThreshold = 0.5, 0.1 })},
 		{name: "XTC 1/0.02, min-keep 2", p: with(func(p *Params) { p.XTCProbability, p.XTCThreshold, p.MinKeep, p.MinP = 1, 0.02, 2, 0 })},
 		{name: "top-n-sigma 1", p: with(func(p *Params) { p.TopNSigma = 1 })},
@@ -273,7 +278,9 @@ func oracleCases(nVocab int) []oracleCase {
 		{name: "dynatemp 0.8, exponent 2, temp 1", p: with(func(p *Params) { p.DynatempRange, p.DynatempExponent, p.Temp = 0.8, 2, 1 })},
 		{name: "dynatemp 1.2, no top-k", p: with(func(p *Params) { p.DynatempRange, p.TopK, p.Temp = 1.2, 0, 1.2 })},
 		{name: "logit bias", p: with(func(p *Params) {
-			p.LogitBias = []LogitBias{{1, 5}, {int32(nVocab - 1), 3}, {13, float32(math.Inf(-1))}, {2, -2}, {1, 1}}
+			// Token nVocab+5 is outside the vocabulary: llama.cpp searches for it
+			// and matches nothing.
+			p.LogitBias = []LogitBias{{1, 5}, {int32(nVocab - 1), 3}, {13, float32(math.Inf(-1))}, {2, -2}, {1, 1}, {int32(nVocab + 5), 2}}
 		})},
 		{name: "min-keep 5, top-p 0.3", p: with(func(p *Params) { p.MinKeep, p.TopP = 5, 0.3 })},
 		{name: "temperature first", p: with(func(p *Params) { p.Samplers = []Type{Temperature, TopK, TopP, MinP} })},

@@ -72,6 +72,7 @@ type samplerAPI struct {
 	getSeed        func(smpl uintptr) uint32
 	suppressTokens func(vocab uintptr, n *int32) *int32
 	detokenize     func(vocab uintptr, toks *int32, n int32, text *byte, max int32, removeSpecial, unparseSpecial bool) int32
+	metaValStr     func(model uintptr, key string, buf *byte, size uint64) int32
 }
 
 var (
@@ -103,7 +104,7 @@ func (l *Lib) sampler() (*samplerAPI, error) {
 			{&s.initDist, "llama_sampler_init_dist"}, {&s.apply, "llama_sampler_apply"},
 			{&s.accept, "llama_sampler_accept"}, {&s.reset, "llama_sampler_reset"}, {&s.free, "llama_sampler_free"},
 			{&s.getSeed, "llama_sampler_get_seed"}, {&s.suppressTokens, "llama_vocab_get_suppress_tokens"},
-			{&s.detokenize, "llama_detokenize"},
+			{&s.detokenize, "llama_detokenize"}, {&s.metaValStr, "llama_model_meta_val_str"},
 		} {
 			sym, err := dlsym(h, f.name)
 			if err != nil {
@@ -266,18 +267,28 @@ func (c *SamplerChain) Free() {
 	}
 }
 
+// lockVocab binds the sampler API and takes the model's lock for a
+// vocabulary call; unlock releases it.
+func (m *Model) lockVocab() (api *samplerAPI, unlock func(), err error) {
+	if api, err = m.lib.sampler(); err != nil {
+		return nil, nil, err
+	}
+	m.mu.Lock()
+	if m.ptr == 0 {
+		m.mu.Unlock()
+		return nil, nil, errClosed
+	}
+	return api, m.mu.Unlock, nil
+}
+
 // SuppressTokens returns llama_vocab_get_suppress_tokens: the model's
 // tokenizer.ggml.suppress_tokens as the reference loaded them.
 func (m *Model) SuppressTokens() ([]int32, error) {
-	api, err := m.lib.sampler()
+	api, unlock, err := m.lockVocab()
 	if err != nil {
 		return nil, err
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.ptr == 0 {
-		return nil, errClosed
-	}
+	defer unlock()
 	var n int32
 	p := api.suppressTokens(m.vocab, &n)
 	if n == 0 || p == nil {
@@ -290,15 +301,11 @@ func (m *Model) SuppressTokens() ([]int32, error) {
 // unparseSpecial): the text of a token sequence as llama_vocab::detokenize
 // builds it.
 func (m *Model) Detokenize(toks []int32, removeSpecial, unparseSpecial bool) ([]byte, error) {
-	api, err := m.lib.sampler()
+	api, unlock, err := m.lockVocab()
 	if err != nil {
 		return nil, err
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.ptr == 0 {
-		return nil, errClosed
-	}
+	defer unlock()
 	var tp *int32
 	if len(toks) > 0 {
 		tp = &toks[0]
@@ -318,6 +325,29 @@ func (m *Model) Detokenize(toks []int32, removeSpecial, unparseSpecial bool) ([]
 		buf = make([]byte, -int(n))
 	}
 	return nil, errors.New("reference: llama_detokenize: buffer size did not converge")
+}
+
+// MetaValStr returns llama_model_meta_val_str(model, key): the metadata
+// value as the reference keeps it as a string (false when absent; arrays are
+// not kept).
+func (m *Model) MetaValStr(key string) (string, bool, error) {
+	api, unlock, err := m.lockVocab()
+	if err != nil {
+		return "", false, err
+	}
+	defer unlock()
+	buf := make([]byte, 256)
+	for range 2 {
+		n := api.metaValStr(m.ptr, key, &buf[0], uint64(len(buf)))
+		switch {
+		case n < 0:
+			return "", false, nil
+		case int(n) < len(buf):
+			return string(buf[:n]), true, nil
+		}
+		buf = make([]byte, n+1)
+	}
+	return "", false, errors.New("reference: llama_model_meta_val_str: buffer size did not converge")
 }
 
 // Session is a llama_context for step-by-step decoding: the prompt, then one
