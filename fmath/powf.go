@@ -2,26 +2,15 @@ package fmath
 
 import "math"
 
-// powfLog2Tab holds glibc's __powf_log2_data.tab (POWF_LOG2_TABLE_BITS = 4):
-// the invc of logf's table with logc = log2(c) rounded to double. Read from
-// the .rodata of glibc 2.36's libm.so.6 and checked by TestPowfMatchesLibm.
-var powfLog2Tab = [16]struct{ invc, logc float64 }{
-	{0x1.661ec79f8f3bep+00, -0x1.efec65b963019p-02},
-	{0x1.571ed4aaf883dp+00, -0x1.b0b6832d4fca4p-02},
-	{0x1.49539f0f010bp+00, -0x1.7418b0a1fb77bp-02},
-	{0x1.3c995b0b80385p+00, -0x1.39de91a6dcf7bp-02},
-	{0x1.30d190c8864a5p+00, -0x1.01d9bf3f2b631p-02},
-	{0x1.25e227b0b8eap+00, -0x1.97c1d1b3b7afp-03},
-	{0x1.1bb4a4a1a343fp+00, -0x1.2f9e393af3c9fp-03},
-	{0x1.12358f08ae5bap+00, -0x1.960cbbf788d5cp-04},
-	{0x1.0953f419900a7p+00, -0x1.a6f9db6475fcep-05},
-	{0x1p+00, 0x0p+00},
-	{0x1.e608cfd9a47acp-01, 0x1.338ca9f24f53dp-04},
-	{0x1.ca4b31f026aap-01, 0x1.476a9543891bap-03},
-	{0x1.b2036576afce6p-01, 0x1.e840b4ac4e4d2p-03},
-	{0x1.9c2d163a1aa2dp-01, 0x1.40645f0c6651cp-02},
-	{0x1.886e6037841edp-01, 0x1.88e9c2c1b9ff8p-02},
-	{0x1.767dcf5534862p-01, 0x1.ce0a44eb17bccp-02},
+// powfLog2C holds the logc column of glibc's __powf_log2_data.tab
+// (POWF_LOG2_TABLE_BITS = 4): log2(c) rounded to double for the c of logf's
+// table, whose invc column it shares. Read from the .rodata of glibc 2.36's
+// libm.so.6 and checked by TestPowfMatchesLibm.
+var powfLog2C = [16]float64{
+	-0x1.efec65b963019p-02, -0x1.b0b6832d4fca4p-02, -0x1.7418b0a1fb77bp-02, -0x1.39de91a6dcf7bp-02,
+	-0x1.01d9bf3f2b631p-02, -0x1.97c1d1b3b7afp-03, -0x1.2f9e393af3c9fp-03, -0x1.960cbbf788d5cp-04,
+	-0x1.a6f9db6475fcep-05, 0x0p+00, 0x1.338ca9f24f53dp-04, 0x1.476a9543891bap-03,
+	0x1.e840b4ac4e4d2p-03, 0x1.40645f0c6651cp-02, 0x1.88e9c2c1b9ff8p-02, 0x1.ce0a44eb17bccp-02,
 }
 
 // Constants of glibc's powf: the degree-5 polynomial for log1p(r)/ln2, the
@@ -130,7 +119,7 @@ func powfLog2(ix uint32) float64 {
 	top := tmp & 0xff800000
 	iz := ix - top
 	k := int32(top) >> 23
-	invc, logc := powfLog2Tab[i].invc, powfLog2Tab[i].logc
+	invc, logc := logfTab[i].invc, powfLog2C[i]
 	z := float64(math.Float32frombits(iz))
 	r := fma64(z, invc, -1)
 	y0 := logc + float64(k)

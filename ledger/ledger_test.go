@@ -123,14 +123,14 @@ func TestInclusionProofsMatchVectors(t *testing.T) {
 			p[i][0] ^= 8
 			return p
 		}
-		bad := []struct {
-			name  string
-			leaf  Hash
-			index uint64
-			size  uint64
-			path  []Hash
-			root  Hash
-		}{
+		type probe struct {
+			name        string
+			leaf        Hash
+			index, size uint64
+			path        []Hash
+			root        Hash
+		}
+		bad := []probe{
 			{"index+1", leaves[idx], idx + 1, v.size, want, root},
 			{"index^2", leaves[idx], idx ^ 2, v.size, want, root},
 			{"size*2", leaves[idx], idx, v.size * 2, want, root},
@@ -144,14 +144,7 @@ func TestInclusionProofsMatchVectors(t *testing.T) {
 			{"removed hash", leaves[idx], idx, v.size, want[:len(want)-1], root},
 		}
 		if idx > 0 {
-			bad = append(bad, struct {
-				name  string
-				leaf  Hash
-				index uint64
-				size  uint64
-				path  []Hash
-				root  Hash
-			}{"index-1", leaves[idx], idx - 1, v.size, want, root})
+			bad = append(bad, probe{"index-1", leaves[idx], idx - 1, v.size, want, root})
 		}
 		for _, b := range bad {
 			if err := VerifyInclusion(b.leaf, b.index, b.size, b.path, b.root); !errors.Is(err, ErrProof) {

@@ -239,56 +239,43 @@ func TestRandomMatchesLibstdcxx(t *testing.T) {
 		seeds = append(seeds, r.Uint32())
 	}
 	total, ok := 0, 0
-	for _, seed := range seeds {
-		want := make([]uint32, n)
-		s.mtOut(seed, n, &want[0])
+	check := func(what string, seed uint32, want []uint64, next func(g *MT19937) uint64) {
 		g := NewMT19937(seed)
 		total++
-		good := true
 		for i := range want {
-			if got := g.Uint32(); got != want[i] {
-				t.Errorf("seed %d: output %d = %d, libstdc++ %d", seed, i, got, want[i])
-				good = false
-				break
+			if got := next(g); got != want[i] {
+				t.Errorf("seed %d: %s output %d = %#x, libstdc++ %#x", seed, what, i, got, want[i])
+				return
 			}
 		}
+		ok++
+	}
+	for _, seed := range seeds {
+		u32 := make([]uint32, n)
+		s.mtOut(seed, n, &u32[0])
+		check("mt19937", seed, widen(u32, func(v uint32) uint64 { return uint64(v) }),
+			func(g *MT19937) uint64 { return uint64(g.Uint32()) })
 		f32 := make([]float32, n)
 		s.uniformF32(seed, n, &f32[0])
-		g = NewMT19937(seed)
-		total++
-		for i := range f32 {
-			if got := UniformReal32(g, 0, 1); math.Float32bits(got) != math.Float32bits(f32[i]) {
-				t.Errorf("seed %d: uniform<float> %d = %g, libstdc++ %g", seed, i, got, f32[i])
-				good = false
-				break
-			}
-		}
+		check("uniform<float>(0, 1)", seed, widen(f32, func(v float32) uint64 { return uint64(math.Float32bits(v)) }),
+			func(g *MT19937) uint64 { return uint64(math.Float32bits(UniformReal32(g, 0, 1))) })
 		f64 := make([]float64, n)
 		s.uniformF64(seed, n, &f64[0])
-		g = NewMT19937(seed)
-		total++
-		for i := range f64 {
-			if got := UniformReal64(g, 0, 1); math.Float64bits(got) != math.Float64bits(f64[i]) {
-				t.Errorf("seed %d: uniform<double> %d = %g, libstdc++ %g", seed, i, got, f64[i])
-				good = false
-				break
-			}
-		}
+		check("uniform<double>(0, 1)", seed, widen(f64, math.Float64bits),
+			func(g *MT19937) uint64 { return math.Float64bits(UniformReal64(g, 0, 1)) })
 		s.uniformF64AB(seed, n, -2.5, 7.25, &f64[0])
-		g = NewMT19937(seed)
-		total++
-		for i := range f64 {
-			if got := UniformReal64(g, -2.5, 7.25); math.Float64bits(got) != math.Float64bits(f64[i]) {
-				t.Errorf("seed %d: uniform<double>(-2.5, 7.25) %d = %g, libstdc++ %g", seed, i, got, f64[i])
-				good = false
-				break
-			}
-		}
-		if good {
-			ok += 4
-		}
+		check("uniform<double>(-2.5, 7.25)", seed, widen(f64, math.Float64bits),
+			func(g *MT19937) uint64 { return math.Float64bits(UniformReal64(g, -2.5, 7.25)) })
 	}
 	t.Logf("libstdc++ random: %d of %d sequences identical", ok, total)
+}
+
+func widen[T any](s []T, f func(T) uint64) []uint64 {
+	out := make([]uint64, len(s))
+	for i, v := range s {
+		out[i] = f(v)
+	}
+	return out
 }
 
 // TestGenerateCanonicalClampsToBelowOne: engine outputs of 2^32-1 (which
