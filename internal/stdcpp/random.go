@@ -57,13 +57,6 @@ func (g *MT19937) Uint32() uint32 {
 	return z
 }
 
-// Discard advances the engine by n outputs (std::mt19937::discard).
-func (g *MT19937) Discard(n uint64) {
-	for ; n > 0; n-- {
-		g.Uint32()
-	}
-}
-
 // genRand is mersenne_twister_engine::_M_gen_rand: the next 624 state words.
 func (g *MT19937) genRand() {
 	twist := func(a, b uint32) uint32 {
