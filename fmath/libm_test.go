@@ -24,6 +24,8 @@ type libm struct {
 	sincosf func(float32, *float32, *float32)
 	powf    func(float32, float32) float32
 	fmaf    func(float32, float32, float32) float32
+	logf    func(float32) float32
+	pow     func(float64, float64) float64
 }
 
 func openLibm(t *testing.T) *libm {
@@ -42,6 +44,8 @@ func openLibm(t *testing.T) *libm {
 	purego.RegisterLibFunc(&l.sincosf, h, "sincosf")
 	purego.RegisterLibFunc(&l.powf, h, "powf")
 	purego.RegisterLibFunc(&l.fmaf, h, "fmaf")
+	purego.RegisterLibFunc(&l.logf, h, "logf")
+	purego.RegisterLibFunc(&l.pow, h, "pow")
 	return &l
 }
 

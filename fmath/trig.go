@@ -285,10 +285,5 @@ func sincosfQuadrant(r float64, n, q uint32) (sin, cos float32) {
 	return s, c
 }
 
-// Powf returns x**y for float32 arguments, rounded once from a float64
-// evaluation; glibc's powf is correctly rounded in the cases ggml uses
-// (the RoPE theta scale), checked by TestTrigAgainstLibm.
-func Powf(x, y float32) float32 { return float32(math.Pow(float64(x), float64(y))) }
-
 // Sqrtf returns the correctly rounded float32 square root (sqrtss).
 func Sqrtf(x float32) float32 { return float32(math.Sqrt(float64(x))) }

@@ -49,6 +49,7 @@ type cli struct {
 	Tokenize     tokenizeCmd      `cmd:"" help:"Print the tokens of a text as llama-tokenize does."`
 	Detokenize   detokenizeCmd    `cmd:"" help:"Print the text of token ids."`
 	ChatTemplate chatTemplateCmd  `cmd:"" name:"chat-template" help:"Render a conversation (JSON on standard input) with the model's chat template, as llama-server does."`
+	Ledger       ledgerCmd        `cmd:"" help:"Verify a history ledger or prove an entry's inclusion (ledger verify DIR, ledger prove DIR I)."`
 }
 
 type versionCmd struct{}

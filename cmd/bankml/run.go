@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strings"
 	"time"
@@ -60,17 +61,16 @@ func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error 
 	if r.Ctx < 0 {
 		return fmt.Errorf("run: --ctx-size %d: must be 0 or positive", r.Ctx)
 	}
-	seed := uint64(r.Seed)
-	if r.Seed == -1 {
-		seed = uint64(time.Now().UnixNano())
-		if r.Temp > 0 {
-			fmt.Fprintf(stderr, "seed: %d\n", seed)
-		}
-	} else if r.Seed < 0 {
-		return fmt.Errorf("run: --seed %d: must be -1 (random) or non-negative", r.Seed)
+	// llama.cpp's sampler chain with its defaults (min_p 0.05, ...) and these
+	// flags; --temp 0 stays the plain argmax.
+	sp := sample.DefaultParams()
+	sp.Temp, sp.TopK, sp.TopP = r.Temp, int32(min(r.TopK, math.MaxInt32)), r.TopP
+	if r.Seed < -1 || r.Seed >= int64(sample.DefaultSeed) {
+		return fmt.Errorf("run: --seed %d: must be -1 (random) or in [0, %d)", r.Seed, sample.DefaultSeed)
+	} else if r.Seed >= 0 {
+		sp.Seed = uint32(r.Seed)
 	}
-	sp := sample.Params{Temp: r.Temp, TopK: r.TopK, TopP: r.TopP, Seed: seed}
-	if err := sp.Validate(); err != nil {
+	if err := sp.Check(); err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
 	prompt := ""
@@ -151,7 +151,20 @@ func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error 
 		return fmt.Errorf("run: %w", err)
 	}
 	defer c.Close()
-	s := sample.New(sp)
+	suppress, err := sample.SuppressTokens(f, tok.NVocab())
+	if err != nil {
+		return cannotRun(fmt.Errorf("run: %w", err))
+	}
+	s, err := sample.New(sp, sample.Model{NVocab: tok.NVocab(), SuppressTokens: suppress})
+	if err != nil {
+		return fmt.Errorf("run: %w", err)
+	}
+	if r.Temp > 0 && r.Seed == -1 {
+		fmt.Fprintf(stderr, "seed: %d\n", s.Seed())
+	}
+	for _, id := range ids { // llama-server's init_sampler: the prompt is history
+		s.Accept(id)
+	}
 	dec := tokenizer.NewDecoder(tok, false)
 
 	t0 := time.Now()
@@ -163,7 +176,13 @@ func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error 
 	var tGen time.Duration
 	generated, decodes := 0, 0
 	for generated < n {
-		next := s.Sample(logits)
+		next := sample.Greedy(logits)
+		if r.Temp > 0 {
+			if next, err = s.Sample(logits); err != nil {
+				return fmt.Errorf("run: %w", err)
+			}
+			s.Accept(next)
+		}
 		if !r.IgnoreEOS && tok.IsEOG(next) {
 			break
 		}

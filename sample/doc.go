@@ -1,0 +1,49 @@
+// Package sample is llama.cpp's sampler chain as llama-server builds and
+// runs it, reproduced token for token: the same candidates survive each
+// stage, in the same order, and the seeded draw picks the same token.
+//
+// # Design record
+//
+// What. [New] builds a [Chain] from [Params] as common_sampler_init
+// (common/sampling.cpp) does: the logit biases (the request's plus the
+// model's suppress tokens at -Inf) first, then the stages in Params.Samplers
+// (by default llama-server's order: penalties, DRY, top-n-σ, top-k,
+// typical-p, top-p, min-p, XTC, temperature with dynamic temperature), then
+// the seeded draw (llama_sampler_dist). [Chain.Sample] applies the chain to a
+// row of logits as common_sampler_sample does; [Chain.Accept] feeds back a
+// token (penalty and DRY history) as common_sampler_accept does;
+// [Chain.Reset] is common_sampler_reset (reseeding the draws). [Chain.Probs]
+// and [TokenProbs] give llama-server's per-token probabilities (n_probs,
+// with or without post_sampling_probs) and [Logarithm] its logprob.
+//
+// Follows. llama.cpp at the reference's commit (src/llama-sampler.cpp:
+// llama_sampler_{logit_bias,penalties,dry,top_n_sigma,top_k,typical,top_p,
+// min_p,xtc,temp_ext,dist}; common/sampling.cpp; tools/server:
+// server-schema.cpp for parameter names and limits, server-context.cpp's
+// init_sampler and populate_token_probs, server-common.cpp's
+// get_token_probabilities). Sorting and random numbers go through
+// internal/stdcpp (libstdc++'s std::sort, std::partial_sort, std::mt19937,
+// std::uniform_real_distribution), the libm calls through fmath (glibc's
+// expf, logf, powf, pow), and every float operation keeps the reference's
+// order and rounding: libllama is compiled without FMA contraction, so
+// products are rounded before they are added (explicit float32()
+// conversions keep Go from fusing them on FMA targets).
+//
+// Deliberate differences. None in the tokens drawn or the probabilities
+// reported. Not reproduced, and refused with an error naming the parameter
+// (never approximated): mirostat 1 and 2, grammars, the adaptive-p and
+// infill samplers, backend sampling (see [Params.Check]). Two values that
+// nothing can observe are computed differently: the probabilities the
+// dynamic-temperature stage leaves behind (Go's math.Exp instead of glibc's
+// exp; every later stage that reads probabilities recomputes them first, and
+// the chain always ends in the draw, which does). Sampler stages that
+// llama.cpp creates as no-op "empty" samplers (top-k 0, top-p 1, ...) are not
+// created at all.
+//
+// Determinism. A Chain holds its own state (candidate buffer, penalty ring,
+// DRY history, the mt19937 engines of XTC and the draw); no package state is
+// mutated. With a fixed seed (not [DefaultSeed]) the same logits and accepted
+// tokens give the same tokens on every run and machine. [DefaultSeed] draws
+// a random seed per engine, as llama.cpp's get_rng_seed does; [Chain.Seed]
+// reports the draw's. A Chain is not safe for concurrent use.
+package sample
