@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/bankml/bankml/internal/stdcpp"
 )
 
 // vocabKind is llama.cpp's llama_vocab_type for the kinds bankml implements.
@@ -220,7 +222,7 @@ func (s *core) finish(v Vocab, piece func(id int32) (string, error)) error {
 			s.special = append(s.special, int32(id))
 		}
 	}
-	stdSort(s.special, func(a, b int32) bool { return len(s.text[a]) > len(s.text[b]) })
+	stdcpp.Sort(s.special, func(a, b int32) bool { return len(s.text[a]) > len(s.text[b]) })
 
 	// The piece of every token as llama_token_to_piece(special = true) gives it.
 	s.pieces = make([]string, n)

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/bankml/bankml/internal/stdcpp"
 )
 
 // tinyVocab builds a hand-made vocabulary: base tokens <unk> <s> </s>, then extra tokens
@@ -331,33 +333,15 @@ func TestDetokenizeDropsThePrefixSpaceAndSpecials(t *testing.T) {
 	}
 }
 
-func TestStdSortOrdersLikeAComparisonSort(t *testing.T) {
-	r := rand.New(rand.NewPCG(7, 7))
-	for range 200 {
-		n := r.IntN(500)
-		a := make([]int, n)
-		for i := range a {
-			a[i] = r.IntN(1 + r.IntN(50))
-		}
-		b := slices.Clone(a)
-		stdSort(a, func(x, y int) bool { return x > y })
-		slices.Sort(b)
-		slices.Reverse(b)
-		if !slices.Equal(a, b) {
-			t.Fatalf("stdSort gave %v, want %v", a, b)
-		}
-	}
-}
-
 func TestStdPriorityQueuePopsTheGreatest(t *testing.T) {
 	r := rand.New(rand.NewPCG(8, 8))
-	q := stdPQ[spmBigram]{less: bigramLess}
+	q := stdcpp.PriorityQueue[spmBigram]{Less: bigramLess}
 	var prev *spmBigram
 	for range 2000 {
-		q.push(spmBigram{left: r.IntN(20), score: float32(r.IntN(5))})
+		q.Push(spmBigram{left: r.IntN(20), score: float32(r.IntN(5))})
 	}
-	for !q.empty() {
-		b := q.pop()
+	for !q.Empty() {
+		b := q.Pop()
 		if prev != nil && bigramLess(*prev, b) {
 			t.Fatalf("popped %+v after %+v", b, *prev)
 		}
@@ -393,14 +377,14 @@ func TestBigramQueueFollowsStdPQ(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 9))
 	for range 100 {
 		var q bigramQueue
-		ref := stdPQ[spmBigram]{less: bigramLess}
+		ref := stdcpp.PriorityQueue[spmBigram]{Less: bigramLess}
 		for i := range 1 + r.IntN(500) {
 			if r.IntN(3) == 0 {
-				if q.empty() != ref.empty() {
+				if q.empty() != ref.Empty() {
 					t.Fatal("queues disagree on emptiness")
 				}
 				if !q.empty() {
-					if a, b := q.pop(), ref.pop(); a != b {
+					if a, b := q.pop(), ref.Pop(); a != b {
 						t.Fatalf("pop %+v, std %+v", a, b)
 					}
 				}
@@ -408,10 +392,10 @@ func TestBigramQueueFollowsStdPQ(t *testing.T) {
 			}
 			b := spmBigram{left: r.IntN(8), right: i, score: float32(r.IntN(3)), size: i}
 			q.push(b)
-			ref.push(b)
+			ref.Push(b)
 		}
-		for !ref.empty() {
-			if a, b := q.pop(), ref.pop(); a != b {
+		for !ref.Empty() {
+			if a, b := q.pop(), ref.Pop(); a != b {
 				t.Fatalf("pop %+v, std %+v", a, b)
 			}
 		}

@@ -166,7 +166,7 @@ type spmSession struct {
 }
 
 // bigramQueue is std::priority_queue<llm_bigram_spm, std::vector, comparator>: the same
-// heap steps as stdPQ (push_heap, pop_heap), with the comparison written in line.
+// heap steps as stdcpp.PriorityQueue (push_heap, pop_heap), with the comparison written in line.
 type bigramQueue struct{ a []spmBigram }
 
 func (q *bigramQueue) push(v spmBigram) {

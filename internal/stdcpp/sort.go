@@ -251,3 +251,34 @@ func sortHeap[T any](s []T, first, last int, less func(a, b T) bool) {
 		popHeap(s, first, last, last, less)
 	}
 }
+
+// PriorityQueue is std::priority_queue<T, std::vector<T>, Compare> with Compare = less: Pop returns the greatest
+// element under less, and equal elements come out in the order libstdc++'s push_heap / pop_heap leave them
+// (llama.cpp's SentencePiece and BPE sessions depend on that order for merge ties). The zero value needs Less set.
+type PriorityQueue[T any] struct {
+	a    []T
+	Less func(a, b T) bool
+}
+
+// Push is priority_queue::push: append, then std::push_heap.
+func (q *PriorityQueue[T]) Push(v T) {
+	q.a = append(q.a, v)
+	pushHeap(q.a, 0, len(q.a)-1, 0, v, q.Less)
+}
+
+// Pop is priority_queue::top followed by pop (std::pop_heap, then the last element removed). It panics on an
+// empty queue, as top() on an empty std::priority_queue is undefined.
+func (q *PriorityQueue[T]) Pop() T {
+	top := q.a[0]
+	if n := len(q.a); n > 1 {
+		popHeap(q.a, 0, n-1, n-1, q.Less)
+	}
+	q.a = q.a[:len(q.a)-1]
+	return top
+}
+
+// Empty reports whether the queue holds no element.
+func (q *PriorityQueue[T]) Empty() bool { return len(q.a) == 0 }
+
+// Len is the number of elements held.
+func (q *PriorityQueue[T]) Len() int { return len(q.a) }
