@@ -45,6 +45,7 @@ type cli struct {
 	Pin         pinCmd           `cmd:"" help:"Check a file's sha256 against its provenance manifest."`
 	Inspect     inspectCmd       `cmd:"" help:"Show a GGUF file's metadata and tensors."`
 	Synth       synthCmd         `cmd:"" help:"Write a deterministic synthetic GGUF model."`
+	Quantize    quantizeCmd      `cmd:"" help:"Convert a model's matrices to ternary (TQ2_0, TQ1_0, Q2_0 or PTQTP trit-planes), streamed."`
 	Bench       benchCmd         `cmd:"" help:"Measure bankml against the reference in one process (bench kernels)."`
 }
 
