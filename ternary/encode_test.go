@@ -258,3 +258,56 @@ func TestEncodersOnNonFiniteWeights(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanesDequantizeInTheReference: every PTQTP plane is a valid ggml tensor of its type: the reference's
+// dequantize_row_tq2_0 / dequantize_row_q2_0 of each plane, summed in plane order, is the reconstruction the stats
+// measure, bit for bit, for K = 1, 2, 3 and both group sizes, on 8×1024 of stories260K's weights (from
+// blk.0.ffn_gate.weight) with a NaN and an inf planted.
+func TestPlanesDequantizeInTheReference(t *testing.T) {
+	k := refKernels(t)
+	rows := realRows(t)
+	x := rows["stories260K.gguf:blk.0.ffn_gate.weight"]
+	if len(x) < 8*1024 {
+		t.Fatalf("stories260K blk.0.ffn_gate.weight: %d weights", len(x))
+	}
+	w := append([]float32(nil), x[:8*1024]...)
+	w[17], w[300] = float32(math.NaN()), float32(math.Inf(1))
+	checked := 0
+	for _, g := range []int{256, 64} {
+		for planes := 1; planes <= 3; planes++ {
+			opt := DefaultOptions()
+			opt.Planes, opt.GroupSize = planes, g
+			s, _, err := QuantizeMatrix(w, 8, 1024, opt, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ref := k.DequantizeRowTQ2_0
+			if s.Format.Type == gguf.Q2_0 {
+				ref = k.DequantizeRowQ2_0
+			}
+			want := make([]float32, len(w))
+			plane := make([]float32, len(w))
+			for p, data := range s.Planes {
+				ref(data, plane)
+				for i, v := range plane {
+					if p == 0 {
+						want[i] = v
+					} else {
+						want[i] += v
+					}
+				}
+			}
+			got := make([]float32, len(w))
+			if err := s.Reconstruct(got); err != nil {
+				t.Fatal(err)
+			}
+			for i := range got {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("%s K=%d: weight %d: %g, the reference's planes give %g", s.Format.Type, planes, i, got[i], want[i])
+				}
+			}
+			checked++
+		}
+	}
+	t.Logf("%d of 6 plane sets (TQ2_0 and Q2_0, K=1..3) dequantize in the reference to the reconstruction, bit for bit", checked)
+}

@@ -246,9 +246,17 @@ type TensorDone struct {
 // writes it) or solved (Planes: PlaneSet.QuantizeRows, its K planes held until the tensor is done, then written
 // plane after plane), each source range passed to hooks.Release once read. So memory stays near the plan's
 // PeakBytes whatever the model's size. It stops with ctx's error when ctx is done (between chunks); errors of w are
-// returned wrapped, and w then holds a partial file. The output is a pure function of src and the plan: the same
-// bytes for any pool size.
+// returned wrapped, and w then holds a partial file. plan must be PlanExport's for src (checked by tensor name,
+// offset and size). The output is a pure function of src and the plan: the same bytes for any pool size.
 func Export(ctx context.Context, src *gguf.File, plan *Plan, w io.Writer, hooks ExportHooks) error {
+	if len(plan.Tensors) != len(src.Tensors) {
+		return fmt.Errorf("ternary: a plan of %d tensors for a file of %d: not this file's plan", len(plan.Tensors), len(src.Tensors))
+	}
+	for i := range plan.Tensors {
+		if a, b := &plan.Tensors[i].Source, &src.Tensors[i]; a.Name != b.Name || a.Offset != b.Offset || a.Size != b.Size {
+			return fmt.Errorf("ternary: tensor %d is %q in the plan, %q in the file: not this file's plan", i, a.Name, b.Name)
+		}
+	}
 	gw, err := gguf.NewWriter(w, plan.KVs, plan.Out)
 	if err != nil {
 		return fmt.Errorf("ternary: %w", err)
