@@ -16,6 +16,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/bankml/bankml/gguf"
+	"github.com/bankml/bankml/internal/fsutil"
 	"github.com/bankml/bankml/parallel"
 	"github.com/bankml/bankml/ternary"
 )
@@ -91,7 +92,7 @@ func (c *quantizeCmd) Run(stdout io.Writer, stderr errWriter) error {
 		hooks.Progress = func(n int64) { _ = bar.Add64(n) }
 	}
 	start := time.Now()
-	size, err := writeAtomic(ctx, c.Out, func(w io.Writer) error { return ternary.Export(ctx, src, plan, w, hooks) })
+	size, err := fsutil.WriteAtomic(ctx, c.Out, func(w io.Writer) error { return ternary.Export(ctx, src, plan, w, hooks) })
 	if bar != nil {
 		_ = bar.Finish()
 	}
@@ -271,54 +272,4 @@ func checkOutput(in, out string, force bool) error {
 		return fmt.Errorf("quantize: %s exists (use --force to overwrite it)", out)
 	}
 	return nil
-}
-
-// writeAtomic writes path through a temporary file in its folder, renamed into place once write succeeded, so that
-// path never holds a partial file; on an error or when ctx is done the temporary file is removed. It returns the
-// file's size.
-func writeAtomic(ctx context.Context, path string, write func(io.Writer) error) (size int64, err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return 0, err
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if err := write(ctxFileWriter{ctx, f}); err != nil {
-		return 0, err
-	}
-	if err := ctx.Err(); err != nil {
-		return 0, err
-	}
-	st, err := f.Stat()
-	if err != nil {
-		return 0, err
-	}
-	if err := f.Chmod(0o644); err != nil {
-		return 0, err
-	}
-	if err := f.Close(); err != nil {
-		return 0, err
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		os.Remove(f.Name())
-		return 0, err
-	}
-	return st.Size(), nil
-}
-
-// ctxFileWriter fails every write once ctx is done.
-type ctxFileWriter struct {
-	ctx context.Context
-	w   io.Writer
-}
-
-func (c ctxFileWriter) Write(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, fmt.Errorf("stopped: %w", err)
-	}
-	return c.w.Write(p)
 }
