@@ -1,6 +1,6 @@
 // Package guard judges a GGUF model file from its header alone, before any tensor data is read: play, refuse
 // (with every reason found) or need_more (with the number of header bytes needed), against a named engine:
-// mainline llama.cpp or the PrismML fork.
+// mainline llama.cpp, the PrismML fork, or bankml itself (mainline's rules plus PTQTP trit-plane files).
 //
 // # Design record
 //
@@ -26,7 +26,13 @@
 //     the next tensor's offset, or to the end of the file) is smaller than nelements/64*18 bytes but holds
 //     nelements/128*34; on both engines;
 //   - Bonsai 2 weights, in a rotated basis that mainline loads and answers in fluent nonsense: found by name only,
-//     general.name, general.basename or the file name matching (?i)bonsai[\s_-]*2|prism-fork-required; on mainline.
+//     general.name, general.basename or the file name matching (?i)bonsai[\s_-]*2|prism-fork-required; on mainline
+//     (and bankml);
+//   - PTQTP trit-plane files (package ternary, Fucina's format: matrices stored as "<name>.ptqtp0..2" plane tensors
+//     under the fucina.ptqtp.version key): on mainline and prism, which cannot run them (every plane is a valid
+//     tensor, but a layer is the sum of its planes); they are bankml/Fucina-only, bankml-only with Q2_0 planes. On
+//     the bankml engine they play when ternary.LoadPlanes would load them (version u32 1, planes in order, one type
+//     TQ2_0 or Q2_0 and one 2-D shape per matrix).
 //
 // Hostile headers are refused with what is wrong and where: bad magic, unsupported version, big-endian, an empty or
 // duplicate key, an unknown value type, arrays nested over 64 deep, a count or length that cannot fit in the file,
@@ -51,7 +57,7 @@
 //   - The report adds reason (the reasons joined by "; "), file_size, data_offset and bytes_missing.
 //
 // Determinism. The report is a pure function of the header bytes, the file size and the options: reasons come in
-// a fixed order (types, shapes, the legacy Q2_0 trap, layout, the Bonsai 2 trap, tokenizer), each naming the first
+// a fixed order (types, shapes, the legacy Q2_0 trap, layout, the Bonsai 2 trap, PTQTP, tokenizer), each naming the first
 // offender, and types are counted by name (JSON objects are written with sorted keys).
 package guard
 
@@ -78,6 +84,7 @@ type Engine string
 const (
 	Mainline Engine = "mainline" // ggml-org llama.cpp (the reference)
 	Prism    Engine = "prism"    // the PrismML fork, which adds PQ2_0 and PTQ1_0 and the Bonsai 2 transform
+	Bankml   Engine = "bankml"   // bankml's own loader: mainline's rules, and PTQTP trit-plane files (package ternary)
 )
 
 // Verdict is the guard's judgement.
@@ -120,7 +127,7 @@ const (
 
 // Options says how to judge a file. The zero value judges for mainline with no file name.
 type Options struct {
-	Engine    Engine // Mainline (the default when empty) or Prism
+	Engine    Engine // Mainline (the default when empty), Prism or Bankml
 	FileName  string // the file's name, matched by the Bonsai 2 check; File sets it to the path's base name
 	MaxHeader int64  // the largest header read, in bytes; 0 means DefaultMaxHeader
 }
@@ -146,6 +153,8 @@ type Report struct {
 	// value_length) × 2, with embedding_length/head_count as the head size when key_length is absent; nil when a
 	// key is absent, not an integer (per-layer arrays) or the product overflows.
 	KVF16BytesPerToken *uint64 `json:"kv_f16_bytes_per_token,omitempty"`
+	// PTQTP describes the file's PTQTP trit-plane matrices; nil when it has neither plane tensors nor the key.
+	PTQTP *PTQTPReport `json:"ptqtp,omitempty"`
 }
 
 // Err returns nil for play and otherwise an error naming the verdict and its reasons, wrapping ErrRefused or
@@ -220,8 +229,8 @@ func Check(r io.ReaderAt, size int64, opt Options) (*Report, error) {
 	if opt.Engine == "" {
 		opt.Engine = Mainline
 	}
-	if opt.Engine != Mainline && opt.Engine != Prism {
-		return nil, fmt.Errorf("guard: unknown engine %q, want %q or %q", opt.Engine, Mainline, Prism)
+	if opt.Engine != Mainline && opt.Engine != Prism && opt.Engine != Bankml {
+		return nil, fmt.Errorf("guard: unknown engine %q, want %q, %q or %q", opt.Engine, Mainline, Prism, Bankml)
 	}
 	if size < 0 {
 		return nil, fmt.Errorf("guard: negative file size %d", size)
@@ -298,7 +307,7 @@ func judge(h *header, rep *Report, opt Options) {
 	if len(removed) > 0 {
 		add("tensor types %s were removed from ggml: no build loads them from a file", strings.Join(removed, ", "))
 	}
-	if len(fork) > 0 && opt.Engine == Mainline {
+	if len(fork) > 0 && opt.Engine != Prism {
 		add("tensor types %s are PrismML-fork types; mainline and llama.rn refuse them (the prism engine runs them)",
 			strings.Join(fork, ", "))
 	}
@@ -373,7 +382,7 @@ func judge(h *header, rep *Report, opt Options) {
 		}
 	}
 
-	if opt.Engine == Mainline {
+	if opt.Engine != Prism {
 		for _, label := range []string{h.kv[keyName].str, h.kv[keyBasename].str, opt.FileName} {
 			if bonsai2.MatchString(label) {
 				add("Bonsai 2 weights (%q) are in a rotated basis and need the fork's Hadamard transform; "+
@@ -383,6 +392,9 @@ func judge(h *header, rep *Report, opt Options) {
 		}
 	}
 
+	ptqtp, ptqtpRep := ptqtpReasons(h, opt.Engine)
+	*why = append(*why, ptqtp...)
+	rep.PTQTP = ptqtpRep
 	*why = append(*why, tokenizerReasons(h)...)
 	rep.KVF16BytesPerToken = kvBytesPerToken(h)
 	rep.Verdict = Play

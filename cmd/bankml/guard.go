@@ -10,10 +10,10 @@ import (
 	"github.com/bankml/bankml/guard"
 )
 
-// guardCmd is `bankml guard FILE [--engine mainline|prism] [--json]`: the header guard (package guard).
+// guardCmd is `bankml guard FILE [--engine mainline|prism|bankml] [--json]`: the header guard (package guard).
 type guardCmd struct {
 	File   string `arg:"" name:"FILE" help:"Path to a GGUF file." type:"path"`
-	Engine string `name:"engine" enum:"mainline,prism" default:"mainline" help:"Engine to judge for: mainline llama.cpp or the PrismML fork (${enum})."`
+	Engine string `name:"engine" enum:"mainline,prism,bankml" default:"mainline" help:"Engine to judge for: mainline llama.cpp, the PrismML fork, or bankml (mainline plus PTQTP trit-plane files) (${enum})."`
 	JSON   bool   `name:"json" help:"Print the report as one JSON object."`
 }
 

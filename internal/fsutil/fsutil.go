@@ -1,5 +1,7 @@
 // Package fsutil opens the files bankml reads (models, manifests) safely:
-// only regular files, and never blocking on a FIFO or a device.
+// only regular files, and never blocking on a FIFO or a device; and writes
+// the files it makes (models) atomically, through a temporary file renamed
+// into place (WriteAtomic).
 package fsutil
 
 import (

@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
 
 	"github.com/bankml/bankml/gguf"
+	"github.com/bankml/bankml/internal/fsutil"
 )
 
 // chunkBytes is about how many bytes of a tensor are generated and written at a time.
@@ -317,45 +317,13 @@ func WriteFileContext(ctx context.Context, path string, cfg Config, overwrite bo
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return 0, fmt.Errorf("synth: %w", err)
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return 0, fmt.Errorf("synth: %w", err)
+	var werr error // Write's own errors name themselves
+	size, err = fsutil.WriteAtomic(ctx, path, func(w io.Writer) error { werr = Write(w, cfg); return werr })
+	switch {
+	case err == nil:
+		return size, nil
+	case werr != nil:
+		return 0, werr
 	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if err := Write(ctxWriter{ctx, f}, cfg); err != nil {
-		return 0, err
-	}
-	st, err := f.Stat()
-	if err != nil {
-		return 0, fmt.Errorf("synth: %w", err)
-	}
-	if err := f.Chmod(0o644); err != nil {
-		return 0, fmt.Errorf("synth: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return 0, fmt.Errorf("synth: %w", err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		os.Remove(f.Name())
-		return 0, fmt.Errorf("synth: %w", err)
-	}
-	return st.Size(), nil
-}
-
-// ctxWriter fails every write once ctx is done, which stops Write.
-type ctxWriter struct {
-	ctx context.Context
-	w   io.Writer
-}
-
-func (c ctxWriter) Write(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, fmt.Errorf("synth: stopped: %w", err)
-	}
-	return c.w.Write(p)
+	return 0, fmt.Errorf("synth: %w", err)
 }

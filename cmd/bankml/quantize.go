@@ -1,0 +1,275 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
+
+	"github.com/bankml/bankml/gguf"
+	"github.com/bankml/bankml/internal/fsutil"
+	"github.com/bankml/bankml/parallel"
+	"github.com/bankml/bankml/ternary"
+)
+
+// quantizeCmd is `bankml quantize IN.gguf OUT.gguf --type T`: a float (or quantized) model to ternary, streamed
+// one tensor at a time (package ternary).
+type quantizeCmd struct {
+	In         string   `arg:"" name:"IN.gguf" help:"Model to convert (any tensor type bankml reads)." type:"path"`
+	Out        string   `arg:"" name:"OUT.gguf" optional:"" help:"File to write, through a temporary file beside it (not needed with --dry-run)." type:"path"`
+	Type       string   `name:"type" required:"" enum:"tq2_0,tq1_0,q2_0,ptqtp" help:"Target: tq2_0, tq1_0 or q2_0 (ggml's absmax encoders, byte-identical to llama.cpp's), or ptqtp (K trit-planes per matrix, Fucina's PTQTP)."`
+	Planes     int      `name:"planes" help:"ptqtp: trit-planes per matrix, 1 to 3 (default 2)."`
+	DownPlanes int      `name:"down-planes" help:"ptqtp: planes for ffn_down matrices (default --planes)."`
+	OPlanes    int      `name:"o-planes" help:"ptqtp: planes for attn_output matrices (default --planes)."`
+	GroupSize  int      `name:"group-size" help:"ptqtp: weights per group: 256 (TQ2_0 planes, the default; Fucina's format) or 64 (Q2_0 planes, bankml only)."`
+	Include    []string `name:"include" placeholder:"PATTERN" help:"Convert only the eligible matrices whose name contains PATTERN (repeatable, comma-separated); replaces the default, which keeps token_embd and output.weight."`
+	Exclude    []string `name:"exclude" placeholder:"PATTERN" help:"Keep the matrices whose name contains PATTERN (repeatable, comma-separated)."`
+	DryRun     bool     `name:"dry-run" help:"Print the per-tensor plan and write nothing."`
+	Threads    int      `name:"threads" short:"t" default:"${nproc}" help:"Worker threads (the output does not depend on them)."`
+	Force      bool     `name:"force" help:"Overwrite OUT if it exists (a regular file only)."`
+}
+
+// Run plans the conversion, prints the plan (--dry-run) or streams the model to OUT with a progress bar on a
+// terminal, a line per converted tensor and a summary.
+func (c *quantizeCmd) Run(stdout io.Writer, stderr errWriter) error {
+	opt, desc, err := c.options()
+	if err != nil {
+		return err
+	}
+	if !c.DryRun {
+		if err := checkOutput(c.In, c.Out, c.Force); err != nil {
+			return err
+		}
+	}
+	src, err := gguf.Open(c.In)
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			return fmt.Errorf("quantize: %w", err)
+		}
+		return &exitError{code: 2, err: fmt.Errorf("quantize: %w", err)}
+	}
+	defer src.Close()
+	plan, err := ternary.PlanExport(src, opt)
+	if err != nil {
+		return fmt.Errorf("quantize: %w", err)
+	}
+	if c.DryRun {
+		_, err := io.WriteString(stdout, formatPlan(c.In, desc, plan))
+		return err
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	pool := parallel.New(c.Threads)
+	defer pool.Close()
+	bar := newBar(stderr, int64(plan.InBytes), "quantize "+filepath.Base(c.Out))
+	say := func(line string) {
+		if bar != nil {
+			_ = bar.Clear()
+		}
+		fmt.Fprintln(stdout, line)
+	}
+	hooks := ternary.ExportHooks{
+		Pool:    pool,
+		Release: ternary.ReleaseMapped,
+		Tensor: func(d ternary.TensorDone) {
+			if d.Plan.Action != ternary.ActionKeep {
+				say(fmt.Sprintf("[%d/%d] %s", d.Index+1, len(plan.Tensors), tensorLine(d)))
+			}
+		},
+	}
+	if bar != nil {
+		hooks.Progress = func(n int64) { _ = bar.Add64(n) }
+	}
+	start := time.Now()
+	size, err := fsutil.WriteAtomic(ctx, c.Out, func(w io.Writer) error { return ternary.Export(ctx, src, plan, w, hooks) })
+	if bar != nil {
+		_ = bar.Finish()
+	}
+	if err != nil {
+		return fmt.Errorf("quantize: %w", err)
+	}
+	rss := "not reported"
+	if n, ok := ternary.PeakRSS(); ok {
+		rss = mib(n)
+	}
+	_, err = fmt.Fprintf(stdout, "wrote %s: %d bytes in %.1f s; %d tensors converted%s, %d kept; tensors %s -> %s; peak RSS %s\n",
+		c.Out, size, time.Since(start).Seconds(), plan.Converted, planeCount(plan), len(plan.Tensors)-plan.Converted,
+		mib(plan.InBytes), mib(plan.OutBytes), rss)
+	return err
+}
+
+// options turns the flags into the exporter's options and a description of the target.
+func (c *quantizeCmd) options() (ternary.ExportOptions, string, error) {
+	opt := ternary.ExportOptions{Include: c.Include, Exclude: c.Exclude}
+	if c.Type != "ptqtp" {
+		if c.Planes != 0 || c.DownPlanes != 0 || c.OPlanes != 0 || c.GroupSize != 0 {
+			return opt, "", fmt.Errorf("quantize: --planes, --down-planes, --o-planes and --group-size go with --type ptqtp")
+		}
+		switch c.Type {
+		case "tq2_0":
+			opt.Target = gguf.TQ2_0
+		case "tq1_0":
+			opt.Target = gguf.TQ1_0
+		default:
+			opt.Target = gguf.Q2_0
+		}
+		return opt, c.Type, nil
+	}
+	p := ternary.DefaultOptions()
+	if c.Planes != 0 {
+		p.Planes = c.Planes
+	}
+	if c.GroupSize != 0 {
+		p.GroupSize = c.GroupSize
+	}
+	if err := p.Validate(); err != nil {
+		return opt, "", fmt.Errorf("quantize: --planes/--group-size: %w", err)
+	}
+	for _, f := range []struct {
+		name string
+		k    int
+	}{{"--down-planes", c.DownPlanes}, {"--o-planes", c.OPlanes}} {
+		if f.k < 0 || f.k > 3 {
+			return opt, "", fmt.Errorf("quantize: %s %d, want 1, 2 or 3", f.name, f.k)
+		}
+	}
+	opt.PTQTP, opt.DownPlanes, opt.OPlanes = &p, c.DownPlanes, c.OPlanes
+	desc := fmt.Sprintf("ptqtp K=%d", p.Planes)
+	if c.DownPlanes != 0 {
+		desc += fmt.Sprintf(", ffn_down K=%d", c.DownPlanes)
+	}
+	if c.OPlanes != 0 {
+		desc += fmt.Sprintf(", attn_output K=%d", c.OPlanes)
+	}
+	desc += fmt.Sprintf(", groups of %d (%s planes)", p.GroupSize, p.PlaneFormat().Type)
+	return opt, desc, nil
+}
+
+// mib formats a byte count in MiB (KiB below 1 MiB).
+func mib(n uint64) string {
+	if n < 1<<20 {
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%.2f MiB", float64(n)/(1<<20))
+}
+
+func planeCount(p *ternary.Plan) string {
+	if p.PlaneTensors == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%d plane tensors)", p.PlaneTensors)
+}
+
+// shape formats ggml dimensions as bankml inspect does: [ne0, ne1].
+func shape(ne []int64) string {
+	s := make([]string, len(ne))
+	for i, d := range ne {
+		s[i] = fmt.Sprint(d)
+	}
+	return "[" + strings.Join(s, ", ") + "]"
+}
+
+// target formats a tensor plan's conversion: "f16 -> tq2_0", "f16 -> tq2_0 x2".
+func target(tp *ternary.TensorPlan) string {
+	s := tp.Source.Type.String() + " -> " + tp.Type.String()
+	if tp.Action == ternary.ActionPlanes {
+		s += fmt.Sprintf(" x%d", tp.Planes)
+	}
+	return s
+}
+
+// formatPlan is the --dry-run output: one line per tensor, then the totals and the memory estimate.
+func formatPlan(in, desc string, p *ternary.Plan) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "plan: %s -> %s (dry run: nothing written)\n", in, desc)
+	width := 0
+	for i := range p.Tensors {
+		width = max(width, len(p.Tensors[i].Source.Name))
+	}
+	for i := range p.Tensors {
+		tp := &p.Tensors[i]
+		name := fmt.Sprintf("%-*s %-15s", width, tp.Source.Name, shape(tp.Source.Ne))
+		if tp.Action == ternary.ActionKeep {
+			fmt.Fprintf(&b, "  keep     %s %-17s %s (%s)\n", name, tp.Source.Type, mib(tp.InBytes), tp.Reason)
+		} else {
+			fmt.Fprintf(&b, "  convert  %s %-17s %s -> %s\n", name, target(tp), mib(tp.InBytes), mib(tp.OutBytes))
+		}
+	}
+	fmt.Fprintf(&b, "tensors: %d: %d converted%s, %d kept\n", len(p.Tensors), p.Converted, planeCount(p), len(p.Tensors)-p.Converted)
+	fmt.Fprintf(&b, "bytes: %s -> %s; converted tensors %s -> %s\n", mib(p.InBytes), mib(p.OutBytes), mib(p.QuantInBytes), mib(p.QuantOutBytes))
+	if p.PeakTensor != "" {
+		fmt.Fprintf(&b, "peak memory estimate: %s (%s's decoded rows and output, the metadata and the 1 MiB write buffer)\n", mib(p.PeakBytes), p.PeakTensor)
+	} else {
+		fmt.Fprintf(&b, "peak memory estimate: %s (the metadata and the write buffer: nothing to convert)\n", mib(p.PeakBytes))
+	}
+	return b.String()
+}
+
+// tensorLine is the diagnostic line of one converted tensor.
+func tensorLine(d ternary.TensorDone) string {
+	tp, st := d.Plan, d.Stats
+	s := fmt.Sprintf("%s %s %s  rel_err %.4f", tp.Source.Name, shape(tp.Source.Ne), target(tp), st.RelFrobErr)
+	if tp.Action == ternary.ActionPlanes {
+		z := make([]string, tp.Planes)
+		for i := range z {
+			z[i] = fmt.Sprintf("%.3f", st.ZeroFrac[i])
+		}
+		s += fmt.Sprintf("  zeros %s  iters %.1f  unconverged %d/%d", strings.Join(z, "/"), st.MeanIterations, st.UnconvergedGroups, st.Groups)
+	}
+	if d.NonFinite > 0 {
+		s += fmt.Sprintf("  non-finite %d", d.NonFinite)
+	}
+	return s + fmt.Sprintf("  %s -> %s  %.2f s", mib(tp.InBytes), mib(tp.OutBytes), d.Duration.Seconds())
+}
+
+// newBar returns a progress bar over total bytes drawn on stderr, or nil when stderr is not a terminal.
+func newBar(stderr errWriter, total int64, desc string) *progressbar.ProgressBar {
+	f, ok := io.Writer(stderr).(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return nil
+	}
+	return progressbar.NewOptions64(total,
+		progressbar.OptionSetWriter(f),
+		progressbar.OptionSetDescription(desc),
+		progressbar.OptionShowBytes(true),
+		progressbar.OptionShowTotalBytes(true),
+		progressbar.OptionSetWidth(30),
+		progressbar.OptionThrottle(100*time.Millisecond),
+		progressbar.OptionClearOnFinish(),
+		progressbar.OptionUseANSICodes(true),
+	)
+}
+
+// checkOutput refuses a missing OUT, OUT naming IN, a special file, or an existing OUT without --force.
+func checkOutput(in, out string, force bool) error {
+	if out == "" {
+		return errors.New("quantize: OUT.gguf is required (or --dry-run)")
+	}
+	st, err := os.Lstat(out)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("quantize: %w", err)
+	case !st.Mode().IsRegular():
+		return fmt.Errorf("quantize: %s is not a regular file (%s)", out, st.Mode().Type())
+	}
+	if ist, err := os.Stat(in); err == nil && os.SameFile(ist, st) {
+		return fmt.Errorf("quantize: OUT %s is the input file", out)
+	}
+	if !force {
+		return fmt.Errorf("quantize: %s exists (use --force to overwrite it)", out)
+	}
+	return nil
+}

@@ -1,0 +1,61 @@
+package fsutil
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// WriteAtomic writes the file at path through a temporary file in the same folder ("."+base+".*.tmp"), renamed into
+// place with mode 0644 only once write has returned nil, so that path never holds a partial file. On any error, and
+// when ctx is done (every write through the io.Writer then fails with an error wrapping ctx's, and a write that
+// ignored that still does not rename), the temporary file is removed and path is left as it was. It returns the
+// size of the file written. The caller checks what may be replaced at path (WriteAtomic renames over any file).
+func WriteAtomic(ctx context.Context, path string, write func(w io.Writer) error) (size int64, err error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return 0, err
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	if err := write(ctxWriter{ctx, f}); err != nil {
+		return 0, err
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("stopped: %w", err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	if err := f.Chmod(0o644); err != nil {
+		return 0, err
+	}
+	if err := f.Close(); err != nil {
+		return 0, err
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		os.Remove(f.Name())
+		return 0, err
+	}
+	return st.Size(), nil
+}
+
+// ctxWriter fails every write once ctx is done.
+type ctxWriter struct {
+	ctx context.Context
+	w   io.Writer
+}
+
+func (c ctxWriter) Write(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, fmt.Errorf("stopped: %w", err)
+	}
+	return c.w.Write(p)
+}
