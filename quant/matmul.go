@@ -17,6 +17,8 @@ type Matrix struct {
 	Rows int
 	Cols int
 	Data []byte
+
+	packed *packed // Repack's copy for the SIMD kernels (nil: none)
 }
 
 // RowBytes is the size of one row in bytes (ggml_row_size).
