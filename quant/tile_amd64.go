@@ -20,4 +20,49 @@ func tileQ2_0(l Level, codes, scales []byte, nb int, a *q8Act, c0, nc int, out [
 	}
 }
 
-var _ = unsafe.Pointer(nil)
+
+
+//go:noescape
+func tileQ1_0AVX512(codes, scales *byte, nb int, qs *byte, nqsOff int, dy *float32, k int, nc int, acc *float32, out *float32)
+
+// tileQ1_0 runs the level's Q1_0 tile on one packed group (see tileQ1_0Go);
+// acc is scratch for 128*nc floats.
+func tileQ1_0(l Level, codes, scales []byte, nb int, a *q8Act, c0, nc int, out, acc []float32) {
+	_ = out[16*nc-1]
+	_ = acc[128*nc-1]
+	_ = a.qs[(c0+nc)*a.k-1]
+	_ = a.nqs[(c0+nc)*a.k-1]
+	_ = codes[256*nb-1]
+	_ = scales[32*nb-1]
+	switch l {
+	case LevelAVX512:
+		q := &a.qs[c0*a.k]
+		off := int(uintptr(unsafe.Pointer(&a.nqs[c0*a.k])) - uintptr(unsafe.Pointer(q)))
+		tileQ1_0AVX512(&codes[0], &scales[0], nb, q, off, &a.dy[c0*a.k/QK8_0], a.k, nc, &acc[0], &out[0])
+	default:
+		tileQ1_0Go(codes, scales, nb, a, c0, nc, out)
+	}
+}
+
+//go:noescape
+func tileTQ2_0AVX512(codes, scales *byte, nb int, qs *byte, d *float32, nbs *int32, out *float32)
+
+// tileTQ2_0 runs the level's TQ2_0 tile on one packed group (see
+// tileTQ2_0Go), column by column.
+func tileTQ2_0(l Level, codes, scales []byte, nb int, a *q8KAct, c0, nc int, out []float32) {
+	_ = out[16*nc-1]
+	_ = a.qs[(c0+nc)*a.k-1]
+	_ = codes[1024*nb-1]
+	_ = scales[32*nb-1]
+	switch l {
+	case LevelAVX512:
+		for c := range nc {
+			i := (c0 + c) * a.k / QK_K
+			tileTQ2_0AVX512(&codes[0], &scales[0], nb, &a.qs[i*QK_K], &a.d[i], &a.nb[8*i], &out[16*c])
+		}
+	default:
+		tileTQ2_0Go(codes, scales, nb, a, c0, nc, out)
+	}
+}
+
+func vecDotF16(l Level, x, y []uint16) float32 { return VecDotF16(x, y) }

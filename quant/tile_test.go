@@ -14,11 +14,14 @@ func packedDotsQ8(t *testing.T, l Level, p *packed, a *q8Act) []float32 {
 	t.Helper()
 	out := make([]float32, a.ncols*p.rows)
 	tmp := make([]float32, 16*a.ncols)
+	acc := make([]float32, 128*a.ncols)
 	for g := range p.groups {
 		codes, scales := p.group(g)
 		switch p.typ {
 		case gguf.Q2_0:
 			tileQ2_0(l, codes, scales, p.nb, a, 0, a.ncols, tmp)
+		case gguf.Q1_0:
+			tileQ1_0(l, codes, scales, p.nb, a, 0, a.ncols, tmp, acc)
 		}
 		for c := range a.ncols {
 			for r := range packRows {
@@ -42,6 +45,7 @@ func TestTilesMatchPlainKernels(t *testing.T) {
 			dot    func(w, a []byte, nb int) float32
 		}{
 			{gguf.Q2_0, QK2_0, BlockQ2_0Size, VecDotQ2_0Q8_0},
+			{gguf.Q1_0, QK1_0, BlockQ1_0Size, VecDotQ1_0Q8_0},
 		} {
 			for _, shape := range [][3]int{{1, 256, 1}, {37, 512, 3}, {16, 4096, 1}, {33, 1024, 5}} {
 				rows, cols, n := shape[0], shape[1], shape[2]
