@@ -3,6 +3,15 @@ package quant
 import "unsafe"
 
 //go:noescape
+func tileQ2_0AVX2(codes, scales *byte, nb int, qs *byte, dy *float32, nsum *int32, out *float32)
+
+//go:noescape
+func tileQ1_0AVX2(codes, scales *byte, nb int, qs *byte, dy *float32, out *float32)
+
+//go:noescape
+func tileTQ2_0AVX2(codes, scales *byte, nb int, qs *byte, d *float32, nbs *int32, out *float32)
+
+//go:noescape
 func tileQ2_0AVX512(codes, scales *byte, nb int, qs *byte, dy *float32, nsum *int32, k int, nc int, out *float32)
 
 // tileQ2_0 runs the level's Q2_0 tile on one packed group (see tileQ2_0Go).
@@ -15,6 +24,11 @@ func tileQ2_0(l Level, codes, scales []byte, nb int, a *q8Act, c0, nc int, out [
 	case LevelAVX512:
 		i := c0 * a.k / QK8_0
 		tileQ2_0AVX512(&codes[0], &scales[0], nb, &a.qs[c0*a.k], &a.dy[i], &a.nsum[i], a.k, nc, &out[0])
+	case LevelAVX2:
+		for c := range nc {
+			i := (c0 + c) * a.k / QK8_0
+			tileQ2_0AVX2(&codes[0], &scales[0], nb, &a.qs[(c0+c)*a.k], &a.dy[i], &a.nsum[i], &out[16*c])
+		}
 	default:
 		tileQ2_0Go(codes, scales, nb, a, c0, nc, out)
 	}
@@ -37,6 +51,10 @@ func tileQ1_0(l Level, codes, scales []byte, nb int, a *q8Act, c0, nc int, out, 
 		q := &a.qs[c0*a.k]
 		off := int(uintptr(unsafe.Pointer(&a.nqs[c0*a.k])) - uintptr(unsafe.Pointer(q)))
 		tileQ1_0AVX512(&codes[0], &scales[0], nb, q, off, &a.dy[c0*a.k/QK8_0], a.k, nc, &acc[0], &out[0])
+	case LevelAVX2:
+		for c := range nc {
+			tileQ1_0AVX2(&codes[0], &scales[0], nb, &a.qs[(c0+c)*a.k], &a.dy[(c0+c)*a.k/QK8_0], &out[16*c])
+		}
 	default:
 		tileQ1_0Go(codes, scales, nb, a, c0, nc, out)
 	}
@@ -58,9 +76,29 @@ func tileTQ2_0(l Level, codes, scales []byte, nb int, a *q8KAct, c0, nc int, out
 			i := (c0 + c) * a.k / QK_K
 			tileTQ2_0AVX512(&codes[0], &scales[0], nb, &a.qs[i*QK_K], &a.d[i], &a.nb[8*i], &out[16*c])
 		}
+	case LevelAVX2:
+		for c := range nc {
+			i := (c0 + c) * a.k / QK_K
+			tileTQ2_0AVX2(&codes[0], &scales[0], nb, &a.qs[i*QK_K], &a.d[i], &a.nb[8*i], &out[16*c])
+		}
 	default:
 		tileTQ2_0Go(codes, scales, nb, a, c0, nc, out)
 	}
 }
 
-func vecDotF16(l Level, x, y []uint16) float32 { return VecDotF16(x, y) }
+//go:noescape
+func vecDotF16AVX2(x, y *uint16, n int) float32
+
+func vecDotF16(l Level, x, y []uint16) float32 {
+	n := len(x)
+	if l == LevelGeneric || n < 32 {
+		return VecDotF16(x, y)
+	}
+	y = y[:n]
+	np := n &^ 31
+	s := float64(vecDotF16AVX2(&x[0], &y[0], np))
+	for i := np; i < n; i++ {
+		s += float64(FP16ToFP32(x[i]) * FP16ToFP32(y[i]))
+	}
+	return float32(s)
+}

@@ -133,7 +133,7 @@ func (w *Work) MatMul(m *Matrix, x []float32, n int, out []float32) {
 			case gguf.Q1_0, gguf.Q2_0:
 				w.q8.reset(k, n)
 				for c := range n {
-					w.q8.quantizeGo(c, x[c*k:(c+1)*k])
+					w.q8.quantize(w.level, c, x[c*k:(c+1)*k])
 				}
 				j.path = pathPackedQ2
 				if m.Type == gguf.Q1_0 {
@@ -142,7 +142,7 @@ func (w *Work) MatMul(m *Matrix, x []float32, n int, out []float32) {
 			case gguf.TQ2_0:
 				w.q8k.reset(k, n)
 				for c := range n {
-					w.q8k.quantizeGo(c, x[c*k:(c+1)*k])
+					w.q8k.quantize(w.level, c, x[c*k:(c+1)*k])
 				}
 				j.path = pathPackedTQ2
 			}
