@@ -34,6 +34,68 @@ func packedDotsQ8(t *testing.T, l Level, p *packed, a *q8Act) []float32 {
 	return out
 }
 
+// packedDotsQ8K is packedDotsQ8 for TQ2_0 (Q8_K activations).
+func packedDotsQ8K(l Level, p *packed, a *q8KAct) []float32 {
+	out := make([]float32, a.ncols*p.rows)
+	tmp := make([]float32, 16*a.ncols)
+	for g := range p.groups {
+		codes, scales := p.group(g)
+		tileTQ2_0(l, codes, scales, p.nb, a, 0, a.ncols, tmp)
+		for c := range a.ncols {
+			for r := range packRows {
+				if row := g*packRows + r; row < p.rows {
+					out[c*p.rows+row] = tmp[16*c+r]
+				}
+			}
+		}
+	}
+	return out
+}
+
+// TestTQ2_0TileMatchesPlainKernel: the packed TQ2_0 tile at every level gives
+// the bits of VecDotTQ2_0Q8_K (oracle-tested) on valid and arbitrary codes,
+// for activations from the quantizer and raw Q8_K blocks with consistent
+// bsums.
+func TestTQ2_0TileMatchesPlainKernel(t *testing.T) {
+	r := rand.New(rand.NewPCG(83, 84))
+	f := kFormats[1]
+	if f.typ != gguf.TQ2_0 {
+		t.Fatal("kFormats[1] is not TQ2_0")
+	}
+	checked := 0
+	for _, l := range Levels() {
+		for _, shape := range [][3]int{{1, 256, 1}, {37, 1024, 3}, {16, 4096, 2}} {
+			rows, cols, n := shape[0], shape[1], shape[2]
+			nb := cols / QK_K
+			w := f.randKBlocks(r, rows*nb, r.IntN(2) == 0)
+			p := packMatrix(gguf.TQ2_0, w, rows, nb)
+			var a q8KAct
+			a.reset(cols, n)
+			raw := make([][]byte, n)
+			for c := range n {
+				if c%2 == 0 {
+					raw[c] = make([]byte, nb*BlockQ8_KSize)
+					QuantizeRowQ8_K(randRow(r, cols), raw[c])
+				} else {
+					raw[c] = kRandQ8_K(r, nb, true)
+				}
+				a.fromQ8_K(c, raw[c])
+			}
+			got := packedDotsQ8K(l, p, &a)
+			for c := range n {
+				for i := range rows {
+					want := VecDotTQ2_0Q8_K(w[i*nb*BlockTQ2_0Size:(i+1)*nb*BlockTQ2_0Size], raw[c], nb)
+					if g := got[c*rows+i]; math.Float32bits(g) != math.Float32bits(want) {
+						t.Fatalf("%s rows=%d cols=%d: (%d,%d) = %g, plain %g", l, rows, cols, i, c, g, want)
+					}
+					checked++
+				}
+			}
+		}
+	}
+	t.Logf("%d packed TQ2_0 outputs equal to the plain kernel's", checked)
+}
+
 // TestTilesMatchPlainKernels: the packed tiles at every level give the bits
 // of the plain kernels (themselves oracle-tested against the reference).
 func TestTilesMatchPlainKernels(t *testing.T) {
