@@ -121,6 +121,9 @@ func TestTilesMatchPlainKernels(t *testing.T) {
 					raw[c] = randActivations(r, cols/QK8_0)
 					a.fromQ8_0(c, raw[c])
 				}
+				if r.IntN(2) == 0 {
+					a.lanes4() // the multi-column Q1_0 tile where no column has -128
+				}
 				got := packedDotsQ8(t, l, p, &a)
 				for c := range n {
 					for i := range rows {

@@ -138,6 +138,9 @@ func (w *Work) MatMul(m *Matrix, x []float32, n int, out []float32) {
 				j.path = pathPackedQ2
 				if m.Type == gguf.Q1_0 {
 					j.path = pathPackedQ1
+					if n >= 2 {
+						w.q8.lanes4()
+					}
 				}
 			case gguf.TQ2_0:
 				w.q8k.reset(k, n)
