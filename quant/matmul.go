@@ -63,7 +63,7 @@ var blockKernels = map[gguf.GGMLType]blockKernel{
 	gguf.TQ2_0: {actQ8_K, VecDotTQ2_0Q8_K, nil, DequantizeRowTQ2_0},
 	gguf.Q2_K:  {actQ8_K, VecDotQ2_KQ8_K, nil, DequantizeRowQ2_K},
 	gguf.Q3_K:  {actQ8_K, VecDotQ3_KQ8_K, nil, DequantizeRowQ3_K},
-	gguf.Q4_K:  {actQ8_K, VecDotQ4_KQ8_K, nil, DequantizeRowQ4_K}, // repacked rows: see q4KRepackedDot
+	gguf.Q4_K:  {actQ8_K, VecDotQ4_KQ8_K, nil, DequantizeRowQ4_K}, // repacked rows: see Work.quantizeQ4KRepack
 	gguf.Q5_K:  {actQ8_K, VecDotQ5_KQ8_K, nil, DequantizeRowQ5_K},
 	gguf.Q6_K:  {actQ8_K, VecDotQ6_KQ8_K, nil, DequantizeRowQ6_K},
 }

@@ -95,10 +95,7 @@ func tileQ1_0Go(codes, scales []byte, nb int, a *q8Act, c0, nc int, out []float3
 				}
 			}
 		}
-		for r := range packRows {
-			v := [8]float32{acc[0][r], acc[1][r], acc[2][r], acc[3][r], acc[4][r], acc[5][r], acc[6][r], acc[7][r]}
-			out[16*c+r] = hsum8(&v)
-		}
+		hsumLanes(&acc, out[16*c:16*c+16])
 	}
 }
 
@@ -133,9 +130,14 @@ func tileTQ2_0Go(codes, scales []byte, nb int, a *q8KAct, c0, nc int, out []floa
 				}
 			}
 		}
-		for r := range packRows {
-			v := [8]float32{acc[0][r], acc[1][r], acc[2][r], acc[3][r], acc[4][r], acc[5][r], acc[6][r], acc[7][r]}
-			out[16*c+r] = hsum8(&v)
-		}
+		hsumLanes(&acc, out[16*c:16*c+16])
+	}
+}
+
+// hsumLanes is hsum_float_8 over the eight lane accumulators of each row.
+func hsumLanes(acc *[8][packRows]float32, out []float32) {
+	for r := range packRows {
+		v := [8]float32{acc[0][r], acc[1][r], acc[2][r], acc[3][r], acc[4][r], acc[5][r], acc[6][r], acc[7][r]}
+		out[r] = hsum8(&v)
 	}
 }
