@@ -63,9 +63,12 @@ func Packable(typ gguf.GGMLType) bool { return packCodeBytes(typ) > 0 }
 
 // Repack makes a packed copy of the rows of m for the SIMD kernels
 // (LevelAVX2, LevelAVX512), which MatMul then reads instead of m.Data; the
-// generic level keeps reading m.Data. It returns the bytes allocated. Types
+// generic level keeps reading m.Data. It returns the bytes allocated (the
+// rows' size rounded up to whole groups of 16 rows, plus alignment). Types
 // other than Q1_0, Q2_0 and TQ2_0 are left as they are (0 bytes, no error).
-// m.Data is only read. Errors: the checks of Supported.
+// m.Data is only read, once: later changes to it are not seen by the SIMD
+// levels (repack again). Copies of the Matrix value share the packed rows.
+// Errors: the checks of Supported.
 func (m *Matrix) Repack() (int, error) {
 	if err := m.Supported(); err != nil {
 		return 0, err
