@@ -20,14 +20,18 @@ type q8Act struct {
 	qs, nqs  []byte
 	dy       []float32
 	nsum     []int32
-	// For the multi-column Q1_0 tile (tileQ1_0W): -Σq over each four
-	// activations (nsum4, column c at c*k/4), and whether column c holds a
-	// -128 (has128[c]: that tile's L = Σ 2·bit·q - Σq differs from the
-	// reference's int8 negation there, so such columns take tileQ1_0).
-	// Filled by lanes4.
-	nsum4  []int32
-	has128 []bool
-	lanes  bool // nsum4 and has128 are filled for every column
+	// For the multi-column Q1_0 tile (tileQ1_0WAVX512), filled by lanes4:
+	// magic4 = 0x4b400000 - Σq over each four activations (column c at
+	// c*k/4: the int32 lane starts there, so that after vpdpbusd adds
+	// Σ 2·bit·q its bits are the float 12582912 + L), ncdy = -12582912*dy per
+	// block (exact: 13 significant bits), and wOK[c] when that tile may take
+	// column c: no -128 (whose int8 negation wraps in the reference, where
+	// Σ 2·bit·q - Σq does not) and every dy finite (the magic-number
+	// conversion needs C*dy finite).
+	magic4 []int32
+	ncdy   []float32
+	wOK    []bool
+	lanes  bool // magic4, ncdy and wOK are filled for every column
 }
 
 // q8KAct holds ncols columns of k values quantized to Q8_K: the int8 qs of
@@ -53,28 +57,37 @@ func (a *q8Act) reset(k, ncols int) {
 	a.nqs = grow(a.nqs, n)
 	a.dy = grow(a.dy, n/QK8_0)
 	a.nsum = grow(a.nsum, n/QK8_0)
-	a.nsum4 = grow(a.nsum4, n/4)
-	a.has128 = grow(a.has128, ncols)
+	a.magic4 = grow(a.magic4, n/4)
+	a.ncdy = grow(a.ncdy, n/QK8_0)
+	a.wOK = grow(a.wOK, ncols)
 	a.lanes = false
 }
 
-// lanes4 fills nsum4 and has128 of every column, once all columns are set
-// (reset clears the flag; tileQ1_0 uses the multi-column tile only when it
-// is set). Not safe to call concurrently: Work.MatMul calls it before
+// lanes4 fills magic4, ncdy and wOK of every column, once all columns are
+// set (reset clears the flag; tileQ1_0 uses the multi-column tile only when
+// it is set). Not safe to call concurrently: Work.MatMul calls it before
 // handing the rows to the workers.
 func (a *q8Act) lanes4() {
 	for c := range a.ncols {
 		q := a.qs[c*a.k : (c+1)*a.k]
-		s4 := a.nsum4[c*a.k/4 : (c+1)*a.k/4]
+		m4 := a.magic4[c*a.k/4 : (c+1)*a.k/4]
 		var has uint32
-		for i := range s4 {
+		for i := range m4 {
 			v := binary.LittleEndian.Uint32(q[4*i:])
 			// A byte equal to 0x80: v^0x80808080 has a zero byte.
 			z := v ^ 0x80808080
 			has |= (z - 0x01010101) &^ z & 0x80808080
-			s4[i] = -(int32(int8(v)) + int32(int8(v>>8)) + int32(int8(v>>16)) + int32(int8(v>>24)))
+			m4[i] = 0x4b400000 - (int32(int8(v)) + int32(int8(v>>8)) + int32(int8(v>>16)) + int32(int8(v>>24)))
 		}
-		a.has128[c] = has != 0
+		ok := has == 0
+		nb := a.k / QK8_0
+		for i, d := range a.dy[c*nb : (c+1)*nb] {
+			if math.IsInf(float64(d), 0) || d != d {
+				ok = false
+			}
+			a.ncdy[c*nb+i] = -12582912 * d
+		}
+		a.wOK[c] = ok
 	}
 	a.lanes = true
 }

@@ -41,7 +41,7 @@ func tileQ2_0(l Level, codes, scales []byte, nb int, a *q8Act, c0, nc int, out [
 func tileQ1_0AVX512(codes, scales *byte, nb int, qs *byte, nqsOff int, dy *float32, k int, nc int, acc *float32, out *float32)
 
 //go:noescape
-func tileQ1_0WAVX512(codes, scales *byte, nb int, qs *byte, dy *float32, nsum4 *int32, k int, nc int, acc *float32, out *float32)
+func tileQ1_0WAVX512(codes, scales *byte, nb int, qs *byte, dy *float32, magic4 *int32, ncdy *float32, k int, nc int, acc *float32, out *float32)
 
 // tileQ1_0 runs the level's Q1_0 tile on one packed group (see tileQ1_0Go);
 // acc is scratch for 128*nc floats.
@@ -55,8 +55,9 @@ func tileQ1_0(l Level, codes, scales []byte, nb int, a *q8Act, c0, nc int, out, 
 	switch l {
 	case LevelAVX512:
 		if nc >= 2 && a.lanes {
-			if !slices.Contains(a.has128[c0:c0+nc], true) {
-				tileQ1_0WAVX512(&codes[0], &scales[0], nb, &a.qs[c0*a.k], &a.dy[c0*a.k/QK8_0], &a.nsum4[c0*a.k/4], a.k, nc, &acc[0], &out[0])
+			if !slices.Contains(a.wOK[c0:c0+nc], false) {
+				i := c0 * a.k / QK8_0
+				tileQ1_0WAVX512(&codes[0], &scales[0], nb, &a.qs[c0*a.k], &a.dy[i], &a.magic4[c0*a.k/4], &a.ncdy[i], a.k, nc, &acc[0], &out[0])
 				return
 			}
 		}

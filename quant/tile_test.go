@@ -109,7 +109,7 @@ func TestTilesMatchPlainKernels(t *testing.T) {
 			{gguf.Q2_0, QK2_0, BlockQ2_0Size, VecDotQ2_0Q8_0},
 			{gguf.Q1_0, QK1_0, BlockQ1_0Size, VecDotQ1_0Q8_0},
 		} {
-			for _, shape := range [][3]int{{1, 256, 1}, {37, 512, 3}, {16, 4096, 1}, {33, 1024, 5}} {
+			for _, shape := range [][3]int{{1, 256, 1}, {37, 512, 3}, {16, 4096, 1}, {33, 1024, 5}, {40, 1024, 6}, {40, 512, 3}} {
 				rows, cols, n := shape[0], shape[1], shape[2]
 				nb := cols / tc.qk
 				w := randLowbitBlocks(r, rows*nb, tc.bs)
@@ -119,10 +119,17 @@ func TestTilesMatchPlainKernels(t *testing.T) {
 				raw := make([][]byte, n)
 				for c := range n {
 					raw[c] = randActivations(r, cols/QK8_0)
+					if shape[0] == 40 { // quantized columns only (the multi-column Q1_0 tile), one with d = Inf
+						x := randRow(r, cols)
+						if c == 3 {
+							x[5] = 3e38
+						}
+						QuantizeRowQ8_0(x, raw[c])
+					}
 					a.fromQ8_0(c, raw[c])
 				}
-				if r.IntN(2) == 0 {
-					a.lanes4() // the multi-column Q1_0 tile where no column has -128
+				if r.IntN(2) == 0 || shape[0] == 40 {
+					a.lanes4() // the multi-column Q1_0 tile where every column allows it
 				}
 				got := packedDotsQ8(t, l, p, &a)
 				for c := range n {
