@@ -46,7 +46,7 @@ func (l Level) VecDot(typ gguf.GGMLType) func(w, a []byte, nb int) float32 {
 			if !act.exact[0] {
 				return bk.dot(w, a, nb)
 			}
-			tileTQ2_0(l, codes, scales, nb, &act, 0, 1, out[:])
+			tileTQ2_0(l, codes, scales, nb, &act, 0, 1, out[:], nil)
 		}
 		return out[0]
 	}

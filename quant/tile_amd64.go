@@ -76,15 +76,25 @@ func tileQ1_0(l Level, codes, scales []byte, nb int, a *q8Act, c0, nc int, out, 
 //go:noescape
 func tileTQ2_0AVX512(codes, scales *byte, nb int, qs *byte, d *float32, nbs *int32, out *float32)
 
+//go:noescape
+func tileTQ2_0NAVX512(codes, scales *byte, nb int, qs *byte, d *float32, nbs *int32, k int, nc int, acc *float32, out *float32)
+
 // tileTQ2_0 runs the level's TQ2_0 tile on one packed group (see
-// tileTQ2_0Go), column by column.
-func tileTQ2_0(l Level, codes, scales []byte, nb int, a *q8KAct, c0, nc int, out []float32) {
+// tileTQ2_0Go); acc is scratch for 128*nc floats (used for nc >= 2 at
+// LevelAVX512).
+func tileTQ2_0(l Level, codes, scales []byte, nb int, a *q8KAct, c0, nc int, out, acc []float32) {
 	_ = out[16*nc-1]
 	_ = a.qs[(c0+nc)*a.k-1]
 	_ = codes[1024*nb-1]
 	_ = scales[32*nb-1]
 	switch l {
 	case LevelAVX512:
+		if nc >= 2 {
+			_ = acc[128*nc-1]
+			i := c0 * a.k / QK_K
+			tileTQ2_0NAVX512(&codes[0], &scales[0], nb, &a.qs[i*QK_K], &a.d[i], &a.nb[8*i], a.k, nc, &acc[0], &out[0])
+			return
+		}
 		for c := range nc {
 			i := (c0 + c) * a.k / QK_K
 			tileTQ2_0AVX512(&codes[0], &scales[0], nb, &a.qs[i*QK_K], &a.d[i], &a.nb[8*i], &out[16*c])

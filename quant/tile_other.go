@@ -10,7 +10,7 @@ func tileQ1_0(l Level, codes, scales []byte, nb int, a *q8Act, c0, nc int, out, 
 	tileQ1_0Go(codes, scales, nb, a, c0, nc, out)
 }
 
-func tileTQ2_0(l Level, codes, scales []byte, nb int, a *q8KAct, c0, nc int, out []float32) {
+func tileTQ2_0(l Level, codes, scales []byte, nb int, a *q8KAct, c0, nc int, out, acc []float32) {
 	tileTQ2_0Go(codes, scales, nb, a, c0, nc, out)
 }
 

@@ -40,7 +40,7 @@ func packedDotsQ8K(l Level, p *packed, a *q8KAct) []float32 {
 	tmp := make([]float32, 16*a.ncols)
 	for g := range p.groups {
 		codes, scales := p.group(g)
-		tileTQ2_0(l, codes, scales, p.nb, a, 0, a.ncols, tmp)
+		tileTQ2_0(l, codes, scales, p.nb, a, 0, a.ncols, tmp, make([]float32, 128*a.ncols))
 		for c := range a.ncols {
 			for r := range packRows {
 				if row := g*packRows + r; row < p.rows {

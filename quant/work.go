@@ -262,7 +262,7 @@ func (j *matJob) doPacked(worker, lo, hi int) {
 			case pathPackedQ2:
 				tileQ2_0(w.level, codes, scales, p.nb, &w.q8, c0, cn, tile)
 			case pathPackedTQ2:
-				tileTQ2_0(w.level, codes, scales, p.nb, &w.q8k, c0, cn, tile)
+				tileTQ2_0(w.level, codes, scales, p.nb, &w.q8k, c0, cn, tile, acc)
 			}
 			for c := range cn {
 				copy(j.out[(c0+c)*rows+r0:(c0+c)*rows+r0+nr], tile[16*c:16*c+nr])
