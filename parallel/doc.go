@@ -12,8 +12,10 @@
 //     Pool.
 //   - Waiting: a worker polls its slot for spinRounds rounds (yielding to the
 //     scheduler now and then) before it parks on a channel, so the matmuls of
-//     one token, separated by short serial stretches, find it awake; the
-//     caller polls for the workers' acknowledgements the same way.
+//     one token, separated by short serial stretches, find it awake. Run's
+//     caller works through the chunks too; when none is left it revokes the
+//     posts no worker has taken yet (a worker the OS has not scheduled never
+//     holds a Run up) and waits only for the workers that are running.
 //   - Determinism contract: the pool only decides which goroutine runs which
 //     chunk. A caller whose job computes each index from its inputs alone (as
 //     quant's MatMul does: one output per row and column, never a reduction

@@ -29,18 +29,28 @@ type Pool struct {
 	done  atomic.Bool
 }
 
-// slot is one worker's mailbox: Run writes job, n, chunk, then epoch; the
-// worker runs chunks and stores epoch into ack. Run does not touch the slot
-// again before the ack, so the fields need no lock.
+// slot is one worker's mailbox. Run writes job, n and chunk, then posts the
+// epoch (state = epoch<<2 | posted). The worker takes it (CAS to running),
+// runs chunks and stores done; Run, once out of chunks itself, revokes a post
+// the worker has not taken yet (CAS to done), so a worker the OS has not
+// scheduled never holds Run up, and waits only for a worker that is
+// running. The worker reads the job fields only after taking the post, and
+// Run does not write them again before the state is done: they need no lock.
 type slot struct {
-	epoch atomic.Uint64
-	ack   atomic.Uint64
+	state atomic.Uint64
 	job   Job
 	n     int
 	chunk int
 	wake  chan struct{}
 	_     [64]byte // keep slots on separate cache lines
 }
+
+// Slot states (the low two bits of slot.state; the rest is the epoch).
+const (
+	slotDone    = 0
+	slotPosted  = 1
+	slotRunning = 2
+)
 
 // spinRounds is how many times a worker (or Run's caller) polls for work (or
 // for the workers' acks) before parking: long enough to bridge the short
@@ -62,28 +72,29 @@ func New(size int) *Pool {
 
 func (p *Pool) worker(id int) {
 	s := &p.slots[id-1]
-	var seen uint64
 	for {
-		e := s.epoch.Load()
-		for spin := 0; e == seen && spin < spinRounds; spin++ {
+		st := s.state.Load()
+		for spin := 0; st&3 != slotPosted && spin < spinRounds; spin++ {
 			if spin%64 == 63 {
 				if p.done.Load() {
 					return
 				}
 				runtime.Gosched()
 			}
-			e = s.epoch.Load()
+			st = s.state.Load()
 		}
-		if e == seen {
+		if st&3 != slotPosted {
 			<-s.wake
 			if p.done.Load() {
 				return
 			}
 			continue
 		}
-		seen = e
+		if !s.state.CompareAndSwap(st, st&^3|slotRunning) {
+			continue // revoked: Run finished without us
+		}
 		p.chunks(id, s.job, s.n, s.chunk)
-		s.ack.Store(e)
+		s.state.Store(st &^ 3) // done
 	}
 }
 
@@ -141,12 +152,12 @@ func (p *Pool) Run(n, chunk int, j Job) {
 		panic("parallel: Run on a closed Pool")
 	}
 	p.epoch++
-	e := p.epoch
+	e := p.epoch << 2
 	p.next.Store(0)
 	for i := range p.slots {
 		s := &p.slots[i]
 		s.job, s.n, s.chunk = j, n, chunk
-		s.epoch.Store(e)
+		s.state.Store(e | slotPosted)
 		select {
 		case s.wake <- struct{}{}:
 		default:
@@ -155,9 +166,11 @@ func (p *Pool) Run(n, chunk int, j Job) {
 	p.chunks(0, j, n, chunk)
 	for i := range p.slots {
 		s := &p.slots[i]
-		for spin := 0; s.ack.Load() != e; spin++ {
-			if spin >= spinRounds || spin%64 == 63 {
-				runtime.Gosched()
+		if !s.state.CompareAndSwap(e|slotPosted, e|slotDone) { // not revoked: it is running
+			for spin := 0; s.state.Load() != e|slotDone; spin++ {
+				if spin >= spinRounds || spin%64 == 63 {
+					runtime.Gosched()
+				}
 			}
 		}
 		s.job = nil

@@ -175,7 +175,7 @@ func (w *Work) MatMul(m *Matrix, x []float32, n int, out []float32) {
 		j.wnb = k / m.Type.BlockSize()
 		j.path = pathBlock
 	}
-	w.pool.Run(units, max(1, units/(4*w.pool.Size())), j)
+	w.pool.Run(units, max(1, units/(16*w.pool.Size())), j)
 	j.m, j.x, j.out, j.kernel = nil, nil, nil, nil
 }
 
