@@ -32,6 +32,20 @@ type q8Act struct {
 	ncdy   []float32
 	wOK    []bool
 	lanes  bool // magic4, ncdy and wOK are filled for every column
+	// dy8 holds each block's dy eight times (column c at c*k/4): the
+	// [dy_k x8 | dy_k+1 x8] operand of the plain-layout Q1_0 kernel. Filled
+	// by fillDy8.
+	dy8 []float32
+}
+
+// fillDy8 fills dy8 for every column.
+func (a *q8Act) fillDy8() {
+	a.dy8 = grow(a.dy8, a.k*a.ncols/4)
+	for i, d := range a.dy[:a.k*a.ncols/QK8_0] {
+		for j := range 8 {
+			a.dy8[8*i+j] = d
+		}
+	}
 }
 
 // q8KAct holds ncols columns of k values quantized to Q8_K: the int8 qs of

@@ -125,3 +125,17 @@ func vecDotF16(l Level, x, y []uint16) float32 {
 	}
 	return float32(s)
 }
+
+//go:noescape
+func dotQ1_0PlainAVX512(w *byte, nb int, qs *byte, nqsOff int, dy8 *float32) float32
+
+// dotQ1_0Plain is ggml_vec_dot_q1_0_q8_0 of one plain Q1_0 row (nb blocks)
+// against column c of a (dy8 filled), at LevelAVX512.
+func dotQ1_0Plain(w []byte, a *q8Act, c, nb int) float32 {
+	_ = w[nb*BlockQ1_0Size-1]
+	q := a.qs[c*a.k : (c+1)*a.k]
+	nq := a.nqs[c*a.k : (c+1)*a.k]
+	dy8 := a.dy8[c*a.k/4 : (c+1)*a.k/4]
+	off := int(uintptr(unsafe.Pointer(&nq[0])) - uintptr(unsafe.Pointer(&q[0])))
+	return dotQ1_0PlainAVX512(&w[0], nb, &q[0], off, &dy8[0])
+}

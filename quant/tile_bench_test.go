@@ -10,8 +10,9 @@ import (
 
 // BenchmarkTiles: Work.MatMul (one worker) on Repack'ed Q1_0, Q2_0 and TQ2_0
 // matrices of Qwen3-8B shapes (rows x cols), 1 and 16 columns, at every
-// level (generic runs the plain kernels); ns/block is per row-block per
-// column, activation quantization included.
+// level (generic runs the plain kernels), and Q1_0 not repacked at avx512
+// (the plain-layout kernel: what the copy buys); ns/block is per row-block
+// per column, activation quantization included.
 func BenchmarkTiles(b *testing.B) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, typ := range []gguf.GGMLType{gguf.Q1_0, gguf.Q2_0, gguf.TQ2_0} {
@@ -31,15 +32,28 @@ func BenchmarkTiles(b *testing.B) {
 			for _, n := range []int{1, 16} {
 				x := randRow(r, n*cols)
 				out := make([]float32, n*rows)
+				plain := &Matrix{Name: "w", Type: typ, Rows: rows, Cols: cols, Data: w}
 				for _, l := range Levels() {
 					ws, _ := NewWork(l, nil)
-					b.Run(fmt.Sprintf("%s/%dx%d/n=%d/%s", typ, rows, cols, n, l), func(b *testing.B) {
-						b.SetBytes(int64(len(w)))
-						for b.Loop() {
-							ws.MatMul(m, x, n, out)
-						}
-						b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(rows*nb*n), "ns/block")
-					})
+					variants := []struct {
+						name string
+						m    *Matrix
+					}{{l.String(), m}}
+					if typ == gguf.Q1_0 && l == LevelAVX512 {
+						variants = append(variants, struct {
+							name string
+							m    *Matrix
+						}{"avx512-plain", plain}) // not repacked: the plain-layout kernel
+					}
+					for _, v := range variants {
+						b.Run(fmt.Sprintf("%s/%dx%d/n=%d/%s", typ, rows, cols, n, v.name), func(b *testing.B) {
+							b.SetBytes(int64(len(w)))
+							for b.Loop() {
+								ws.MatMul(v.m, x, n, out)
+							}
+							b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(rows*nb*n), "ns/block")
+						})
+					}
 				}
 			}
 		}

@@ -132,6 +132,18 @@ func TestTilesMatchPlainKernels(t *testing.T) {
 					a.lanes4() // the multi-column Q1_0 tile where every column allows it
 				}
 				got := packedDotsQ8(t, l, p, &a)
+				if tc.typ == gguf.Q1_0 && l == LevelAVX512 { // and the plain-layout kernel
+					a.fillDy8()
+					for c := range n {
+						for i := range rows {
+							g := dotQ1_0Plain(w[i*nb*tc.bs:(i+1)*nb*tc.bs], &a, c, nb)
+							want := tc.dot(w[i*nb*tc.bs:(i+1)*nb*tc.bs], raw[c], nb)
+							if math.Float32bits(g) != math.Float32bits(want) {
+								t.Fatalf("plain Q1_0 avx512 rows=%d cols=%d: (%d,%d) = %g, plain Go %g", rows, cols, i, c, g, want)
+							}
+						}
+					}
+				}
 				for c := range n {
 					for i := range rows {
 						want := tc.dot(w[i*nb*tc.bs:(i+1)*nb*tc.bs], raw[c], nb)

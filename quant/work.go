@@ -73,6 +73,7 @@ const (
 	pathPackedQ1
 	pathPackedQ2
 	pathPackedTQ2
+	pathPlainQ1 // Q1_0 not Repack'ed, at LevelAVX512: the plain-layout assembly kernel
 )
 
 // MatMul computes out[j*Rows+i] = dot(row i of m, column j of x) for the n
@@ -95,7 +96,9 @@ const (
 //   - Q1_0, Q2_0, TQ2_0 matrices that were Repack'ed run the packed tiles of
 //     the Work's level (sixteen rows per vector, up to tileCols columns per
 //     weight pass), the same chains as VecDotQ1_0Q8_0, VecDotQ2_0Q8_0 and
-//     VecDotTQ2_0Q8_K; at LevelGeneric they run those plain kernels.
+//     VecDotTQ2_0Q8_K; at LevelGeneric they run those plain kernels. A Q1_0
+//     matrix that was not Repack'ed runs, at LevelAVX512, a plain-layout
+//     assembly kernel (one row at a time, no copy of the weights).
 //
 // The pool's workers take chunks of rows (groups of 16 for packed matrices);
 // each output is computed by one worker from its row and column alone, so
@@ -149,6 +152,16 @@ func (w *Work) MatMul(m *Matrix, x []float32, n int, out []float32) {
 				}
 				j.path = pathPackedTQ2
 			}
+			break
+		}
+		if m.Type == gguf.Q1_0 && w.level == LevelAVX512 {
+			w.q8.reset(k, n)
+			for c := range n {
+				w.q8.quantize(w.level, c, x[c*k:(c+1)*k])
+			}
+			w.q8.fillDy8()
+			j.wnb = k / QK1_0
+			j.path = pathPlainQ1
 			break
 		}
 		if m.Type == gguf.Q4_K && rows%8 == 0 {
@@ -230,6 +243,8 @@ func (j *matJob) Do(worker, lo, hi int) {
 				v = TinyDotBF16(uint16View(wr), j.w.xh[c*k:(c+1)*k])
 			case pathBlock:
 				v = j.kernel(wr, j.w.xq[c*j.qb:(c+1)*j.qb], j.wnb)
+			case pathPlainQ1:
+				v = dotQ1_0Plain(wr, &j.w.q8, c, j.wnb)
 			case pathQ4KRepack:
 				a := j.w.xq[c*j.qb : (c+1)*j.qb]
 				if c < j.gemm {
