@@ -114,3 +114,105 @@ func TestClosedPoolPanics(t *testing.T) {
 	}()
 	p.For(10, func(lo, hi int) {})
 }
+
+// countJob records how often each index is run and by which worker.
+type countJob struct {
+	hits    []int32
+	workers []int32
+	chunk   int
+	bad     atomic.Int32
+}
+
+func (j *countJob) Do(worker, lo, hi int) {
+	if lo%j.chunk != 0 || (hi-lo != j.chunk && hi != len(j.hits)) {
+		j.bad.Add(1)
+	}
+	for i := lo; i < hi; i++ {
+		atomic.AddInt32(&j.hits[i], 1)
+		atomic.StoreInt32(&j.workers[i], int32(worker))
+	}
+}
+
+// TestRunCoversEachIndexOnce: Run hands out chunks of the given size that
+// cover [0, n) exactly once, worker ids stay below Size(), for pools of 1
+// to 8 workers and many (n, chunk) pairs, call after call.
+func TestRunCoversEachIndexOnce(t *testing.T) {
+	for _, size := range []int{1, 2, 3, 8} {
+		p := New(size)
+		for n := range 70 {
+			for _, chunk := range []int{1, 3, 16, 100} {
+				j := &countJob{hits: make([]int32, n), workers: make([]int32, n), chunk: chunk}
+				p.Run(n, chunk, j)
+				for i, h := range j.hits {
+					if h != 1 {
+						t.Fatalf("size %d n %d chunk %d: index %d run %d times", size, n, chunk, i, h)
+					}
+					if w := j.workers[i]; w < 0 || int(w) >= p.Size() {
+						t.Fatalf("size %d: worker id %d", size, w)
+					}
+				}
+				if j.bad.Load() != 0 {
+					t.Fatalf("size %d n %d chunk %d: a range is not one chunk", size, n, chunk)
+				}
+			}
+		}
+		p.Close()
+	}
+}
+
+type nopJob struct{}
+
+func (*nopJob) Do(_, _, _ int) {}
+
+// TestRunAllocatesNothing: Run with a pointer job allocates nothing.
+func TestRunAllocatesNothing(t *testing.T) {
+	p := New(2)
+	defer p.Close()
+	var j nopJob
+	if a := testing.AllocsPerRun(100, func() { p.Run(1000, 10, &j) }); a != 0 {
+		t.Errorf("%v allocations per Run", a)
+	}
+}
+
+type panicJob struct{}
+
+func (*panicJob) Do(_, lo, _ int) {
+	if lo >= 50 {
+		panic("boom")
+	}
+}
+
+// TestRunPanicReachesCaller: a panic in a chunk is re-raised by Run and the
+// pool stays usable.
+func TestRunPanicReachesCaller(t *testing.T) {
+	p := New(2)
+	defer p.Close()
+	for range 20 {
+		func() {
+			defer func() {
+				if r := recover(); r != "boom" {
+					t.Errorf("recovered %v", r)
+				}
+			}()
+			p.Run(100, 1, &panicJob{})
+		}()
+	}
+	j := &countJob{hits: make([]int32, 10), workers: make([]int32, 10), chunk: 2}
+	p.Run(10, 2, j)
+	for i, h := range j.hits {
+		if h != 1 {
+			t.Fatalf("after panics: index %d run %d times", i, h)
+		}
+	}
+}
+
+// BenchmarkRunEmpty is the fixed cost of one Run on two workers (a job with
+// nothing to do): what the pool adds to each matmul.
+func BenchmarkRunEmpty(b *testing.B) {
+	p := New(2)
+	defer p.Close()
+	var j nopJob
+	for b.Loop() {
+		p.Run(256, 16, &j)
+	}
+}

@@ -1,6 +1,7 @@
 // Package quant holds ggml's block formats and the dot products the
 // reference's compiled CPU code (the haswell variant: AVX2, FMA, F16C) runs on
-// them, reproduced bit for bit in portable Go.
+// them, reproduced bit for bit in portable Go and, for the formats bankml
+// serves fast, in amd64 assembly.
 //
 // Design record
 //
@@ -12,18 +13,35 @@
 //     take for that format, with the *_generic scalar order beside it where
 //     the library exports one: ggml_vec_dot_* (one activation column, or shapes
 //     llamafile's sgemm refuses), llamafile's tinyBLAS per-output chain (two or
-//     more columns), and the repacked q4_0_8x8 gemv/gemm chain. MatMul picks the
-//     path exactly as ggml_compute_forward_mul_mat does.
+//     more columns), and the repacked q4_0_8x8 / q4_K_8x8 chains. Work.MatMul
+//     picks the path exactly as ggml_compute_forward_mul_mat does.
+//   - CPU levels (cpu.go): LevelGeneric (portable Go), LevelAVX2 (AVX2, FMA,
+//     F16C, BMI2) and LevelAVX512 (plus AVX-512 F, BW, VL, VNNI), chosen at run
+//     time with golang.org/x/sys/cpu or forced by BANKML_CPU; a level the CPU
+//     lacks is an error (Level.Check, LevelFromEnv, NewWork), never a silent
+//     fallback. Every level computes the same bits; the oracle tests run at
+//     each level the machine has.
+//   - Fast path (pack.go, act.go, tile_*.s): Matrix.Repack copies Q1_0, Q2_0
+//     and TQ2_0 rows into groups of sixteen rows laid out so that one vector
+//     lane is one row and each activation operand is one dword broadcast to
+//     all lanes (vpdpbusd on AVX-512, vpmaddubsw/vpmaddwd on AVX2); the
+//     activation columns are quantized once per matmul straight into the
+//     layout the tiles read (q, -q, d as float, -Σq per block; Q8_K's bsums as
+//     lane offsets). tile_generic.go states each tile element by element; the
+//     plain kernels (VecDotQ1_0Q8_0 …) are the portable twins the generic
+//     level runs.
 //   - Follows: ggml/src/ggml-cpu (vec.cpp, arch/x86/quants.c,
 //     arch/x86/repack.cpp, llamafile/sgemm.cpp) of llama.cpp v0.5.0, and the
 //     FMA contractions GCC emitted in libggml-cpu-haswell.so (read with objdump).
 //   - Deliberate differences: integer sums are formed in any order (they are
 //     exact); the float chain per output — lane layout, fused multiply-adds,
-//     horizontal-sum order — is the reference's. Rows are not physically
-//     repacked: the repacked kernels' arithmetic is reproduced on ggml's plain
-//     block layout.
+//     horizontal-sum order — is the reference's. The reference's repacked
+//     Q4_0/Q4_K kernels' arithmetic is reproduced on ggml's plain layout;
+//     bankml's own packed layout (Repack) has no counterpart in the reference,
+//     which runs Q1_0/Q2_0/TQ2_0 on the plain layout.
 //   - Determinism: every output element is a pure function of its weight row
-//     and activation column, so results are identical for any thread count:
-//     MatMul shares rows between the workers of a parallel.Pool, and
-//     TestMatMulIndependentOfWorkers checks 1, 2, 3 and 8 workers.
+//     and activation column, so results are identical for any thread count and
+//     any level: Work.MatMul hands chunks of rows to the workers of a
+//     parallel.Pool, and TestMatMulIndependentOfWorkers and
+//     TestMatMulPackedIndependentOfWorkers check 1, 2, 3 and 8 workers.
 package quant

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/bankml/bankml/gguf"
 	"github.com/bankml/bankml/internal/reference"
 )
 
@@ -48,18 +49,27 @@ func checkDequantEveryF16Scale(t *testing.T, r *rand.Rand, blockSize, qk int, ou
 	}
 }
 
-// checkLowbitDot checks a Q1_0/Q2_0 dot product against its haswell oracle,
-// bit for bit: 200 random rows of each length from 1 to maxNB blocks, then
-// 300 of each Bonsai-8B row length (4096, 12288). Weights are
-// randLowbitBlocks of blockSize bytes, activations randActivations of
-// nb*qk/32 Q8_0 blocks.
-func checkLowbitDot(t *testing.T, r *rand.Rand, maxNB, blockSize, qk int, ours func(w, a []byte, nb int) float32, ref func(n int, x, y []byte) float32) {
+// checkLowbitDot checks typ's dot product (Q1_0 or Q2_0) against its
+// haswell oracle at every CPU level this machine has, bit for bit: 200
+// random rows of each length from 1 to maxNB blocks, then 300 of each
+// Bonsai-8B row length (4096, 12288). Weights are randLowbitBlocks,
+// activations randActivations (quantized rows and raw bytes).
+func checkLowbitDot(t *testing.T, r *rand.Rand, maxNB int, typ gguf.GGMLType, ref func(n int, x, y []byte) float32) {
 	t.Helper()
+	qk, blockSize := typ.BlockSize(), typ.TypeSize()
+	levels := Levels()
+	equal := make([]int, len(levels))
+	total := 0
 	check := func(nb int) {
 		w := randLowbitBlocks(r, nb, blockSize)
 		a := randActivations(r, qk/QK8_0*nb)
-		if got, want := ours(w, a, nb), ref(nb*qk, w, a); !bitsEq(got, want) {
-			t.Fatalf("nb=%d: %g (%#x), reference %g (%#x)", nb, got, math.Float32bits(got), want, math.Float32bits(want))
+		want := ref(nb*qk, w, a)
+		total++
+		for i, l := range levels {
+			if got := l.VecDot(typ)(w, a, nb); !bitsEq(got, want) {
+				t.Fatalf("%s nb=%d: %g (%#x), reference %g (%#x)", l, nb, got, math.Float32bits(got), want, math.Float32bits(want))
+			}
+			equal[i]++
 		}
 	}
 	for nb := 1; nb <= maxNB; nb++ {
@@ -71,5 +81,8 @@ func checkLowbitDot(t *testing.T, r *rand.Rand, maxNB, blockSize, qk int, ours f
 		for range 300 {
 			check(nb)
 		}
+	}
+	for i, l := range levels {
+		t.Logf("%s %s: %d/%d rows equal to the reference", typ, l, equal[i], total)
 	}
 }

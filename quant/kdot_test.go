@@ -221,6 +221,8 @@ func TestKQuantsVecDotMatchReference(t *testing.T) {
 			r := rand.New(rand.NewPCG(93, uint64(f.typ)))
 			refDot, refGeneric := f.refDot(k), f.refGeneric(k)
 			dots, rowsW := 0, 0
+			levels := Levels()
+			levelDots := make([]int, len(levels))
 			for _, nb := range kDotLengths {
 				// Weight rows: random valid blocks, random bytes, and rows
 				// quantized by the reference quantizer from each row case.
@@ -240,8 +242,15 @@ func TestKQuantsVecDotMatchReference(t *testing.T) {
 				n := nb * QK_K
 				for wi, w := range ws {
 					for ai, a := range as {
-						if got, want := f.dot(w, a, nb), refDot(n, w, a); !bitsEq(got, want) {
+						want := refDot(n, w, a)
+						if got := f.dot(w, a, nb); !bitsEq(got, want) {
 							t.Fatalf("nb=%d w%d a%d: vec_dot %g (%#x), reference %g (%#x)", nb, wi, ai, got, math.Float32bits(got), want, math.Float32bits(want))
+						}
+						for li, l := range levels {
+							if got := l.VecDot(f.typ)(w, a, nb); !bitsEq(got, want) {
+								t.Fatalf("%s nb=%d w%d a%d: vec_dot %g (%#x), reference %g (%#x)", l, nb, wi, ai, got, math.Float32bits(got), want, math.Float32bits(want))
+							}
+							levelDots[li]++
 						}
 						if got, want := f.generic(w, a, nb), refGeneric(n, w, a); !bitsEq(got, want) {
 							t.Fatalf("nb=%d w%d a%d: _generic %g (%#x), reference %g (%#x)", nb, wi, ai, got, math.Float32bits(got), want, math.Float32bits(want))
@@ -252,6 +261,9 @@ func TestKQuantsVecDotMatchReference(t *testing.T) {
 				rowsW += len(ws)
 			}
 			t.Logf("%s: %d weight rows, %d/%d dots equal to ggml_vec_dot_%s_q8_K and %d/%d to its _generic", f.name, rowsW, dots, dots, f.typ, dots, dots)
+			for li, l := range levels {
+				t.Logf("%s %s: %d/%d dots equal to ggml_vec_dot_%s_q8_K", f.name, l, levelDots[li], dots, f.typ)
+			}
 		})
 	}
 }

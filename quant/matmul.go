@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/bankml/bankml/gguf"
-	"github.com/bankml/bankml/parallel"
 )
 
 // Matrix is a weight matrix in ggml layout: Rows rows (ne[1]) of Cols
@@ -17,6 +16,8 @@ type Matrix struct {
 	Rows int
 	Cols int
 	Data []byte
+
+	packed *packed // Repack's copy for the SIMD kernels (nil: none)
 }
 
 // RowBytes is the size of one row in bytes (ggml_row_size).
@@ -62,7 +63,7 @@ var blockKernels = map[gguf.GGMLType]blockKernel{
 	gguf.TQ2_0: {actQ8_K, VecDotTQ2_0Q8_K, nil, DequantizeRowTQ2_0},
 	gguf.Q2_K:  {actQ8_K, VecDotQ2_KQ8_K, nil, DequantizeRowQ2_K},
 	gguf.Q3_K:  {actQ8_K, VecDotQ3_KQ8_K, nil, DequantizeRowQ3_K},
-	gguf.Q4_K:  {actQ8_K, VecDotQ4_KQ8_K, nil, DequantizeRowQ4_K}, // repacked rows: see q4KRepackedDot
+	gguf.Q4_K:  {actQ8_K, VecDotQ4_KQ8_K, nil, DequantizeRowQ4_K}, // repacked rows: see Work.quantizeQ4KRepack
 	gguf.Q5_K:  {actQ8_K, VecDotQ5_KQ8_K, nil, DequantizeRowQ5_K},
 	gguf.Q6_K:  {actQ8_K, VecDotQ6_KQ8_K, nil, DequantizeRowQ6_K},
 }
@@ -105,118 +106,4 @@ func (m *Matrix) Row(i int, dst []float32) {
 
 func f32At(b []byte, i int) float32 {
 	return float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-}
-
-// MatMul computes out[j*Rows+i] = dot(row i of w, column j of x) for the n
-// activation columns x[j*Cols:(j+1)*Cols], taking for each type and shape the
-// arithmetic ggml_compute_forward_mul_mat of the reference takes on an AVX2
-// machine:
-//
-//   - F32: tinyBLAS (TinyDotF32) when n >= 2, Cols%8 == 0 and Rows%4 == 0,
-//     else ggml_vec_dot_f32 (VecDotF32);
-//   - F16 and BF16: the activations are rounded to f16 (bf16) first; then
-//     tinyBLAS (TinyDotF16, TinyDotBF16) under the same conditions, else
-//     ggml_vec_dot_f16 (ggml_vec_dot_bf16);
-//   - block types (blockKernels): each column is quantized to the type's
-//     activation format (Q8_0 for Q8_0, Q4_0, Q5_0, Q1_0, Q2_0; Q8_1 for
-//     Q4_1, Q5_1; Q8_K for TQ1_0, TQ2_0, Q2_K, Q3_K), then every output runs
-//     the type's vec_dot chain (tinyBLAS_Q0_AVX, used for Q8_0/Q4_0/Q5_0 with
-//     2+ columns, agrees with it per output); Q4_0 with Rows%8 == 0 lives in the CPU_REPACK buffer and runs
-//     the repacked q4_0_8x8 kernels (RepackDotQ4_0Q8_0).
-//
-// The pool's workers share the rows (contiguous ranges, pool.For); each
-// output is computed by one worker from its row and column alone, so the
-// result does not depend on the pool's size (a nil pool runs on the calling
-// goroutine). Call Supported first: MatMul panics on types it does not handle.
-func MatMul(w *Matrix, x []float32, n int, out []float32, pool *parallel.Pool) {
-	k, m := w.Cols, w.Rows
-	rb := w.RowBytes()
-	var dot func(i, j int) float32
-	switch w.Type {
-	case gguf.F32:
-		wf := float32View(w.Data[:m*rb])
-		if n >= 2 && k%8 == 0 && m%4 == 0 {
-			dot = func(i, j int) float32 { return TinyDotF32(wf[i*k:(i+1)*k], x[j*k:(j+1)*k]) }
-		} else {
-			dot = func(i, j int) float32 { return VecDotF32(wf[i*k:(i+1)*k], x[j*k:(j+1)*k]) }
-		}
-	case gguf.F16:
-		wh := uint16View(w.Data[:m*rb])
-		xh := make([]uint16, n*k)
-		FP32ToFP16Row(x[:n*k], xh)
-		if n >= 2 && k%8 == 0 && m%4 == 0 {
-			dot = func(i, j int) float32 { return TinyDotF16(wh[i*k:(i+1)*k], xh[j*k:(j+1)*k]) }
-		} else {
-			dot = func(i, j int) float32 { return VecDotF16(wh[i*k:(i+1)*k], xh[j*k:(j+1)*k]) }
-		}
-	case gguf.BF16:
-		wb := uint16View(w.Data[:m*rb])
-		xb := make([]uint16, n*k)
-		FP32ToBF16Row(x[:n*k], xb)
-		if n >= 2 && k%8 == 0 && m%4 == 0 {
-			dot = func(i, j int) float32 { return TinyDotBF16(wb[i*k:(i+1)*k], xb[j*k:(j+1)*k]) }
-		} else {
-			dot = func(i, j int) float32 { return VecDotBF16(wb[i*k:(i+1)*k], xb[j*k:(j+1)*k]) }
-		}
-	case gguf.Q4_K:
-		if m%8 == 0 {
-			dot = q4KRepackedDot(w, x, n)
-			break
-		}
-		fallthrough
-	default:
-		bk, ok := blockKernels[w.Type]
-		if !ok {
-			panic(fmt.Sprintf("quant: MatMul on unsupported type %s", w.Type))
-		}
-		act := bk.act
-		if k%act.block != 0 {
-			panic(fmt.Sprintf("quant: MatMul: row length %d is not a multiple of the activation block %d", k, act.block))
-		}
-		qb := k / act.block * act.size
-		xq := make([]byte, n*qb)
-		for j := range n {
-			act.quantize(x[j*k:(j+1)*k], xq[j*qb:(j+1)*qb])
-		}
-		kernel := bk.dot
-		if bk.repack != nil && m%8 == 0 {
-			kernel = bk.repack
-		}
-		wnb := k / w.Type.BlockSize()
-		dot = func(i, j int) float32 { return kernel(w.Data[i*rb:(i+1)*rb], xq[j*qb:(j+1)*qb], wnb) }
-	}
-	pool.For(m, func(i0, i1 int) {
-		for j := range n {
-			o := out[j*m : (j+1)*m]
-			for i := i0; i < i1; i++ {
-				o[i] = dot(i, j)
-			}
-		}
-	})
-}
-
-// q4KRepackedDot is the reference's path for Q4_K weights with a row count
-// that is a multiple of 8 (the CPU_REPACK buffer's q4_K_8x8 layout): the
-// columns in whole groups of four are quantized by ggml_quantize_mat_q8_K_4x8
-// and run ggml_gemm_q4_K_8x8_q8_K; the n%4 columns left run
-// ggml_gemv_q4_K_8x8_q8_K on quantize_row_q8_K's activations.
-func q4KRepackedDot(w *Matrix, x []float32, n int) func(i, j int) float32 {
-	k, rb := w.Cols, w.RowBytes()
-	nb := k / QK_K
-	qb := nb * BlockQ8_KSize
-	gemmCols := n - n%4
-	xq := make([]byte, n*qb)
-	for j := range n {
-		if j < gemmCols {
-			QuantizeRowQ8_K4x8(x[j*k:(j+1)*k], xq[j*qb:(j+1)*qb])
-		} else {
-			QuantizeRowQ8_K(x[j*k:(j+1)*k], xq[j*qb:(j+1)*qb])
-		}
-	}
-	return func(i, j int) float32 {
-		if j < gemmCols {
-			return RepackGemmQ4_KQ8_K(w.Data[i*rb:(i+1)*rb], xq[j*qb:(j+1)*qb], nb)
-		}
-		return RepackGemvQ4_KQ8_K(w.Data[i*rb:(i+1)*rb], xq[j*qb:(j+1)*qb], nb)
-	}
 }

@@ -81,50 +81,91 @@ func weightsOf(t *testing.T, r *rand.Rand, typ gguf.GGMLType, rows, cols int) []
 	return out
 }
 
-// TestMatMulMatchesReferenceGraphs: quant.MatMul, path selection included,
-// equals ggml_mul_mat graphs computed by the reference (a plain context, so no
-// repacking: Q4_0 is tested with a row count that is not a multiple of 8, the
-// case it is not repacked in a model either) for every supported type and the
-// column counts 1, 2, 3, 4, 5, 8, 16 and 64, at 1 and 2 threads.
+// TestMatMulMatchesReferenceGraphs: Work.MatMul at every CPU level this
+// machine has, path selection included, equals ggml_mul_mat graphs computed
+// by the reference (a plain context, so no repacking: Q4_0 is tested with a
+// row count that is not a multiple of 8, the case it is not repacked in a
+// model either) for every supported type, 12 and 40 rows, the column counts
+// 1, 2, 3, 4, 5, 8, 16 and 64, at 1 and 2 threads; Q1_0, Q2_0 and TQ2_0 both
+// as they are and Repack'ed (the packed tiles; 40 rows are two whole groups
+// of 16 and a part).
 func TestMatMulMatchesReferenceGraphs(t *testing.T) {
 	k := kernels(t)
 	r := rand.New(rand.NewPCG(21, 22))
 	types := []gguf.GGMLType{gguf.F32, gguf.F16, gguf.BF16, gguf.Q8_0, gguf.Q4_0, gguf.Q4_1, gguf.Q5_0, gguf.Q5_1, gguf.Q1_0, gguf.Q2_0, gguf.TQ1_0, gguf.TQ2_0, gguf.Q2_K, gguf.Q3_K, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K}
-	for _, typ := range types {
-		rows, cols := 12, 512
-		w := weightsOf(t, r, typ, rows, cols)
-		m := &Matrix{Name: typ.String(), Type: typ, Rows: rows, Cols: cols, Data: w}
-		if err := m.Supported(); err != nil {
-			t.Fatal(err)
-		}
-		equal, total := 0, 0
-		for _, n := range []int{1, 2, 3, 4, 5, 8, 16, 64} {
-			x := make([]float32, n*cols)
-			for i := range x {
-				x[i] = float32(r.NormFloat64())
+	levels := Levels()
+	pools := []*parallel.Pool{parallel.New(1), parallel.New(2)}
+	defer pools[0].Close()
+	defer pools[1].Close()
+	works := make([][]*Work, len(levels))
+	for li, l := range levels {
+		for _, p := range pools {
+			w, err := NewWork(l, p)
+			if err != nil {
+				t.Fatal(err)
 			}
-			for _, threads := range []int{1, 2} {
-				want, err := k.GraphMulMat(int32(typ), rows, cols, w, x, n, threads)
-				if err != nil {
-					t.Fatalf("%s: %v", typ, err)
+			works[li] = append(works[li], w)
+		}
+	}
+	for _, typ := range types {
+		equal := make([][2]int, len(levels)) // [level][packed]
+		total := make([][2]int, len(levels))
+		for _, rows := range []int{12, 40} {
+			if rows == 40 && !Packable(typ) {
+				continue
+			}
+			cols := 512
+			w := weightsOf(t, r, typ, rows, cols)
+			plain := &Matrix{Name: typ.String(), Type: typ, Rows: rows, Cols: cols, Data: w}
+			if err := plain.Supported(); err != nil {
+				t.Fatal(err)
+			}
+			mats := []*Matrix{plain}
+			if Packable(typ) {
+				pk := *plain
+				if _, err := pk.Repack(); err != nil {
+					t.Fatal(err)
 				}
-				got := make([]float32, n*rows)
-				pool := parallel.New(threads)
-				MatMul(m, x, n, got, pool)
-				pool.Close()
-				for i := range got {
-					total++
-					if math.Float32bits(got[i]) == math.Float32bits(want[i]) {
-						equal++
-					} else if total-equal <= 3 {
-						t.Errorf("%s n=%d t=%d: out[%d] = %g, reference %g", typ, n, threads, i, got[i], want[i])
+				mats = append(mats, &pk)
+			}
+			for _, n := range []int{1, 2, 3, 4, 5, 8, 16, 64} {
+				x := make([]float32, n*cols)
+				for i := range x {
+					x[i] = float32(r.NormFloat64())
+				}
+				for ti, threads := range []int{1, 2} {
+					want, err := k.GraphMulMat(int32(typ), rows, cols, w, x, n, threads)
+					if err != nil {
+						t.Fatalf("%s: %v", typ, err)
+					}
+					got := make([]float32, n*rows)
+					for li, l := range levels {
+						for pi, m := range mats {
+							clear(got)
+							works[li][ti].MatMul(m, x, n, got)
+							for i := range got {
+								total[li][pi]++
+								if math.Float32bits(got[i]) == math.Float32bits(want[i]) {
+									equal[li][pi]++
+								} else if total[li][pi]-equal[li][pi] <= 3 {
+									t.Errorf("%s %s packed=%v rows=%d n=%d t=%d: out[%d] = %g, reference %g", l, typ, pi == 1, rows, n, threads, i, got[i], want[i])
+								}
+							}
+						}
 					}
 				}
 			}
 		}
-		t.Logf("%s: %d/%d outputs", typ, equal, total)
-		if equal != total {
-			t.Errorf("%s: %d of %d outputs differ", typ, total-equal, total)
+		for li, l := range levels {
+			t.Logf("%s %s: %d/%d outputs", typ, l, equal[li][0], total[li][0])
+			if Packable(typ) {
+				t.Logf("%s %s repacked: %d/%d outputs", typ, l, equal[li][1], total[li][1])
+			}
+			for pi := range 2 {
+				if equal[li][pi] != total[li][pi] {
+					t.Errorf("%s %s packed=%v: %d of %d outputs differ", typ, l, pi == 1, total[li][pi]-equal[li][pi], total[li][pi])
+				}
+			}
 		}
 	}
 }

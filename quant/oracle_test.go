@@ -148,6 +148,13 @@ func TestDequantizeRowsMatchReference(t *testing.T) {
 func TestVecDotsMatchReference(t *testing.T) {
 	k := kernels(t)
 	r := rand.New(rand.NewPCG(7, 8))
+	levels := Levels()
+	f16Dots := make([]int, len(levels))
+	defer func() {
+		for li, l := range levels {
+			t.Logf("ggml_vec_dot_f16 %s: %d/%d rows (lengths 1-300) bit-equal", l, f16Dots[li], 300*20)
+		}
+	}()
 	for n := 1; n <= 300; n++ {
 		for range 20 {
 			x, y := randRow(r, n), randRow(r, n)
@@ -157,8 +164,15 @@ func TestVecDotsMatchReference(t *testing.T) {
 			xh, yh := make([]uint16, n), make([]uint16, n)
 			FP32ToFP16Row(x, xh)
 			FP32ToFP16Row(y, yh)
-			if got, want := VecDotF16(xh, yh), k.VecDotF16(xh, yh); !bitsEq(got, want) {
+			want := k.VecDotF16(xh, yh)
+			if got := VecDotF16(xh, yh); !bitsEq(got, want) {
 				t.Fatalf("VecDotF16 n=%d: %g, reference %g", n, got, want)
+			}
+			for li, l := range levels {
+				if got := l.VecDotF16(xh, yh); !bitsEq(got, want) {
+					t.Fatalf("%s VecDotF16 n=%d: %g, reference %g", l, n, got, want)
+				}
+				f16Dots[li]++
 			}
 			if n%QK8_0 != 0 {
 				continue

@@ -120,7 +120,7 @@ func TestDequantizeRowQ1_0MatchesReference(t *testing.T) {
 func TestVecDotQ1_0Q8_0MatchesReference(t *testing.T) {
 	k := lowbitKernels(t)
 	r := rand.New(rand.NewPCG(15, 16))
-	checkLowbitDot(t, r, 40, BlockQ1_0Size, QK1_0, VecDotQ1_0Q8_0, k.VecDotQ1_0Q8_0)
+	checkLowbitDot(t, r, 40, gguf.Q1_0, k.VecDotQ1_0Q8_0)
 }
 
 // TestLowbitMatMulPath checks, through the reference's whole mul_mat op

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/bankml/bankml/gguf"
 	"github.com/bankml/bankml/internal/reference"
 )
 
@@ -41,7 +42,7 @@ func TestDequantizeRowQ2_0MatchesReference(t *testing.T) {
 func TestVecDotQ2_0Q8_0MatchesReference(t *testing.T) {
 	k := lowbitKernels(t)
 	r := rand.New(rand.NewPCG(25, 26))
-	checkLowbitDot(t, r, 60, BlockQ2_0Size, QK2_0, VecDotQ2_0Q8_0, k.VecDotQ2_0Q8_0)
+	checkLowbitDot(t, r, 60, gguf.Q2_0, k.VecDotQ2_0Q8_0)
 }
 
 // vecDotQ2_0Q8_0NoFMA models the x64 variant's compiled loop (mulss/addss):

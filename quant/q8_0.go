@@ -18,23 +18,18 @@ const BlockQ8_0Size = 2 + QK8_0
 const BlockQ4_0Size = 2 + QK8_0/2
 
 // QuantizeRowQ8_0 is quantize_row_q8_0 of the haswell variant: per block of 32,
-// amax = max |x|, d = amax/127 stored as f16, id = 127/amax (0 when amax is
+// amax = max |x| as the compiled vmaxps tree forms it (q8_0Amax), d =
+// amax/127 stored as f16 by ggml's software conversion (softFP32ToFP16: the
+// haswell build does not use vcvtps2ph here), id = 127/amax (0 when amax is
 // 0), q = round-half-even(x*id). len(x) must be a multiple of 32; dst needs
 // len(x)/32*34 bytes.
 func QuantizeRowQ8_0(x []float32, dst []byte) {
 	for b := 0; b < len(x)/QK8_0; b++ {
 		xb := x[b*QK8_0 : (b+1)*QK8_0]
 		out := dst[b*BlockQ8_0Size : (b+1)*BlockQ8_0Size]
-		var amax float32
-		for _, v := range xb {
-			// vmaxps returns its second operand when either is NaN; with the
-			// running max second, a NaN input is skipped as in the reference.
-			if a := float32(math.Abs(float64(v))); a > amax {
-				amax = a
-			}
-		}
+		amax := q8_0Amax((*[QK8_0]float32)(xb))
 		d := amax / 127
-		binary.LittleEndian.PutUint16(out, FP32ToFP16(d))
+		binary.LittleEndian.PutUint16(out, softFP32ToFP16(d))
 		var id float32
 		if amax != 0 {
 			id = 127 / amax
@@ -43,6 +38,28 @@ func QuantizeRowQ8_0(x []float32, dst []byte) {
 			out[2+i] = byte(cvtpsPacks(v * id))
 		}
 	}
+}
+
+// maxps is one lane of x86's maxps(a, b): a when a > b, else b (so b when
+// either is NaN).
+func maxps(a, b float32) float32 {
+	if a > b {
+		return a
+	}
+	return b
+}
+
+// q8_0Amax is the max |x| of quantize_row_q8_0 as compiled: lane l of
+// max(max(max(|x0|, |x1|), |x2|), |x3|) over the four 8-wide vectors, then
+// max(hi, lo), max(lanes 0,1, lanes 2,3), max_ss(lane 0, lane 1), with
+// maxps's operand order (a NaN in a second operand survives).
+func q8_0Amax(x *[QK8_0]float32) float32 {
+	var m [8]float32
+	for l := range 8 {
+		m[l] = maxps(maxps(maxps(absBits(x[l]), absBits(x[8+l])), absBits(x[16+l])), absBits(x[24+l]))
+	}
+	h0, h1, h2, h3 := maxps(m[4], m[0]), maxps(m[5], m[1]), maxps(m[6], m[2]), maxps(m[7], m[3])
+	return maxps(maxps(h0, h2), maxps(h1, h3))
 }
 
 // cvtpsPacks is what the AVX2 quantizer does with one scaled value: vroundps

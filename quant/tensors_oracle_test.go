@@ -393,6 +393,8 @@ type typeStats struct {
 	rows, weights      int64
 	dots, dotsEq       int
 	genDots, genDotsEq int // against the exported *_generic kernels
+	// the same dots at every SIMD level (quant.Level.VecDot, VecDotF16)
+	lvlDots, lvlDotsEq [3]int
 }
 
 // sweep accumulates the counts of one source (a model folder, a synthetic
@@ -420,8 +422,14 @@ func (s *sweep) report(t *testing.T, elapsed time.Duration) {
 	t.Logf("%s (%.1f s):", s.name, elapsed.Seconds())
 	for _, ty := range types {
 		st := s.stats[ty]
-		t.Logf("  %-6s %4d/%d tensors equal, %s rows, %s weights, %d/%d dots, %d/%d _generic dots", strings.ToUpper(ty.String()),
-			st.tensorsEq, st.tensors, thousands(st.rows), thousands(st.weights), st.dotsEq, st.dots, st.genDotsEq, st.genDots)
+		lv := ""
+		for _, l := range quant.Levels() {
+			if l != quant.LevelGeneric && st.lvlDots[l] > 0 {
+				lv += fmt.Sprintf(", %d/%d dots at %s", st.lvlDotsEq[l], st.lvlDots[l], l)
+			}
+		}
+		t.Logf("  %-6s %4d/%d tensors equal, %s rows, %s weights, %d/%d dots, %d/%d _generic dots%s", strings.ToUpper(ty.String()),
+			st.tensorsEq, st.tensors, thousands(st.rows), thousands(st.weights), st.dotsEq, st.dots, st.genDotsEq, st.genDots, lv)
 	}
 }
 
@@ -570,6 +578,30 @@ func (c *tensorCheck) finish(t *testing.T, s *sweep, src string) {
 			} else {
 				t.Errorf("%s %s (%s) row %d · activation %d: %g (%#x), reference %g (%#x)", src, c.info.Name,
 					c.info.Type, r, j, got, math.Float32bits(got), want, math.Float32bits(want))
+			}
+			// The same dot on each SIMD level's kernels.
+			for _, l := range quant.Levels() {
+				if l == quant.LevelGeneric {
+					continue
+				}
+				var got float32
+				switch c.info.Type {
+				case gguf.F32, gguf.BF16:
+					continue // no SIMD kernel: the portable one above
+				case gguf.F16:
+					x := unsafe.Slice((*uint16)(unsafe.Pointer(&w[0])), c.cols)
+					y := unsafe.Slice((*uint16)(unsafe.Pointer(&acts[0][j][0])), c.cols)
+					got = l.VecDotF16(x, y)
+				default:
+					got = l.VecDot(c.info.Type)(w, acts[0][j], c.cols/c.info.Type.BlockSize())
+				}
+				st.lvlDots[l]++
+				if bitsEq(got, want) {
+					st.lvlDotsEq[l]++
+				} else {
+					t.Errorf("%s %s (%s) row %d · activation %d at %s: %g (%#x), reference %g (%#x)", src, c.info.Name,
+						c.info.Type, r, j, l, got, math.Float32bits(got), want, math.Float32bits(want))
+				}
 			}
 			// The _generic order too, where the library exports it.
 			if g, ok := genericDots[c.info.Type]; ok {

@@ -8,53 +8,74 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
-	"text/tabwriter"
+	"strings"
 	"time"
 
 	"github.com/bankml/bankml/gguf"
+	"github.com/bankml/bankml/internal/membw"
 	"github.com/bankml/bankml/internal/reference"
 	"github.com/bankml/bankml/quant"
 )
 
 type benchCmd struct {
-	Kernels benchKernelsCmd `cmd:"" help:"Time bankml's Q1_0, Q2_0 and TQ2_0 dot products next to the reference's exported kernels, alternating in one process."`
+	Kernels benchKernelsCmd `cmd:"" help:"Time bankml's Q1_0, Q2_0 and TQ2_0 matvec kernels (each CPU level) next to the reference's exported vec_dot and its mul_mat, alternating in one process, on Qwen3-8B projection shapes; plus the memory read bandwidth floor."`
 }
 
-// benchKernelsCmd times, for each low-bit format and Qwen3-8B row length,
-// bankml's vec_dot against the reference's ggml_vec_dot_* on the same rows,
-// in alternating samples (DESIGN.md §7: ratios measured side by side hold
-// where absolute times drift).
+// benchKernelsCmd times, for each low-bit format and Qwen3-8B projection
+// shape, bankml's matvec (Work.MatMul on a Repack'ed matrix, one column, one
+// thread) at every CPU level against the reference's ggml_vec_dot_* called
+// row by row and its ggml_mul_mat graph (one thread), in alternating samples
+// (DESIGN.md §7: ratios measured side by side hold where absolute times
+// drift), and the machine's memory read bandwidth.
 type benchKernelsCmd struct {
-	Rows   int `name:"rows" default:"64" help:"Distinct weight rows per timed sample (dotted one after another with one activation row, as in a matmul)."`
-	Rounds int `name:"rounds" default:"101" help:"Rounds; each times one bankml sample and one reference sample, in alternating order."`
+	Rounds  int    `name:"rounds" default:"9" help:"Rounds; each times every contender once, in rotating order."`
+	RefRows int    `name:"ref-rows" default:"1024" help:"Rows per sample for the slow contenders (the reference's vec_dot called row by row, bankml's generic level): the first RefRows rows of the same matrix."`
+	Types   string `name:"types" default:"q1_0,q2_0,tq2_0" help:"Comma-separated weight types."`
+	Shapes  string `name:"shapes" default:"q,kv,o,gate_up,down,output" help:"Comma-separated projection shapes of Qwen3-8B (q, kv, o, gate_up, down, output)."`
+	BWBytes int    `name:"bw-mib" default:"1024" help:"Buffer size in MiB for the bandwidth measurement (0: skip it)."`
 }
 
-// benchKernel is one format under test: how its weights are made, the
-// activation format it is dotted with, bankml's dot product and the
-// reference's exported symbol.
-type benchKernel struct {
+// benchShape is one Qwen3-8B projection: rows (ne[1]) by row length (ne[0]).
+type benchShape struct {
+	name       string
+	rows, cols int
+}
+
+var benchShapes = []benchShape{
+	{"q", 4096, 4096}, {"kv", 1024, 4096}, {"o", 4096, 4096},
+	{"gate_up", 12288, 4096}, {"down", 4096, 12288}, {"output", 151936, 4096},
+}
+
+// benchTypes are the formats under test with the reference's exported
+// vec_dot and bankml's quantizer of its activation format.
+type benchType struct {
 	typ      gguf.GGMLType
-	quantize func(x []float32, dst []byte)
+	ref      string
 	actBlock int
 	actSize  int
 	actQuant func(x []float32, dst []byte)
-	dot      func(w, a []byte, nb int) float32
-	ref      string
 }
 
-var benchKernels = []benchKernel{
-	{gguf.Q1_0, quant.QuantizeRowQ1_0, quant.QK8_0, quant.BlockQ8_0Size, quant.QuantizeRowQ8_0, quant.VecDotQ1_0Q8_0, "ggml_vec_dot_q1_0_q8_0"},
-	{gguf.Q2_0, quant.QuantizeRowQ2_0, quant.QK8_0, quant.BlockQ8_0Size, quant.QuantizeRowQ8_0, quant.VecDotQ2_0Q8_0, "ggml_vec_dot_q2_0_q8_0"},
-	{gguf.TQ2_0, quant.QuantizeTQ2_0Ref, quant.QK_K, quant.BlockQ8_KSize, quant.QuantizeRowQ8_K, quant.VecDotTQ2_0Q8_K, "ggml_vec_dot_tq2_0_q8_K"},
+var benchTypes = []benchType{
+	{gguf.Q1_0, "ggml_vec_dot_q1_0_q8_0", quant.QK8_0, quant.BlockQ8_0Size, quant.QuantizeRowQ8_0},
+	{gguf.Q2_0, "ggml_vec_dot_q2_0_q8_0", quant.QK8_0, quant.BlockQ8_0Size, quant.QuantizeRowQ8_0},
+	{gguf.TQ2_0, "ggml_vec_dot_tq2_0_q8_K", quant.QK_K, quant.BlockQ8_KSize, quant.QuantizeRowQ8_K},
 }
-
-// benchRowLengths are Qwen3-8B's n_embd (the input of Q, K, V, gate and up)
-// and n_ff (the input of down).
-var benchRowLengths = []int{4096, 12288}
 
 func (b *benchKernelsCmd) Run(stdout io.Writer) error {
-	if b.Rows < 1 || b.Rounds < 1 {
-		return fmt.Errorf("bench kernels: --rows %d, --rounds %d: both must be at least 1", b.Rows, b.Rounds)
+	if b.Rounds < 1 || b.RefRows < 1 || b.BWBytes < 0 {
+		return fmt.Errorf("bench kernels: --rounds %d, --ref-rows %d: both must be at least 1 (and --bw-mib at least 0)", b.Rounds, b.RefRows)
+	}
+	if _, err := quant.LevelFromEnv(); err != nil {
+		return fmt.Errorf("bench kernels: %w", err)
+	}
+	shapes, err := pick(benchShapes, b.Shapes, func(s benchShape) string { return s.name })
+	if err != nil {
+		return fmt.Errorf("bench kernels: --shapes: %w", err)
+	}
+	types, err := pick(benchTypes, b.Types, func(t benchType) string { return t.typ.String() })
+	if err != nil {
+		return fmt.Errorf("bench kernels: --types: %w", err)
 	}
 	k, err := reference.LoadKernels()
 	if err != nil {
@@ -66,100 +87,227 @@ func (b *benchKernelsCmd) Run(stdout io.Writer) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 
-	fmt.Fprintf(stdout, "bench kernels: %d weight rows per sample, %d rounds alternating bankml and the reference (haswell), ns per weight block\n\n", b.Rows, b.Rounds)
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "type\trow\tblocks\tbankml min / median / max\treference min / median / max\tbankml/ref\tref call ns\tequal\t")
-	for _, bk := range benchKernels {
-		ref, err := k.VecDotKRaw(bk.ref)
+	levels := quant.Levels()
+	fmt.Fprintf(stdout, "bench kernels: %d rounds alternating bankml (levels %v) and the reference (haswell), one thread, ns per weight block (min / median / max)\n\n", b.Rounds, levels)
+	var hdr, sep strings.Builder
+	hdr.WriteString("| type | shape | rows × cols | blocks/row |")
+	for _, l := range levels {
+		fmt.Fprintf(&hdr, " bankml %s |", l)
+	}
+	hdr.WriteString(" ref vec_dot | ref mul_mat | vec_dot / best | mul_mat / best | mul_mat / best (minima) | equal |")
+	for range strings.Count(hdr.String(), "|") - 1 {
+		sep.WriteString("|---")
+	}
+	sep.WriteString("|")
+	fmt.Fprintln(stdout, hdr.String())
+	fmt.Fprintln(stdout, sep.String())
+	for _, bt := range types {
+		ref, err := k.VecDotKRaw(bt.ref)
 		if err != nil {
 			return fmt.Errorf("bench kernels: %w", err)
 		}
-		for _, n := range benchRowLengths {
-			r := b.kernelRow(bk, ref, n)
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%.1f / %.1f / %.1f\t%.1f / %.1f / %.1f\t%.2f\t%.0f\t%d/%d\t\n",
-				bk.typ, n, r.blocks, r.mine[0], r.mine[1], r.mine[2], r.theirs[0], r.theirs[1], r.theirs[2],
-				r.mine[1]/r.theirs[1], r.callNs, r.equal, b.Rows)
+		for _, sh := range shapes {
+			row, err := b.kernelRow(k, bt.typ, bt.actBlock, bt.actSize, bt.actQuant, ref, sh, levels)
+			if err != nil {
+				return fmt.Errorf("bench kernels: %s %s: %w", bt.typ, sh.name, err)
+			}
+			fmt.Fprintln(stdout, row)
 		}
 	}
-	if err := tw.Flush(); err != nil {
-		return err
+	fmt.Fprintf(stdout, "\nbankml: Work.MatMul of one activation column (its quantization included) on the Repack'ed matrix,\n"+
+		"all rows (generic: the plain kernels on the first --ref-rows rows). ref vec_dot: the exported kernel called\n"+
+		"row by row through purego on the first --ref-rows rows (its ~0.3 µs per call included, not subtracted);\n"+
+		"ref mul_mat: ggml_graph_compute_with_ctx of the whole mul_mat on 1 thread (activation quantization\n"+
+		"included). Each timed sample follows an untimed run of the same contender. Ratios are of medians (the last of minima: the least disturbed samples on a shared machine), the reference's time over bankml's best level. equal: rows checked\n"+
+		"whose result has the reference vec_dot's bits, at every level. Weights: random codes with f16 scales\n"+
+		"of real magnitudes; activations gaussian (seeded, the same every run).\n")
+	if b.BWBytes > 0 {
+		if err := b.bandwidth(stdout); err != nil {
+			return err
+		}
 	}
-	_, err = fmt.Fprintf(stdout, "\nbankml/ref is the ratio of the medians. The reference is called through purego.SyscallN; its\n"+
-		"per-call overhead (median of calls with n = 0, column \"ref call ns\") is included in its times, not subtracted.\n"+
-		"equal: rows whose bankml result has the reference's bits. Weights and activations are gaussian, quantized\n"+
-		"by bankml's quantizers (seeded, the same every run).\n")
-	return err
+	return nil
 }
 
-type benchRow struct {
-	blocks       int
-	mine, theirs [3]float64 // ns per block: min, median, max over rounds
-	callNs       float64    // median ns of one reference call with n = 0
-	equal        int
+// pick selects the items named in the comma-separated list.
+func pick[T any](all []T, list string, name func(T) string) ([]T, error) {
+	var out []T
+	for _, s := range strings.Split(list, ",") {
+		s = strings.TrimSpace(s)
+		i := slices.IndexFunc(all, func(t T) bool { return strings.EqualFold(name(t), s) })
+		if i < 0 {
+			var names []string
+			for _, t := range all {
+				names = append(names, name(t))
+			}
+			return nil, fmt.Errorf("unknown %q (want some of %s)", s, strings.Join(names, ", "))
+		}
+		out = append(out, all[i])
+	}
+	return out, nil
 }
 
 var benchSink float32
 
-// kernelRow times one format at row length n.
-func (b *benchKernelsCmd) kernelRow(bk benchKernel, ref func(n int, x, y []byte) float32, n int) benchRow {
-	rng := rand.New(rand.NewPCG(uint64(bk.typ), uint64(n)))
-	gauss := func() []float32 {
-		x := make([]float32, n)
-		for i := range x {
-			x[i] = float32(rng.NormFloat64())
+// randWeights fills rows of typ with random codes and f16 scales of real
+// magnitudes (|d| in [2^-9, 2^-3)).
+func randWeights(rng *rand.Rand, typ gguf.GGMLType, rows, cols int) []byte {
+	bs, ts := typ.BlockSize(), typ.TypeSize()
+	nb := rows * cols / bs
+	w := make([]byte, nb*ts)
+	for i := 0; i+8 <= len(w); i += 8 {
+		v := rng.Uint64()
+		for j := range 8 {
+			w[i+j] = byte(v >> (8 * j))
 		}
-		return x
 	}
-	nb := n / bk.typ.BlockSize()
-	rb := nb * bk.typ.TypeSize()
-	w := make([]byte, b.Rows*rb)
-	for i := range b.Rows {
-		bk.quantize(gauss(), w[i*rb:(i+1)*rb])
+	dOff := 0
+	if typ == gguf.TQ2_0 {
+		dOff = 64
 	}
-	a := make([]byte, n/bk.actBlock*bk.actSize)
-	bk.actQuant(gauss(), a)
+	for b := range nb {
+		h := uint16(rng.IntN(2))<<15 | uint16(0x1800+rng.IntN(0x1800))
+		w[b*ts+dOff], w[b*ts+dOff+1] = byte(h), byte(h>>8)
+	}
+	return w
+}
 
-	res := benchRow{blocks: nb}
-	for i := range b.Rows { // warm-up, and the results checked
-		row := w[i*rb : (i+1)*rb]
-		if math.Float32bits(bk.dot(row, a, nb)) == math.Float32bits(ref(n, row, a)) {
-			res.equal++
+// kernelRow measures one type at one shape and formats its table row.
+func (b *benchKernelsCmd) kernelRow(k *reference.Kernels, typ gguf.GGMLType, actBlock, actSize int,
+	actQuant func([]float32, []byte), ref func(n int, x, y []byte) float32, sh benchShape, levels []quant.Level) (string, error) {
+	rng := rand.New(rand.NewPCG(uint64(typ), uint64(sh.rows*sh.cols)))
+	w := randWeights(rng, typ, sh.rows, sh.cols)
+	m := &quant.Matrix{Name: sh.name, Type: typ, Rows: sh.rows, Cols: sh.cols, Data: w}
+	if _, err := m.Repack(); err != nil {
+		return "", err
+	}
+	refRows := min(b.RefRows, sh.rows)
+	sub := &quant.Matrix{Name: sh.name, Type: typ, Rows: refRows, Cols: sh.cols, Data: w[:refRows*m.RowBytes()]}
+	x := make([]float32, sh.cols)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
+	}
+	a := make([]byte, sh.cols/actBlock*actSize)
+	actQuant(x, a)
+	nb := sh.cols / typ.BlockSize()
+	rb := m.RowBytes()
+
+	works := make([]*quant.Work, len(levels))
+	outs := make([][]float32, len(levels))
+	for i, l := range levels {
+		var err error
+		if works[i], err = quant.NewWork(l, nil); err != nil {
+			return "", err
+		}
+		outs[i] = make([]float32, sh.rows)
+	}
+	g, err := k.NewMulMatGraph(int32(typ), sh.rows, sh.cols, 1, len(w))
+	if err != nil {
+		return "", err
+	}
+	defer g.Close()
+	if err := g.SetWeights(w); err != nil {
+		return "", err
+	}
+	if err := g.SetInput(x); err != nil {
+		return "", err
+	}
+
+	// Contenders: each level, the reference's vec_dot, its mul_mat graph.
+	type contender struct {
+		run    func()
+		blocks int // blocks per sample
+	}
+	var cs []contender
+	for i, l := range levels {
+		mm := m
+		if l == quant.LevelGeneric {
+			mm = sub
+		}
+		cs = append(cs, contender{func() { works[i].MatMul(mm, x, 1, outs[i][:mm.Rows]) }, mm.Rows * nb})
+	}
+	cs = append(cs, contender{func() {
+		for r := range refRows {
+			benchSink += ref(sh.cols, w[r*rb:(r+1)*rb], a)
+		}
+	}, refRows * nb})
+	var graphErr error
+	cs = append(cs, contender{func() {
+		if err := g.Compute(1); err != nil {
+			graphErr = err
+		}
+	}, sh.rows * nb})
+
+	// Warm-up and the bit check against vec_dot.
+	for _, c := range cs {
+		c.run()
+	}
+	if graphErr != nil {
+		return "", graphErr
+	}
+	equal, checked := 0, 0
+	gout := make([]float32, sh.rows)
+	g.Output(gout)
+	for r := range refRows {
+		want := ref(sh.cols, w[r*rb:(r+1)*rb], a)
+		ok := math.Float32bits(gout[r]) == math.Float32bits(want)
+		for i := range levels {
+			ok = ok && math.Float32bits(outs[i][r]) == math.Float32bits(want)
+		}
+		checked++
+		if ok {
+			equal++
 		}
 	}
-	mineSample := func() float64 {
-		t0 := time.Now()
-		for i := range b.Rows {
-			benchSink += bk.dot(w[i*rb:(i+1)*rb], a, nb)
-		}
-		return float64(time.Since(t0).Nanoseconds()) / float64(b.Rows*nb)
-	}
-	refSample := func() float64 {
-		t0 := time.Now()
-		for i := range b.Rows {
-			benchSink += ref(n, w[i*rb:(i+1)*rb], a)
-		}
-		return float64(time.Since(t0).Nanoseconds()) / float64(b.Rows*nb)
-	}
-	mine := make([]float64, 0, b.Rounds)
-	theirs := make([]float64, 0, b.Rounds)
-	calls := make([]float64, 0, b.Rounds)
+	samples := make([][]float64, len(cs))
 	for round := range b.Rounds {
-		if round%2 == 0 {
-			mine = append(mine, mineSample())
-			theirs = append(theirs, refSample())
-		} else {
-			theirs = append(theirs, refSample())
-			mine = append(mine, mineSample())
+		for i := range cs {
+			c := cs[(i+round)%len(cs)]
+			// An untimed run first: every contender is timed warm (its data
+			// in whatever cache holds it, AVX-512 units powered up), as in a
+			// forward pass where the matmuls follow each other.
+			c.run()
+			t0 := time.Now()
+			c.run()
+			samples[(i+round)%len(cs)] = append(samples[(i+round)%len(cs)], float64(time.Since(t0).Nanoseconds())/float64(c.blocks))
 		}
-		t0 := time.Now()
-		for i := range b.Rows {
-			benchSink += ref(0, w[i*rb:(i+1)*rb], a)
-		}
-		calls = append(calls, float64(time.Since(t0).Nanoseconds())/float64(b.Rows))
 	}
-	res.mine, res.theirs = minMedMax(mine), minMedMax(theirs)
-	res.callNs = minMedMax(calls)[1]
-	return res
+	var s strings.Builder
+	fmt.Fprintf(&s, "| %s | %s | %d × %d | %d |", typ, sh.name, sh.rows, sh.cols, nb)
+	best, bestMin := math.Inf(1), math.Inf(1)
+	for i := range levels {
+		mm := minMedMax(samples[i])
+		best, bestMin = min(best, mm[1]), min(bestMin, mm[0])
+		fmt.Fprintf(&s, " %.2f / %.2f / %.2f |", mm[0], mm[1], mm[2])
+	}
+	rv, rg := minMedMax(samples[len(levels)]), minMedMax(samples[len(levels)+1])
+	fmt.Fprintf(&s, " %.2f / %.2f / %.2f | %.2f / %.2f / %.2f | %.1f× | %.1f× | %.1f× | %d/%d |",
+		rv[0], rv[1], rv[2], rg[0], rg[1], rg[2], rv[1]/best, rg[1]/best, rg[0]/bestMin, equal, checked)
+	return s.String(), nil
+}
+
+// bandwidth prints the memory read bandwidth on 1 and 2 goroutines.
+func (b *benchKernelsCmd) bandwidth(stdout io.Writer) error {
+	buf := make([]byte, b.BWBytes<<20)
+	for i := 0; i < len(buf); i += 4096 {
+		buf[i] = byte(i >> 12)
+	}
+	runtime.UnlockOSThread()
+	defer runtime.LockOSThread()
+	fmt.Fprintf(stdout, "\nmemory read bandwidth (%d MiB buffer, %d rounds), GB/s min / median / max, and the floor it puts under\none weight block streamed once (ns/block = block bytes / bandwidth):\n\n", b.BWBytes, b.Rounds)
+	fmt.Fprintln(stdout, "| threads | GB/s | Q1_0 floor (18 B) | Q2_0 floor (18 B) | TQ2_0 floor (66 B) |")
+	fmt.Fprintln(stdout, "|---|---|---|---|---|")
+	for _, th := range []int{1, 2} {
+		var v []float64
+		membw.Measure(buf, th)
+		for range b.Rounds {
+			v = append(v, membw.Measure(buf, th)/1e9)
+		}
+		mm := minMedMax(v)
+		fmt.Fprintf(stdout, "| %d | %.1f / %.1f / %.1f | %.2f ns | %.2f ns | %.2f ns |\n", th, mm[0], mm[1], mm[2],
+			18/mm[1], 18/mm[1], 66/mm[1])
+	}
+	return nil
 }
 
 // minMedMax returns the minimum, median (the upper one for an even count)

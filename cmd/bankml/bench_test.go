@@ -8,45 +8,66 @@ import (
 	"github.com/bankml/bankml/internal/testdata"
 )
 
-// TestBenchKernelsPrintsTheTable: bankml bench kernels (tiny --rows and
-// --rounds) prints a row per format and row length, every checked result
-// equal to the reference's.
+// TestBenchKernelsPrintsTheTable: bankml bench kernels (two small shapes,
+// few rounds) prints a markdown row per format and shape, every checked row
+// equal to the reference's at every level, and the bandwidth table.
 func TestBenchKernelsPrintsTheTable(t *testing.T) {
 	if _, err := reference.LoadKernels(); err != nil {
 		testdata.Absent(t, "reference not installed: %v", err)
 	}
-	code, out, stderr := runCLI("bench", "kernels", "--rows", "2", "--rounds", "3")
+	code, out, stderr := runCLI("bench", "kernels", "--rounds", "2", "--ref-rows", "16", "--shapes", "kv,down", "--bw-mib", "64")
 	if code != 0 {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
 	for _, typ := range []string{"q1_0", "q2_0", "tq2_0"} {
-		for _, n := range []string{"4096", "12288"} {
+		for _, shape := range []string{"kv", "down"} {
 			found := false
 			for line := range strings.Lines(out) {
-				f := strings.Fields(line)
-				if len(f) > 2 && f[0] == typ && f[1] == n {
+				f := strings.Split(line, "|")
+				if len(f) > 3 && strings.TrimSpace(f[1]) == typ && strings.TrimSpace(f[2]) == shape {
 					found = true
-					if f[len(f)-1] != "2/2" {
-						t.Errorf("%s %s: results equal %s, want 2/2", typ, n, f[len(f)-1])
+					if eq := strings.TrimSpace(f[len(f)-2]); eq != "16/16" {
+						t.Errorf("%s %s: rows equal %s, want 16/16", typ, shape, eq)
 					}
 				}
 			}
 			if !found {
-				t.Errorf("no row for %s %s in\n%s", typ, n, out)
+				t.Errorf("no row for %s %s in\n%s", typ, shape, out)
 			}
 		}
 	}
-	if !strings.Contains(out, "not subtracted") {
-		t.Errorf("the call overhead is not explained:\n%s", out)
+	for _, want := range []string{"not subtracted", "| 1 |", "| 2 |", "GB/s"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
 	}
 }
 
-// TestBenchKernelsRefusesBadFlags: --rows and --rounds below 1 are usage errors.
+// TestBenchKernelsRefusesBadFlags: --rounds and --ref-rows below 1, unknown
+// shapes and types are usage errors.
 func TestBenchKernelsRefusesBadFlags(t *testing.T) {
-	for _, args := range [][]string{{"--rows", "0"}, {"--rounds", "0"}} {
-		code, _, stderr := runCLI(append([]string{"bench", "kernels"}, args...)...)
-		if code != 1 || !strings.Contains(stderr, "at least 1") {
-			t.Errorf("%v: exit %d, stderr %q", args, code, stderr)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--rounds", "0"}, "at least 1"},
+		{[]string{"--ref-rows", "0"}, "at least 1"},
+		{[]string{"--shapes", "qkv"}, "unknown \"qkv\""},
+		{[]string{"--types", "q4_0"}, "unknown \"q4_0\""},
+	} {
+		code, _, stderr := runCLI(append([]string{"bench", "kernels"}, tc.args...)...)
+		if code != 1 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q", tc.args, code, stderr)
 		}
+	}
+}
+
+// TestBenchKernelsRefusesAMissingLevel: BANKML_CPU naming an unknown level
+// is refused with the variable named, not ignored.
+func TestBenchKernelsRefusesAMissingLevel(t *testing.T) {
+	t.Setenv("BANKML_CPU", "avx1024")
+	code, _, stderr := runCLI("bench", "kernels", "--rounds", "1")
+	if code != 1 || !strings.Contains(stderr, "BANKML_CPU") {
+		t.Errorf("exit %d, stderr %q", code, stderr)
 	}
 }

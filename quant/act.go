@@ -1,0 +1,189 @@
+package quant
+
+import (
+	"encoding/binary"
+	"math"
+)
+
+// Prepared activations: columns quantized once (per token, per matmul input)
+// into the layout the packed kernels read, instead of shuffling per weight
+// block. The quantization is the reference's (quantize_row_q8_0 of the
+// haswell variant, quantize_row_q8_K_ref); only the storage differs.
+
+// q8Act holds ncols columns of k values quantized to Q8_0, split by field:
+// the int8 q of every block in order (qs), their int8 negation with wrap
+// (nqs, -(-128) = -128 as vpsubb computes it: Q1_0's clear bits), each
+// block's d as float32 (dy) and -Σq of each block (nsum: Q2_0's code offset).
+// Column c starts at c*k in qs and nqs and at c*k/32 in dy and nsum.
+type q8Act struct {
+	k, ncols int
+	qs, nqs  []byte
+	dy       []float32
+	nsum     []int32
+	// For the multi-column Q1_0 tile (tileQ1_0WAVX512), filled by lanes4:
+	// magic4 = 0x4b400000 - Σq over each four activations (column c at
+	// c*k/4: the int32 lane starts there, so that after vpdpbusd adds
+	// Σ 2·bit·q its bits are the float 12582912 + L), ncdy = -12582912*dy per
+	// block (exact: 13 significant bits), and wOK[c] when that tile may take
+	// column c: no -128 (whose int8 negation wraps in the reference, where
+	// Σ 2·bit·q - Σq does not) and every dy finite (the magic-number
+	// conversion needs C*dy finite).
+	magic4 []int32
+	ncdy   []float32
+	wOK    []bool
+	lanes  bool // magic4, ncdy and wOK are filled for every column
+	// dy8 holds each block's dy eight times (column c at c*k/4): the
+	// [dy_k x8 | dy_k+1 x8] operand of the plain-layout Q1_0 kernel. Filled
+	// by fillDy8.
+	dy8 []float32
+}
+
+// fillDy8 fills dy8 for every column.
+func (a *q8Act) fillDy8() {
+	a.dy8 = grow(a.dy8, a.k*a.ncols/4)
+	for i, d := range a.dy[:a.k*a.ncols/QK8_0] {
+		for j := range 8 {
+			a.dy8[8*i+j] = d
+		}
+	}
+}
+
+// q8KAct holds ncols columns of k values quantized to Q8_K: the int8 qs of
+// every block in order, each block's d, and per block eight int32 lane
+// offsets nb[8b+l] = -(bsums[2l]+bsums[2l+1]) (the TQ2_0 kernel's bsums
+// subtraction). exact[c] is false for a column whose bsums could make the
+// AVX2 kernel's int16 subtraction wrap (never for a column quantized here;
+// possible for raw bytes); such a column runs the plain Go kernel on raw.
+type q8KAct struct {
+	k, ncols int
+	qs       []byte
+	d        []float32
+	nb       []int32
+	exact    []bool
+	raw      []byte // the Q8_K blocks as given or quantized, ncols*k/256*292
+}
+
+// reset sizes a for ncols columns of k values, reusing its storage.
+func (a *q8Act) reset(k, ncols int) {
+	a.k, a.ncols = k, ncols
+	n := k * ncols
+	a.qs = grow(a.qs, n)
+	a.nqs = grow(a.nqs, n)
+	a.dy = grow(a.dy, n/QK8_0)
+	a.nsum = grow(a.nsum, n/QK8_0)
+	a.magic4 = grow(a.magic4, n/4)
+	a.ncdy = grow(a.ncdy, n/QK8_0)
+	a.wOK = grow(a.wOK, ncols)
+	a.lanes = false
+}
+
+// lanes4 fills magic4, ncdy and wOK of every column, once all columns are
+// set (reset clears the flag; tileQ1_0 uses the multi-column tile only when
+// it is set). Not safe to call concurrently: Work.MatMul calls it before
+// handing the rows to the workers.
+func (a *q8Act) lanes4() {
+	for c := range a.ncols {
+		q := a.qs[c*a.k : (c+1)*a.k]
+		m4 := a.magic4[c*a.k/4 : (c+1)*a.k/4]
+		var has uint32
+		for i := range m4 {
+			v := binary.LittleEndian.Uint32(q[4*i:])
+			// A byte equal to 0x80: v^0x80808080 has a zero byte.
+			z := v ^ 0x80808080
+			has |= (z - 0x01010101) &^ z & 0x80808080
+			m4[i] = 0x4b400000 - (int32(int8(v)) + int32(int8(v>>8)) + int32(int8(v>>16)) + int32(int8(v>>24)))
+		}
+		ok := has == 0
+		nb := a.k / QK8_0
+		for i, d := range a.dy[c*nb : (c+1)*nb] {
+			if math.IsInf(float64(d), 0) || d != d {
+				ok = false
+			}
+			a.ncdy[c*nb+i] = -12582912 * d
+		}
+		a.wOK[c] = ok
+	}
+	a.lanes = true
+}
+
+func (a *q8KAct) reset(k, ncols int) {
+	a.k, a.ncols = k, ncols
+	n := k * ncols
+	a.qs = grow(a.qs, n)
+	a.d = grow(a.d, n/QK_K)
+	a.nb = grow(a.nb, n/QK_K*8)
+	a.exact = grow(a.exact, ncols)
+	a.raw = grow(a.raw, n/QK_K*BlockQ8_KSize)
+}
+
+// grow returns s resized to n, reallocating only when its capacity is short.
+func grow[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n, n+n/4)
+	}
+	return s[:n]
+}
+
+// setBlock fills block i of a from one Q8_0 block (f16 d, 32 int8).
+func (a *q8Act) setBlock(i int, blk []byte) {
+	q := a.qs[32*i : 32*i+32]
+	nq := a.nqs[32*i : 32*i+32]
+	copy(q, blk[2:34])
+	var s int32
+	for j, v := range q {
+		nq[j] = -v
+		s += int32(int8(v))
+	}
+	a.dy[i] = FP16ToFP32(binary.LittleEndian.Uint16(blk))
+	a.nsum[i] = -s
+}
+
+// fromQ8_0 sets column c from raw Q8_0 blocks (k/32 of them).
+func (a *q8Act) fromQ8_0(c int, src []byte) {
+	nb := a.k / QK8_0
+	for b := range nb {
+		a.setBlock(c*nb+b, src[b*BlockQ8_0Size:(b+1)*BlockQ8_0Size])
+	}
+}
+
+// quantizeGo sets column c from k floats with QuantizeRowQ8_0's arithmetic.
+func (a *q8Act) quantizeGo(c int, x []float32) {
+	var blk [BlockQ8_0Size]byte
+	nb := a.k / QK8_0
+	for b := range nb {
+		QuantizeRowQ8_0(x[b*QK8_0:(b+1)*QK8_0], blk[:])
+		a.setBlock(c*nb+b, blk[:])
+	}
+}
+
+// fromQ8_K sets column c from raw Q8_K blocks (k/256 of them).
+func (a *q8KAct) fromQ8_K(c int, src []byte) {
+	nb := a.k / QK_K
+	raw := a.raw[c*nb*BlockQ8_KSize : (c+1)*nb*BlockQ8_KSize]
+	copy(raw, src[:nb*BlockQ8_KSize])
+	a.exact[c] = true
+	for b := range nb {
+		blk := raw[b*BlockQ8_KSize:]
+		i := c*nb + b
+		copy(a.qs[i*QK_K:(i+1)*QK_K], blk[q8KOffQs:q8KOffQs+QK_K])
+		a.d[i] = math.Float32frombits(binary.LittleEndian.Uint32(blk))
+		for l := range 8 {
+			b0 := int32(int16(binary.LittleEndian.Uint16(blk[q8KOffBsums+4*l:])))
+			b1 := int32(int16(binary.LittleEndian.Uint16(blk[q8KOffBsums+4*l+2:])))
+			// The kernel forms Σcode·y - b per int16 lane with Σcode·y in
+			// [-6144, 6096]; without wrap that needs b in [-26671, 26624].
+			if b0 < -26671 || b0 > 26624 || b1 < -26671 || b1 > 26624 {
+				a.exact[c] = false
+			}
+			a.nb[8*i+l] = -(b0 + b1)
+		}
+	}
+}
+
+// quantizeGo sets column c from k floats with QuantizeRowQ8_K.
+func (a *q8KAct) quantizeGo(c int, x []float32) {
+	nb := a.k / QK_K
+	raw := a.raw[c*nb*BlockQ8_KSize : (c+1)*nb*BlockQ8_KSize]
+	QuantizeRowQ8_K(x[:a.k], raw)
+	a.fromQ8_K(c, raw)
+}

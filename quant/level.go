@@ -1,0 +1,53 @@
+package quant
+
+import "github.com/bankml/bankml/gguf"
+
+// VecDotF16 is ggml_vec_dot_f16 of the haswell variant on this level's
+// kernels (VecDotF16 is the portable twin): x and y hold n = len(x) f16
+// values (len(y) >= n).
+func (l Level) VecDotF16(x, y []uint16) float32 {
+	return vecDotF16(l, x, y)
+}
+
+// VecDot returns typ's vec_dot against its activation format (as
+// blockKernels lists it: Q8_0, Q8_1 or Q8_K blocks) as this level computes
+// it, nil for a type MatMul does not multiply block-wise. For Q1_0, Q2_0
+// and TQ2_0 at the SIMD levels the row is packed (one group) and the
+// activation row prepared on every call, then the packed tile runs: slow,
+// meant for oracle tests and tools that check one row at a time. The other
+// types run the plain kernel at every level.
+func (l Level) VecDot(typ gguf.GGMLType) func(w, a []byte, nb int) float32 {
+	bk, ok := blockKernels[typ]
+	if !ok {
+		return nil
+	}
+	if l == LevelGeneric || !Packable(typ) {
+		return bk.dot
+	}
+	return func(w, a []byte, nb int) float32 {
+		p := packMatrix(typ, w, 1, nb)
+		codes, scales := p.group(0)
+		var out [16]float32
+		switch typ {
+		case gguf.Q1_0, gguf.Q2_0:
+			var act q8Act
+			act.reset(nb*typ.BlockSize(), 1)
+			act.fromQ8_0(0, a)
+			if typ == gguf.Q1_0 {
+				var acc [128]float32
+				tileQ1_0(l, codes, scales, nb, &act, 0, 1, out[:], acc[:])
+			} else {
+				tileQ2_0(l, codes, scales, nb, &act, 0, 1, out[:])
+			}
+		case gguf.TQ2_0:
+			var act q8KAct
+			act.reset(nb*QK_K, 1)
+			act.fromQ8_K(0, a)
+			if !act.exact[0] {
+				return bk.dot(w, a, nb)
+			}
+			tileTQ2_0(l, codes, scales, nb, &act, 0, 1, out[:], nil)
+		}
+		return out[0]
+	}
+}

@@ -1,0 +1,180 @@
+package quant
+
+import (
+	"encoding/binary"
+	"fmt"
+	"unsafe"
+
+	"github.com/bankml/bankml/gguf"
+)
+
+// Packed weights: Q1_0, Q2_0 and TQ2_0 rows re-laid out, sixteen rows at a
+// time, so that one vector lane holds one row (lanes = rows) and every
+// activation operand is one dword broadcast to all sixteen lanes. The
+// arithmetic is unchanged: each row's float chain is the reference's
+// (ggml_vec_dot_q1_0_q8_0 / _q2_0_q8_0 / _tq2_0_q8_K of the haswell
+// variant), only the integer sums are formed in another order.
+//
+// A packed matrix is a copy (the model file stays mapped read-only); it has
+// the size of the rows it packs, rounded up to whole groups of sixteen rows
+// (Matrix.Repack reports the bytes). Group g holds rows 16g..16g+15 (rows past
+// Rows are zero: their outputs are dropped); its nb blocks are stored as
+// nb code sections of packCodeBytes(typ) bytes, then nb scale sections of
+// 32 bytes (the sixteen rows' f16 d, row r at 2r). The code sections:
+//
+//   - Q2_0 (block of 64): four vectors v = 2s+g (s = Q8_0 sub-block, g = 0,
+//     1) of 64 bytes; row r's dword at 4r holds in byte j the four codes of
+//     weights 32s+16g+4n+j (n = 0..3) at bits 2n, so code plane n of a
+//     vector meets the four consecutive activations 32s+16g+4n ... +3.
+//   - Q1_0 (block of 128): 32 words w = 8k+j (k = Q8_0 sub-block, j = the
+//     kernel's lane 0..7) of 8 bytes; bit 4r+i is the sign bit of weight
+//     32k+4j+i of row r, so one word is the vpblendmb mask of a whole lane
+//     for sixteen rows.
+//   - TQ2_0 (block of 256): sixteen vectors v = 8h+l (h = half, l = the
+//     kernel's lane 0..7) of 64 bytes; row r's dword at 4r is qs[32h+4l..+3]
+//     of that row, whose code plane n meets the activations
+//     128h+32n+4l ... +3.
+
+// packRows is the number of rows in a packed group (the lanes of a zmm).
+const packRows = 16
+
+// packCodeBytes is the size of one block's code section in a packed group.
+func packCodeBytes(typ gguf.GGMLType) int {
+	switch typ {
+	case gguf.Q1_0, gguf.Q2_0:
+		return 256
+	case gguf.TQ2_0:
+		return 1024
+	}
+	return 0
+}
+
+// packed is a packed copy of a Matrix (see above).
+type packed struct {
+	typ       gguf.GGMLType
+	rows, nb  int // rows of the matrix, blocks per row
+	groups    int
+	groupSize int    // bytes per group
+	data      []byte // groups*groupSize bytes, 64-byte aligned
+}
+
+// Packable reports whether Repack can pack this type.
+func Packable(typ gguf.GGMLType) bool { return packCodeBytes(typ) > 0 }
+
+// Repack makes a packed copy of the rows of m for the SIMD kernels
+// (LevelAVX2, LevelAVX512), which MatMul then reads instead of m.Data; the
+// generic level keeps reading m.Data. It returns the bytes allocated (the
+// rows' size rounded up to whole groups of 16 rows, plus alignment). Types
+// other than Q1_0, Q2_0 and TQ2_0 are left as they are (0 bytes, no error).
+// m.Data is only read, once: later changes to it are not seen by the SIMD
+// levels (repack again). Copies of the Matrix value share the packed rows.
+// Errors: the checks of Supported.
+func (m *Matrix) Repack() (int, error) {
+	if err := m.Supported(); err != nil {
+		return 0, err
+	}
+	if !Packable(m.Type) {
+		return 0, nil
+	}
+	m.packed = packMatrix(m.Type, m.Data, m.Rows, m.Cols/m.Type.BlockSize())
+	return len(m.packed.data), nil
+}
+
+// alignedBytes returns n zero bytes starting at a 64-byte boundary.
+func alignedBytes(n int) []byte {
+	b := make([]byte, n+63)
+	off := (64 - int(uintptr(unsafe.Pointer(&b[0]))&63)) & 63
+	return b[off : off+n : off+n]
+}
+
+// packMatrix packs rows rows of nb blocks of typ from data (plain ggml rows).
+func packMatrix(typ gguf.GGMLType, data []byte, rows, nb int) *packed {
+	cb := packCodeBytes(typ)
+	p := &packed{typ: typ, rows: rows, nb: nb, groups: (rows + packRows - 1) / packRows}
+	p.groupSize = nb * (cb + 2*packRows)
+	p.data = alignedBytes(p.groups * p.groupSize)
+	bs := typ.TypeSize()
+	rb := nb * bs
+	for g := range p.groups {
+		grp := p.data[g*p.groupSize : (g+1)*p.groupSize]
+		codes, scales := grp[:nb*cb], grp[nb*cb:]
+		for r := range packRows {
+			row := g*packRows + r
+			if row >= rows {
+				break
+			}
+			src := data[row*rb : (row+1)*rb]
+			for b := range nb {
+				blk := src[b*bs : (b+1)*bs]
+				c := codes[b*cb : (b+1)*cb]
+				var d []byte
+				switch typ {
+				case gguf.Q2_0:
+					packQ2_0(blk[2:18], c, r)
+					d = blk[:2]
+				case gguf.Q1_0:
+					packQ1_0(blk[2:18], c, r)
+					d = blk[:2]
+				case gguf.TQ2_0:
+					packTQ2_0(blk[:64], c, r)
+					d = blk[64:66]
+				}
+				copy(scales[b*2*packRows+2*r:], d)
+			}
+		}
+	}
+	return p
+}
+
+// packQ2_0 writes row r's 16 code bytes of one Q2_0 block into the block's
+// code section c (four vectors of 64 bytes).
+func packQ2_0(qs, c []byte, r int) {
+	code := func(w int) byte { return qs[w/4] >> (2 * (w % 4)) & 3 }
+	for s := range 2 {
+		for g := range 2 {
+			v := c[64*(2*s+g)+4*r:]
+			for j := range 4 {
+				var b byte
+				for n := range 4 {
+					b |= code(32*s+16*g+4*n+j) << (2 * n)
+				}
+				v[j] = b
+			}
+		}
+	}
+}
+
+// packQ1_0 writes row r's 128 sign bits of one Q1_0 block into the block's
+// code section c (32 words of 8 bytes, bit 4r+i of word 8k+j = weight
+// 32k+4j+i).
+func packQ1_0(qs, c []byte, r int) {
+	for k := range 4 {
+		bits := binary.LittleEndian.Uint32(qs[4*k:])
+		for j := range 8 {
+			w := c[8*(8*k+j):]
+			nib := byte(bits >> (4 * j) & 0xf)
+			w[r/2] |= nib << (4 * (r % 2))
+		}
+	}
+}
+
+// packTQ2_0 writes row r's 64 code bytes of one TQ2_0 block into the block's
+// code section c (sixteen vectors of 64 bytes).
+func packTQ2_0(qs, c []byte, r int) {
+	for h := range 2 {
+		for l := range 8 {
+			copy(c[64*(8*h+l)+4*r:][:4], qs[32*h+4*l:])
+		}
+	}
+}
+
+// group returns group g's code and scale sections.
+func (p *packed) group(g int) (codes, scales []byte) {
+	grp := p.data[g*p.groupSize : (g+1)*p.groupSize]
+	n := p.nb * packCodeBytes(p.typ)
+	return grp[:n], grp[n:]
+}
+
+func (p *packed) String() string {
+	return fmt.Sprintf("%s packed: %d rows in %d groups of %d, %d blocks per row", p.typ, p.rows, p.groups, packRows, p.nb)
+}

@@ -1,0 +1,141 @@
+package quant
+
+import (
+	"slices"
+	"unsafe"
+)
+
+//go:noescape
+func tileQ2_0AVX2(codes, scales *byte, nb int, qs *byte, dy *float32, nsum *int32, out *float32)
+
+//go:noescape
+func tileQ1_0AVX2(codes, scales *byte, nb int, qs *byte, dy *float32, out *float32)
+
+//go:noescape
+func tileTQ2_0AVX2(codes, scales *byte, nb int, qs *byte, d *float32, nbs *int32, out *float32)
+
+//go:noescape
+func tileQ2_0AVX512(codes, scales *byte, nb int, qs *byte, dy *float32, nsum *int32, k int, nc int, out *float32)
+
+// tileQ2_0 runs the level's Q2_0 tile on one packed group (see tileQ2_0Go).
+func tileQ2_0(l Level, codes, scales []byte, nb int, a *q8Act, c0, nc int, out []float32) {
+	_ = out[16*nc-1]
+	_ = a.qs[(c0+nc)*a.k-1]
+	_ = codes[256*nb-1]
+	_ = scales[32*nb-1]
+	switch l {
+	case LevelAVX512:
+		i := c0 * a.k / QK8_0
+		tileQ2_0AVX512(&codes[0], &scales[0], nb, &a.qs[c0*a.k], &a.dy[i], &a.nsum[i], a.k, nc, &out[0])
+	case LevelAVX2:
+		for c := range nc {
+			i := (c0 + c) * a.k / QK8_0
+			tileQ2_0AVX2(&codes[0], &scales[0], nb, &a.qs[(c0+c)*a.k], &a.dy[i], &a.nsum[i], &out[16*c])
+		}
+	default:
+		tileQ2_0Go(codes, scales, nb, a, c0, nc, out)
+	}
+}
+
+//go:noescape
+func tileQ1_0AVX512(codes, scales *byte, nb int, qs *byte, nqsOff int, dy *float32, k int, nc int, acc *float32, out *float32)
+
+//go:noescape
+func tileQ1_0WAVX512(codes, scales *byte, nb int, qs *byte, dy *float32, magic4 *int32, ncdy *float32, k int, nc int, acc *float32, out *float32)
+
+// tileQ1_0 runs the level's Q1_0 tile on one packed group (see tileQ1_0Go);
+// acc is scratch for 128*nc floats.
+func tileQ1_0(l Level, codes, scales []byte, nb int, a *q8Act, c0, nc int, out, acc []float32) {
+	_ = out[16*nc-1]
+	_ = acc[128*nc-1]
+	_ = a.qs[(c0+nc)*a.k-1]
+	_ = a.nqs[(c0+nc)*a.k-1]
+	_ = codes[256*nb-1]
+	_ = scales[32*nb-1]
+	switch l {
+	case LevelAVX512:
+		if nc >= 2 && a.lanes {
+			if !slices.Contains(a.wOK[c0:c0+nc], false) {
+				i := c0 * a.k / QK8_0
+				tileQ1_0WAVX512(&codes[0], &scales[0], nb, &a.qs[c0*a.k], &a.dy[i], &a.magic4[c0*a.k/4], &a.ncdy[i], a.k, nc, &acc[0], &out[0])
+				return
+			}
+		}
+		q := &a.qs[c0*a.k]
+		off := int(uintptr(unsafe.Pointer(&a.nqs[c0*a.k])) - uintptr(unsafe.Pointer(q)))
+		tileQ1_0AVX512(&codes[0], &scales[0], nb, q, off, &a.dy[c0*a.k/QK8_0], a.k, nc, &acc[0], &out[0])
+	case LevelAVX2:
+		for c := range nc {
+			tileQ1_0AVX2(&codes[0], &scales[0], nb, &a.qs[(c0+c)*a.k], &a.dy[(c0+c)*a.k/QK8_0], &out[16*c])
+		}
+	default:
+		tileQ1_0Go(codes, scales, nb, a, c0, nc, out)
+	}
+}
+
+//go:noescape
+func tileTQ2_0AVX512(codes, scales *byte, nb int, qs *byte, d *float32, nbs *int32, out *float32)
+
+//go:noescape
+func tileTQ2_0NAVX512(codes, scales *byte, nb int, qs *byte, d *float32, nbs *int32, k int, nc int, acc *float32, out *float32)
+
+// tileTQ2_0 runs the level's TQ2_0 tile on one packed group (see
+// tileTQ2_0Go); acc is scratch for 128*nc floats (used for nc >= 2 at
+// LevelAVX512).
+func tileTQ2_0(l Level, codes, scales []byte, nb int, a *q8KAct, c0, nc int, out, acc []float32) {
+	_ = out[16*nc-1]
+	_ = a.qs[(c0+nc)*a.k-1]
+	_ = codes[1024*nb-1]
+	_ = scales[32*nb-1]
+	switch l {
+	case LevelAVX512:
+		if nc >= 2 {
+			_ = acc[128*nc-1]
+			i := c0 * a.k / QK_K
+			tileTQ2_0NAVX512(&codes[0], &scales[0], nb, &a.qs[i*QK_K], &a.d[i], &a.nb[8*i], a.k, nc, &acc[0], &out[0])
+			return
+		}
+		for c := range nc {
+			i := (c0 + c) * a.k / QK_K
+			tileTQ2_0AVX512(&codes[0], &scales[0], nb, &a.qs[i*QK_K], &a.d[i], &a.nb[8*i], &out[16*c])
+		}
+	case LevelAVX2:
+		for c := range nc {
+			i := (c0 + c) * a.k / QK_K
+			tileTQ2_0AVX2(&codes[0], &scales[0], nb, &a.qs[i*QK_K], &a.d[i], &a.nb[8*i], &out[16*c])
+		}
+	default:
+		tileTQ2_0Go(codes, scales, nb, a, c0, nc, out)
+	}
+}
+
+//go:noescape
+func vecDotF16AVX2(x, y *uint16, n int) float32
+
+func vecDotF16(l Level, x, y []uint16) float32 {
+	n := len(x)
+	if l == LevelGeneric || n < 32 {
+		return VecDotF16(x, y)
+	}
+	y = y[:n]
+	np := n &^ 31
+	s := float64(vecDotF16AVX2(&x[0], &y[0], np))
+	for i := np; i < n; i++ {
+		s += float64(FP16ToFP32(x[i]) * FP16ToFP32(y[i]))
+	}
+	return float32(s)
+}
+
+//go:noescape
+func dotQ1_0PlainAVX512(w *byte, nb int, qs *byte, nqsOff int, dy8 *float32) float32
+
+// dotQ1_0Plain is ggml_vec_dot_q1_0_q8_0 of one plain Q1_0 row (nb blocks)
+// against column c of a (dy8 filled), at LevelAVX512.
+func dotQ1_0Plain(w []byte, a *q8Act, c, nb int) float32 {
+	_ = w[nb*BlockQ1_0Size-1]
+	q := a.qs[c*a.k : (c+1)*a.k]
+	nq := a.nqs[c*a.k : (c+1)*a.k]
+	dy8 := a.dy8[c*a.k/4 : (c+1)*a.k/4]
+	off := int(uintptr(unsafe.Pointer(&nq[0])) - uintptr(unsafe.Pointer(&q[0])))
+	return dotQ1_0PlainAVX512(&w[0], nb, &q[0], off, &dy8[0])
+}

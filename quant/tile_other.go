@@ -1,0 +1,21 @@
+//go:build !amd64
+
+package quant
+
+func tileQ2_0(l Level, codes, scales []byte, nb int, a *q8Act, c0, nc int, out []float32) {
+	tileQ2_0Go(codes, scales, nb, a, c0, nc, out)
+}
+
+func tileQ1_0(l Level, codes, scales []byte, nb int, a *q8Act, c0, nc int, out, acc []float32) {
+	tileQ1_0Go(codes, scales, nb, a, c0, nc, out)
+}
+
+func tileTQ2_0(l Level, codes, scales []byte, nb int, a *q8KAct, c0, nc int, out, acc []float32) {
+	tileTQ2_0Go(codes, scales, nb, a, c0, nc, out)
+}
+
+func vecDotF16(l Level, x, y []uint16) float32 { return VecDotF16(x, y) }
+
+func dotQ1_0Plain(w []byte, a *q8Act, c, nb int) float32 {
+	panic("quant: no plain-layout SIMD kernel on this platform")
+}

@@ -1,0 +1,122 @@
+#include "textflag.h"
+
+// Packed Q2_0 tiles (see pack.go, tile_generic.go: tileQ2_0Go is the
+// element-wise statement of the same arithmetic). Per packed block, sixteen
+// rows in the sixteen dword lanes: isum_s = -Σq_s + Σ code·q (vpdpbusd, one
+// activation dword broadcast per code plane), then the haswell chain
+// s = fma(float(isum1), dy1, float(isum0)*dy0), sumf = fma(s, d, sumf).
+
+DATA q2mask3<>+0(SB)/4, $0x03030303
+GLOBL q2mask3<>(SB), RODATA|NOPTR, $4
+
+// func tileQ2_0AVX512(codes, scales *byte, nb int, qs *byte, dy *float32, nsum *int32, k int, nc int, out *float32)
+//
+// out[16c+r] for c < nc, r < 16. Column c's activations start at qs+c*k,
+// dy+c*k/32, nsum+c*k/32. nb >= 1, nc >= 1.
+TEXT ·tileQ2_0AVX512(SB), NOSPLIT, $0-72
+	MOVQ codes+0(FP), SI
+	MOVQ scales+8(FP), DI
+	MOVQ nb+16(FP), R8
+	MOVQ qs+24(FP), R9
+	MOVQ dy+32(FP), R10
+	MOVQ nsum+40(FP), R11
+	MOVQ k+48(FP), R12
+	MOVQ nc+56(FP), R13
+	MOVQ out+64(FP), DX
+
+	VPBROADCASTD q2mask3<>(SB), Z31
+
+	// Zero the nc accumulators (sumf lives in out).
+	MOVQ DX, AX
+	MOVQ R13, CX
+	VPXORD Z30, Z30, Z30
+zero:
+	VMOVUPS Z30, (AX)
+	ADDQ $64, AX
+	DECQ CX
+	JNZ  zero
+
+	MOVQ R12, BX
+	SHRQ $3, BX            // column stride of dy and nsum in bytes: k/32*4
+	SUBQ R10, R11          // nsum - dy: both advance alike
+
+block:
+	// Sixteen code planes: vector v = 2s+g, plane n = (v >> 2n) & 3.
+	VMOVDQU64 0(SI), Z0
+	VPSRLD    $2, Z0, Z1
+	VPSRLD    $4, Z0, Z2
+	VPSRLD    $6, Z0, Z3
+	VPANDD    Z31, Z0, Z0
+	VPANDD    Z31, Z1, Z1
+	VPANDD    Z31, Z2, Z2
+	VPANDD    Z31, Z3, Z3
+	VMOVDQU64 64(SI), Z4
+	VPSRLD    $2, Z4, Z5
+	VPSRLD    $4, Z4, Z6
+	VPSRLD    $6, Z4, Z7
+	VPANDD    Z31, Z4, Z4
+	VPANDD    Z31, Z5, Z5
+	VPANDD    Z31, Z6, Z6
+	VPANDD    Z31, Z7, Z7
+	VMOVDQU64 128(SI), Z8
+	VPSRLD    $2, Z8, Z9
+	VPSRLD    $4, Z8, Z10
+	VPSRLD    $6, Z8, Z11
+	VPANDD    Z31, Z8, Z8
+	VPANDD    Z31, Z9, Z9
+	VPANDD    Z31, Z10, Z10
+	VPANDD    Z31, Z11, Z11
+	VMOVDQU64 192(SI), Z12
+	VPSRLD    $2, Z12, Z13
+	VPSRLD    $4, Z12, Z14
+	VPSRLD    $6, Z12, Z15
+	VPANDD    Z31, Z12, Z12
+	VPANDD    Z31, Z13, Z13
+	VPANDD    Z31, Z14, Z14
+	VPANDD    Z31, Z15, Z15
+	VCVTPH2PS (DI), Z16    // the sixteen rows' d
+
+	MOVQ R9, AX            // qs of column 0 at this block
+	MOVQ R10, CX           // dy (nsum at CX+R11)
+	MOVQ DX, R12           // sumf
+	MOVQ R13, R14          // columns left
+col:
+	VPBROADCASTD 0(CX)(R11*1), Z20
+	VPBROADCASTD 4(CX)(R11*1), Z21
+	VPDPBUSD.BCST 0(AX), Z0, Z20
+	VPDPBUSD.BCST 4(AX), Z1, Z20
+	VPDPBUSD.BCST 8(AX), Z2, Z20
+	VPDPBUSD.BCST 12(AX), Z3, Z20
+	VPDPBUSD.BCST 16(AX), Z4, Z20
+	VPDPBUSD.BCST 20(AX), Z5, Z20
+	VPDPBUSD.BCST 24(AX), Z6, Z20
+	VPDPBUSD.BCST 28(AX), Z7, Z20
+	VPDPBUSD.BCST 32(AX), Z8, Z21
+	VPDPBUSD.BCST 36(AX), Z9, Z21
+	VPDPBUSD.BCST 40(AX), Z10, Z21
+	VPDPBUSD.BCST 44(AX), Z11, Z21
+	VPDPBUSD.BCST 48(AX), Z12, Z21
+	VPDPBUSD.BCST 52(AX), Z13, Z21
+	VPDPBUSD.BCST 56(AX), Z14, Z21
+	VPDPBUSD.BCST 60(AX), Z15, Z21
+	VCVTDQ2PS Z20, Z20
+	VCVTDQ2PS Z21, Z21
+	VMULPS.BCST 0(CX), Z20, Z20
+	VFMADD231PS.BCST 4(CX), Z21, Z20
+	VMOVUPS (R12), Z22
+	VFMADD231PS Z16, Z20, Z22
+	VMOVUPS Z22, (R12)
+	ADDQ $64, R12
+	ADDQ BX, CX
+	LEAQ (AX)(BX*8), AX    // + k bytes
+	DECQ R14
+	JNZ  col
+
+	ADDQ $256, SI
+	ADDQ $32, DI
+	ADDQ $64, R9
+	ADDQ $8, R10
+	DECQ R8
+	JNZ  block
+	VZEROUPPER
+	RET

@@ -1,0 +1,158 @@
+package quant
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/bankml/bankml/gguf"
+)
+
+// packedDots computes every (row, column) dot of a packed matrix at level l
+// through the tile kernels, one group and chunk of columns at a time.
+func packedDotsQ8(t *testing.T, l Level, p *packed, a *q8Act) []float32 {
+	t.Helper()
+	out := make([]float32, a.ncols*p.rows)
+	tmp := make([]float32, 16*a.ncols)
+	acc := make([]float32, 128*a.ncols)
+	for g := range p.groups {
+		codes, scales := p.group(g)
+		switch p.typ {
+		case gguf.Q2_0:
+			tileQ2_0(l, codes, scales, p.nb, a, 0, a.ncols, tmp)
+		case gguf.Q1_0:
+			tileQ1_0(l, codes, scales, p.nb, a, 0, a.ncols, tmp, acc)
+		}
+		for c := range a.ncols {
+			for r := range packRows {
+				if row := g*packRows + r; row < p.rows {
+					out[c*p.rows+row] = tmp[16*c+r]
+				}
+			}
+		}
+	}
+	return out
+}
+
+// packedDotsQ8K is packedDotsQ8 for TQ2_0 (Q8_K activations).
+func packedDotsQ8K(l Level, p *packed, a *q8KAct) []float32 {
+	out := make([]float32, a.ncols*p.rows)
+	tmp := make([]float32, 16*a.ncols)
+	for g := range p.groups {
+		codes, scales := p.group(g)
+		tileTQ2_0(l, codes, scales, p.nb, a, 0, a.ncols, tmp, make([]float32, 128*a.ncols))
+		for c := range a.ncols {
+			for r := range packRows {
+				if row := g*packRows + r; row < p.rows {
+					out[c*p.rows+row] = tmp[16*c+r]
+				}
+			}
+		}
+	}
+	return out
+}
+
+// TestTQ2_0TileMatchesPlainKernel: the packed TQ2_0 tile at every level gives
+// the bits of VecDotTQ2_0Q8_K (oracle-tested) on valid and arbitrary codes,
+// for activations from the quantizer and raw Q8_K blocks with consistent
+// bsums.
+func TestTQ2_0TileMatchesPlainKernel(t *testing.T) {
+	r := rand.New(rand.NewPCG(83, 84))
+	f := kFormats[1]
+	if f.typ != gguf.TQ2_0 {
+		t.Fatal("kFormats[1] is not TQ2_0")
+	}
+	checked := 0
+	for _, l := range Levels() {
+		for _, shape := range [][3]int{{1, 256, 1}, {37, 1024, 3}, {16, 4096, 2}} {
+			rows, cols, n := shape[0], shape[1], shape[2]
+			nb := cols / QK_K
+			w := f.randKBlocks(r, rows*nb, r.IntN(2) == 0)
+			p := packMatrix(gguf.TQ2_0, w, rows, nb)
+			var a q8KAct
+			a.reset(cols, n)
+			raw := make([][]byte, n)
+			for c := range n {
+				if c%2 == 0 {
+					raw[c] = make([]byte, nb*BlockQ8_KSize)
+					QuantizeRowQ8_K(randRow(r, cols), raw[c])
+				} else {
+					raw[c] = kRandQ8_K(r, nb, true)
+				}
+				a.fromQ8_K(c, raw[c])
+			}
+			got := packedDotsQ8K(l, p, &a)
+			for c := range n {
+				for i := range rows {
+					want := VecDotTQ2_0Q8_K(w[i*nb*BlockTQ2_0Size:(i+1)*nb*BlockTQ2_0Size], raw[c], nb)
+					if g := got[c*rows+i]; math.Float32bits(g) != math.Float32bits(want) {
+						t.Fatalf("%s rows=%d cols=%d: (%d,%d) = %g, plain %g", l, rows, cols, i, c, g, want)
+					}
+					checked++
+				}
+			}
+		}
+	}
+	t.Logf("%d packed TQ2_0 outputs equal to the plain kernel's", checked)
+}
+
+// TestTilesMatchPlainKernels: the packed tiles at every level give the bits
+// of the plain kernels (themselves oracle-tested against the reference).
+func TestTilesMatchPlainKernels(t *testing.T) {
+	r := rand.New(rand.NewPCG(81, 82))
+	for _, l := range Levels() {
+		for _, tc := range []struct {
+			typ    gguf.GGMLType
+			qk, bs int
+			dot    func(w, a []byte, nb int) float32
+		}{
+			{gguf.Q2_0, QK2_0, BlockQ2_0Size, VecDotQ2_0Q8_0},
+			{gguf.Q1_0, QK1_0, BlockQ1_0Size, VecDotQ1_0Q8_0},
+		} {
+			for _, shape := range [][3]int{{1, 256, 1}, {37, 512, 3}, {16, 4096, 1}, {33, 1024, 5}, {40, 1024, 6}, {40, 512, 3}} {
+				rows, cols, n := shape[0], shape[1], shape[2]
+				nb := cols / tc.qk
+				w := randLowbitBlocks(r, rows*nb, tc.bs)
+				p := packMatrix(tc.typ, w, rows, nb)
+				var a q8Act
+				a.reset(cols, n)
+				raw := make([][]byte, n)
+				for c := range n {
+					raw[c] = randActivations(r, cols/QK8_0)
+					if shape[0] == 40 { // quantized columns only (the multi-column Q1_0 tile), one with d = Inf
+						x := randRow(r, cols)
+						if c == 3 {
+							x[5] = 3e38
+						}
+						QuantizeRowQ8_0(x, raw[c])
+					}
+					a.fromQ8_0(c, raw[c])
+				}
+				if r.IntN(2) == 0 || shape[0] == 40 {
+					a.lanes4() // the multi-column Q1_0 tile where every column allows it
+				}
+				got := packedDotsQ8(t, l, p, &a)
+				if tc.typ == gguf.Q1_0 && l == LevelAVX512 { // and the plain-layout kernel
+					a.fillDy8()
+					for c := range n {
+						for i := range rows {
+							g := dotQ1_0Plain(w[i*nb*tc.bs:(i+1)*nb*tc.bs], &a, c, nb)
+							want := tc.dot(w[i*nb*tc.bs:(i+1)*nb*tc.bs], raw[c], nb)
+							if math.Float32bits(g) != math.Float32bits(want) {
+								t.Fatalf("plain Q1_0 avx512 rows=%d cols=%d: (%d,%d) = %g, plain Go %g", rows, cols, i, c, g, want)
+							}
+						}
+					}
+				}
+				for c := range n {
+					for i := range rows {
+						want := tc.dot(w[i*nb*tc.bs:(i+1)*nb*tc.bs], raw[c], nb)
+						if g := got[c*rows+i]; math.Float32bits(g) != math.Float32bits(want) {
+							t.Fatalf("%s %s rows=%d cols=%d n=%d: (%d,%d) = %g (%#x), plain %g (%#x)", l, tc.typ, rows, cols, n, i, c, g, math.Float32bits(g), want, math.Float32bits(want))
+						}
+					}
+				}
+			}
+		}
+	}
+}

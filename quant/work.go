@@ -1,0 +1,330 @@
+package quant
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/bankml/bankml/gguf"
+	"github.com/bankml/bankml/parallel"
+)
+
+// Work is what MatMul needs besides its operands, kept between calls so that
+// a matmul allocates nothing once the buffers have grown to the largest
+// shape (ggml's work buffer, wdata): the CPU level whose kernels run, the
+// worker pool that shares the rows, the quantized activations and each
+// worker's tile scratch. A Work is used by one goroutine at a time.
+type Work struct {
+	level Level
+	pool  *parallel.Pool
+
+	q8  q8Act  // prepared Q8_0 columns (packed Q1_0/Q2_0)
+	q8k q8KAct // prepared Q8_K columns (packed TQ2_0)
+	xq  []byte // plain activation blocks (the other block types)
+	xh  []uint16
+	scr [][]float32 // per worker: tile output and accumulators
+	job matJob
+}
+
+// NewWork returns a Work running level's kernels on pool (nil: the calling
+// goroutine only). Errors: a level this CPU lacks (Level.Check).
+func NewWork(level Level, pool *parallel.Pool) (*Work, error) {
+	if err := level.Check(); err != nil {
+		return nil, err
+	}
+	w := &Work{level: level, pool: pool, scr: make([][]float32, pool.Size())}
+	w.job.w = w
+	return w, nil
+}
+
+// Level is the level whose kernels the Work runs.
+func (w *Work) Level() Level { return w.level }
+
+// tileCols is the number of activation columns one tile call takes: the
+// packed weights of a group are decoded once per block for all of them.
+const tileCols = 16
+
+// matJob is one MatMul for the pool: units are packed groups of 16 rows, or
+// rows for unpacked matrices.
+type matJob struct {
+	w   *Work
+	m   *Matrix
+	x   []float32
+	n   int
+	out []float32
+	// per call
+	path   matPath
+	kernel func(w, a []byte, nb int) float32
+	qb     int // bytes per quantized column (plain block paths)
+	wnb    int // weight blocks per row
+	gemm   int // Q4_K repacked: columns < gemm run the gemm chain
+}
+
+type matPath uint8
+
+const (
+	pathF32Vec matPath = iota
+	pathF32Tiny
+	pathF16Vec
+	pathF16Tiny
+	pathBF16Vec
+	pathBF16Tiny
+	pathBlock
+	pathQ4KRepack
+	pathPackedQ1
+	pathPackedQ2
+	pathPackedTQ2
+	pathPlainQ1 // Q1_0 not Repack'ed, at LevelAVX512: the plain-layout assembly kernel
+)
+
+// MatMul computes out[j*Rows+i] = dot(row i of m, column j of x) for the n
+// activation columns x[j*Cols:(j+1)*Cols], taking for each type and shape the
+// arithmetic ggml_compute_forward_mul_mat of the reference takes on an AVX2
+// machine (the haswell variant; every level computes the same bits):
+//
+//   - F32: tinyBLAS (TinyDotF32) when n >= 2, Cols%8 == 0 and Rows%4 == 0,
+//     else ggml_vec_dot_f32 (VecDotF32);
+//   - F16 and BF16: the activations are rounded to f16 (bf16) first; then
+//     tinyBLAS (TinyDotF16, TinyDotBF16) under the same conditions, else
+//     ggml_vec_dot_f16 (ggml_vec_dot_bf16);
+//   - block types (blockKernels): each column is quantized to the type's
+//     activation format (Q8_0 for Q8_0, Q4_0, Q5_0, Q1_0, Q2_0; Q8_1 for
+//     Q4_1, Q5_1; Q8_K for TQ1_0, TQ2_0, Q2_K … Q6_K), then every output
+//     runs the type's vec_dot chain (tinyBLAS_Q0_AVX, used for
+//     Q8_0/Q4_0/Q5_0 with 2+ columns, agrees with it per output); Q4_0 and
+//     Q4_K with Rows%8 == 0 live in the CPU_REPACK buffer and run the
+//     repacked kernels' chains (RepackDotQ4_0Q8_0, q4_K 8x8 gemm/gemv);
+//   - Q1_0, Q2_0, TQ2_0 matrices that were Repack'ed run the packed tiles of
+//     the Work's level (sixteen rows per vector, up to tileCols columns per
+//     weight pass), the same chains as VecDotQ1_0Q8_0, VecDotQ2_0Q8_0 and
+//     VecDotTQ2_0Q8_K; at LevelGeneric they run those plain kernels. A Q1_0
+//     matrix that was not Repack'ed runs, at LevelAVX512, a plain-layout
+//     assembly kernel (one row at a time, no copy of the weights).
+//
+// The pool's workers take chunks of rows (groups of 16 for packed matrices);
+// each output is computed by one worker from its row and column alone, so
+// the result does not depend on the pool's size. MatMul allocates nothing
+// once the Work's buffers have grown to the shape. Call Supported first:
+// MatMul panics on types it does not handle.
+func (w *Work) MatMul(m *Matrix, x []float32, n int, out []float32) {
+	j := &w.job
+	*j = matJob{w: w, m: m, x: x, n: n, out: out[:n*m.Rows]}
+	k, rows := m.Cols, m.Rows
+	_ = x[n*k-1]
+	units := rows
+	switch m.Type {
+	case gguf.F32:
+		j.path = pathF32Vec
+		if n >= 2 && k%8 == 0 && rows%4 == 0 {
+			j.path = pathF32Tiny
+		}
+	case gguf.F16, gguf.BF16:
+		w.xh = grow(w.xh, n*k)
+		if m.Type == gguf.F16 {
+			FP32ToFP16Row(x[:n*k], w.xh)
+			j.path = pathF16Vec
+		} else {
+			FP32ToBF16Row(x[:n*k], w.xh)
+			j.path = pathBF16Vec
+		}
+		if n >= 2 && k%8 == 0 && rows%4 == 0 {
+			j.path++
+		}
+	default:
+		if p := m.packed; p != nil && w.level > LevelGeneric {
+			units = p.groups
+			switch m.Type {
+			case gguf.Q1_0, gguf.Q2_0:
+				w.q8.reset(k, n)
+				for c := range n {
+					w.q8.quantize(w.level, c, x[c*k:(c+1)*k])
+				}
+				j.path = pathPackedQ2
+				if m.Type == gguf.Q1_0 {
+					j.path = pathPackedQ1
+					if n >= 2 {
+						w.q8.lanes4()
+					}
+				}
+			case gguf.TQ2_0:
+				w.q8k.reset(k, n)
+				for c := range n {
+					w.q8k.quantize(w.level, c, x[c*k:(c+1)*k])
+				}
+				j.path = pathPackedTQ2
+			}
+			break
+		}
+		if m.Type == gguf.Q1_0 && w.level == LevelAVX512 {
+			w.q8.reset(k, n)
+			for c := range n {
+				w.q8.quantize(w.level, c, x[c*k:(c+1)*k])
+			}
+			w.q8.fillDy8()
+			j.wnb = k / QK1_0
+			j.path = pathPlainQ1
+			break
+		}
+		if m.Type == gguf.Q4_K && rows%8 == 0 {
+			w.quantizeQ4KRepack(j)
+			break
+		}
+		bk, ok := blockKernels[m.Type]
+		if !ok {
+			panic(fmt.Sprintf("quant: MatMul on unsupported type %s", m.Type))
+		}
+		act := bk.act
+		if k%act.block != 0 {
+			panic(fmt.Sprintf("quant: MatMul: row length %d is not a multiple of the activation block %d", k, act.block))
+		}
+		j.qb = k / act.block * act.size
+		w.xq = grow(w.xq, n*j.qb)
+		for c := range n {
+			act.quantize(x[c*k:(c+1)*k], w.xq[c*j.qb:(c+1)*j.qb])
+		}
+		j.kernel = bk.dot
+		if bk.repack != nil && rows%8 == 0 {
+			j.kernel = bk.repack
+		}
+		j.wnb = k / m.Type.BlockSize()
+		j.path = pathBlock
+	}
+	w.pool.Run(units, max(1, units/(16*w.pool.Size())), j)
+	j.m, j.x, j.out, j.kernel = nil, nil, nil, nil
+}
+
+// quantizeQ4KRepack prepares the reference's path for Q4_K weights with a
+// row count that is a multiple of 8 (the CPU_REPACK buffer's q4_K_8x8
+// layout): the columns in whole groups of four are quantized by
+// ggml_quantize_mat_q8_K_4x8 and run ggml_gemm_q4_K_8x8_q8_K; the n%4
+// columns left run ggml_gemv_q4_K_8x8_q8_K on quantize_row_q8_K's
+// activations.
+func (w *Work) quantizeQ4KRepack(j *matJob) {
+	k := j.m.Cols
+	j.wnb = k / QK_K
+	j.qb = j.wnb * BlockQ8_KSize
+	j.gemm = j.n - j.n%4
+	w.xq = grow(w.xq, j.n*j.qb)
+	for c := range j.n {
+		if c < j.gemm {
+			QuantizeRowQ8_K4x8(j.x[c*k:(c+1)*k], w.xq[c*j.qb:(c+1)*j.qb])
+		} else {
+			QuantizeRowQ8_K(j.x[c*k:(c+1)*k], w.xq[c*j.qb:(c+1)*j.qb])
+		}
+	}
+	j.path = pathQ4KRepack
+}
+
+// Do computes rows (or packed groups) [lo, hi) for every column.
+func (j *matJob) Do(worker, lo, hi int) {
+	m, k, rows := j.m, j.m.Cols, j.m.Rows
+	switch j.path {
+	case pathPackedQ1, pathPackedQ2, pathPackedTQ2:
+		j.doPacked(worker, lo, hi)
+		return
+	}
+	rb := m.RowBytes()
+	for c := range j.n {
+		o := j.out[c*rows : (c+1)*rows]
+		for i := lo; i < hi; i++ {
+			wr := m.Data[i*rb : (i+1)*rb]
+			var v float32
+			switch j.path {
+			case pathF32Vec:
+				v = VecDotF32(float32View(wr), j.x[c*k:(c+1)*k])
+			case pathF32Tiny:
+				v = TinyDotF32(float32View(wr), j.x[c*k:(c+1)*k])
+			case pathF16Vec:
+				v = j.w.level.VecDotF16(uint16View(wr), j.w.xh[c*k:(c+1)*k])
+			case pathF16Tiny:
+				v = TinyDotF16(uint16View(wr), j.w.xh[c*k:(c+1)*k])
+			case pathBF16Vec:
+				v = VecDotBF16(uint16View(wr), j.w.xh[c*k:(c+1)*k])
+			case pathBF16Tiny:
+				v = TinyDotBF16(uint16View(wr), j.w.xh[c*k:(c+1)*k])
+			case pathBlock:
+				v = j.kernel(wr, j.w.xq[c*j.qb:(c+1)*j.qb], j.wnb)
+			case pathPlainQ1:
+				v = dotQ1_0Plain(wr, &j.w.q8, c, j.wnb)
+			case pathQ4KRepack:
+				a := j.w.xq[c*j.qb : (c+1)*j.qb]
+				if c < j.gemm {
+					v = RepackGemmQ4_KQ8_K(wr, a, j.wnb)
+				} else {
+					v = RepackGemvQ4_KQ8_K(wr, a, j.wnb)
+				}
+			}
+			o[i] = v
+		}
+	}
+}
+
+// doPacked runs the tiles on groups [lo, hi), tileCols columns at a time.
+func (j *matJob) doPacked(worker, lo, hi int) {
+	w, p, rows := j.w, j.m.packed, j.m.Rows
+	nc := min(j.n, tileCols)
+	scr := grow(w.scr[worker], 16*nc+128*nc)
+	w.scr[worker] = scr
+	tile, acc := scr[:16*nc], scr[16*nc:]
+	for g := lo; g < hi; g++ {
+		codes, scales := p.group(g)
+		r0 := g * packRows
+		nr := min(packRows, rows-r0)
+		for c0 := 0; c0 < j.n; c0 += nc {
+			cn := min(nc, j.n-c0)
+			switch j.path {
+			case pathPackedQ1:
+				tileQ1_0(w.level, codes, scales, p.nb, &w.q8, c0, cn, tile, acc)
+			case pathPackedQ2:
+				tileQ2_0(w.level, codes, scales, p.nb, &w.q8, c0, cn, tile)
+			case pathPackedTQ2:
+				tileTQ2_0(w.level, codes, scales, p.nb, &w.q8k, c0, cn, tile, acc)
+			}
+			for c := range cn {
+				copy(j.out[(c0+c)*rows+r0:(c0+c)*rows+r0+nr], tile[16*c:16*c+nr])
+			}
+		}
+		if j.path == pathPackedTQ2 {
+			j.inexactTQ2(g, r0, nr)
+		}
+	}
+}
+
+// inexactTQ2 recomputes, with the plain kernel, the outputs of the columns
+// whose Q8_K bsums the packed kernel cannot take (never for columns MatMul
+// quantized itself; kept so that the tile never answers for them).
+func (j *matJob) inexactTQ2(g, r0, nr int) {
+	a, m := &j.w.q8k, j.m
+	rb := m.RowBytes()
+	qb := a.k / QK_K * BlockQ8_KSize
+	for c := range j.n {
+		if a.exact[c] {
+			continue
+		}
+		for i := r0; i < r0+nr; i++ {
+			j.out[c*m.Rows+i] = VecDotTQ2_0Q8_K(m.Data[i*rb:(i+1)*rb], a.raw[c*qb:(c+1)*qb], a.k/QK_K)
+		}
+	}
+}
+
+// defaultLevel is BANKML_CPU's level (or the best the CPU has), read once.
+var defaultLevel = sync.OnceValues(LevelFromEnv)
+
+// DefaultLevel is the level MatMul runs at: the one BANKML_CPU forces, or
+// the best this CPU has. Its error is LevelFromEnv's (an unknown name, a
+// level the CPU lacks); programs should check it at start-up.
+func DefaultLevel() (Level, error) { return defaultLevel() }
+
+// MatMul is Work.MatMul on a temporary Work at DefaultLevel with pool (it
+// allocates the Work's buffers on every call; keep a Work to avoid that).
+// It panics when BANKML_CPU is invalid (see DefaultLevel).
+func MatMul(m *Matrix, x []float32, n int, out []float32, pool *parallel.Pool) {
+	l, err := DefaultLevel()
+	if err != nil {
+		panic(err)
+	}
+	w, err := NewWork(l, pool)
+	if err != nil {
+		panic(err)
+	}
+	w.MatMul(m, x, n, out)
+}

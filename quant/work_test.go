@@ -1,0 +1,169 @@
+package quant
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/bankml/bankml/gguf"
+	"github.com/bankml/bankml/parallel"
+)
+
+// TestWorkMatMulAllocatesNothing: once a Work's buffers have grown to a
+// shape, MatMul allocates nothing, for every type and path (packed tiles,
+// plain block kernels, the Q4_K repacked chains, f32/f16/bf16), at every
+// level, on a pool of two workers.
+func TestWorkMatMulAllocatesNothing(t *testing.T) {
+	r := rand.New(rand.NewPCG(51, 52))
+	pool := parallel.New(2)
+	defer pool.Close()
+	types := []gguf.GGMLType{gguf.F32, gguf.F16, gguf.BF16}
+	for typ := range blockKernels {
+		types = append(types, typ)
+	}
+	slices.Sort(types)
+	for _, l := range Levels() {
+		w, err := NewWork(l, pool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, typ := range types {
+			m := &Matrix{Name: typ.String(), Type: typ, Rows: 64, Cols: 512, Data: weightsOf(t, r, typ, 64, 512)}
+			if _, err := m.Repack(); err != nil {
+				t.Fatal(err)
+			}
+			for _, n := range []int{1, 5} {
+				x := randRow(r, n*512)
+				out := make([]float32, n*64)
+				w.MatMul(m, x, n, out) // grow the buffers
+				if a := testing.AllocsPerRun(20, func() { w.MatMul(m, x, n, out) }); a != 0 {
+					t.Errorf("%s %s n=%d: %v allocations per MatMul", l, typ, n, a)
+				}
+			}
+		}
+	}
+}
+
+// TestMatMulPackedIndependentOfWorkers: Repack'ed matrices give the same bits
+// on pools of 1, 2, 3 and 8 workers at every level, for row counts that are
+// and are not multiples of 16 and up to more than tileCols columns.
+func TestMatMulPackedIndependentOfWorkers(t *testing.T) {
+	r := rand.New(rand.NewPCG(53, 54))
+	checked := 0
+	for _, l := range Levels() {
+		var works []*Work
+		for _, size := range []int{1, 2, 3, 8} {
+			p := parallel.New(size)
+			defer p.Close()
+			w, err := NewWork(l, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			works = append(works, w)
+		}
+		for _, typ := range []gguf.GGMLType{gguf.Q1_0, gguf.Q2_0, gguf.TQ2_0} {
+			for _, rows := range []int{16, 37, 200} {
+				m := &Matrix{Name: "w", Type: typ, Rows: rows, Cols: 512, Data: weightsOf(t, r, typ, rows, 512)}
+				if _, err := m.Repack(); err != nil {
+					t.Fatal(err)
+				}
+				for _, n := range []int{1, 3, 17} {
+					x := randRow(r, n*512)
+					want := make([]float32, n*rows)
+					works[0].MatMul(m, x, n, want)
+					for _, w := range works[1:] {
+						got := make([]float32, n*rows)
+						w.MatMul(m, x, n, got)
+						for i := range got {
+							if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+								t.Fatalf("%s %s rows=%d n=%d: out[%d] differs between pools", l, typ, rows, n, i)
+							}
+						}
+						checked += len(got)
+					}
+				}
+			}
+		}
+	}
+	t.Logf("%d packed outputs equal on 1, 2, 3 and 8 workers", checked)
+}
+
+// TestNewWorkRefusesMissingLevel: a level the CPU lacks is an error naming
+// what is missing, never a fallback.
+func TestNewWorkRefusesMissingLevel(t *testing.T) {
+	for l := LevelGeneric; l <= LevelAVX512; l++ {
+		_, err := NewWork(l, nil)
+		if (err == nil) != (l.Check() == nil) {
+			t.Errorf("%s: NewWork error %v, Check %v", l, err, l.Check())
+		}
+	}
+	if _, err := NewWork(Level(9), nil); err == nil {
+		t.Error("an unknown level was accepted")
+	}
+}
+
+// TestLevelFromEnv: BANKML_CPU names a level (case-insensitive); unknown
+// names and levels this CPU lacks are errors, unset is Detect().
+func TestLevelFromEnv(t *testing.T) {
+	for _, tc := range []struct {
+		env  string
+		want Level
+		err  bool
+	}{{"", Detect(), false}, {"generic", LevelGeneric, false}, {"AVX2", LevelAVX2, LevelAVX2.Check() != nil}, {"avx512", LevelAVX512, LevelAVX512.Check() != nil}, {"sse9", 0, true}} {
+		t.Setenv(EnvCPU, tc.env)
+		l, err := LevelFromEnv()
+		if (err != nil) != tc.err || (err == nil && l != tc.want) {
+			t.Errorf("%s=%q: %v, %v", EnvCPU, tc.env, l, err)
+		}
+		if err != nil && !strings.Contains(err.Error(), EnvCPU) {
+			t.Errorf("%s=%q: error %q does not name the variable", EnvCPU, tc.env, err)
+		}
+	}
+}
+
+// BenchmarkMatMulDispatch measures what the pool adds to a matmul at Qwen3-8B
+// shapes: the same Repack'ed Q1_0 and Q2_0 matrices multiplied on one
+// goroutine (nil pool) and on a pool of two, plus an empty Run on the pool
+// (its fixed cost per matmul; a decoded token of Qwen3-8B runs 253 matmuls).
+func BenchmarkMatMulDispatch(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 2))
+	l := Detect()
+	pool := parallel.New(2)
+	defer pool.Close()
+	b.Run("empty-run", func(b *testing.B) {
+		var j nopJob
+		for b.Loop() {
+			pool.Run(256, 32, &j)
+		}
+	})
+	for _, typ := range []gguf.GGMLType{gguf.Q1_0, gguf.Q2_0} {
+		for _, shape := range [][2]int{{4096, 4096}, {1024, 4096}, {12288, 4096}, {4096, 12288}} {
+			rows, cols := shape[0], shape[1]
+			m := &Matrix{Name: "w", Type: typ, Rows: rows, Cols: cols, Data: randLowbitBlocks(r, rows*cols/typ.BlockSize(), typ.TypeSize())}
+			if _, err := m.Repack(); err != nil {
+				b.Fatal(err)
+			}
+			x := randRow(r, cols)
+			out := make([]float32, rows)
+			for _, threads := range []int{1, 2} {
+				var p *parallel.Pool
+				if threads == 2 {
+					p = pool
+				}
+				w, _ := NewWork(l, p)
+				b.Run(fmt.Sprintf("%s/%dx%d/t=%d", typ, rows, cols, threads), func(b *testing.B) {
+					for b.Loop() {
+						w.MatMul(m, x, 1, out)
+					}
+				})
+			}
+		}
+	}
+}
+
+type nopJob struct{}
+
+func (*nopJob) Do(_, _, _ int) {}
