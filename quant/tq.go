@@ -178,8 +178,9 @@ func lroundfTQ(f float32) int64 {
 // (0 when d is 0), trit = lroundf(x*id)+1, five trits per qs byte (x[m],
 // x[m+32], ... over 32 bytes, then x[160+m], x[176+m], ... over 16 bytes)
 // and four per qh byte, each packed base 3 (first trit most significant) and
-// scaled to a byte by ceil(q*256/243). len(x) must be a multiple of 256 and
-// finite; dst needs len(x)/256*54 bytes. Extra elements and blocks dst has
+// scaled to a byte by ceil(q*256/243); d is stored with ggml's software
+// f32->f16 conversion (a NaN d becomes 0x7e00 with its sign). len(x) must be a
+// multiple of 256; dst needs len(x)/256*54 bytes. Extra elements and blocks dst has
 // no room for are ignored.
 func QuantizeTQ1_0Ref(x []float32, dst []byte) {
 	for b := range min(len(x)/QK_K, len(dst)/BlockTQ1_0Size) {
@@ -190,7 +191,7 @@ func QuantizeTQ1_0Ref(x []float32, dst []byte) {
 		if d != 0 {
 			id = 1 / d
 		}
-		binary.LittleEndian.PutUint16(out[52:], FP32ToFP16(d))
+		binary.LittleEndian.PutUint16(out[52:], softFP32ToFP16(d))
 		trit := func(v float32) uint8 { return uint8(lroundfTQ(v*id) + 1) }
 		ceil243 := func(q uint8) byte { return byte((int(q)*256 + 242) / 243) }
 		for m := range 32 {
@@ -220,7 +221,8 @@ func QuantizeTQ1_0Ref(x []float32, dst []byte) {
 // QuantizeTQ2_0Ref is quantize_row_tq2_0_ref (also the CPU library's
 // quantize_row_tq2_0): per block of 256, d = max |x| stored as f16, id = 1/d
 // (0 when d is 0), code = (lroundf(x*id)+1)&3 at bits 2n of qs[32h+m] for
-// x[128h+32n+m]. len(x) must be a multiple of 256 and finite; dst needs
+// x[128h+32n+m]; d is stored with ggml's software f32->f16 conversion (a
+// NaN d becomes 0x7e00 with its sign). len(x) must be a multiple of 256; dst needs
 // len(x)/256*66 bytes. Extra elements and blocks dst has no room for are
 // ignored.
 func QuantizeTQ2_0Ref(x []float32, dst []byte) {
@@ -232,7 +234,7 @@ func QuantizeTQ2_0Ref(x []float32, dst []byte) {
 		if d != 0 {
 			id = 1 / d
 		}
-		binary.LittleEndian.PutUint16(out[64:], FP32ToFP16(d))
+		binary.LittleEndian.PutUint16(out[64:], softFP32ToFP16(d))
 		for h := range 2 {
 			for m := range 32 {
 				var q uint8

@@ -45,8 +45,7 @@
 //     weights (it counts them). Not in this package yet: 3-D expert stacks, the tied fit (tie_scales) and the
 //     folded tq2_0_fx4 format.
 //   - EncodeTQ2_0 and EncodeTQ1_0 store a NaN block scale as the software conversion's 0x7e00, as the reference's
-//     _ref quantizers do; quant.QuantizeTQ*_0Ref keep the NaN payload's top bits (F16C's behaviour), so this
-//     package rewrites such scales (canonicalNaNScales).
+//     _ref quantizers do (quant.QuantizeTQ*_0Ref convert d with ggml's software GGML_FP32_TO_FP16).
 //
 // Numerics and determinism. SolveGroup does Fucina's float64 and float32 arithmetic in its operation order, with
 // every product wrapped in a conversion so that Go fuses no multiply-add. A group's planes are a pure function of

@@ -70,18 +70,6 @@ func EncodeTQ1_0(x []float32, dst []byte) error {
 	return nil
 }
 
-// canonicalNaNScales rewrites every NaN block scale d (the last 2 bytes of a TQ block) as the quiet NaN 0x7e00 with
-// its sign: the reference's _ref quantizers convert d with libggml-base's software GGML_FP32_TO_FP16, which drops
-// NaN payloads, while quant.QuantizeTQ1_0Ref and quant.QuantizeTQ2_0Ref keep the payload's top bits as F16C does.
-// Only a block whose last weight is NaN has a NaN d (see EncodeTQ2_0); finite scales are untouched.
-func canonicalNaNScales(dst []byte, f Format) {
-	for off := f.BlockBytes - 2; off < len(dst); off += f.BlockBytes {
-		if d := binary.LittleEndian.Uint16(dst[off:]); d&0x7c00 == 0x7c00 && d&0x3ff != 0 {
-			binary.LittleEndian.PutUint16(dst[off:], d&0x8000|0x7e00)
-		}
-	}
-}
-
 // EncodeQ2_0 writes x as Q2_0 blocks (64 weights, f16 d first, then 2-bit codes, four per byte, lowest bits
 // first) into dst, byte for byte as quantize_row_q2_0_ref: d = max |x| over the non-NaN weights (a > amax skips
 // NaN), code = clamp((int)roundf(x·id) + 1, 0, 3). len(x) must be a multiple of 64 and len(dst) len(x)/64·18.
@@ -100,15 +88,9 @@ func EncodeQ2_0(x []float32, dst []byte) error {
 func rowEncoder(t gguf.GGMLType) func(x []float32, dst []byte) {
 	switch t {
 	case gguf.TQ2_0:
-		return func(x []float32, dst []byte) {
-			quant.QuantizeTQ2_0Ref(x, dst)
-			canonicalNaNScales(dst, FormatTQ2_0)
-		}
+		return quant.QuantizeTQ2_0Ref
 	case gguf.TQ1_0:
-		return func(x []float32, dst []byte) {
-			quant.QuantizeTQ1_0Ref(x, dst)
-			canonicalNaNScales(dst, FormatTQ1_0)
-		}
+		return quant.QuantizeTQ1_0Ref
 	case gguf.Q2_0:
 		return quant.QuantizeRowQ2_0
 	}

@@ -28,7 +28,12 @@ type lowbit struct {
 	quantQ2_0Ref func(x, y unsafe.Pointer, k int64)
 	dotQ1_0      func(n int32, s unsafe.Pointer, bs uintptr, x unsafe.Pointer, bx uintptr, y unsafe.Pointer, by uintptr, nrc int32)
 	dotQ2_0      func(n int32, s unsafe.Pointer, bs uintptr, x unsafe.Pointer, bx uintptr, y unsafe.Pointer, by uintptr, nrc int32)
-	dotQ2_0X64   func(n int32, s unsafe.Pointer, bs uintptr, x unsafe.Pointer, bx uintptr, y unsafe.Pointer, by uintptr, nrc int32)
+	// The x64 variant is opened only when its kernel is first asked for:
+	// once mapped, reference.Load refuses to run a model in this process
+	// (it checks that the haswell library is the only CPU variant mapped).
+	x64Once    sync.Once
+	x64Err     error
+	dotQ2_0X64 func(n int32, s unsafe.Pointer, bs uintptr, x unsafe.Pointer, bx uintptr, y unsafe.Pointer, by uintptr, nrc int32)
 
 	ggmlGraphAPI // ggml's graph API (base library) and the CPU library's compute
 }
@@ -51,15 +56,6 @@ func (k *Kernels) lowbit() (*lowbit, error) {
 		if lb.err = lb.ggmlGraphAPI.bind(k); lb.err != nil {
 			return
 		}
-		// The x64 library is opened without RTLD_GLOBAL after the haswell
-		// one, so its references to ggml_table_f32_f16 resolve to the table
-		// haswell's ggml_cpu_init filled (the two tables are built alike).
-		h, err := k.OpenVariant("libggml-cpu-x64.so")
-		if err != nil {
-			lb.err = err
-			return
-		}
-		lb.err = k.BindIn(h, &lb.dotQ2_0X64, "ggml_vec_dot_q2_0_q8_0")
 	})
 	if lb.err != nil {
 		return nil, fmt.Errorf("reference: low-bit kernels: %w", lb.err)
@@ -119,8 +115,25 @@ func (k *Kernels) VecDotQ2_0Q8_0(n int, x, y []byte) float32 {
 // VecDotQ2_0Q8_0X64 is ggml_vec_dot_q2_0_q8_0 of the x64 variant
 // (libggml-cpu-x64.so: SSE2, no FMA): the same scalar loop with every
 // multiply and add rounded separately. A second model, not the target.
+// It opens libggml-cpu-x64.so on first use, after which [Lib.LoadModel]
+// refuses to run in this process; it panics when the variant cannot be bound.
 func (k *Kernels) VecDotQ2_0Q8_0X64(n int, x, y []byte) float32 {
-	return callDot(k.mustLowbit().dotQ2_0X64, n, x, y)
+	lb := k.mustLowbit()
+	lb.x64Once.Do(func() {
+		// The x64 library is opened without RTLD_GLOBAL after the haswell
+		// one, so its references to ggml_table_f32_f16 resolve to the table
+		// haswell's ggml_cpu_init filled (the two tables are built alike).
+		h, err := k.OpenVariant("libggml-cpu-x64.so")
+		if err != nil {
+			lb.x64Err = err
+			return
+		}
+		lb.x64Err = k.BindIn(h, &lb.dotQ2_0X64, "ggml_vec_dot_q2_0_q8_0")
+	})
+	if lb.x64Err != nil {
+		panic(fmt.Errorf("reference: x64 variant: %w", lb.x64Err))
+	}
+	return callDot(lb.dotQ2_0X64, n, x, y)
 }
 
 // GraphMulMat computes ggml_mul_mat(w, x) with the haswell CPU library's
