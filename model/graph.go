@@ -38,6 +38,8 @@ func (c *Context) ubatch(tokens []int32, outputs int) []float32 {
 	attn := make([]float32, n*nq)
 	o := make([]float32, n*d)
 	cache := make([]float32, hp.NRot)
+	gateBuf := make([]float32, n*hp.NFF)
+	upBuf := make([]float32, n*hp.NFF)
 	scale := 1 / fmath.Sqrtf(float32(hd))
 	for il, l := range m.Layers {
 		last := il == hp.NLayer-1
@@ -99,8 +101,7 @@ func (c *Context) ubatch(tokens []int32, outputs int) []float32 {
 			rmsNormMul(cur[j*d:(j+1)*d], xr[j*d:(j+1)*d], l.FFNNorm, hp.RMSEps)
 		}
 		c.emit("ffn_norm", il, cur[:rows*d])
-		gate := make([]float32, rows*hp.NFF)
-		up := make([]float32, rows*hp.NFF)
+		gate, up := gateBuf[:rows*hp.NFF], upBuf[:rows*hp.NFF]
 		quant.MatMul(l.FFNGate, cur[:rows*d], rows, gate, c.pool)
 		quant.MatMul(l.FFNUp, cur[:rows*d], rows, up, c.pool)
 		c.emit("ffn_gate", il, gate)

@@ -17,7 +17,8 @@ const chatPrompt28 = "Name three rivers in Europe, then tell me which of the thr
 // layerModels are the synthetic models of TestQwen3LayersMatchReference: the
 // four weight types at the tiny and bonsai-1.7b shapes (the 1.7B ones that
 // portable kernels cannot afford in CI run under BANKML_ORACLE_HEAVY=1),
-// with Bonsai's YaRN scaling, plus tiny files without RoPE scaling and a
+// with Bonsai's YaRN scaling, plus tiny files without RoPE scaling and with
+// linear scaling, the bonsai head size with 4:1 GQA at a tiny cost, and a
 // llama file (NORM RoPE) with YaRN.
 func layerModels() []synthModel {
 	ms := []synthModel{
@@ -26,7 +27,7 @@ func layerModels() []synthModel {
 		{arch: "qwen3", preset: "tiny", typ: gguf.TQ2_0, yarn: true, seed: 3},
 		{arch: "qwen3", preset: "tiny", typ: gguf.F16, yarn: true, seed: 4},
 		{arch: "qwen3", preset: "tiny", typ: gguf.Q1_0, seed: 5},
-		{arch: "qwen3", preset: "tiny", typ: gguf.Q2_0, seed: 6},
+		{arch: "qwen3", preset: "tiny", typ: gguf.Q2_0, linear: true, seed: 6},
 		{arch: "qwen3", preset: "tiny-hd128", typ: gguf.Q1_0, yarn: true, seed: 8},
 		{arch: "llama", preset: "tiny", typ: gguf.Q2_0, yarn: true, seed: 7},
 		{arch: "qwen3", preset: "bonsai-1.7b", typ: gguf.Q2_0, yarn: true, seed: 11},

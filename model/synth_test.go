@@ -30,13 +30,17 @@ type synthModel struct {
 	preset string
 	typ    gguf.GGMLType
 	yarn   bool // rope.scaling: YaRN, factor 4 over 16384 original positions (Bonsai's settings)
+	linear bool // rope.scaling: linear, factor 2
 	seed   uint64
 }
 
 func (s synthModel) String() string {
 	y := ""
-	if s.yarn {
+	switch {
+	case s.yarn:
 		y = "-yarn"
+	case s.linear:
+		y = "-linear"
 	}
 	return fmt.Sprintf("%s-%s-%s%s", s.arch, s.preset, strings.ToUpper(s.typ.String()), y)
 }
@@ -97,8 +101,14 @@ func (s synthModel) path(t testing.TB) string {
 		testdata.Absent(t, "Qwen3 tokenizer: %v", qwen3VocabErr)
 	}
 	cfg := synth.Config{Arch: s.arch, Shape: shape, Weight: s.typ, Embd: s.typ, Output: s.typ, Vocab: qwen3Vocab, Seed: s.seed}
-	if s.yarn {
+	switch {
+	case s.yarn:
 		cfg.Metadata = yarnMetadata(s.arch)
+	case s.linear:
+		cfg.Metadata = []gguf.KV{
+			{Key: s.arch + ".rope.scaling.type", Value: gguf.StringValue("linear")},
+			{Key: s.arch + ".rope.scaling.factor", Value: gguf.Float32Value(2)},
+		}
 	}
 	kvs, infos, err := synth.Plan(cfg)
 	if err != nil {
