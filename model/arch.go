@@ -113,8 +113,8 @@ type Model struct {
 // Load binds the tensors and hyperparameters of f to a Model. It refuses,
 // with an error naming the reason, an architecture that is not registered
 // (CheckArchitecture), a tensor type quant cannot multiply, RoPE scaling
-// other than none, linear and YaRN, partial RoPE, attention.scale or
-// yarn_log_multiplier overrides (all wrapping ErrUnsupported); a missing
+// other than none, linear and YaRN, partial RoPE, or experts (all wrapping
+// ErrUnsupported); a missing
 // tensor, a tensor the graph does not use or a shape that disagrees with the
 // hyperparameters is an error too. Metadata of the wrong type or out of range
 // is named with its key.
@@ -182,13 +182,12 @@ func Load(f *gguf.File) (*Model, error) {
 	if err := readRopeScaling(md, &hp); err != nil {
 		return nil, err
 	}
-	for _, key := range []string{"attention.scale", "rope.scaling.yarn_log_multiplier", "expert_count"} {
-		if v, ok := f.GetFloat64(arch + "." + key); ok && v != 0 {
-			return nil, fmt.Errorf("model: metadata %s.%s = %g: %w", arch, key, v, ErrUnsupported)
-		}
-		if v, ok := f.GetUint64(arch + "." + key); ok && v != 0 {
-			return nil, fmt.Errorf("model: metadata %s.%s = %d: %w", arch, key, v, ErrUnsupported)
-		}
+	// Mixture-of-experts llama files need expert tensors this graph does not
+	// run. (Keys llama.cpp does not read for these graphs, such as
+	// attention.scale or rope.scaling.yarn_log_multiplier, are ignored as it
+	// ignores them.)
+	if v, ok := f.GetUint64(arch + ".expert_count"); ok && v != 0 {
+		return nil, fmt.Errorf("model: metadata %s.expert_count = %d (mixture of experts): %w", arch, v, ErrUnsupported)
 	}
 
 	m := &Model{Arch: arch, g: g}
