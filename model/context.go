@@ -29,6 +29,11 @@ const NUbatch = 512
 // (server_context::n_ctx_slot; its default -np auto gives 4 slots over a
 // unified KV pool of 4×n_ctx_train cells, each slot may fill n_ctx_train).
 // capped reports whether the cap applied. A negative nCtx is an error.
+// Not reproduced: with -c 0 llama-server's common_fit_params shrinks the
+// pool when 4×n_ctx_train cells do not fit the machine's free memory, which
+// can make a slot smaller than n_ctx_train on a small machine (for Bonsai-8B
+// shapes the full pool is 24 GB of f16 KV); bankml's cache grows with use
+// instead, and NewContext refuses a context whose full cache cannot fit.
 func (m *Model) ContextSize(nCtx int) (size int, capped bool, err error) {
 	switch {
 	case nCtx < 0 || nCtx > maxCtx:
