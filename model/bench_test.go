@@ -1,8 +1,15 @@
 package model
 
 import (
+	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/bankml/bankml/gguf"
 
 	"github.com/bankml/bankml/sample"
 )
@@ -43,5 +50,191 @@ func BenchmarkReferenceGreedyStories260K(b *testing.B) {
 		if _, err := rm.Greedy(benchPrompt, 64, 1); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkQwen3Speed measures prompt and decode tokens/s of bankml and of
+// the reference on synthetic qwen3 files (real Qwen3 vocabulary, YaRN), in
+// one run, alternating: every iteration evaluates the same prompt (64 tokens,
+// 32 at the bonsai-1.7b shape) and greedy tokens (16, or 8) with bankml,
+// then with the reference, on the same thread count ($BANKML_BENCH_THREADS,
+// default 1). The metrics are the medians over the iterations; the
+// bankml/ref ratios are of those medians. Select files with -bench, e.g.
+// 'Qwen3Speed/tiny' or 'Qwen3Speed/bonsai':
+//
+//	go test -run '^$' -bench 'Qwen3Speed' -benchtime 5x ./model/
+func BenchmarkQwen3Speed(b *testing.B) {
+	lib := refLib(b)
+	threads := 1
+	if s := os.Getenv("BANKML_BENCH_THREADS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			b.Fatalf("BANKML_BENCH_THREADS=%q: want a positive integer", s)
+		}
+		threads = n
+	}
+	for _, s := range []synthModel{
+		{arch: "qwen3", preset: "tiny", typ: gguf.Q1_0, yarn: true, seed: 1},
+		{arch: "qwen3", preset: "tiny", typ: gguf.Q2_0, yarn: true, seed: 2},
+		{arch: "qwen3", preset: "tiny", typ: gguf.TQ2_0, yarn: true, seed: 3},
+		{arch: "qwen3", preset: "tiny", typ: gguf.F16, yarn: true, seed: 4},
+		{arch: "qwen3", preset: "bonsai-1.7b", typ: gguf.Q1_0, yarn: true, seed: 12},
+		{arch: "qwen3", preset: "bonsai-1.7b", typ: gguf.Q2_0, yarn: true, seed: 11},
+	} {
+		b.Run(s.String(), func(b *testing.B) {
+			p := loadPair(b, lib, s)
+			np, gen := 64, 16
+			if s.preset != "tiny" {
+				np, gen = 32, 8 // seconds per token with portable kernels
+			}
+			prompt := p.tokenize(b, chatML("You are a helpful assistant.", longChat(2)))[:np]
+			var bp, bd, rp, rd []float64
+			for b.Loop() {
+				c := newCtx(b, p.m, len(prompt)+gen, threads)
+				t0 := time.Now()
+				logits, err := c.Decode(prompt)
+				if err != nil {
+					b.Fatal(err)
+				}
+				tp := time.Since(t0)
+				t0 = time.Now()
+				for range gen - 1 {
+					if logits, err = c.Decode([]int32{sample.Greedy(logits)}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				td := time.Since(t0)
+				c.Close()
+				_, tm, err := p.ref.GreedyTimed(prompt, gen, threads)
+				if err != nil {
+					b.Fatal(err)
+				}
+				bp = append(bp, float64(len(prompt))/tp.Seconds())
+				bd = append(bd, float64(gen-1)/td.Seconds())
+				rp = append(rp, float64(len(prompt))/tm.Prompt.Seconds())
+				rd = append(rd, tm.TokensPerSecond())
+			}
+			med := func(x []float64) float64 { slices.Sort(x); return x[len(x)/2] }
+			mbp, mbd, mrp, mrd := med(bp), med(bd), med(rp), med(rd)
+			b.ReportMetric(mbp, "bankml-prompt-tok/s")
+			b.ReportMetric(mrp, "ref-prompt-tok/s")
+			b.ReportMetric(mbd, "bankml-decode-tok/s")
+			b.ReportMetric(mrd, "ref-decode-tok/s")
+			b.ReportMetric(mbp/mrp, "prompt-bankml/ref")
+			b.ReportMetric(mbd/mrd, "decode-bankml/ref")
+		})
+	}
+}
+
+// BenchmarkBonsai8B loads a Bonsai-8B-shaped file ($BANKML_BENCH_MODEL,
+// default /tmp/b8-Q1_0.gguf; see TestQwen3Bonsai8BMatchesReference for the
+// command that makes it), decodes an 8-token prompt and 2 tokens in a
+// context of the model's default size, and reports the load time (gguf.Open
+// and Load: the warm cost when the file is in the page cache), the prompt and
+// decode times, the KV cache held and the process's peak resident set
+// (VmHWM), on $BANKML_BENCH_THREADS threads (default 2):
+//
+//	go test -run '^$' -bench Bonsai8B -benchtime 1x ./model/
+func BenchmarkBonsai8B(b *testing.B) {
+	path := os.Getenv("BANKML_BENCH_MODEL")
+	if path == "" {
+		path = "/tmp/b8-Q1_0.gguf"
+	}
+	if _, err := os.Stat(path); err != nil {
+		b.Skipf("%v (make it with bankml synth, see TestQwen3Bonsai8BMatchesReference)", err)
+	}
+	threads := 2
+	if s := os.Getenv("BANKML_BENCH_THREADS"); s != "" {
+		if n, err := strconv.Atoi(s); err == nil && n > 0 {
+			threads = n
+		}
+	}
+	prompt := make([]int32, 8)
+	for i := range prompt {
+		prompt[i] = int32(100 + i*4099) // ids inside the vocabulary; their values do not matter here
+	}
+	var load, pp, tg time.Duration
+	var kv uint64
+	for b.Loop() {
+		t0 := time.Now()
+		f, err := gguf.Open(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		m, err := Load(f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		load += time.Since(t0)
+		size, _, _ := m.ContextSize(0)
+		c, err := m.NewContext(size, threads)
+		if err != nil {
+			b.Fatal(err)
+		}
+		t0 = time.Now()
+		logits, err := c.Decode(prompt)
+		if err != nil {
+			b.Fatal(err)
+		}
+		pp += time.Since(t0)
+		t0 = time.Now()
+		for range 2 {
+			if logits, err = c.Decode([]int32{sample.Greedy(logits)}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		tg += time.Since(t0)
+		kv = c.KVBytes()
+		c.Close()
+		f.Close()
+	}
+	n := float64(b.N)
+	b.ReportMetric(load.Seconds()*1000/n, "load-ms")
+	b.ReportMetric(float64(len(prompt))*n/pp.Seconds(), "prompt-tok/s")
+	b.ReportMetric(2*n/tg.Seconds(), "decode-tok/s")
+	b.ReportMetric(float64(kv)/(1<<20), "KV-MiB")
+	b.ReportMetric(float64(peakRSS())/(1<<20), "peak-RSS-MiB")
+}
+
+// peakRSS is the process's peak resident set size in bytes (VmHWM of
+// /proc/self/status), or 0 when unknown.
+func peakRSS() uint64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			if err == nil {
+				return kb << 10
+			}
+		}
+	}
+	return 0
+}
+
+// BenchmarkLoadBonsai8B times gguf.Open and Load of a Bonsai-8B-shaped file
+// ($BANKML_BENCH_MODEL, default /tmp/b8-Q1_0.gguf) over and over: the warm
+// load (the file in the page cache; the weights are mapped, not read).
+//
+//	go test -run '^$' -bench LoadBonsai8B ./model/
+func BenchmarkLoadBonsai8B(b *testing.B) {
+	path := os.Getenv("BANKML_BENCH_MODEL")
+	if path == "" {
+		path = "/tmp/b8-Q1_0.gguf"
+	}
+	if _, err := os.Stat(path); err != nil {
+		b.Skipf("%v (make it with bankml synth, see TestQwen3Bonsai8BMatchesReference)", err)
+	}
+	for b.Loop() {
+		f, err := gguf.Open(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := Load(f); err != nil {
+			b.Fatal(err)
+		}
+		f.Close()
 	}
 }

@@ -3,30 +3,52 @@
 //
 // Design record
 //
-//   - What: the `llama` graph (token embedding, RMSNorm, RoPE in normal mode,
-//     grouped-query attention over an f16 KV cache with the reference's flash
-//     attention kernel, SwiGLU feed-forward, output norm and projection) over
-//     weights in any format package quant multiplies.
-//   - Follows: src/models/llama.cpp and src/llama-graph.cpp for the graph;
-//     ggml-cpu's ops.cpp for rms_norm (double sum), rope (ggml_rope_cache_init,
-//     rotate_pairs with the FMA contractions GCC emitted),
-//     flash_attn_ext_f16_one_chunk (f16 Q·K via ggml_vec_dot_f16, online
-//     softmax with glibc expf, the V accumulator rounded to f16 at every step)
+//   - What: an architecture registry keyed by general.architecture (graphs:
+//     "llama" and "qwen3"; CheckArchitecture refuses anything else from the
+//     header, naming it), and their graphs: token embedding, RMSNorm, Q/K/V
+//     projections, per-head Q/K RMSNorm (qwen3), RoPE (NORM for llama, NEOX
+//     for qwen3; none/linear/YaRN scaling as llama_context derives it from
+//     rope.scaling.* and n_ctx_orig), grouped-query attention over an f16 KV
+//     cache with the reference's three flash-attention kernels, SwiGLU
+//     feed-forward, output norm and projection (tied to token_embd when
+//     output.weight is absent), over weights in any format package quant
+//     multiplies. A Context holds one sequence: KV cache grown with use, the
+//     context limit, the cached tokens and llama-server's prefix reuse.
+//   - Follows: src/models/llama.cpp, src/models/qwen3.cpp and
+//     src/llama-graph.cpp for the graphs; src/llama-model.cpp
+//     (load_hparams) and src/llama-context.cpp (the RoPE/YaRN parameters);
+//     ggml-cpu's ops.cpp for rms_norm (double sum), rope
+//     (ggml_rope_cache_init, rope_yarn, rotate_pairs with the FMA
+//     contractions GCC emitted in the haswell build), flash_attn_ext
+//     (one_chunk: f16 Q·K via ggml_vec_dot_f16, online softmax with glibc
+//     expf, the V accumulator rounded to f16 at every step; tiled: f32 Q, 64×64
+//     tiles, simd_gemm chains, ggml_v_expf softmax summed in double; split-KV:
+//     one chunk per reference thread and ggml_flash_attn_ext_reduce_partials)
 //     and ggml_vec_swiglu_f32 (ggml_v_expf on groups of 8, glibc expf on the
-//     rest). Prompts run in micro-batches of 512 (llama.cpp's n_ubatch), and on
-//     the last layer only the rows whose logits are wanted go through the
-//     feed-forward, as llama.cpp's inp_out_ids does: the matmul path, and so the
-//     rounding, depends on the number of columns.
-//     Attention takes the reference's three kernels by the reference's rule:
-//     one_chunk (below 64 rows), tiled (64 rows or more), split-KV (one row,
-//     padded KV length of 512 or more).
+//     rest); tools/server for the slot's context size (ContextSize), the
+//     prompt limit (CheckPrompt) and the cached-prefix rule (ReusablePrefix).
+//     Prompts run in micro-batches of 512 (n_ubatch), and on the last layer
+//     only the output rows go through the feed-forward (inp_out_ids): the
+//     matmul path, and so the rounding, depends on the number of columns.
+//   - Where the compiled code's arithmetic differs from its source (each
+//     covered by an oracle test): rotate_pairs fuses the x0 products
+//     (fma(x0, cos, -x1*sin), fma(x0, sin, x1*cos)); rope_yarn fuses
+//     theta = fma(theta_interp, 1-ramp_mix, theta_extrap*ramp_mix) and the
+//     magnitude term fma(logf(1/freq_scale), 0.1, 1); GCC merges cosf and
+//     sinf into sincosf; libllama's YaRN attention factor is computed with
+//     separate multiplies and adds; reduce_partials fuses
+//     fma(acc, scale_old, part*scale_new).
 //   - Deliberate differences: the tiled kernel is computed row by row (each
 //     row's result is independent of its tile mates); weights are never
-//     repacked, their kernels' arithmetic is reproduced on ggml's layout.
-//   - Determinism: logits are a pure function of the token sequence and, for
-//     split-KV decodes only, of the mirrored reference thread count
-//     (Context.SetAttnThreads), exactly as the reference's own results depend
-//     on its -t there; the thread count otherwise only sizes the context's
-//     persistent matmul pool (package parallel; Context.Close stops it),
-//     which splits rows and changes no bit (TestLogitsIndependentOfThreads).
+//     repacked, their kernels' arithmetic is reproduced on ggml's layout; the
+//     KV cache grows as cells are used instead of being allocated for the
+//     whole context (no arithmetic depends on the allocation).
+//   - Determinism: logits are a pure function of the token sequence, of the
+//     micro-batch boundaries (as in llama.cpp: a prompt evaluated after a
+//     reused prefix starts a new micro-batch) and, for split-KV decodes only,
+//     of the mirrored reference thread count (Context.SetAttnThreads),
+//     exactly as the reference's own results depend on its -t there; the
+//     thread count otherwise only sizes the context's persistent matmul pool
+//     (package parallel; Context.Close stops it), which splits rows and
+//     changes no bit (TestLogitsIndependentOfThreads).
 package model

@@ -1,9 +1,13 @@
 package model
 
 import (
+	"math"
+
 	"github.com/bankml/bankml/fmath"
 	"github.com/bankml/bankml/quant"
 )
+
+var negInf = math.Inf(-1)
 
 // rmsNormMul is ggml's rms_norm (sum of squares in double, mean rounded to
 // float, scale = 1/sqrtf(mean+eps)) fused with the multiplication by the norm
@@ -17,31 +21,6 @@ func rmsNormMul(y, x, w []float32, eps float32) {
 	scale := 1 / fmath.Sqrtf(mean+eps)
 	for i, v := range x {
 		y[i] = (v * scale) * w[i]
-	}
-}
-
-// ropeCache is ggml_rope_cache_init for one position in normal mode without
-// scaling (freq_scale 1, ext_factor 0, attn_factor 1): cos and sin of
-// theta_i = p * theta_scale^i, theta advanced by repeated float products.
-func ropeCache(cache []float32, pos int, nDims int, thetaScale float32) {
-	theta := float32(pos)
-	for i0 := 0; i0 < nDims; i0 += 2 {
-		cache[i0] = fmath.Cosf(theta)
-		cache[i0+1] = fmath.Sinf(theta)
-		theta *= thetaScale
-	}
-}
-
-// ropeNormal rotates consecutive pairs (x[i0], x[i0+1]) of one head in place,
-// with the contractions of the reference's normal-mode loops (vector and
-// scalar tail alike): x0*cos − round(x1*sin) and x0*sin + round(x1*cos), the
-// x0 product fused in both.
-func ropeNormal(x []float32, cache []float32, nDims int) {
-	for i0 := 0; i0 < nDims; i0 += 2 {
-		c, s := cache[i0], cache[i0+1]
-		x0, x1 := x[i0], x[i0+1]
-		x[i0] = fmath.FMA32(x0, c, -float32(x1*s))
-		x[i0+1] = fmath.FMA32(x0, s, float32(x1*c))
 	}
 }
 

@@ -361,7 +361,7 @@ func runCase(om *oracleModel, c oracleCase) (steps int, rows [][]float32, err er
 	if err != nil {
 		return 0, nil, err
 	}
-	sess, err := om.m.NewSession(prompt, len(prompt)+c.steps, 1)
+	sess, err := om.m.NewSession(len(prompt)+c.steps, 1)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -76,7 +76,7 @@ func greedyRows(t *testing.T, om *oracleModel, n int) [][]float32 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sess, err := om.m.NewSession(prompt, len(prompt)+n, 1)
+	sess, err := om.m.NewSession(len(prompt)+n, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -105,26 +105,7 @@ func TestRunPrintsTheReferenceContinuation(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, prompt := range prompts {
-			toks, err := rm.Tokenize(prompt, true, true)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ids, err := rm.Greedy(toks, 40, 1)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var want []byte
-			for _, id := range ids {
-				if id == 2 { // EOS ends bankml run's generation
-					break
-				}
-				p, err := rm.TokenToPiece(id, false)
-				if err != nil {
-					t.Fatal(err)
-				}
-				want = append(want, p...)
-			}
-			want = append(want, '\n')
+			want := append(refContinuation(t, rm, prompt, 40), '\n')
 			code, out, stderr := runCLI("run", model, "-p", prompt, "-n", "40", "-t", "1")
 			if code != 0 {
 				t.Fatalf("%s %q: exit %d: %s", file, prompt, code, stderr)
@@ -150,23 +131,31 @@ func TestRunArguments(t *testing.T) {
 		want string // in stderr
 	}{
 		{[]string{"-n", "-1", "-c", "16"}, 0, "generated:"},
-		{[]string{"-n", "9223372036854775807", "-c", "16"}, 0, "generated: 11 tokens"},
+		// -c 16 is padded to 256 cells as llama.cpp pads n_ctx; the 5-token
+		// prompt leaves 251 tokens before the cache fills.
+		{[]string{"-n", "9223372036854775807", "-c", "16", "--ignore-eos"}, 0, "generated: 251 tokens"},
 		{[]string{"-n", "0"}, 0, "generated: 0 tokens"},
 		{[]string{"-c", "9223372036854775807"}, 1, "context size"},
-		{[]string{"-c", "1000000000"}, 1, "GiB"},
-		{[]string{"-c", "3"}, 1, "no room to generate"},
+		{[]string{"-c", "1000000000", "-n", "1"}, 0, "capped at the model's training context (2048)"},
 		{[]string{"-c", "-5"}, 1, "--ctx-size"},
 		{[]string{"-t", "0"}, 1, "--threads"},
 		{[]string{"--temp", "NaN"}, 1, "temp"},
 		{[]string{"--seed", "-2"}, 1, "--seed"},
 		{[]string{"--top-p", "0", "--temp", "1", "--seed", "1", "-n", "2"}, 0, "generated:"},
-		{[]string{"-c", "5000", "-n", "1"}, 0, "larger than the model was trained for"},
+		{[]string{"-c", "5000", "-n", "1"}, 0, "capped at the model's training context (2048)"},
 	} {
 		args := append([]string{"run", model, "-p", "Once upon a time"}, tc.args...)
 		code, _, stderr := runCLI(args...)
 		if code != tc.code || !strings.Contains(stderr, tc.want) {
 			t.Errorf("bankml %v: exit %d, stderr %q; want exit %d and %q", tc.args, code, stderr, tc.code, tc.want)
 		}
+	}
+	// A prompt that fills the context is refused, as llama-server refuses a
+	// prompt of n_ctx tokens or more (here 256 after padding).
+	long := strings.Repeat(" Once upon a time", 80)
+	code, _, stderr := runCLI("run", model, "-p", long, "-c", "200")
+	if code != 1 || !strings.Contains(stderr, "must be shorter than the context") || !strings.Contains(stderr, "--ctx-size") {
+		t.Errorf("a prompt longer than the context: exit %d, stderr %q; want 1 and a reason naming --ctx-size", code, stderr)
 	}
 }
 

@@ -28,7 +28,7 @@ type runCmd struct {
 	TopP      float32  `name:"top-p" default:"0.95" help:"Top-p sampling (1 = off); used when temp > 0."`
 	Seed      int64    `name:"seed" default:"-1" help:"Seed of the sampler's random draw; -1 picks one at random."`
 	Threads   int      `short:"t" name:"threads" default:"${nproc}" help:"Number of threads (default: the number of logical CPUs)."`
-	Ctx       int      `short:"c" name:"ctx-size" default:"4096" help:"Context size in tokens; 0 takes the model's training context."`
+	Ctx       int      `short:"c" name:"ctx-size" default:"0" help:"Context size in tokens: 0 (the default) takes the model's training context, as llama-server's defaults give a slot; another size is rounded up to a multiple of 256 and capped at the training context, as llama-server does."`
 	IgnoreEOS bool     `name:"ignore-eos" help:"Keep generating past end-of-generation tokens."`
 	Manifest  string   `name:"manifest" help:"Provenance manifest (FORK.json), or the file's sha256 / sha256:<hex> digest, to pin the model against; without it the model runs unpinned and says so."`
 }
@@ -87,14 +87,29 @@ func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error 
 		prompt = strings.TrimSuffix(string(b), "\n")
 	}
 
-	// Admission: the header guard, then the sha256 pin (issue 3). A file the
-	// guard does not play cannot run, whatever the verdict (exit 2).
+	// Admission: the header guard, the architecture registry, then the
+	// sha256 pin (issue 3). A file the guard does not play, or whose
+	// architecture no graph runs, cannot run (exit 2).
 	rep, err := guard.File(r.Model, guard.Options{})
 	if err != nil {
 		return err // I/O: exit 1
 	}
 	if rep.Verdict != guard.Play {
 		return cannotRun(fmt.Errorf("run: %w", rep.Err()))
+	}
+	f, err := gguf.Open(r.Model)
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) && !errors.Is(err, gguf.ErrTruncated) {
+			return err // I/O: exit 1
+		}
+		return cannotRun(err)
+	}
+	defer f.Close()
+	// The architecture is refused from the header, before the pin reads
+	// the whole file.
+	if err := model.CheckArchitecture(f); err != nil {
+		return cannotRun(fmt.Errorf("run: %w", err))
 	}
 	progress, done := progressFor(stderr, r.Model)
 	pin, err := provenance.Pin(r.Model, r.Manifest, progress)
@@ -107,22 +122,13 @@ func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error 
 	}
 	fmt.Fprintf(stderr, "admitted: guard %s (%s), sha256 %s, %s\n", rep.Verdict, rep.Engine, pin.SHA256, pin.Verdict)
 
-	f, err := gguf.Open(r.Model)
-	if err != nil {
-		var pe *os.PathError
-		if errors.As(err, &pe) && !errors.Is(err, gguf.ErrTruncated) {
-			return err // I/O: exit 1
-		}
-		return cannotRun(err)
-	}
-	defer f.Close()
 	m, err := model.Load(f)
 	if err != nil {
 		return cannotRun(err)
 	}
 	tok, err := tokenizer.FromGGUF(f)
 	if err != nil {
-		return cannotRun(err)
+		return cannotRun(fmt.Errorf("run: %w", err))
 	}
 	if tok.NVocab() != m.HP.NVocab {
 		return cannotRun(fmt.Errorf("run: tokenizer has %d tokens, token_embd.weight %d rows", tok.NVocab(), m.HP.NVocab))
@@ -132,25 +138,25 @@ func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error 
 	if len(ids) == 0 {
 		return errors.New("run: the prompt is empty and the model adds no BOS token")
 	}
-	nCtx := r.Ctx
-	if nCtx == 0 {
-		nCtx = m.HP.NCtxTrain
+	nCtx, capped, err := m.ContextSize(r.Ctx)
+	if err != nil {
+		return fmt.Errorf("run: --ctx-size: %w", err)
 	}
-	if nCtx > m.HP.NCtxTrain {
-		fmt.Fprintf(stderr, "warning: the context (%d) is larger than the model was trained for (%d)\n", nCtx, m.HP.NCtxTrain)
-	}
-	if len(ids) >= nCtx {
-		return fmt.Errorf("run: the prompt is %d tokens and the context %d: no room to generate (raise --ctx-size)", len(ids), nCtx)
-	}
-	n := r.NPredict
-	if n < 0 || n > nCtx-len(ids) {
-		n = nCtx - len(ids)
+	if capped {
+		fmt.Fprintf(stderr, "warning: the context (%d) is capped at the model's training context (%d), as llama-server caps a slot\n", r.Ctx, nCtx)
 	}
 	c, err := m.NewContext(nCtx, r.Threads)
 	if err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
 	defer c.Close()
+	if err := c.CheckPrompt(len(ids)); err != nil {
+		return fmt.Errorf("run: %w (raise --ctx-size up to the training context %d)", err, m.HP.NCtxTrain)
+	}
+	n := r.NPredict
+	if n < 0 || n > nCtx-len(ids) {
+		n = nCtx - len(ids) // llama-server stops when the cache would fill the context
+	}
 	suppress, err := sample.SuppressTokens(f, tok.NVocab())
 	if err != nil {
 		return cannotRun(fmt.Errorf("run: %w", err))

@@ -47,6 +47,16 @@
 //     registry is empty, so it does not here; the registry is checked again
 //     afterwards and before every model load.
 //
+// # What is recorded
+//
+// [Model] answers one-shot questions in fresh contexts (greedy runs with
+// timings, last-prompt logits, [Model.Trace] and [Model.TraceOutputs] of
+// named graph tensors through the scheduler's eval callback). A [Session]
+// keeps one llama_context across calls, as a llama-server slot keeps its KV
+// cache between turns: decodes with the last or every position as an output,
+// greedy generation that can stop at end-of-generation tokens, and
+// [Session.Truncate] (llama_memory_seq_rm) for prefix reuse.
+//
 // # Logging
 //
 // llama.cpp and ggml log to stderr by default. The package installs a log

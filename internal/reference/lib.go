@@ -59,6 +59,11 @@ type Lib struct {
 	llamaGetLogitsIth         func(ctx uintptr, i int32) *float32
 	llamaTokenize             func(vocab uintptr, text *byte, textLen int32, tokens *int32, nMax int32, addSpecial, parseSpecial bool) int32
 	llamaTokenToPiece         func(vocab uintptr, tok int32, buf *byte, length int32, lstrip int32, special bool) int32
+	llamaGetMemory            func(ctx uintptr) uintptr
+	llamaMemorySeqRm          func(mem uintptr, seqID, p0, p1 int32) bool
+	llamaGetLogits            func(ctx uintptr) *float32
+	llamaModelNCtxTrain       func(model uintptr) int32
+	llamaVocabIsEOG           func(vocab uintptr, tok int32) bool
 }
 
 var (
@@ -172,6 +177,11 @@ func load(cpuLib string) (*Lib, error) {
 	reg(llama, &l.llamaGetLogitsIth, "llama_get_logits_ith")
 	reg(llama, &l.llamaTokenize, "llama_tokenize")
 	reg(llama, &l.llamaTokenToPiece, "llama_token_to_piece")
+	reg(llama, &l.llamaGetMemory, "llama_get_memory")
+	reg(llama, &l.llamaMemorySeqRm, "llama_memory_seq_rm")
+	reg(llama, &l.llamaGetLogits, "llama_get_logits")
+	reg(llama, &l.llamaModelNCtxTrain, "llama_model_n_ctx_train")
+	reg(llama, &l.llamaVocabIsEOG, "llama_vocab_is_eog")
 	if regErr != nil {
 		return nil, regErr
 	}

@@ -38,6 +38,17 @@ type tracer struct {
 	mu      sync.Mutex // one Trace at a time
 	cb      uintptr
 	tensors []Tensor
+	keep    func(name string) bool // nil: every node
+}
+
+// cName returns the NUL-terminated string at the start of b.
+func cName(b []byte) string {
+	for i, c := range b {
+		if c == 0 {
+			return string(b[:i])
+		}
+	}
+	return string(b)
 }
 
 var (
@@ -46,11 +57,14 @@ var (
 )
 
 func (tr *tracer) callback(t uintptr, ask uintptr, _ uintptr) uintptr {
-	if ask&0xff != 0 {
-		return 1 // observe every node
-	}
 	p := cPointer(t)
 	raw := unsafe.Slice((*byte)(p), tensorName+64)
+	if ask&0xff != 0 {
+		if tr.keep == nil || tr.keep(cName(raw[tensorName:tensorName+64])) {
+			return 1
+		}
+		return 0
+	}
 	var x Tensor
 	x.Type = int32(binary.LittleEndian.Uint32(raw[tensorType:]))
 	x.Op = int32(binary.LittleEndian.Uint32(raw[tensorOp:]))
@@ -59,14 +73,7 @@ func (tr *tracer) callback(t uintptr, ask uintptr, _ uintptr) uintptr {
 		x.Ne[i] = int64(binary.LittleEndian.Uint64(raw[tensorNe+8*i:]))
 		nb[i] = binary.LittleEndian.Uint64(raw[tensorNb+8*i:])
 	}
-	name := raw[tensorName : tensorName+64]
-	for i, c := range name {
-		if c == 0 {
-			name = name[:i]
-			break
-		}
-	}
-	x.Name = string(name)
+	x.Name = cName(raw[tensorName : tensorName+64])
 	data := uintptr(binary.LittleEndian.Uint64(raw[tensorData:]))
 	base := cPointer(data)
 	if data != 0 && (x.Type == 0 || x.Type == 1) {
@@ -116,13 +123,24 @@ func halfToFloat(h uint16) float32 {
 // compute the graph node by node, which disables the CPU backend's op fusion
 // (rms_norm+mul): a debugging aid, not an oracle for fused paths.
 func (m *Model) Trace(prompt []int32, threads int) ([]Tensor, error) {
+	return m.TraceOutputs(prompt, threads, false, nil)
+}
+
+// TraceOutputs is Trace with two choices: all marks every prompt token as an
+// output (llama_batch.logits all 1, so the last layer, result_norm and
+// result_output keep every row, as a perplexity run asks), and keep, when
+// not nil, limits the observed nodes to the names it accepts (the scheduler
+// then splits the graph only at those nodes, and the CPU backend's op fusion
+// stays on elsewhere).
+func (m *Model) TraceOutputs(prompt []int32, threads int, all bool, keep func(name string) bool) ([]Tensor, error) {
 	traceOnce.Do(func() { theTracer.cb = purego.NewCallback(theTracer.callback) })
 	tr := &theTracer
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	tr.tensors = nil
+	tr.tensors, tr.keep = nil, keep
+	defer func() { tr.keep = nil }()
 	ctx, err := m.newContextWith(prompt, len(prompt), threads, func(p *llamaContextParams) {
 		p.CbEval = tr.cb
 	})
@@ -130,7 +148,7 @@ func (m *Model) Trace(prompt []int32, threads int) ([]Tensor, error) {
 		return nil, err
 	}
 	defer m.lib.llamaFree(ctx)
-	if err := m.decode(ctx, prompt); err != nil {
+	if err := m.decodeBatch(ctx, prompt, all); err != nil {
 		return nil, err
 	}
 	out := tr.tensors

@@ -120,6 +120,11 @@ type Config struct {
 
 	Name        string // general.name; empty gives "synthetic <arch> <type>"
 	Description string // general.description; empty gives a line naming the arch, types, seed and vocabulary
+
+	// Metadata is appended after the planned keys, for settings the presets do not carry (e.g.
+	// "qwen3.rope.scaling.type", "tokenizer.ggml.scores"); a key that is already planned is an error wrapping
+	// [ErrConfig].
+	Metadata []gguf.KV
 }
 
 // validate checks the shape against the architecture's rules (positive sizes, heads dividing evenly) and the

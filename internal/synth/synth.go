@@ -118,6 +118,17 @@ func plan(cfg Config) ([]gguf.KV, []tensorSpec, *Vocab, error) {
 	if v.ChatTemplate != "" {
 		kvs = append(kvs, gguf.KV{Key: "tokenizer.chat_template", Value: gguf.StringValue(v.ChatTemplate)})
 	}
+	planned := make(map[string]bool, len(kvs)+len(cfg.Metadata))
+	for _, kv := range kvs {
+		planned[kv.Key] = true
+	}
+	for _, kv := range cfg.Metadata {
+		if planned[kv.Key] {
+			return nil, nil, nil, fmt.Errorf("%w: metadata key %q is set twice", ErrConfig, kv.Key)
+		}
+		planned[kv.Key] = true
+		kvs = append(kvs, kv)
+	}
 	return kvs, specs, v, nil
 }
 

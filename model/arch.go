@@ -1,0 +1,390 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/bankml/bankml/gguf"
+	"github.com/bankml/bankml/quant"
+)
+
+// ErrUnsupported marks a model the runtime cannot run yet (architecture,
+// tensor type, hyperparameter); errors.Is works through the wrapping.
+var ErrUnsupported = errors.New("not supported yet")
+
+// graph describes one architecture's graph as llama.cpp builds it: the
+// differences between the graphs this package runs.
+type graph struct {
+	// ropeNeox: RoPE rotates the pairs (i, i+n/2) of a head
+	// (LLAMA_ROPE_TYPE_NEOX), otherwise adjacent pairs (LLAMA_ROPE_TYPE_NORM);
+	// llama_model_rope_type in src/llama-model.cpp.
+	ropeNeox bool
+	// qkNorm: per-head RMS norms on Q and K before RoPE (attn_q_norm,
+	// attn_k_norm), as src/models/qwen3.cpp builds them.
+	qkNorm bool
+	// nRotIsHead: llama.cpp requires rope.dimension_count to equal the head
+	// size (the llama loader's "invalid n_rot", qwen3's GGML_ASSERT).
+	nRotIsHead bool
+}
+
+// graphs is the architecture registry, keyed by general.architecture: the
+// graphs this package runs, each proven against the reference by the oracle
+// tests. Read-only.
+var graphs = map[string]graph{
+	// src/models/llama.cpp: RMSNorm, RoPE NORM, GQA, SwiGLU.
+	"llama": {ropeNeox: false, qkNorm: false, nRotIsHead: true},
+	// src/models/qwen3.cpp: as llama plus per-head Q/K RMSNorm, RoPE NEOX.
+	"qwen3": {ropeNeox: true, qkNorm: true, nRotIsHead: true},
+}
+
+// Architectures returns the general.architecture values Load accepts, sorted.
+func Architectures() []string {
+	out := make([]string, 0, len(graphs))
+	for a := range graphs {
+		out = append(out, a)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// CheckArchitecture reports, from the header alone, whether Load can take
+// f's architecture: nil for a registered one, else an error naming
+// general.architecture and the registered values (wrapping ErrUnsupported
+// when the key is present but not registered).
+func CheckArchitecture(f *gguf.File) error {
+	arch := f.Architecture()
+	if arch == "" {
+		return fmt.Errorf("model: general.architecture missing")
+	}
+	if _, ok := graphs[arch]; !ok {
+		return fmt.Errorf("model: architecture %q (this runtime runs %s): %w", arch, strings.Join(Architectures(), ", "), ErrUnsupported)
+	}
+	return nil
+}
+
+// Hparams are the hyperparameters of a model, read from GGUF metadata with
+// llama.cpp's key names and defaults (llama_model::load_hparams).
+type Hparams struct {
+	NEmbd     int     // {arch}.embedding_length
+	NLayer    int     // {arch}.block_count
+	NFF       int     // {arch}.feed_forward_length
+	NHead     int     // {arch}.attention.head_count
+	NHeadKV   int     // {arch}.attention.head_count_kv (default NHead)
+	HeadDim   int     // {arch}.attention.key_length (default NEmbd/NHead); value_length must agree
+	NRot      int     // {arch}.rope.dimension_count (default HeadDim)
+	NCtxTrain int     // {arch}.context_length (default 2048)
+	RMSEps    float32 // {arch}.attention.layer_norm_rms_epsilon
+	FreqBase  float32 // {arch}.rope.freq_base (default 10000)
+	NVocab    int     // rows of token_embd.weight
+
+	// RoPE scaling as the model was trained (llama_hparams):
+	RopeScaling    string  // {arch}.rope.scaling.type: "none", "linear" (the default) or "yarn"
+	FreqScaleTrain float32 // 1/{arch}.rope.scaling.factor (or rope.scale_linear); 1 when absent or 0
+	NCtxOrigYarn   int     // {arch}.rope.scaling.original_context_length (default NCtxTrain)
+	RopeAttnFactor float32 // {arch}.rope.scaling.attn_factor (default 1)
+}
+
+// Layer holds one transformer block's weights.
+type Layer struct {
+	AttnNorm, FFNNorm       []float32
+	AttnQNorm, AttnKNorm    []float32 // qwen3: HeadDim values each; nil for llama
+	Wq, Wk, Wv, Wo          *quant.Matrix
+	FFNGate, FFNUp, FFNDown *quant.Matrix
+}
+
+// Model is a loaded model whose weight matrices are views into the
+// memory-mapped GGUF file (nothing is copied but the f32 norm vectors, a few
+// KiB per layer).
+type Model struct {
+	Arch       string
+	HP         Hparams
+	Rope       Rope // RoPE as llama_context derives it with its default parameters
+	TokEmbd    *quant.Matrix
+	Output     *quant.Matrix // output.weight, or TokEmbd when the embeddings are tied
+	OutputNorm []float32
+	Layers     []Layer
+
+	g graph
+}
+
+// Load binds the tensors and hyperparameters of f to a Model. It refuses,
+// with an error naming the reason, an architecture that is not registered
+// (CheckArchitecture), a tensor type quant cannot multiply, RoPE scaling
+// other than none, linear and YaRN, partial RoPE, or experts (all wrapping
+// ErrUnsupported); a missing
+// tensor, a tensor the graph does not use or a shape that disagrees with the
+// hyperparameters is an error too. Metadata of the wrong type or out of range
+// is named with its key.
+func Load(f *gguf.File) (*Model, error) {
+	if err := CheckArchitecture(f); err != nil {
+		return nil, err
+	}
+	arch := f.Architecture()
+	g := graphs[arch]
+	md := meta{f: f, arch: arch}
+	var hp Hparams
+	var err error
+	for _, p := range []struct {
+		dst      *int
+		key      string
+		def      int
+		required bool
+	}{
+		{&hp.NEmbd, "embedding_length", 0, true},
+		{&hp.NLayer, "block_count", 0, true},
+		{&hp.NFF, "feed_forward_length", 0, true},
+		{&hp.NHead, "attention.head_count", 0, true},
+	} {
+		if *p.dst, err = md.uint(p.key, p.def, p.required); err != nil {
+			return nil, err
+		}
+	}
+	if hp.NHeadKV, err = md.uint("attention.head_count_kv", hp.NHead, false); err != nil {
+		return nil, err
+	}
+	if hp.NHead%hp.NHeadKV != 0 {
+		return nil, fmt.Errorf("model: %d heads are not a multiple of %d kv heads", hp.NHead, hp.NHeadKV)
+	}
+	if _, ok := f.Get(arch + ".attention.key_length"); !ok && hp.NEmbd%hp.NHead != 0 {
+		return nil, fmt.Errorf("model: n_embd %d is not a multiple of %d heads and %s.attention.key_length is missing", hp.NEmbd, hp.NHead, arch)
+	}
+	if hp.HeadDim, err = md.uint("attention.key_length", hp.NEmbd/hp.NHead, false); err != nil {
+		return nil, err
+	}
+	// Both graphs assert n_embd_head_v == n_embd_head_k (value_length
+	// defaults to n_embd/n_head like key_length).
+	if vl, err := md.uint("attention.value_length", hp.NEmbd/hp.NHead, false); err != nil {
+		return nil, err
+	} else if vl != hp.HeadDim {
+		return nil, fmt.Errorf("model: value_length %d != key_length %d: %w", vl, hp.HeadDim, ErrUnsupported)
+	}
+	if hp.NRot, err = md.uint("rope.dimension_count", hp.HeadDim, false); err != nil {
+		return nil, err
+	}
+	if (g.nRotIsHead && hp.NRot != hp.HeadDim) || hp.NRot%2 != 0 {
+		return nil, fmt.Errorf("model: rope.dimension_count %d with head size %d (partial RoPE): %w", hp.NRot, hp.HeadDim, ErrUnsupported)
+	}
+	if hp.NCtxTrain, err = md.uint("context_length", 2048, false); err != nil {
+		return nil, err
+	}
+	if hp.RMSEps, err = md.float("attention.layer_norm_rms_epsilon", 0, true); err != nil {
+		return nil, err
+	}
+	if hp.FreqBase, err = md.float("rope.freq_base", 10000, false); err != nil {
+		return nil, err
+	}
+	if hp.FreqBase == 0 {
+		return nil, fmt.Errorf("model: metadata %s.rope.freq_base is 0", arch)
+	}
+	if err := readRopeScaling(md, &hp); err != nil {
+		return nil, err
+	}
+	// Mixture-of-experts llama files need expert tensors this graph does not
+	// run. (Keys llama.cpp does not read for these graphs, such as
+	// attention.scale or rope.scaling.yarn_log_multiplier, are ignored as it
+	// ignores them.)
+	if v, ok := f.GetUint64(arch + ".expert_count"); ok && v != 0 {
+		return nil, fmt.Errorf("model: metadata %s.expert_count = %d (mixture of experts): %w", arch, v, ErrUnsupported)
+	}
+
+	m := &Model{Arch: arch, g: g}
+	tb := tensorBinder{f: f, used: map[string]bool{}}
+	if m.TokEmbd, err = tb.mat("token_embd.weight", hp.NEmbd, 0, false); err != nil {
+		return nil, err
+	}
+	hp.NVocab = m.TokEmbd.Rows
+	if m.OutputNorm, err = tb.vec("output_norm.weight", hp.NEmbd); err != nil {
+		return nil, err
+	}
+	if m.Output, err = tb.mat("output.weight", hp.NEmbd, hp.NVocab, true); err != nil {
+		return nil, err
+	}
+	if m.Output == nil { // tied embeddings: llama.cpp duplicates token_embd (TENSOR_DUPLICATED)
+		m.Output = m.TokEmbd
+	}
+	nq, nkv := hp.NHead*hp.HeadDim, hp.NHeadKV*hp.HeadDim
+	m.Layers = make([]Layer, hp.NLayer)
+	for i := range m.Layers {
+		l := &m.Layers[i]
+		p := fmt.Sprintf("blk.%d.", i)
+		for _, v := range []struct {
+			dst  *[]float32
+			name string
+			n    int
+			on   bool
+		}{
+			{&l.AttnNorm, "attn_norm.weight", hp.NEmbd, true},
+			{&l.FFNNorm, "ffn_norm.weight", hp.NEmbd, true},
+			{&l.AttnQNorm, "attn_q_norm.weight", hp.HeadDim, g.qkNorm},
+			{&l.AttnKNorm, "attn_k_norm.weight", hp.HeadDim, g.qkNorm},
+		} {
+			if v.on {
+				if *v.dst, err = tb.vec(p+v.name, v.n); err != nil {
+					return nil, err
+				}
+			}
+		}
+		for _, b := range []struct {
+			dst        **quant.Matrix
+			name       string
+			cols, rows int
+		}{
+			{&l.Wq, "attn_q.weight", hp.NEmbd, nq},
+			{&l.Wk, "attn_k.weight", hp.NEmbd, nkv},
+			{&l.Wv, "attn_v.weight", hp.NEmbd, nkv},
+			{&l.Wo, "attn_output.weight", nq, hp.NEmbd},
+			{&l.FFNGate, "ffn_gate.weight", hp.NEmbd, hp.NFF},
+			{&l.FFNUp, "ffn_up.weight", hp.NEmbd, hp.NFF},
+			{&l.FFNDown, "ffn_down.weight", hp.NFF, hp.NEmbd},
+		} {
+			if *b.dst, err = tb.mat(p+b.name, b.cols, b.rows, false); err != nil {
+				return nil, err
+			}
+		}
+	}
+	// Like llama.cpp's loader, refuse tensors the graph does not use (a wrong
+	// block_count, rope factors, biases, fused QKV, Q/K norms on llama).
+	for _, t := range f.Tensors {
+		if !tb.used[t.Name] {
+			return nil, fmt.Errorf("model: tensor %q is not used by the %s graph (%d layers): %w", t.Name, arch, hp.NLayer, ErrUnsupported)
+		}
+	}
+	m.HP = hp
+	m.Rope = newRope(hp, g.ropeNeox)
+	return m, nil
+}
+
+// meta reads {arch}.* metadata with llama.cpp's defaults.
+type meta struct {
+	f    *gguf.File
+	arch string
+}
+
+func (md meta) uint(key string, def int, required bool) (int, error) {
+	full := md.arch + "." + key
+	v, ok := md.f.GetUint64(full)
+	if !ok {
+		return def, md.absent(full, "an integer", required)
+	}
+	if v == 0 || v > 1<<24 {
+		return 0, fmt.Errorf("model: metadata %s = %d out of range", full, v)
+	}
+	return int(v), nil
+}
+
+func (md meta) float(key string, def float64, required bool) (float32, error) {
+	full := md.arch + "." + key
+	v, ok := md.f.GetFloat64(full)
+	if !ok {
+		if err := md.absent(full, "a float", required); err != nil {
+			return 0, err
+		}
+		v = def
+	}
+	if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 || v > math.MaxFloat32 {
+		return 0, fmt.Errorf("model: metadata %s = %g, want a finite value >= 0", full, v)
+	}
+	return float32(v), nil
+}
+
+// absent is the error for a key the accessor did not find: of the wrong
+// type when present, missing when required, else nil (the default applies).
+func (md meta) absent(full, want string, required bool) error {
+	if val, present := md.f.Get(full); present {
+		return fmt.Errorf("model: metadata %s has type %s, want %s", full, val.Type, want)
+	}
+	if required {
+		return fmt.Errorf("model: metadata %s missing", full)
+	}
+	return nil
+}
+
+// readRopeScaling reads the RoPE scaling keys as llama_model::load_hparams
+// does: rope.scaling.type (default "linear"), rope.scaling.factor (else the
+// older rope.scale_linear; freq_scale = 1/factor, 1 for 0 or absent),
+// rope.scaling.original_context_length (default context_length) and
+// rope.scaling.attn_factor (default 1).
+func readRopeScaling(md meta, hp *Hparams) error {
+	hp.RopeScaling = "linear"
+	if v, ok := md.f.Get(md.arch + ".rope.scaling.type"); ok {
+		s, isStr := md.f.GetString(md.arch + ".rope.scaling.type")
+		if !isStr {
+			return fmt.Errorf("model: metadata %s.rope.scaling.type has type %s, want a string", md.arch, v.Type)
+		}
+		hp.RopeScaling = s
+	}
+	switch hp.RopeScaling {
+	case "none", "linear", "yarn":
+	default:
+		return fmt.Errorf("model: rope scaling %q (this runtime runs none, linear and yarn): %w", hp.RopeScaling, ErrUnsupported)
+	}
+	factor, err := md.float("rope.scaling.factor", 0, false)
+	if err != nil {
+		return err
+	}
+	if _, ok := md.f.Get(md.arch + ".rope.scaling.factor"); !ok {
+		if factor, err = md.float("rope.scale_linear", 0, false); err != nil {
+			return err
+		}
+	}
+	hp.FreqScaleTrain = 1
+	if factor != 0 {
+		hp.FreqScaleTrain = 1 / factor
+	}
+	if hp.NCtxOrigYarn, err = md.uint("rope.scaling.original_context_length", hp.NCtxTrain, false); err != nil {
+		return err
+	}
+	if hp.RopeAttnFactor, err = md.float("rope.scaling.attn_factor", 1, false); err != nil {
+		return err
+	}
+	return nil
+}
+
+// tensorBinder binds tensors of f by name, recording which ones are used.
+type tensorBinder struct {
+	f    *gguf.File
+	used map[string]bool
+}
+
+// mat binds a 2-D weight of cols × rows (rows 0: any), or nil when optional
+// and absent.
+func (tb tensorBinder) mat(name string, cols, rows int, optional bool) (*quant.Matrix, error) {
+	t, ok := tb.f.Tensor(name)
+	tb.used[name] = ok
+	if !ok {
+		if optional {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("model: tensor %q missing", name)
+	}
+	if len(t.Ne) != 2 || t.Ne[0] != int64(cols) || (rows > 0 && t.Ne[1] != int64(rows)) {
+		return nil, fmt.Errorf("model: tensor %q: shape %v, want [%d %d]", name, t.Ne, cols, rows)
+	}
+	q := &quant.Matrix{Name: name, Type: t.Type, Cols: cols, Rows: int(t.Ne[1]), Data: tb.f.TensorData(t)}
+	if err := q.Supported(); err != nil {
+		return nil, fmt.Errorf("model: %w: %w", err, ErrUnsupported)
+	}
+	return q, nil
+}
+
+// vec reads a 1-D weight of n values as float32 (a copy: norms are small).
+func (tb tensorBinder) vec(name string, n int) ([]float32, error) {
+	t, ok := tb.f.Tensor(name)
+	tb.used[name] = ok
+	if !ok {
+		return nil, fmt.Errorf("model: tensor %q missing", name)
+	}
+	if t.NElements() != int64(n) {
+		return nil, fmt.Errorf("model: tensor %q: %d elements, want %d", name, t.NElements(), n)
+	}
+	q := &quant.Matrix{Name: name, Type: t.Type, Cols: n, Rows: 1, Data: tb.f.TensorData(t)}
+	if err := q.Supported(); err != nil {
+		return nil, fmt.Errorf("model: %w: %w", err, ErrUnsupported)
+	}
+	out := make([]float32, n)
+	q.Row(0, out)
+	return out, nil
+}

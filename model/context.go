@@ -1,0 +1,255 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/bankml/bankml/parallel"
+)
+
+// ErrContextFull is wrapped by the errors of a decode that does not fit the
+// context and of a prompt that llama-server would refuse for its size.
+var ErrContextFull = errors.New("context full")
+
+// kvPad is llama.cpp's KV padding: n_ctx and the KV length seen by attention
+// (n_kv) are multiples of 256.
+const kvPad = 256
+
+// maxCtx bounds the context size (llama.cpp's n_ctx is a uint32).
+const maxCtx = 1 << 30
+
+// NUbatch is llama.cpp's default micro-batch size (n_ubatch): a decode of
+// more tokens runs in micro-batches of NUbatch, the last one shorter.
+const NUbatch = 512
+
+// ContextSize returns the context (tokens per sequence) llama-server v0.5.0
+// gives a slot with its defaults and -c nCtx: nCtx 0 takes the model's
+// training context; otherwise llama.cpp pads nCtx to a multiple of 256
+// (llama_context), and the server caps the slot at the training context
+// (server_context::n_ctx_slot; its default -np auto gives 4 slots over a
+// unified KV pool of 4×n_ctx_train cells, each slot may fill n_ctx_train).
+// capped reports whether the cap applied. A negative nCtx is an error.
+// Not reproduced: with -c 0 llama-server's common_fit_params shrinks the
+// pool when 4×n_ctx_train cells do not fit the machine's free memory, which
+// can make a slot smaller than n_ctx_train on a small machine (for Bonsai-8B
+// shapes the full pool is 24 GB of f16 KV); bankml's cache grows with use
+// instead, and NewContext refuses a context whose full cache cannot fit.
+func (m *Model) ContextSize(nCtx int) (size int, capped bool, err error) {
+	switch {
+	case nCtx < 0 || nCtx > maxCtx:
+		return 0, false, fmt.Errorf("model: context size %d outside [0, %d]", nCtx, maxCtx)
+	case nCtx == 0:
+		return m.HP.NCtxTrain, false, nil
+	}
+	size = (nCtx + kvPad - 1) / kvPad * kvPad
+	if size > m.HP.NCtxTrain {
+		return m.HP.NCtxTrain, true, nil
+	}
+	return size, false, nil
+}
+
+// Context is one sequence's state: its KV cache (f16, llama.cpp's default
+// type_k/type_v), the tokens it holds, and the workers that run it.
+//
+// The cache grows with use (in steps of 256 cells, doubling) up to the
+// context size, so a context sized for the model's training length costs
+// only the memory of the cells in use. A Context is not safe for concurrent
+// use.
+type Context struct {
+	m           *Model
+	nCtx        int        // positions usable
+	nCells      int        // nCtx padded to 256, as llama.cpp pads n_ctx
+	tokens      []int32    // the tokens whose K/V the cache holds, position order
+	k, v        [][]uint16 // per layer: capacity × n_embd_k_gqa f16 values, zero where never written
+	capCells    int        // cells allocated per layer (a multiple of 256, at most nCells)
+	pool        *parallel.Pool
+	attnThreads int
+	// trace, when set (tests), receives intermediate results under
+	// llama.cpp's tensor names (cb names such as "Qcur-0").
+	trace func(name string, data []float32)
+}
+
+// NewContext makes an empty context of nCtx positions (the limit: decodes
+// past it fail with ErrContextFull; see ContextSize for llama-server's
+// rule) that runs matmuls on a pool of threads workers (started here, stopped
+// by Close; results do not depend on the pool's size). The reference's
+// split-KV attention depends on its thread count; NewContext mirrors a
+// reference running on the same number of threads (see SetAttnThreads). It
+// refuses a size below 1 or above 2^30, or a context whose full KV cache
+// would exceed the machine's memory, naming the bytes needed. No KV memory is
+// allocated until the first decode.
+func (m *Model) NewContext(nCtx, threads int) (*Context, error) {
+	if nCtx < 1 || nCtx > maxCtx {
+		return nil, fmt.Errorf("model: context size %d outside [1, %d]", nCtx, maxCtx)
+	}
+	nCells := (nCtx + kvPad - 1) / kvPad * kvPad
+	if kvBytes := m.kvBytes(nCells); physicalMemory() != 0 && kvBytes > physicalMemory() {
+		return nil, fmt.Errorf("model: a KV cache of %d cells needs %.1f GiB, more than this machine's %.1f GiB", nCtx,
+			float64(kvBytes)/(1<<30), float64(physicalMemory())/(1<<30))
+	}
+	threads = max(1, threads)
+	c := &Context{m: m, nCtx: nCtx, nCells: nCells, attnThreads: threads}
+	c.k = make([][]uint16, m.HP.NLayer)
+	c.v = make([][]uint16, m.HP.NLayer)
+	c.pool = parallel.New(threads)
+	return c, nil
+}
+
+// kvBytes is the size of K and V for cells cells over all layers (f16).
+func (m *Model) kvBytes(cells int) uint64 {
+	return uint64(m.HP.NLayer) * 2 * uint64(cells) * uint64(m.HP.NHeadKV*m.HP.HeadDim) * 2
+}
+
+// KVBytes is the memory the context's KV cache holds now, in bytes.
+func (c *Context) KVBytes() uint64 { return c.m.kvBytes(c.capCells) }
+
+// grow makes room for cells cells in every layer's K and V.
+func (c *Context) grow(cells int) {
+	if cells <= c.capCells {
+		return
+	}
+	newCap := max(kvPad, 2*c.capCells)
+	for newCap < cells {
+		newCap *= 2
+	}
+	newCap = min((newCap+kvPad-1)/kvPad*kvPad, c.nCells)
+	nkv := c.m.HP.NHeadKV * c.m.HP.HeadDim
+	for il := range c.k {
+		k := make([]uint16, newCap*nkv)
+		v := make([]uint16, newCap*nkv)
+		copy(k, c.k[il])
+		copy(v, c.v[il])
+		c.k[il], c.v[il] = k, v
+	}
+	c.capCells = newCap
+}
+
+// Close stops the context's matmul workers. The context must not be used
+// afterwards; closing twice is harmless.
+func (c *Context) Close() { c.pool.Close() }
+
+// SetAttnThreads sets the thread count of the reference being mirrored by the
+// split-KV attention kernel (single-row decode over 512 or more KV cells),
+// whose chunking depends on it. It defaults to the context's thread count and
+// is independent of the matmul pool's size.
+func (c *Context) SetAttnThreads(n int) { c.attnThreads = max(1, n) }
+
+// NPast is the number of positions held in the KV cache.
+func (c *Context) NPast() int { return len(c.tokens) }
+
+// NCtx is the context size in tokens.
+func (c *Context) NCtx() int { return c.nCtx }
+
+// Tokens returns a copy of the tokens whose K/V the cache holds, in position
+// order: every token passed to Decode or DecodeAll since the last Truncate.
+func (c *Context) Tokens() []int32 { return append([]int32(nil), c.tokens...) }
+
+// Truncate drops the positions n and later from the cache, as
+// llama_memory_seq_rm(mem, seq, n, -1) does: the next decode continues at
+// position n. Like llama.cpp it leaves the dropped cells' values in place
+// (they are masked out, and later decodes overwrite them). It fails for n
+// outside [0, NPast()].
+func (c *Context) Truncate(n int) error {
+	if n < 0 || n > len(c.tokens) {
+		return fmt.Errorf("model: truncate to %d positions of %d cached", n, len(c.tokens))
+	}
+	c.tokens = c.tokens[:n]
+	return nil
+}
+
+// ReusablePrefix returns how many leading tokens of prompt a cache holding
+// cached can keep, by llama-server's rule for a slot with cache_prompt on
+// (the default; server_context::update_slots): the length of the common
+// prefix of cached and prompt, less one when that is the whole prompt (at
+// least one token is evaluated, so that the prompt's last logits exist). The
+// server reports this number as the prompt tokens taken from the cache
+// (timings.cache_n).
+func ReusablePrefix(cached, prompt []int32) int {
+	n := 0
+	for n < len(cached) && n < len(prompt) && cached[n] == prompt[n] {
+		n++
+	}
+	if n == len(prompt) && n > 0 {
+		n--
+	}
+	return n
+}
+
+// Reuse prepares the context for prompt the way a llama-server slot does:
+// it keeps ReusablePrefix(c.Tokens(), prompt) positions, truncates the rest
+// and returns the number kept; the caller then decodes prompt[kept:].
+func (c *Context) Reuse(prompt []int32) int {
+	n := ReusablePrefix(c.tokens, prompt)
+	c.tokens = c.tokens[:n]
+	return n
+}
+
+// CheckPrompt applies llama-server's context limit to a prompt of n tokens
+// about to start a turn in this context: the server refuses a prompt of
+// n_ctx tokens or more (a generated token needs a cell). The error wraps
+// ErrContextFull and names both sizes.
+func (c *Context) CheckPrompt(n int) error {
+	if n >= c.nCtx {
+		return fmt.Errorf("model: the prompt is %d tokens and the context %d: it must be shorter than the context: %w", n, c.nCtx, ErrContextFull)
+	}
+	return nil
+}
+
+// Decode evaluates tokens at the next positions and returns the logits of the
+// last one (NVocab floats, a new slice). Like llama_decode with a batch whose
+// last token is the only output, it runs micro-batches of NUbatch tokens, and
+// on the last layer of the last one only that token goes through the
+// feed-forward (inp_out_ids). It fails, naming the reason, on an empty batch,
+// a token outside the vocabulary, or more positions than the context holds
+// (ErrContextFull); on error the context is unchanged.
+func (c *Context) Decode(tokens []int32) ([]float32, error) {
+	return c.decode(tokens, false)
+}
+
+// DecodeAll is Decode with every token of the batch as an output, as
+// llama_decode computes a batch whose logits flags are all set (what
+// llama-perplexity asks): it returns len(tokens) rows of NVocab logits, row i
+// for tokens[i] (the distribution of the token after it). Every micro-batch
+// keeps all its rows through the last layer, so these logits are the
+// reference's for such a batch — the last row equals Decode's only when the
+// batch has one token (the matmul paths depend on the number of rows).
+func (c *Context) DecodeAll(tokens []int32) ([]float32, error) {
+	return c.decode(tokens, true)
+}
+
+func (c *Context) decode(tokens []int32, all bool) ([]float32, error) {
+	if len(tokens) == 0 {
+		return nil, errors.New("model: decode of an empty batch")
+	}
+	if len(c.tokens)+len(tokens) > c.nCtx {
+		return nil, fmt.Errorf("model: %d tokens after %d cached exceed the context of %d: %w", len(tokens), len(c.tokens), c.nCtx, ErrContextFull)
+	}
+	for _, t := range tokens {
+		if t < 0 || int(t) >= c.m.HP.NVocab {
+			return nil, fmt.Errorf("model: token id %d outside the vocabulary of %d", t, c.m.HP.NVocab)
+		}
+	}
+	c.grow(len(c.tokens) + len(tokens))
+	var logits []float32
+	if all {
+		logits = make([]float32, 0, len(tokens)*c.m.HP.NVocab)
+	}
+	for len(tokens) > 0 {
+		n := min(len(tokens), NUbatch)
+		outputs := 0
+		switch {
+		case all:
+			outputs = n
+		case n == len(tokens):
+			outputs = 1
+		}
+		out := c.ubatch(tokens[:n], outputs)
+		if all {
+			logits = append(logits, out...)
+		} else if outputs > 0 {
+			logits = out
+		}
+		tokens = tokens[n:]
+	}
+	return logits, nil
+}

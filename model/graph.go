@@ -1,0 +1,177 @@
+package model
+
+import (
+	"fmt"
+
+	"github.com/bankml/bankml/fmath"
+	"github.com/bankml/bankml/quant"
+)
+
+func (c *Context) emit(name string, il int, data []float32) {
+	if c.trace != nil {
+		if il >= 0 {
+			name = fmt.Sprintf("%s-%d", name, il)
+		}
+		c.trace(name, append([]float32(nil), data...))
+	}
+}
+
+// ubatch runs one micro-batch through the graph (src/models/llama.cpp or
+// src/models/qwen3.cpp) at positions NPast().. and appends its tokens to the
+// cache. The last outputs rows are the batch's outputs: on the last layer
+// only they go through the residual and the feed-forward (inp_out_ids), and
+// their logits are returned (outputs × NVocab; nil for 0).
+func (c *Context) ubatch(tokens []int32, outputs int) []float32 {
+	m, hp := c.m, c.m.HP
+	n := len(tokens)
+	nPast := len(c.tokens)
+	d, hd := hp.NEmbd, hp.HeadDim
+	nq, nkv := hp.NHead*hd, hp.NHeadKV*hd
+	x := make([]float32, n*d)
+	for j, t := range tokens {
+		m.TokEmbd.Row(int(t), x[j*d:(j+1)*d])
+	}
+	cur := make([]float32, n*d)
+	q := make([]float32, n*nq)
+	k := make([]float32, n*nkv)
+	v := make([]float32, n*nkv)
+	attn := make([]float32, n*nq)
+	o := make([]float32, n*d)
+	cache := make([]float32, hp.NRot)
+	gateBuf := make([]float32, n*hp.NFF)
+	upBuf := make([]float32, n*hp.NFF)
+	scale := 1 / fmath.Sqrtf(float32(hd))
+	for il, l := range m.Layers {
+		last := il == hp.NLayer-1
+		for j := range n {
+			rmsNormMul(cur[j*d:(j+1)*d], x[j*d:(j+1)*d], l.AttnNorm, hp.RMSEps)
+		}
+		c.emit("attn_norm", il, cur)
+		quant.MatMul(l.Wq, cur, n, q, c.pool)
+		quant.MatMul(l.Wk, cur, n, k, c.pool)
+		quant.MatMul(l.Wv, cur, n, v, c.pool)
+		if m.g.qkNorm {
+			for h := range n * hp.NHead {
+				r := q[h*hd : (h+1)*hd]
+				rmsNormMul(r, r, l.AttnQNorm, hp.RMSEps)
+			}
+			for h := range n * hp.NHeadKV {
+				r := k[h*hd : (h+1)*hd]
+				rmsNormMul(r, r, l.AttnKNorm, hp.RMSEps)
+			}
+			c.emit("Qcur_normed", il, q)
+			c.emit("Kcur_normed", il, k)
+		}
+		for j := range n {
+			pos := nPast + j
+			m.Rope.cache(cache, pos)
+			for h := range hp.NHead {
+				m.Rope.rotate(q[j*nq+h*hd:j*nq+(h+1)*hd], cache)
+			}
+			for h := range hp.NHeadKV {
+				m.Rope.rotate(k[j*nkv+h*hd:j*nkv+(h+1)*hd], cache)
+			}
+			quant.FP32ToFP16Row(k[j*nkv:(j+1)*nkv], c.k[il][pos*nkv:(pos+1)*nkv])
+			quant.FP32ToFP16Row(v[j*nkv:(j+1)*nkv], c.v[il][pos*nkv:(pos+1)*nkv])
+		}
+		c.emit("Qcur", il, q)
+		c.emit("Kcur", il, k)
+		c.emit("Vcur", il, v)
+		c.attention(attn, q, c.k[il], c.v[il], nPast, n, scale)
+		c.emit("kqv_out", il, attn)
+		quant.MatMul(l.Wo, attn, n, o, c.pool)
+		c.emit("attn_out", il, o)
+		// On the last layer llama.cpp keeps only the output rows
+		// (ggml_get_rows by inp_out_ids) before the residual and the
+		// feed-forward; a micro-batch without outputs stops here.
+		rows := n
+		xr, or := x, o
+		if last {
+			if outputs == 0 {
+				break
+			}
+			rows = outputs
+			xr, or = x[(n-rows)*d:], o[(n-rows)*d:]
+		}
+		for i := range rows * d {
+			xr[i] = or[i] + xr[i]
+		}
+		c.emit("ffn_inp", il, xr[:rows*d])
+		for j := range rows {
+			rmsNormMul(cur[j*d:(j+1)*d], xr[j*d:(j+1)*d], l.FFNNorm, hp.RMSEps)
+		}
+		c.emit("ffn_norm", il, cur[:rows*d])
+		gate, up := gateBuf[:rows*hp.NFF], upBuf[:rows*hp.NFF]
+		quant.MatMul(l.FFNGate, cur[:rows*d], rows, gate, c.pool)
+		quant.MatMul(l.FFNUp, cur[:rows*d], rows, up, c.pool)
+		c.emit("ffn_gate", il, gate)
+		c.emit("ffn_up", il, up)
+		for j := range rows { // ggml_vec_swiglu_f32 runs row by row
+			r := gate[j*hp.NFF : (j+1)*hp.NFF]
+			swiglu(r, r, up[j*hp.NFF:(j+1)*hp.NFF])
+		}
+		c.emit("ffn_swiglu", il, gate)
+		quant.MatMul(l.FFNDown, gate, rows, or[:rows*d], c.pool)
+		c.emit("ffn_out", il, or[:rows*d])
+		for i := range rows * d {
+			xr[i] = or[i] + xr[i]
+		}
+		c.emit("l_out", il, xr[:rows*d])
+		if last {
+			x = xr[:rows*d]
+		}
+	}
+	c.tokens = append(c.tokens, tokens...)
+	if outputs == 0 {
+		return nil
+	}
+	nrm := make([]float32, outputs*d)
+	for j := range outputs {
+		rmsNormMul(nrm[j*d:(j+1)*d], x[j*d:(j+1)*d], m.OutputNorm, hp.RMSEps)
+	}
+	c.emit("result_norm", -1, nrm)
+	logits := make([]float32, outputs*hp.NVocab)
+	quant.MatMul(m.Output, nrm, outputs, logits, c.pool)
+	c.emit("result_output", -1, logits)
+	return logits
+}
+
+// attention runs flash attention for the n query rows of this micro-batch
+// (positions nPast..nPast+n-1, already in the cache) with the kernel the
+// reference picks: split-KV for one row when the padded KV length reaches
+// 512, the tiled kernel for 64 rows or more (head size a multiple of 8), the
+// one-row kernel otherwise. Query head h reads KV head h/(NHead/NHeadKV)
+// (grouped-query attention: ggml broadcasts K and V over neq2/nek2 heads).
+func (c *Context) attention(out, q []float32, kc, vc []uint16, nPast, n int, scale float32) {
+	hp := c.m.HP
+	hd := hp.HeadDim
+	nq, nkv := hp.NHead*hd, hp.NHeadKV*hd
+	used := nPast + n
+	nek1 := min(c.nCells, max(kvPad, (used+kvPad-1)/kvPad*kvPad))
+	group := hp.NHead / hp.NHeadKV
+	c.pool.For(n*hp.NHead, func(r0, r1 int) {
+		qh, vkq16 := make([]uint16, hd), make([]uint16, hd)
+		vkq, kq := make([]float32, hd), make([]float32, faTile)
+		for r := r0; r < r1; r++ {
+			j, h := r/hp.NHead, r%hp.NHead
+			hk := h / group
+			a := attnRow{
+				q:     q[j*nq+h*hd : j*nq+(h+1)*hd],
+				k:     func(ic int) []uint16 { return kc[ic*nkv+hk*hd : ic*nkv+(hk+1)*hd] },
+				v:     func(ic int) []uint16 { return vc[ic*nkv+hk*hd : ic*nkv+(hk+1)*hd] },
+				nKV:   nPast + j + 1, // the causal mask
+				scale: scale,
+			}
+			o := out[j*nq+h*hd : j*nq+(h+1)*hd]
+			switch {
+			case n == 1 && nek1 >= 512:
+				a.splitKV(o, nek1, c.attnThreads, qh, vkq16)
+			case n >= faTile && hd%8 == 0:
+				a.tiled(o, kq, vkq)
+			default:
+				_, s := a.oneChunk(0, a.nKV, vkq, qh, vkq16)
+				normalize(o, vkq, s)
+			}
+		}
+	})
+}
