@@ -6,7 +6,7 @@
 //   - What: FMA32 (a fused multiply-add rounded once to float32, what the
 //     reference's compiler emits as vfmadd*ss where it contracts a*b+c), and the
 //     glibc libm functions ggml and llama.cpp's samplers call: Expf, Sinf, Cosf,
-//     Sincosf, Logf, Powf, (double) Pow and (double) Log (llama-perplexity's
+//     Sincosf, Logf, Powf, (double) Pow, Log and Exp (llama-perplexity's
 //     log-softmax).
 //   - Follows: the x86-64 FMA builds of glibc 2.36's expf, sinf, cosf,
 //     sincosf, logf, powf, pow and log (the variants glibc's ifuncs select on
@@ -27,6 +27,8 @@
 //     sampler's domain), so only a port reproduces it. Log: 128-entry table
 //     (read from libm's .rodata) and a separate polynomial near 1; Go's
 //     math.Log differs from glibc's log on about 2% of arguments.
+//     Exp: pow's exp_inline without the tail (glibc's exp and pow share
+//     __exp_data).
 //   - Deliberate differences: no errno, no floating-point exception flags.
 //     Sinf, Cosf and Sincosf return glibc's NaN bits on x86 (the default NaN
 //     0xffc00000 for an infinity, the quieted NaN for a NaN).

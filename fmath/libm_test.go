@@ -27,6 +27,7 @@ type libm struct {
 	logf    func(float32) float32
 	pow     func(float64, float64) float64
 	log     func(float64) float64
+	exp     func(float64) float64
 }
 
 func openLibm(t *testing.T) *libm {
@@ -48,6 +49,7 @@ func openLibm(t *testing.T) *libm {
 	purego.RegisterLibFunc(&l.logf, h, "logf")
 	purego.RegisterLibFunc(&l.pow, h, "pow")
 	purego.RegisterLibFunc(&l.log, h, "log")
+	purego.RegisterLibFunc(&l.exp, h, "exp")
 	return &l
 }
 
