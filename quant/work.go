@@ -46,11 +46,13 @@ const tileCols = 16
 // matJob is one MatMul for the pool: units are packed groups of 16 rows, or
 // rows for unpacked matrices.
 type matJob struct {
-	w   *Work
-	m   *Matrix
-	x   []float32
-	n   int
-	out []float32
+	w      *Work
+	m      *Matrix  // planes[0]
+	planes []Matrix // the matrices whose products are summed (one for MatMul)
+	one    [1]Matrix
+	x      []float32
+	n      int
+	out    []float32
 	// per call
 	path   matPath
 	kernel func(w, a []byte, nb int) float32
@@ -107,10 +109,54 @@ const (
 // MatMul panics on types it does not handle.
 func (w *Work) MatMul(m *Matrix, x []float32, n int, out []float32) {
 	j := &w.job
-	*j = matJob{w: w, m: m, x: x, n: n, out: out[:n*m.Rows]}
+	*j = matJob{w: w}
+	j.one[0] = *m
+	w.run(j.one[:], x, n, out)
+}
+
+// MatMulPlanes computes the layer whose weight matrix is the sum of planes
+// (one or more matrices of one type and shape; PTQTP trit-planes, package
+// ternary, are 1 to 3): out[j*Rows+i] = ((P0·x_j)[i] + (P1·x_j)[i]) +
+// (P2·x_j)[i] …, each plane product exactly what MatMul computes for that
+// plane alone, summed in plane order in float32. The columns are quantized once for all planes
+// (they share the activation format) and the rows are handed to the pool
+// once: each chunk computes every plane's outputs of its rows. The packed
+// tiles run when every plane was Repack'ed (else the plain kernels, as
+// MatMul does for an unpacked matrix). It panics, like MatMul, on an
+// unsupported type, on no planes, and on planes of different types or
+// shapes (Supported checks the type, ternary.LoadPlanes the plane set).
+// Allocates nothing once the buffers have grown. Planes of one matrix cost
+// one activation quantization and one pool dispatch, against one per plane
+// for MatMul called on each.
+func (w *Work) MatMulPlanes(planes []Matrix, x []float32, n int, out []float32) {
+	if len(planes) == 0 {
+		panic("quant: MatMulPlanes of no planes")
+	}
+	for i := range planes[1:] {
+		p := &planes[1+i]
+		if p.Type != planes[0].Type || p.Rows != planes[0].Rows || p.Cols != planes[0].Cols {
+			panic(fmt.Sprintf("quant: MatMulPlanes: plane %q is %s %dx%d, plane %q %s %dx%d", p.Name, p.Type, p.Rows, p.Cols,
+				planes[0].Name, planes[0].Type, planes[0].Rows, planes[0].Cols))
+		}
+	}
+	j := &w.job
+	*j = matJob{w: w}
+	w.run(planes, x, n, out)
+}
+
+// run prepares the activations of the job's path for planes (see MatMul)
+// and hands the rows to the pool.
+func (w *Work) run(planes []Matrix, x []float32, n int, out []float32) {
+	j := &w.job
+	m := &planes[0]
+	j.m, j.planes, j.x, j.n, j.out = m, planes, x, n, out[:n*m.Rows]
 	k, rows := m.Cols, m.Rows
 	_ = x[n*k-1]
 	units := rows
+	packed := w.level > LevelGeneric
+	for i := range planes {
+		packed = packed && planes[i].packed != nil
+	}
 	switch m.Type {
 	case gguf.F32:
 		j.path = pathF32Vec
@@ -130,8 +176,8 @@ func (w *Work) MatMul(m *Matrix, x []float32, n int, out []float32) {
 			j.path++
 		}
 	default:
-		if p := m.packed; p != nil && w.level > LevelGeneric {
-			units = p.groups
+		if packed {
+			units = m.packed.groups
 			switch m.Type {
 			case gguf.Q1_0, gguf.Q2_0:
 				w.q8.reset(k, n)
@@ -189,7 +235,7 @@ func (w *Work) MatMul(m *Matrix, x []float32, n int, out []float32) {
 		j.path = pathBlock
 	}
 	w.pool.Run(units, max(1, units/(16*w.pool.Size())), j)
-	j.m, j.x, j.out, j.kernel = nil, nil, nil, nil
+	j.m, j.planes, j.one[0], j.x, j.out, j.kernel = nil, nil, Matrix{}, nil, nil, nil
 }
 
 // quantizeQ4KRepack prepares the reference's path for Q4_K weights with a
@@ -216,75 +262,104 @@ func (w *Work) quantizeQ4KRepack(j *matJob) {
 
 // Do computes rows (or packed groups) [lo, hi) for every column.
 func (j *matJob) Do(worker, lo, hi int) {
-	m, k, rows := j.m, j.m.Cols, j.m.Rows
 	switch j.path {
 	case pathPackedQ1, pathPackedQ2, pathPackedTQ2:
 		j.doPacked(worker, lo, hi)
 		return
 	}
-	rb := m.RowBytes()
+	rows := j.m.Rows
+	rb := j.m.RowBytes()
 	for c := range j.n {
 		o := j.out[c*rows : (c+1)*rows]
 		for i := lo; i < hi; i++ {
-			wr := m.Data[i*rb : (i+1)*rb]
-			var v float32
-			switch j.path {
-			case pathF32Vec:
-				v = VecDotF32(float32View(wr), j.x[c*k:(c+1)*k])
-			case pathF32Tiny:
-				v = TinyDotF32(float32View(wr), j.x[c*k:(c+1)*k])
-			case pathF16Vec:
-				v = j.w.level.VecDotF16(uint16View(wr), j.w.xh[c*k:(c+1)*k])
-			case pathF16Tiny:
-				v = TinyDotF16(uint16View(wr), j.w.xh[c*k:(c+1)*k])
-			case pathBF16Vec:
-				v = VecDotBF16(uint16View(wr), j.w.xh[c*k:(c+1)*k])
-			case pathBF16Tiny:
-				v = TinyDotBF16(uint16View(wr), j.w.xh[c*k:(c+1)*k])
-			case pathBlock:
-				v = j.kernel(wr, j.w.xq[c*j.qb:(c+1)*j.qb], j.wnb)
-			case pathPlainQ1:
-				v = dotQ1_0Plain(wr, &j.w.q8, c, j.wnb)
-			case pathQ4KRepack:
-				a := j.w.xq[c*j.qb : (c+1)*j.qb]
-				if c < j.gemm {
-					v = RepackGemmQ4_KQ8_K(wr, a, j.wnb)
-				} else {
-					v = RepackGemvQ4_KQ8_K(wr, a, j.wnb)
-				}
+			v := j.rowDot(j.planes[0].Data[i*rb:(i+1)*rb], c)
+			for p := 1; p < len(j.planes); p++ {
+				v += j.rowDot(j.planes[p].Data[i*rb:(i+1)*rb], c)
 			}
 			o[i] = v
 		}
 	}
 }
 
-// doPacked runs the tiles on groups [lo, hi), tileCols columns at a time.
+// rowDot is the plain paths' product of one weight row with column c.
+func (j *matJob) rowDot(wr []byte, c int) float32 {
+	k := j.m.Cols
+	switch j.path {
+	case pathF32Vec:
+		return VecDotF32(float32View(wr), j.x[c*k:(c+1)*k])
+	case pathF32Tiny:
+		return TinyDotF32(float32View(wr), j.x[c*k:(c+1)*k])
+	case pathF16Vec:
+		return j.w.level.VecDotF16(uint16View(wr), j.w.xh[c*k:(c+1)*k])
+	case pathF16Tiny:
+		return TinyDotF16(uint16View(wr), j.w.xh[c*k:(c+1)*k])
+	case pathBF16Vec:
+		return VecDotBF16(uint16View(wr), j.w.xh[c*k:(c+1)*k])
+	case pathBF16Tiny:
+		return TinyDotBF16(uint16View(wr), j.w.xh[c*k:(c+1)*k])
+	case pathBlock:
+		return j.kernel(wr, j.w.xq[c*j.qb:(c+1)*j.qb], j.wnb)
+	case pathPlainQ1:
+		return dotQ1_0Plain(wr, &j.w.q8, c, j.wnb)
+	case pathQ4KRepack:
+		a := j.w.xq[c*j.qb : (c+1)*j.qb]
+		if c < j.gemm {
+			return RepackGemmQ4_KQ8_K(wr, a, j.wnb)
+		}
+		return RepackGemvQ4_KQ8_K(wr, a, j.wnb)
+	}
+	panic("quant: matJob: unknown path")
+}
+
+// doPacked runs the tiles on groups [lo, hi), tileCols columns at a time,
+// every plane in turn, summing the planes' outputs in plane order.
 func (j *matJob) doPacked(worker, lo, hi int) {
-	w, p, rows := j.w, j.m.packed, j.m.Rows
+	w, rows := j.w, j.m.Rows
+	nb := j.m.packed.nb
 	nc := min(j.n, tileCols)
-	scr := grow(w.scr[worker], 16*nc+128*nc)
+	np := len(j.planes)
+	sumLen := 0
+	if np > 1 {
+		sumLen = 16 * nc
+	}
+	scr := grow(w.scr[worker], 16*nc+128*nc+sumLen)
 	w.scr[worker] = scr
-	tile, acc := scr[:16*nc], scr[16*nc:]
+	tile, acc, sum := scr[:16*nc], scr[16*nc:16*nc+128*nc], scr[16*nc+128*nc:]
 	for g := lo; g < hi; g++ {
-		codes, scales := p.group(g)
 		r0 := g * packRows
 		nr := min(packRows, rows-r0)
 		for c0 := 0; c0 < j.n; c0 += nc {
 			cn := min(nc, j.n-c0)
-			switch j.path {
-			case pathPackedQ1:
-				tileQ1_0(w.level, codes, scales, p.nb, &w.q8, c0, cn, tile, acc)
-			case pathPackedQ2:
-				tileQ2_0(w.level, codes, scales, p.nb, &w.q8, c0, cn, tile)
-			case pathPackedTQ2:
-				tileTQ2_0(w.level, codes, scales, p.nb, &w.q8k, c0, cn, tile, acc)
+			for p := range np {
+				codes, scales := j.planes[p].packed.group(g)
+				switch j.path {
+				case pathPackedQ1:
+					tileQ1_0(w.level, codes, scales, nb, &w.q8, c0, cn, tile, acc)
+				case pathPackedQ2:
+					tileQ2_0(w.level, codes, scales, nb, &w.q8, c0, cn, tile)
+				case pathPackedTQ2:
+					tileTQ2_0(w.level, codes, scales, nb, &w.q8k, c0, cn, tile, acc)
+				}
+				switch {
+				case np == 1:
+				case p == 0:
+					copy(sum[:16*cn], tile[:16*cn])
+				default:
+					for i, v := range tile[:16*cn] {
+						sum[i] += v
+					}
+				}
+			}
+			res := tile
+			if np > 1 {
+				res = sum
 			}
 			for c := range cn {
-				copy(j.out[(c0+c)*rows+r0:(c0+c)*rows+r0+nr], tile[16*c:16*c+nr])
+				copy(j.out[(c0+c)*rows+r0:(c0+c)*rows+r0+nr], res[16*c:16*c+nr])
 			}
 		}
 		if j.path == pathPackedTQ2 {
-			j.inexactTQ2(g, r0, nr)
+			j.inexactTQ2(r0, nr)
 		}
 	}
 }
@@ -292,7 +367,7 @@ func (j *matJob) doPacked(worker, lo, hi int) {
 // inexactTQ2 recomputes, with the plain kernel, the outputs of the columns
 // whose Q8_K bsums the packed kernel cannot take (never for columns MatMul
 // quantized itself; kept so that the tile never answers for them).
-func (j *matJob) inexactTQ2(g, r0, nr int) {
+func (j *matJob) inexactTQ2(r0, nr int) {
 	a, m := &j.w.q8k, j.m
 	rb := m.RowBytes()
 	qb := a.k / QK_K * BlockQ8_KSize
@@ -301,7 +376,16 @@ func (j *matJob) inexactTQ2(g, r0, nr int) {
 			continue
 		}
 		for i := r0; i < r0+nr; i++ {
-			j.out[c*m.Rows+i] = VecDotTQ2_0Q8_K(m.Data[i*rb:(i+1)*rb], a.raw[c*qb:(c+1)*qb], a.k/QK_K)
+			var v float32
+			for p := range j.planes {
+				d := VecDotTQ2_0Q8_K(j.planes[p].Data[i*rb:(i+1)*rb], a.raw[c*qb:(c+1)*qb], a.k/QK_K)
+				if p == 0 {
+					v = d
+				} else {
+					v += d
+				}
+			}
+			j.out[c*m.Rows+i] = v
 		}
 	}
 }
