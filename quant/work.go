@@ -23,6 +23,37 @@ type Work struct {
 	xh  []uint16
 	scr [][]float32 // per worker: tile output and accumulators
 	job matJob
+	// prep records which of the buffers above hold the current columns
+	// (MatMulShared: one quantization per activation format for all its
+	// products); every other call starts with none.
+	prep prepared
+}
+
+// prepared is which activation buffers of a Work hold the current columns.
+type prepared struct {
+	q8, dy8, q8k bool
+	xh           gguf.GGMLType // F16 or BF16 (0: none; F32 is never prepared)
+	xq           int           // 1+index in actFormats of xq's format (0: none)
+}
+
+// Activation formats of xq, for prepared.xq: the block quantizers, and the
+// Q4_K repacked path's mix of ggml_quantize_mat_q8_K_4x8 and Q8_K columns.
+const (
+	xqQ8_0 = 1 + iota
+	xqQ8_1
+	xqQ8_K
+	xqQ4KRepack
+)
+
+func xqFormat(a actFormat) int {
+	switch a.block {
+	case QK_K:
+		return xqQ8_K
+	}
+	if a.size == BlockQ8_1Size {
+		return xqQ8_1
+	}
+	return xqQ8_0
 }
 
 // NewWork returns a Work running level's kernels on pool (nil: the calling
@@ -111,6 +142,7 @@ func (w *Work) MatMul(m *Matrix, x []float32, n int, out []float32) {
 	j := &w.job
 	*j = matJob{w: w}
 	j.one[0] = *m
+	w.prep = prepared{}
 	w.run(j.one[:], x, n, out)
 }
 
@@ -129,6 +161,16 @@ func (w *Work) MatMul(m *Matrix, x []float32, n int, out []float32) {
 // one activation quantization and one pool dispatch, against one per plane
 // for MatMul called on each.
 func (w *Work) MatMulPlanes(planes []Matrix, x []float32, n int, out []float32) {
+	checkPlanes(planes)
+	j := &w.job
+	*j = matJob{w: w}
+	w.prep = prepared{}
+	w.run(planes, x, n, out)
+}
+
+// checkPlanes panics unless planes is one or more matrices of one type and
+// shape.
+func checkPlanes(planes []Matrix) {
 	if len(planes) == 0 {
 		panic("quant: MatMulPlanes of no planes")
 	}
@@ -139,9 +181,40 @@ func (w *Work) MatMulPlanes(planes []Matrix, x []float32, n int, out []float32) 
 				planes[0].Name, planes[0].Type, planes[0].Rows, planes[0].Cols))
 		}
 	}
-	j := &w.job
-	*j = matJob{w: w}
-	w.run(planes, x, n, out)
+}
+
+// Product is one product of MatMulShared: the planes of a weight (one
+// Matrix for an ordinary weight, 1 to 3 PTQTP planes: see MatMulPlanes) and
+// the output, Rows values per column.
+type Product struct {
+	Planes []Matrix
+	Out    []float32
+}
+
+// MatMulShared computes, for each product p, what MatMulPlanes(p.Planes,
+// x, n, p.Out) computes, bit for bit, for several weights that read the
+// same n columns x (Q, K and V of an attention block; gate and up of a
+// feed-forward): the columns are quantized (or rounded to f16/bf16) once
+// per activation format for all the products, as the reference's graph
+// quantizes each op's src1 once per op (ggml_compute_forward_mul_mat's
+// wdata), so that sharing changes no bit. The products run one after
+// another, each on the pool. It panics as MatMulPlanes does, and on
+// weights of different row lengths. Allocates nothing once the buffers
+// have grown.
+func (w *Work) MatMulShared(x []float32, n int, ps ...Product) {
+	for i := range ps {
+		checkPlanes(ps[i].Planes)
+		if c := ps[i].Planes[0].Cols; c != ps[0].Planes[0].Cols {
+			panic(fmt.Sprintf("quant: MatMulShared: %q has rows of %d, %q of %d", ps[i].Planes[0].Name, c, ps[0].Planes[0].Name, ps[0].Planes[0].Cols))
+		}
+	}
+	w.prep = prepared{}
+	for i := range ps {
+		j := &w.job
+		*j = matJob{w: w}
+		w.run(ps[i].Planes, x, n, ps[i].Out)
+	}
+	w.prep = prepared{}
 }
 
 // run prepares the activations of the job's path for planes (see MatMul)
@@ -164,12 +237,17 @@ func (w *Work) run(planes []Matrix, x []float32, n int, out []float32) {
 			j.path = pathF32Tiny
 		}
 	case gguf.F16, gguf.BF16:
-		w.xh = grow(w.xh, n*k)
-		if m.Type == gguf.F16 {
-			FP32ToFP16Row(x[:n*k], w.xh)
-			j.path = pathF16Vec
-		} else {
-			FP32ToBF16Row(x[:n*k], w.xh)
+		if w.prep.xh != m.Type {
+			w.xh = grow(w.xh, n*k)
+			if m.Type == gguf.F16 {
+				FP32ToFP16Row(x[:n*k], w.xh)
+			} else {
+				FP32ToBF16Row(x[:n*k], w.xh)
+			}
+			w.prep.xh = m.Type
+		}
+		j.path = pathF16Vec
+		if m.Type == gguf.BF16 {
 			j.path = pathBF16Vec
 		}
 		if n >= 2 && k%8 == 0 && rows%4 == 0 {
@@ -180,32 +258,32 @@ func (w *Work) run(planes []Matrix, x []float32, n int, out []float32) {
 			units = m.packed.groups
 			switch m.Type {
 			case gguf.Q1_0, gguf.Q2_0:
-				w.q8.reset(k, n)
-				for c := range n {
-					w.q8.quantize(w.level, c, x[c*k:(c+1)*k])
-				}
+				w.prepareQ8(x, k, n)
 				j.path = pathPackedQ2
 				if m.Type == gguf.Q1_0 {
 					j.path = pathPackedQ1
-					if n >= 2 {
+					if n >= 2 && !w.q8.lanes {
 						w.q8.lanes4()
 					}
 				}
 			case gguf.TQ2_0:
-				w.q8k.reset(k, n)
-				for c := range n {
-					w.q8k.quantize(w.level, c, x[c*k:(c+1)*k])
+				if !w.prep.q8k {
+					w.q8k.reset(k, n)
+					for c := range n {
+						w.q8k.quantize(w.level, c, x[c*k:(c+1)*k])
+					}
+					w.prep.q8k = true
 				}
 				j.path = pathPackedTQ2
 			}
 			break
 		}
 		if m.Type == gguf.Q1_0 && w.level == LevelAVX512 {
-			w.q8.reset(k, n)
-			for c := range n {
-				w.q8.quantize(w.level, c, x[c*k:(c+1)*k])
+			w.prepareQ8(x, k, n)
+			if !w.prep.dy8 {
+				w.q8.fillDy8()
+				w.prep.dy8 = true
 			}
-			w.q8.fillDy8()
 			j.wnb = k / QK1_0
 			j.path = pathPlainQ1
 			break
@@ -223,9 +301,12 @@ func (w *Work) run(planes []Matrix, x []float32, n int, out []float32) {
 			panic(fmt.Sprintf("quant: MatMul: row length %d is not a multiple of the activation block %d", k, act.block))
 		}
 		j.qb = k / act.block * act.size
-		w.xq = grow(w.xq, n*j.qb)
-		for c := range n {
-			act.quantize(x[c*k:(c+1)*k], w.xq[c*j.qb:(c+1)*j.qb])
+		if f := xqFormat(act); w.prep.xq != f {
+			w.xq = grow(w.xq, n*j.qb)
+			for c := range n {
+				act.quantize(x[c*k:(c+1)*k], w.xq[c*j.qb:(c+1)*j.qb])
+			}
+			w.prep.xq = f
 		}
 		j.kernel = bk.dot
 		if bk.repack != nil && rows%8 == 0 {
@@ -249,6 +330,10 @@ func (w *Work) quantizeQ4KRepack(j *matJob) {
 	j.wnb = k / QK_K
 	j.qb = j.wnb * BlockQ8_KSize
 	j.gemm = j.n - j.n%4
+	j.path = pathQ4KRepack
+	if w.prep.xq == xqQ4KRepack {
+		return
+	}
 	w.xq = grow(w.xq, j.n*j.qb)
 	for c := range j.n {
 		if c < j.gemm {
@@ -257,7 +342,20 @@ func (w *Work) quantizeQ4KRepack(j *matJob) {
 			QuantizeRowQ8_K(j.x[c*k:(c+1)*k], w.xq[c*j.qb:(c+1)*j.qb])
 		}
 	}
-	j.path = pathQ4KRepack
+	w.prep.xq = xqQ4KRepack
+}
+
+// prepareQ8 quantizes the n columns of k values in x into w.q8 (Q8_0, the
+// packed and plain-layout Q1_0/Q2_0 kernels' layout) unless they are there.
+func (w *Work) prepareQ8(x []float32, k, n int) {
+	if w.prep.q8 {
+		return
+	}
+	w.q8.reset(k, n)
+	for c := range n {
+		w.q8.quantize(w.level, c, x[c*k:(c+1)*k])
+	}
+	w.prep.q8 = true
 }
 
 // Do computes rows (or packed groups) [lo, hi) for every column.

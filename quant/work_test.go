@@ -280,3 +280,69 @@ func TestMatMulPlanesRefusesMismatchedPlanes(t *testing.T) {
 		})
 	}
 }
+
+// TestMatMulSharedIsSeparateProducts: MatMulShared over products of every
+// activation format in one call (interleaved so that each buffer is reused
+// after another format ran: Q8_0 packed and plain-layout, Q8_K, Q8_1, the
+// Q4_K repacked mix, f16, bf16, f32, multi-plane) gives, bit for bit, what
+// MatMulPlanes gives for each product alone, at every level, for 1, 5 and
+// 17 columns, and allocates nothing once grown.
+func TestMatMulSharedIsSeparateProducts(t *testing.T) {
+	r := rand.New(rand.NewPCG(59, 60))
+	pool := parallel.New(2)
+	defer pool.Close()
+	const cols = 512
+	type spec struct {
+		typ    gguf.GGMLType
+		rows   int
+		planes int
+		repack bool
+	}
+	specs := []spec{
+		{gguf.Q1_0, 48, 1, true}, {gguf.Q4_K, 64, 1, false}, {gguf.Q1_0, 37, 1, false}, {gguf.TQ2_0, 37, 2, true},
+		{gguf.F16, 20, 1, false}, {gguf.Q2_0, 40, 3, true}, {gguf.Q6_K, 24, 1, false}, {gguf.Q4_1, 16, 1, false},
+		{gguf.BF16, 20, 1, false}, {gguf.Q8_0, 32, 1, false}, {gguf.Q4_K, 64, 1, false}, {gguf.F32, 8, 1, false},
+		{gguf.TQ2_0, 16, 1, false}, {gguf.Q2_K, 16, 1, false}, {gguf.F16, 20, 1, false},
+	}
+	weights := make([][]Matrix, len(specs))
+	for i, s := range specs {
+		for p := range s.planes {
+			m := Matrix{Name: fmt.Sprintf("w%d.%d", i, p), Type: s.typ, Rows: s.rows, Cols: cols, Data: weightsOf(t, r, s.typ, s.rows, cols)}
+			if s.repack {
+				if _, err := m.Repack(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			weights[i] = append(weights[i], m)
+		}
+	}
+	checked := 0
+	for _, l := range Levels() {
+		w, err := NewWork(l, pool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range []int{1, 5, 17} {
+			x := randRow(r, n*cols)
+			ps := make([]Product, len(specs))
+			for i, s := range specs {
+				ps[i] = Product{Planes: weights[i], Out: make([]float32, n*s.rows)}
+			}
+			w.MatMulShared(x, n, ps...)
+			for i, s := range specs {
+				want := make([]float32, n*s.rows)
+				w.MatMulPlanes(weights[i], x, n, want)
+				for o := range want {
+					if math.Float32bits(ps[i].Out[o]) != math.Float32bits(want[o]) {
+						t.Fatalf("%s n=%d product %d (%s, %d planes): out[%d] = %g, alone %g", l, n, i, s.typ, s.planes, o, ps[i].Out[o], want[o])
+					}
+				}
+				checked += len(want)
+			}
+			if a := testing.AllocsPerRun(2, func() { w.MatMulShared(x, n, ps...) }); a != 0 {
+				t.Errorf("%s n=%d: %v allocations per MatMulShared", l, n, a)
+			}
+		}
+	}
+	t.Logf("%d outputs of MatMulShared equal to the products computed alone", checked)
+}
