@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/bankml/bankml/parallel"
+	"github.com/bankml/bankml/quant"
 )
 
 // ErrContextFull is wrapped by the errors of a decode that does not fit the
@@ -63,6 +64,7 @@ type Context struct {
 	k, v        [][]uint16 // per layer: capacity × n_embd_k_gqa f16 values, zero where never written
 	capCells    int        // cells allocated per layer (a multiple of 256, at most nCells)
 	pool        *parallel.Pool
+	work        *quant.Work // the matmuls' buffers, on pool at the model's Level
 	attnThreads int
 	// trace, when set (tests), receives intermediate results under
 	// llama.cpp's tensor names (cb names such as "Qcur-0").
@@ -88,10 +90,15 @@ func (m *Model) NewContext(nCtx, threads int) (*Context, error) {
 			float64(kvBytes)/(1<<30), float64(physicalMemory())/(1<<30))
 	}
 	threads = max(1, threads)
+	var err error
 	c := &Context{m: m, nCtx: nCtx, nCells: nCells, attnThreads: threads}
 	c.k = make([][]uint16, m.HP.NLayer)
 	c.v = make([][]uint16, m.HP.NLayer)
 	c.pool = parallel.New(threads)
+	if c.work, err = quant.NewWork(m.Level, c.pool); err != nil {
+		c.pool.Close()
+		return nil, fmt.Errorf("model: %w", err)
+	}
 	return c, nil
 }
 
