@@ -209,6 +209,9 @@ func Load(f *gguf.File) (*Model, error) {
 
 	m := &Model{Arch: arch, g: g}
 	tb := tensorBinder{f: f, used: map[string]bool{}}
+	if err := tb.noPlanes("token_embd.weight"); err != nil {
+		return nil, err
+	}
 	if m.TokEmbd, err = tb.mat("token_embd.weight", hp.NEmbd, 0, false); err != nil {
 		return nil, err
 	}
@@ -421,9 +424,13 @@ func (tb tensorBinder) mat(name string, cols, rows int, optional bool) (*quant.M
 	return q, nil
 }
 
-// linear binds a projection weight (see mat) as a one-plane Linear, or nil
-// when optional and absent.
+// linear binds a projection weight (see mat) as a one-plane Linear, or as
+// its PTQTP planes when the file stores it so (planes), or nil when optional
+// and absent.
 func (tb tensorBinder) linear(name string, cols, rows int, optional bool) (*Linear, error) {
+	if l, err := tb.planes(name, cols, rows); l != nil || err != nil {
+		return l, err
+	}
 	q, err := tb.mat(name, cols, rows, optional)
 	if q == nil || err != nil {
 		return nil, err
