@@ -237,7 +237,6 @@ func TestPTQTPPlaneSumsMatchTheReference(t *testing.T) {
 	}
 }
 
-
 // TestPTQTPLoaderRefuses: the token embedding stored as planes (the lookup
 // reads one tensor) is refused naming it, and a K=2 file has no single-plane
 // equivalent (ternary.Unplane refuses it).
