@@ -12,7 +12,14 @@
 //     cache with the reference's three flash-attention kernels, SwiGLU
 //     feed-forward, output norm and projection (tied to token_embd when
 //     output.weight is absent), over weights in any format package quant
-//     multiplies. A Context holds one sequence: KV cache grown with use, the
+//     multiplies. A projection is a Linear: one tensor, or the PTQTP
+//     trit-planes "<name>.ptqtp0..2" of a file carrying fucina.ptqtp.version
+//     (package ternary's format, bound in ptqtp.go), computed as the plane
+//     products summed in plane order in float32 (quant.Work.MatMulPlanes);
+//     mainline llama.cpp cannot load such files, so their oracle is per layer
+//     (the reference's mul_mat of each plane, summed in plane order) and, for
+//     one plane, the whole graph against the file with the plane stored under
+//     the base name (ternary.Unplane). A Context holds one sequence: KV cache grown with use, the
 //     context limit, the cached tokens and llama-server's prefix reuse.
 //   - Follows: src/models/llama.cpp, src/models/qwen3.cpp and
 //     src/llama-graph.cpp for the graphs; src/llama-model.cpp

@@ -9,6 +9,7 @@ import (
 	"github.com/bankml/bankml/guard"
 	"github.com/bankml/bankml/model"
 	"github.com/bankml/bankml/provenance"
+	"github.com/bankml/bankml/tokenizer"
 )
 
 // admit is the admission of a model file before it runs (issue 3): the
@@ -64,4 +65,22 @@ func admit(cmd, path, manifest string, stderr errWriter) (*gguf.File, error) {
 	}
 	fmt.Fprintf(stderr, "admitted: guard %s (%s), sha256 %s, %s\n", rep.Verdict, rep.Engine, pin.SHA256, pin.Verdict)
 	return f, nil
+}
+
+// loadModel binds an admitted file's model and tokenizer, refusing (exit 2)
+// what Load or the tokenizer refuse and a vocabulary whose size is not
+// token_embd's rows. cmd names the command in errors.
+func loadModel(cmd string, f *gguf.File) (*model.Model, tokenizer.Tokenizer, error) {
+	m, err := model.Load(f)
+	if err != nil {
+		return nil, nil, cannotRun(err)
+	}
+	tok, err := tokenizer.FromGGUF(f)
+	if err != nil {
+		return nil, nil, cannotRun(fmt.Errorf("%s: %w", cmd, err))
+	}
+	if tok.NVocab() != m.HP.NVocab {
+		return nil, nil, cannotRun(fmt.Errorf("%s: tokenizer has %d tokens, token_embd.weight %d rows", cmd, tok.NVocab(), m.HP.NVocab))
+	}
+	return m, tok, nil
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/bankml/bankml/model"
 	"github.com/bankml/bankml/perplexity"
-	"github.com/bankml/bankml/tokenizer"
 )
 
 type perplexityCmd struct {
@@ -50,16 +49,9 @@ func (p *perplexityCmd) Run(stdout io.Writer, stderr errWriter) error {
 		return err
 	}
 	defer f.Close()
-	m, err := model.Load(f)
+	m, tok, err := loadModel("perplexity", f)
 	if err != nil {
-		return cannotRun(err)
-	}
-	tok, err := tokenizer.FromGGUF(f)
-	if err != nil {
-		return cannotRun(fmt.Errorf("perplexity: %w", err))
-	}
-	if tok.NVocab() != m.HP.NVocab {
-		return cannotRun(fmt.Errorf("perplexity: tokenizer has %d tokens, token_embd.weight %d rows", tok.NVocab(), m.HP.NVocab))
+		return err
 	}
 	if tok.AddEOS() {
 		// llama-perplexity asserts !llama_vocab_get_add_eos.

@@ -11,7 +11,6 @@ import (
 
 	"github.com/alecthomas/kong"
 
-	"github.com/bankml/bankml/model"
 	"github.com/bankml/bankml/sample"
 	"github.com/bankml/bankml/tokenizer"
 )
@@ -90,16 +89,9 @@ func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error 
 	}
 	defer f.Close()
 
-	m, err := model.Load(f)
+	m, tok, err := loadModel("run", f)
 	if err != nil {
-		return cannotRun(err)
-	}
-	tok, err := tokenizer.FromGGUF(f)
-	if err != nil {
-		return cannotRun(fmt.Errorf("run: %w", err))
-	}
-	if tok.NVocab() != m.HP.NVocab {
-		return cannotRun(fmt.Errorf("run: tokenizer has %d tokens, token_embd.weight %d rows", tok.NVocab(), m.HP.NVocab))
+		return err
 	}
 
 	ids := tok.Tokenize(prompt, true, true)
