@@ -36,6 +36,8 @@
 //     llama-perplexity computes with -b <= -c (a batch of several sequences
 //     splits into different micro-batches, and the matmul path depends on the
 //     micro-batch's rows).
+//   - A -b that is neither below -c nor a multiple of it is accepted (it is
+//     capped at -c); llama-perplexity stops on a GGML_ASSERT.
 //   - Not here: --ppl-stride, --kl-divergence, HellaSwag, WinoGrande,
 //     multiple choice, the logits file.
 //
