@@ -285,9 +285,10 @@ func Load(f *gguf.File) (*Model, error) {
 	return m, nil
 }
 
-// linears lists the model's projection weights: each layer's seven, then
-// the output.
-func (m *Model) linears() []*Linear {
+// Linears lists the model's projection weights (pointers into the Model):
+// each layer's seven (Wq, Wk, Wv, Wo, FFNGate, FFNUp, FFNDown), then
+// Output.
+func (m *Model) Linears() []*Linear {
 	var out []*Linear
 	for i := range m.Layers {
 		l := &m.Layers[i]
@@ -298,7 +299,7 @@ func (m *Model) linears() []*Linear {
 
 // repack packs every projection weight (Linear.repack) and sets PackedBytes.
 func (m *Model) repack() error {
-	for _, l := range m.linears() {
+	for _, l := range m.Linears() {
 		n, err := l.repack()
 		if err != nil {
 			return err
