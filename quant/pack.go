@@ -160,14 +160,40 @@ func packQ1_0(src []byte, rb, off, nr int, c []byte) {
 		}
 	}
 	for k := range 4 {
-		for j := range 8 {
-			var w uint64
-			for r := range packRows {
-				w |= uint64(bits[r][k]>>(4*j)&0xf) << (4 * r)
-			}
+		// a[p] byte j = nibble j of rows 2p (low) and 2p+1 (high): word j's
+		// byte p. An 8×8 byte transpose (three rounds of swaps) makes a[j]
+		// word j.
+		var a [8]uint64
+		for p := range a {
+			a[p] = spreadNibbles(bits[2*p][k]) | spreadNibbles(bits[2*p+1][k])<<4
+		}
+		for i := range 4 {
+			t := (a[i]>>32 ^ a[i+4]) & 0x00000000ffffffff
+			a[i] ^= t << 32
+			a[i+4] ^= t
+		}
+		for _, i := range [4]int{0, 1, 4, 5} {
+			t := (a[i]>>16 ^ a[i+2]) & 0x0000ffff0000ffff
+			a[i] ^= t << 16
+			a[i+2] ^= t
+		}
+		for i := 0; i < 8; i += 2 {
+			t := (a[i]>>8 ^ a[i+1]) & 0x00ff00ff00ff00ff
+			a[i] ^= t << 8
+			a[i+1] ^= t
+		}
+		for j, w := range a {
 			binary.LittleEndian.PutUint64(c[8*(8*k+j):], w)
 		}
 	}
+}
+
+// spreadNibbles puts nibble j of x in the low half of byte j.
+func spreadNibbles(x uint32) uint64 {
+	v := uint64(x)
+	v = (v | v<<16) & 0x0000ffff0000ffff
+	v = (v | v<<8) & 0x00ff00ff00ff00ff
+	return (v | v<<4) & 0x0f0f0f0f0f0f0f0f
 }
 
 // packTQ2_0 writes row r's 64 code bytes of one TQ2_0 block into the block's
