@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"strings"
 
 	"github.com/bankml/bankml/gguf"
+	"github.com/bankml/bankml/parallel"
 	"github.com/bankml/bankml/quant"
 )
 
@@ -288,9 +290,10 @@ func Load(f *gguf.File) (*Model, error) {
 	return m, nil
 }
 
-// linears lists the model's projection weights: each layer's seven, then
-// the output.
-func (m *Model) linears() []*Linear {
+// Linears lists the model's projection weights (pointers into the Model):
+// each layer's seven (Wq, Wk, Wv, Wo, FFNGate, FFNUp, FFNDown), then
+// Output.
+func (m *Model) Linears() []*Linear {
 	var out []*Linear
 	for i := range m.Layers {
 		l := &m.Layers[i]
@@ -299,16 +302,37 @@ func (m *Model) linears() []*Linear {
 	return append(out, &m.Output)
 }
 
-// repack packs every projection weight (Linear.repack) and sets PackedBytes.
+// repack packs every projection weight (Linear.repack), one matrix per
+// chunk on a pool of GOMAXPROCS workers, releases the packed matrices'
+// mapped pages from the resident set, and sets PackedBytes.
 func (m *Model) repack() error {
-	for _, l := range m.linears() {
-		n, err := l.repack()
-		if err != nil {
-			return err
+	j := &repackJob{ls: m.Linears(), maps: sharedFileMaps()}
+	j.bytes = make([]int, len(j.ls))
+	j.errs = make([]error, len(j.ls))
+	p := parallel.New(runtime.GOMAXPROCS(0))
+	defer p.Close()
+	p.Run(len(j.ls), 1, j)
+	for i := range j.ls {
+		if j.errs[i] != nil {
+			return j.errs[i]
 		}
-		m.PackedBytes += n
+		m.PackedBytes += j.bytes[i]
 	}
 	return nil
+}
+
+// repackJob packs Linears [lo, hi) of ls.
+type repackJob struct {
+	ls    []*Linear
+	maps  [][2]uintptr // read-only shared file mappings (releasePages)
+	bytes []int
+	errs  []error
+}
+
+func (j *repackJob) Do(_, lo, hi int) {
+	for i := lo; i < hi; i++ {
+		j.bytes[i], j.errs[i] = j.ls[i].repack(j.maps)
+	}
 }
 
 // meta reads {arch}.* metadata with llama.cpp's defaults.

@@ -40,13 +40,19 @@ func (l *Linear) product(out []float32) quant.Product {
 
 // repack gives every plane a packed copy for the SIMD kernels
 // (quant.Matrix.Repack; types without one are left as they are) and returns
-// the bytes allocated. The mapped file is only read.
-func (l *Linear) repack() (int, error) {
+// the bytes allocated. The mapped file is only read; the pages of a packed
+// plane are then released from the resident set when they lie in one of
+// maps (releasePages), so that the copy replaces them in memory instead of
+// doubling it.
+func (l *Linear) repack(maps [][2]uintptr) (int, error) {
 	total := 0
 	for i := range l.Planes {
 		n, err := l.Planes[i].Repack()
 		if err != nil {
 			return total, fmt.Errorf("model: repack %s: %w", l.Planes[i].Name, err)
+		}
+		if n > 0 {
+			releasePages(l.Planes[i].Data, maps)
 		}
 		total += n
 	}

@@ -86,7 +86,7 @@ func TestPTQTPOnePlaneMatchesTheReference(t *testing.T) {
 			path := writePTQTP(t, src.path(t, dir), dir, 1, src.group)
 			m := loadModel(t, path)
 			planes := 0
-			for _, l := range m.linears() {
+			for _, l := range m.Linears() {
 				if _, _, ok := ternary.ParsePlaneName(l.Name()); ok {
 					planes++
 				}
@@ -181,7 +181,7 @@ func TestPTQTPPlaneSumsMatchTheReference(t *testing.T) {
 				}
 				r := rand.New(rand.NewPCG(uint64(k), 7))
 				layers, checked := 0, 0
-				for _, l := range m.linears() {
+				for _, l := range m.Linears() {
 					if len(l.Planes) == 1 {
 						continue
 					}
