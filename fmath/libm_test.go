@@ -26,6 +26,8 @@ type libm struct {
 	fmaf    func(float32, float32, float32) float32
 	logf    func(float32) float32
 	pow     func(float64, float64) float64
+	log     func(float64) float64
+	exp     func(float64) float64
 }
 
 func openLibm(t *testing.T) *libm {
@@ -46,6 +48,8 @@ func openLibm(t *testing.T) *libm {
 	purego.RegisterLibFunc(&l.fmaf, h, "fmaf")
 	purego.RegisterLibFunc(&l.logf, h, "logf")
 	purego.RegisterLibFunc(&l.pow, h, "pow")
+	purego.RegisterLibFunc(&l.log, h, "log")
+	purego.RegisterLibFunc(&l.exp, h, "exp")
 	return &l
 }
 

@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"strings"
 
 	"github.com/bankml/bankml/gguf"
+	"github.com/bankml/bankml/parallel"
 	"github.com/bankml/bankml/quant"
 )
 
@@ -91,21 +93,28 @@ type Hparams struct {
 type Layer struct {
 	AttnNorm, FFNNorm       []float32
 	AttnQNorm, AttnKNorm    []float32 // qwen3: HeadDim values each; nil for llama
-	Wq, Wk, Wv, Wo          *quant.Matrix
-	FFNGate, FFNUp, FFNDown *quant.Matrix
+	Wq, Wk, Wv, Wo          Linear
+	FFNGate, FFNUp, FFNDown Linear
 }
 
 // Model is a loaded model whose weight matrices are views into the
-// memory-mapped GGUF file (nothing is copied but the f32 norm vectors, a few
-// KiB per layer).
+// memory-mapped GGUF file (read-only; nothing else is copied but the f32 norm
+// vectors, a few KiB per layer, and the packed copies of PackedBytes).
 type Model struct {
 	Arch       string
 	HP         Hparams
 	Rope       Rope // RoPE as llama_context derives it with its default parameters
 	TokEmbd    *quant.Matrix
-	Output     *quant.Matrix // output.weight, or TokEmbd when the embeddings are tied
+	Output     Linear // output.weight, or TokEmbd's matrix when the embeddings are tied
 	OutputNorm []float32
 	Layers     []Layer
+	// Level is the CPU level whose kernels run the model's matmuls
+	// (quant.DefaultLevel: BANKML_CPU or the best this CPU has), and
+	// PackedBytes the memory Load allocated for the packed copies of its
+	// Q1_0, Q2_0 and TQ2_0 weights (quant.Matrix.Repack; 0 at
+	// LevelGeneric, whose kernels read the mapped file).
+	Level       quant.Level
+	PackedBytes int
 
 	g graph
 }
@@ -117,16 +126,26 @@ type Model struct {
 // ErrUnsupported); a missing
 // tensor, a tensor the graph does not use or a shape that disagrees with the
 // hyperparameters is an error too. Metadata of the wrong type or out of range
-// is named with its key.
+// is named with its key, and an invalid BANKML_CPU (quant.DefaultLevel) is
+// an error too.
+//
+// At the SIMD levels Load packs every Q1_0, Q2_0 and TQ2_0 weight of the
+// projections (quant.Matrix.Repack: a copy of the matrix's size, rounded up
+// to 16 rows; docs/PERFORMANCE.md measures what it buys): the file stays
+// mapped read-only and those pages are not read again after Load.
+// TokEmbd is never packed (get_rows reads the file).
 func Load(f *gguf.File) (*Model, error) {
 	if err := CheckArchitecture(f); err != nil {
 		return nil, err
+	}
+	level, err := quant.DefaultLevel()
+	if err != nil {
+		return nil, fmt.Errorf("model: %w", err)
 	}
 	arch := f.Architecture()
 	g := graphs[arch]
 	md := meta{f: f, arch: arch}
 	var hp Hparams
-	var err error
 	for _, p := range []struct {
 		dst      *int
 		key      string
@@ -192,6 +211,9 @@ func Load(f *gguf.File) (*Model, error) {
 
 	m := &Model{Arch: arch, g: g}
 	tb := tensorBinder{f: f, used: map[string]bool{}}
+	if err := tb.noPlanes("token_embd.weight"); err != nil {
+		return nil, err
+	}
 	if m.TokEmbd, err = tb.mat("token_embd.weight", hp.NEmbd, 0, false); err != nil {
 		return nil, err
 	}
@@ -199,12 +221,15 @@ func Load(f *gguf.File) (*Model, error) {
 	if m.OutputNorm, err = tb.vec("output_norm.weight", hp.NEmbd); err != nil {
 		return nil, err
 	}
-	if m.Output, err = tb.mat("output.weight", hp.NEmbd, hp.NVocab, true); err != nil {
+	out, err := tb.linear("output.weight", hp.NEmbd, hp.NVocab, true)
+	if err != nil {
 		return nil, err
 	}
-	if m.Output == nil { // tied embeddings: llama.cpp duplicates token_embd (TENSOR_DUPLICATED)
-		m.Output = m.TokEmbd
+	if out == nil { // tied embeddings: llama.cpp duplicates token_embd (TENSOR_DUPLICATED)
+		l := linearOf(m.TokEmbd)
+		out = &l
 	}
+	m.Output = *out
 	nq, nkv := hp.NHead*hp.HeadDim, hp.NHeadKV*hp.HeadDim
 	m.Layers = make([]Layer, hp.NLayer)
 	for i := range m.Layers {
@@ -228,7 +253,7 @@ func Load(f *gguf.File) (*Model, error) {
 			}
 		}
 		for _, b := range []struct {
-			dst        **quant.Matrix
+			dst        *Linear
 			name       string
 			cols, rows int
 		}{
@@ -240,9 +265,11 @@ func Load(f *gguf.File) (*Model, error) {
 			{&l.FFNUp, "ffn_up.weight", hp.NEmbd, hp.NFF},
 			{&l.FFNDown, "ffn_down.weight", hp.NFF, hp.NEmbd},
 		} {
-			if *b.dst, err = tb.mat(p+b.name, b.cols, b.rows, false); err != nil {
+			lin, err := tb.linear(p+b.name, b.cols, b.rows, false)
+			if err != nil {
 				return nil, err
 			}
+			*b.dst = *lin
 		}
 	}
 	// Like llama.cpp's loader, refuse tensors the graph does not use (a wrong
@@ -254,7 +281,58 @@ func Load(f *gguf.File) (*Model, error) {
 	}
 	m.HP = hp
 	m.Rope = newRope(hp, g.ropeNeox)
+	m.Level = level
+	if level > quant.LevelGeneric {
+		if err := m.repack(); err != nil {
+			return nil, err
+		}
+	}
 	return m, nil
+}
+
+// Linears lists the model's projection weights (pointers into the Model):
+// each layer's seven (Wq, Wk, Wv, Wo, FFNGate, FFNUp, FFNDown), then
+// Output.
+func (m *Model) Linears() []*Linear {
+	var out []*Linear
+	for i := range m.Layers {
+		l := &m.Layers[i]
+		out = append(out, &l.Wq, &l.Wk, &l.Wv, &l.Wo, &l.FFNGate, &l.FFNUp, &l.FFNDown)
+	}
+	return append(out, &m.Output)
+}
+
+// repack packs every projection weight (Linear.repack), one matrix per
+// chunk on a pool of GOMAXPROCS workers, releases the packed matrices'
+// mapped pages from the resident set, and sets PackedBytes.
+func (m *Model) repack() error {
+	j := &repackJob{ls: m.Linears(), maps: sharedFileMaps()}
+	j.bytes = make([]int, len(j.ls))
+	j.errs = make([]error, len(j.ls))
+	p := parallel.New(runtime.GOMAXPROCS(0))
+	defer p.Close()
+	p.Run(len(j.ls), 1, j)
+	for i := range j.ls {
+		if j.errs[i] != nil {
+			return j.errs[i]
+		}
+		m.PackedBytes += j.bytes[i]
+	}
+	return nil
+}
+
+// repackJob packs Linears [lo, hi) of ls.
+type repackJob struct {
+	ls    []*Linear
+	maps  [][2]uintptr // read-only shared file mappings (releasePages)
+	bytes []int
+	errs  []error
+}
+
+func (j *repackJob) Do(_, lo, hi int) {
+	for i := lo; i < hi; i++ {
+		j.bytes[i], j.errs[i] = j.ls[i].repack(j.maps)
+	}
 }
 
 // meta reads {arch}.* metadata with llama.cpp's defaults.
@@ -368,6 +446,21 @@ func (tb tensorBinder) mat(name string, cols, rows int, optional bool) (*quant.M
 		return nil, fmt.Errorf("model: %w: %w", err, ErrUnsupported)
 	}
 	return q, nil
+}
+
+// linear binds a projection weight (see mat) as a one-plane Linear, or as
+// its PTQTP planes when the file stores it so (planes), or nil when optional
+// and absent.
+func (tb tensorBinder) linear(name string, cols, rows int, optional bool) (*Linear, error) {
+	if l, err := tb.planes(name, cols, rows); l != nil || err != nil {
+		return l, err
+	}
+	q, err := tb.mat(name, cols, rows, optional)
+	if q == nil || err != nil {
+		return nil, err
+	}
+	l := linearOf(q)
+	return &l, nil
 }
 
 // vec reads a 1-D weight of n values as float32 (a copy: norms are small).

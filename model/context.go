@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/bankml/bankml/parallel"
+	"github.com/bankml/bankml/quant"
 )
 
 // ErrContextFull is wrapped by the errors of a decode that does not fit the
@@ -63,6 +64,7 @@ type Context struct {
 	k, v        [][]uint16 // per layer: capacity × n_embd_k_gqa f16 values, zero where never written
 	capCells    int        // cells allocated per layer (a multiple of 256, at most nCells)
 	pool        *parallel.Pool
+	work        *quant.Work // the matmuls' buffers, on pool at the model's Level
 	attnThreads int
 	// trace, when set (tests), receives intermediate results under
 	// llama.cpp's tensor names (cb names such as "Qcur-0").
@@ -88,10 +90,15 @@ func (m *Model) NewContext(nCtx, threads int) (*Context, error) {
 			float64(kvBytes)/(1<<30), float64(physicalMemory())/(1<<30))
 	}
 	threads = max(1, threads)
+	var err error
 	c := &Context{m: m, nCtx: nCtx, nCells: nCells, attnThreads: threads}
 	c.k = make([][]uint16, m.HP.NLayer)
 	c.v = make([][]uint16, m.HP.NLayer)
 	c.pool = parallel.New(threads)
+	if c.work, err = quant.NewWork(m.Level, c.pool); err != nil {
+		c.pool.Close()
+		return nil, fmt.Errorf("model: %w", err)
+	}
 	return c, nil
 }
 
@@ -203,7 +210,7 @@ func (c *Context) CheckPrompt(n int) error {
 // a token outside the vocabulary, or more positions than the context holds
 // (ErrContextFull); on error the context is unchanged.
 func (c *Context) Decode(tokens []int32) ([]float32, error) {
-	return c.decode(tokens, false)
+	return c.decode(tokens, 1)
 }
 
 // DecodeAll is Decode with every token of the batch as an output, as
@@ -214,10 +221,27 @@ func (c *Context) Decode(tokens []int32) ([]float32, error) {
 // reference's for such a batch — the last row equals Decode's only when the
 // batch has one token (the matmul paths depend on the number of rows).
 func (c *Context) DecodeAll(tokens []int32) ([]float32, error) {
-	return c.decode(tokens, true)
+	return c.decode(tokens, len(tokens))
 }
 
-func (c *Context) decode(tokens []int32, all bool) ([]float32, error) {
+// DecodeOutputs is Decode with the last outputs tokens of the batch as its
+// outputs (0 <= outputs <= len(tokens)), as llama_decode computes a batch whose
+// logits flags are set on a suffix — what llama-perplexity asks for the second
+// half of a chunk. It returns outputs rows of NVocab logits, row i for
+// tokens[len(tokens)-outputs+i]. On the last layer each micro-batch carries
+// only its output rows through the feed-forward (inp_out_ids), and a
+// micro-batch without outputs stops after the last layer's attention, as in
+// llama.cpp, so the logits are the reference's for that batch.
+func (c *Context) DecodeOutputs(tokens []int32, outputs int) ([]float32, error) {
+	if outputs < 0 || outputs > len(tokens) {
+		return nil, fmt.Errorf("model: %d outputs of a batch of %d tokens", outputs, len(tokens))
+	}
+	return c.decode(tokens, outputs)
+}
+
+// decode runs tokens in micro-batches of NUbatch; the last nOut tokens are
+// outputs and their logits are returned in order.
+func (c *Context) decode(tokens []int32, nOut int) ([]float32, error) {
 	if len(tokens) == 0 {
 		return nil, errors.New("model: decode of an empty batch")
 	}
@@ -230,26 +254,15 @@ func (c *Context) decode(tokens []int32, all bool) ([]float32, error) {
 		}
 	}
 	c.grow(len(c.tokens) + len(tokens))
-	var logits []float32
-	if all {
-		logits = make([]float32, 0, len(tokens)*c.m.HP.NVocab)
-	}
+	logits := make([]float32, 0, nOut*c.m.HP.NVocab)
 	for len(tokens) > 0 {
 		n := min(len(tokens), NUbatch)
-		outputs := 0
-		switch {
-		case all:
-			outputs = n
-		case n == len(tokens):
-			outputs = 1
-		}
-		out := c.ubatch(tokens[:n], outputs)
-		if all {
-			logits = append(logits, out...)
-		} else if outputs > 0 {
-			logits = out
-		}
+		// The outputs are a suffix of the batch: this micro-batch holds
+		// those among its last rows.
+		outputs := max(0, n-(len(tokens)-nOut))
+		logits = append(logits, c.ubatch(tokens[:n], outputs)...)
 		tokens = tokens[n:]
+		nOut -= outputs
 	}
 	return logits, nil
 }

@@ -12,8 +12,16 @@
 //     cache with the reference's three flash-attention kernels, SwiGLU
 //     feed-forward, output norm and projection (tied to token_embd when
 //     output.weight is absent), over weights in any format package quant
-//     multiplies. A Context holds one sequence: KV cache grown with use, the
-//     context limit, the cached tokens and llama-server's prefix reuse.
+//     multiplies. A projection is a Linear: one tensor, or the PTQTP
+//     trit-planes "<name>.ptqtp0..2" of a file carrying fucina.ptqtp.version
+//     (package ternary's format, bound in ptqtp.go), computed as the plane
+//     products summed in plane order in float32 (quant.Work.MatMulPlanes);
+//     mainline llama.cpp cannot load such files, so their oracle is per layer
+//     (the reference's mul_mat of each plane, summed in plane order) and, for
+//     one plane, the whole graph against the file with the plane stored under
+//     the base name (ternary.Unplane). A Context holds one sequence: KV
+//     cache grown with use, the context limit, the cached tokens and
+//     llama-server's prefix reuse.
 //   - Follows: src/models/llama.cpp, src/models/qwen3.cpp and
 //     src/llama-graph.cpp for the graphs; src/llama-model.cpp
 //     (load_hparams) and src/llama-context.cpp (the RoPE/YaRN parameters);
@@ -39,10 +47,17 @@
 //     separate multiplies and adds; reduce_partials fuses
 //     fma(acc, scale_old, part*scale_new).
 //   - Deliberate differences: the tiled kernel is computed row by row (each
-//     row's result is independent of its tile mates); weights are never
-//     repacked, their kernels' arithmetic is reproduced on ggml's layout; the
-//     KV cache grows as cells are used instead of being allocated for the
-//     whole context (no arithmetic depends on the allocation).
+//     row's result is independent of its tile mates); at the SIMD levels
+//     (quant.DefaultLevel) Load packs the Q1_0, Q2_0 and TQ2_0 projections
+//     into quant's sixteen-row layout (Model.PackedBytes; the mapped pages
+//     of a packed matrix are released from the resident set, the file stays
+//     mapped read-only), whose tiles compute each row's reference chain;
+//     Q/K/V and gate/up quantize their shared input once
+//     (quant.Work.MatMulShared), to the bits each mul_mat would produce; a
+//     weight may be PTQTP planes (Linear), multiplied as the plane products
+//     summed in plane order; the KV cache grows as cells are used instead of
+//     being allocated for the whole context (no arithmetic depends on the
+//     allocation).
 //   - Determinism: logits are a pure function of the token sequence, of the
 //     micro-batch boundaries (as in llama.cpp: a prompt evaluated after a
 //     reused prefix starts a new micro-batch) and, for split-KV decodes only,

@@ -47,9 +47,9 @@ func (c *Context) ubatch(tokens []int32, outputs int) []float32 {
 			rmsNormMul(cur[j*d:(j+1)*d], x[j*d:(j+1)*d], l.AttnNorm, hp.RMSEps)
 		}
 		c.emit("attn_norm", il, cur)
-		quant.MatMul(l.Wq, cur, n, q, c.pool)
-		quant.MatMul(l.Wk, cur, n, k, c.pool)
-		quant.MatMul(l.Wv, cur, n, v, c.pool)
+		// One quantization of cur for the three (the reference quantizes
+		// each mul_mat's src1 itself, to the same bits).
+		c.work.MatMulShared(cur, n, l.Wq.product(q), l.Wk.product(k), l.Wv.product(v))
 		if m.g.qkNorm {
 			for h := range n * hp.NHead {
 				r := q[h*hd : (h+1)*hd]
@@ -79,7 +79,7 @@ func (c *Context) ubatch(tokens []int32, outputs int) []float32 {
 		c.emit("Vcur", il, v)
 		c.attention(attn, q, c.k[il], c.v[il], nPast, n, scale)
 		c.emit("kqv_out", il, attn)
-		quant.MatMul(l.Wo, attn, n, o, c.pool)
+		c.work.MatMulPlanes(l.Wo.Planes, attn, n, o)
 		c.emit("attn_out", il, o)
 		// On the last layer llama.cpp keeps only the output rows
 		// (ggml_get_rows by inp_out_ids) before the residual and the
@@ -102,8 +102,7 @@ func (c *Context) ubatch(tokens []int32, outputs int) []float32 {
 		}
 		c.emit("ffn_norm", il, cur[:rows*d])
 		gate, up := gateBuf[:rows*hp.NFF], upBuf[:rows*hp.NFF]
-		quant.MatMul(l.FFNGate, cur[:rows*d], rows, gate, c.pool)
-		quant.MatMul(l.FFNUp, cur[:rows*d], rows, up, c.pool)
+		c.work.MatMulShared(cur[:rows*d], rows, l.FFNGate.product(gate), l.FFNUp.product(up))
 		c.emit("ffn_gate", il, gate)
 		c.emit("ffn_up", il, up)
 		for j := range rows { // ggml_vec_swiglu_f32 runs row by row
@@ -111,7 +110,7 @@ func (c *Context) ubatch(tokens []int32, outputs int) []float32 {
 			swiglu(r, r, up[j*hp.NFF:(j+1)*hp.NFF])
 		}
 		c.emit("ffn_swiglu", il, gate)
-		quant.MatMul(l.FFNDown, gate, rows, or[:rows*d], c.pool)
+		c.work.MatMulPlanes(l.FFNDown.Planes, gate, rows, or[:rows*d])
 		c.emit("ffn_out", il, or[:rows*d])
 		for i := range rows * d {
 			xr[i] = or[i] + xr[i]
@@ -131,7 +130,7 @@ func (c *Context) ubatch(tokens []int32, outputs int) []float32 {
 	}
 	c.emit("result_norm", -1, nrm)
 	logits := make([]float32, outputs*hp.NVocab)
-	quant.MatMul(m.Output, nrm, outputs, logits, c.pool)
+	c.work.MatMulPlanes(m.Output.Planes, nrm, outputs, logits)
 	c.emit("result_output", -1, logits)
 	return logits
 }
@@ -161,6 +160,7 @@ func (c *Context) attention(out, q []float32, kc, vc []uint16, nPast, n int, sca
 				v:     func(ic int) []uint16 { return vc[ic*nkv+hk*hd : ic*nkv+(hk+1)*hd] },
 				nKV:   nPast + j + 1, // the causal mask
 				scale: scale,
+				level: c.m.Level,
 			}
 			o := out[j*nq+h*hd : j*nq+(h+1)*hd]
 			switch {

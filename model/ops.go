@@ -42,6 +42,7 @@ type attnRow struct {
 	k, v  func(ic int) []uint16
 	nKV   int
 	scale float32
+	level quant.Level // whose ggml_vec_dot_f16 runs Q·K (every level: the same bits)
 }
 
 // oneChunk is ggml_compute_forward_flash_attn_ext_f16_one_chunk over the
@@ -58,7 +59,7 @@ func (a *attnRow) oneChunk(ic0, ic1 int, vkq []float32, qh, vkq16 []uint16) (M, 
 	}
 	M = float32(negInf)
 	for ic := ic0; ic < ic1; ic++ {
-		s := quant.VecDotF16(a.k(ic), qh)
+		s := a.level.VecDotF16(a.k(ic), qh)
 		s = s * a.scale
 		s += 0 // the mask value of an unmasked cell
 		vs := float32(1)

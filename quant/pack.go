@@ -98,22 +98,21 @@ func packMatrix(typ gguf.GGMLType, data []byte, rows, nb int) *packed {
 	for g := range p.groups {
 		grp := p.data[g*p.groupSize : (g+1)*p.groupSize]
 		codes, scales := grp[:nb*cb], grp[nb*cb:]
-		for r := range packRows {
-			row := g*packRows + r
-			if row >= rows {
-				break
+		nr := min(packRows, rows-g*packRows)
+		src := data[g*packRows*rb : (g*packRows+nr)*rb]
+		for b := range nb {
+			c := codes[b*cb : (b+1)*cb]
+			if typ == gguf.Q1_0 {
+				packQ1_0(src, rb, b*bs+2, nr, c)
 			}
-			src := data[row*rb : (row+1)*rb]
-			for b := range nb {
-				blk := src[b*bs : (b+1)*bs]
-				c := codes[b*cb : (b+1)*cb]
+			for r := range nr {
+				blk := src[r*rb+b*bs : r*rb+(b+1)*bs]
 				var d []byte
 				switch typ {
 				case gguf.Q2_0:
 					packQ2_0(blk[2:18], c, r)
 					d = blk[:2]
 				case gguf.Q1_0:
-					packQ1_0(blk[2:18], c, r)
 					d = blk[:2]
 				case gguf.TQ2_0:
 					packTQ2_0(blk[:64], c, r)
@@ -126,36 +125,75 @@ func packMatrix(typ gguf.GGMLType, data []byte, rows, nb int) *packed {
 	return p
 }
 
+// spread2 maps a byte of four 2-bit codes to a word holding code j in the
+// low bits of byte j: the 4×4 transpose of packQ2_0 is four lookups.
+var spread2 = func() (t [256]uint32) {
+	for b := range t {
+		for j := range 4 {
+			t[b] |= uint32(b>>(2*j)&3) << (8 * j)
+		}
+	}
+	return t
+}()
+
 // packQ2_0 writes row r's 16 code bytes of one Q2_0 block into the block's
-// code section c (four vectors of 64 bytes).
+// code section c (four vectors of 64 bytes): byte j of vector 2s+g holds at
+// bits 2n the code of weight 32s+16g+4n+j, which is code j of qs[8s+4g+n].
 func packQ2_0(qs, c []byte, r int) {
-	code := func(w int) byte { return qs[w/4] >> (2 * (w % 4)) & 3 }
-	for s := range 2 {
-		for g := range 2 {
-			v := c[64*(2*s+g)+4*r:]
-			for j := range 4 {
-				var b byte
-				for n := range 4 {
-					b |= code(32*s+16*g+4*n+j) << (2 * n)
-				}
-				v[j] = b
-			}
+	for v := range 4 {
+		q := qs[4*v : 4*v+4]
+		w := spread2[q[0]] | spread2[q[1]]<<2 | spread2[q[2]]<<4 | spread2[q[3]]<<6
+		binary.LittleEndian.PutUint32(c[64*v+4*r:], w)
+	}
+}
+
+// packQ1_0 writes the 128 sign bits of one Q1_0 block of nr rows (row r's
+// qs at src[r*rb+off:]) into the block's code section c (32 words of 8
+// bytes, bit 4r+i of word 8k+j = weight 32k+4j+i of row r; rows past nr
+// stay zero).
+func packQ1_0(src []byte, rb, off, nr int, c []byte) {
+	var bits [packRows][4]uint32
+	for r := range nr {
+		qs := src[r*rb+off : r*rb+off+16]
+		for k := range 4 {
+			bits[r][k] = binary.LittleEndian.Uint32(qs[4*k:])
+		}
+	}
+	for k := range 4 {
+		// a[p] byte j = nibble j of rows 2p (low) and 2p+1 (high): word j's
+		// byte p. An 8×8 byte transpose (three rounds of swaps) makes a[j]
+		// word j.
+		var a [8]uint64
+		for p := range a {
+			a[p] = spreadNibbles(bits[2*p][k]) | spreadNibbles(bits[2*p+1][k])<<4
+		}
+		for i := range 4 {
+			t := (a[i]>>32 ^ a[i+4]) & 0x00000000ffffffff
+			a[i] ^= t << 32
+			a[i+4] ^= t
+		}
+		for _, i := range [4]int{0, 1, 4, 5} {
+			t := (a[i]>>16 ^ a[i+2]) & 0x0000ffff0000ffff
+			a[i] ^= t << 16
+			a[i+2] ^= t
+		}
+		for i := 0; i < 8; i += 2 {
+			t := (a[i]>>8 ^ a[i+1]) & 0x00ff00ff00ff00ff
+			a[i] ^= t << 8
+			a[i+1] ^= t
+		}
+		for j, w := range a {
+			binary.LittleEndian.PutUint64(c[8*(8*k+j):], w)
 		}
 	}
 }
 
-// packQ1_0 writes row r's 128 sign bits of one Q1_0 block into the block's
-// code section c (32 words of 8 bytes, bit 4r+i of word 8k+j = weight
-// 32k+4j+i).
-func packQ1_0(qs, c []byte, r int) {
-	for k := range 4 {
-		bits := binary.LittleEndian.Uint32(qs[4*k:])
-		for j := range 8 {
-			w := c[8*(8*k+j):]
-			nib := byte(bits >> (4 * j) & 0xf)
-			w[r/2] |= nib << (4 * (r % 2))
-		}
-	}
+// spreadNibbles puts nibble j of x in the low half of byte j.
+func spreadNibbles(x uint32) uint64 {
+	v := uint64(x)
+	v = (v | v<<16) & 0x0000ffff0000ffff
+	v = (v | v<<8) & 0x00ff00ff00ff00ff
+	return (v | v<<4) & 0x0f0f0f0f0f0f0f0f
 }
 
 // packTQ2_0 writes row r's 64 code bytes of one TQ2_0 block into the block's

@@ -23,6 +23,37 @@ type Work struct {
 	xh  []uint16
 	scr [][]float32 // per worker: tile output and accumulators
 	job matJob
+	// prep records which of the buffers above hold the current columns
+	// (MatMulShared: one quantization per activation format for all its
+	// products); every other call starts with none.
+	prep prepared
+}
+
+// prepared is which activation buffers of a Work hold the current columns.
+type prepared struct {
+	q8, dy8, q8k bool
+	xh           gguf.GGMLType // F16 or BF16 (0: none; F32 is never prepared)
+	xq           int           // 1+index in actFormats of xq's format (0: none)
+}
+
+// Activation formats of xq, for prepared.xq: the block quantizers, and the
+// Q4_K repacked path's mix of ggml_quantize_mat_q8_K_4x8 and Q8_K columns.
+const (
+	xqQ8_0 = 1 + iota
+	xqQ8_1
+	xqQ8_K
+	xqQ4KRepack
+)
+
+func xqFormat(a actFormat) int {
+	switch a.block {
+	case QK_K:
+		return xqQ8_K
+	}
+	if a.size == BlockQ8_1Size {
+		return xqQ8_1
+	}
+	return xqQ8_0
 }
 
 // NewWork returns a Work running level's kernels on pool (nil: the calling
@@ -46,11 +77,13 @@ const tileCols = 16
 // matJob is one MatMul for the pool: units are packed groups of 16 rows, or
 // rows for unpacked matrices.
 type matJob struct {
-	w   *Work
-	m   *Matrix
-	x   []float32
-	n   int
-	out []float32
+	w      *Work
+	m      *Matrix  // planes[0]
+	planes []Matrix // the matrices whose products are summed (one for MatMul)
+	one    [1]Matrix
+	x      []float32
+	n      int
+	out    []float32
 	// per call
 	path   matPath
 	kernel func(w, a []byte, nb int) float32
@@ -107,10 +140,96 @@ const (
 // MatMul panics on types it does not handle.
 func (w *Work) MatMul(m *Matrix, x []float32, n int, out []float32) {
 	j := &w.job
-	*j = matJob{w: w, m: m, x: x, n: n, out: out[:n*m.Rows]}
+	*j = matJob{w: w}
+	j.one[0] = *m
+	w.prep = prepared{}
+	w.run(j.one[:], x, n, out)
+}
+
+// MatMulPlanes computes the layer whose weight matrix is the sum of planes
+// (one or more matrices of one type and shape; PTQTP trit-planes, package
+// ternary, are 1 to 3): out[j*Rows+i] = ((P0·x_j)[i] + (P1·x_j)[i]) +
+// (P2·x_j)[i] …, each plane product exactly what MatMul computes for that
+// plane alone, summed in plane order in float32. The columns are quantized once for all planes
+// (they share the activation format) and the rows are handed to the pool
+// once: each chunk computes every plane's outputs of its rows. The packed
+// tiles run when every plane was Repack'ed (else the plain kernels, as
+// MatMul does for an unpacked matrix). It panics, like MatMul, on an
+// unsupported type, on no planes, and on planes of different types or
+// shapes (Supported checks the type, ternary.LoadPlanes the plane set).
+// Allocates nothing once the buffers have grown. Planes of one matrix cost
+// one activation quantization and one pool dispatch, against one per plane
+// for MatMul called on each.
+func (w *Work) MatMulPlanes(planes []Matrix, x []float32, n int, out []float32) {
+	checkPlanes(planes)
+	j := &w.job
+	*j = matJob{w: w}
+	w.prep = prepared{}
+	w.run(planes, x, n, out)
+}
+
+// checkPlanes panics unless planes is one or more matrices of one type and
+// shape.
+func checkPlanes(planes []Matrix) {
+	if len(planes) == 0 {
+		panic("quant: MatMulPlanes of no planes")
+	}
+	for i := range planes[1:] {
+		p := &planes[1+i]
+		if p.Type != planes[0].Type || p.Rows != planes[0].Rows || p.Cols != planes[0].Cols {
+			panic(fmt.Sprintf("quant: MatMulPlanes: plane %q is %s %dx%d, plane %q %s %dx%d", p.Name, p.Type, p.Rows, p.Cols,
+				planes[0].Name, planes[0].Type, planes[0].Rows, planes[0].Cols))
+		}
+	}
+}
+
+// Product is one product of MatMulShared: the planes of a weight (one
+// Matrix for an ordinary weight, 1 to 3 PTQTP planes: see MatMulPlanes) and
+// the output, Rows values per column.
+type Product struct {
+	Planes []Matrix
+	Out    []float32
+}
+
+// MatMulShared computes, for each product p, what MatMulPlanes(p.Planes,
+// x, n, p.Out) computes, bit for bit, for several weights that read the
+// same n columns x (Q, K and V of an attention block; gate and up of a
+// feed-forward): the columns are quantized (or rounded to f16/bf16) once
+// per activation format for all the products, as the reference's graph
+// quantizes each op's src1 once per op (ggml_compute_forward_mul_mat's
+// wdata), so that sharing changes no bit. The products run one after
+// another, each on the pool. It panics as MatMulPlanes does, and on
+// weights of different row lengths. Allocates nothing once the buffers
+// have grown.
+func (w *Work) MatMulShared(x []float32, n int, ps ...Product) {
+	for i := range ps {
+		checkPlanes(ps[i].Planes)
+		if c := ps[i].Planes[0].Cols; c != ps[0].Planes[0].Cols {
+			panic(fmt.Sprintf("quant: MatMulShared: %q has rows of %d, %q of %d", ps[i].Planes[0].Name, c, ps[0].Planes[0].Name, ps[0].Planes[0].Cols))
+		}
+	}
+	w.prep = prepared{}
+	for i := range ps {
+		j := &w.job
+		*j = matJob{w: w}
+		w.run(ps[i].Planes, x, n, ps[i].Out)
+	}
+	w.prep = prepared{}
+}
+
+// run prepares the activations of the job's path for planes (see MatMul)
+// and hands the rows to the pool.
+func (w *Work) run(planes []Matrix, x []float32, n int, out []float32) {
+	j := &w.job
+	m := &planes[0]
+	j.m, j.planes, j.x, j.n, j.out = m, planes, x, n, out[:n*m.Rows]
 	k, rows := m.Cols, m.Rows
 	_ = x[n*k-1]
 	units := rows
+	packed := w.level > LevelGeneric
+	for i := range planes {
+		packed = packed && planes[i].packed != nil
+	}
 	switch m.Type {
 	case gguf.F32:
 		j.path = pathF32Vec
@@ -118,48 +237,53 @@ func (w *Work) MatMul(m *Matrix, x []float32, n int, out []float32) {
 			j.path = pathF32Tiny
 		}
 	case gguf.F16, gguf.BF16:
-		w.xh = grow(w.xh, n*k)
-		if m.Type == gguf.F16 {
-			FP32ToFP16Row(x[:n*k], w.xh)
-			j.path = pathF16Vec
-		} else {
-			FP32ToBF16Row(x[:n*k], w.xh)
+		if w.prep.xh != m.Type {
+			w.xh = grow(w.xh, n*k)
+			if m.Type == gguf.F16 {
+				FP32ToFP16Row(x[:n*k], w.xh)
+			} else {
+				FP32ToBF16Row(x[:n*k], w.xh)
+			}
+			w.prep.xh = m.Type
+		}
+		j.path = pathF16Vec
+		if m.Type == gguf.BF16 {
 			j.path = pathBF16Vec
 		}
 		if n >= 2 && k%8 == 0 && rows%4 == 0 {
 			j.path++
 		}
 	default:
-		if p := m.packed; p != nil && w.level > LevelGeneric {
-			units = p.groups
+		if packed {
+			units = m.packed.groups
 			switch m.Type {
 			case gguf.Q1_0, gguf.Q2_0:
-				w.q8.reset(k, n)
-				for c := range n {
-					w.q8.quantize(w.level, c, x[c*k:(c+1)*k])
-				}
+				w.prepareQ8(x, k, n)
 				j.path = pathPackedQ2
 				if m.Type == gguf.Q1_0 {
 					j.path = pathPackedQ1
-					if n >= 2 {
+					if n >= 2 && !w.q8.lanes {
 						w.q8.lanes4()
 					}
 				}
 			case gguf.TQ2_0:
-				w.q8k.reset(k, n)
-				for c := range n {
-					w.q8k.quantize(w.level, c, x[c*k:(c+1)*k])
+				if !w.prep.q8k {
+					w.q8k.reset(k, n)
+					for c := range n {
+						w.q8k.quantize(w.level, c, x[c*k:(c+1)*k])
+					}
+					w.prep.q8k = true
 				}
 				j.path = pathPackedTQ2
 			}
 			break
 		}
 		if m.Type == gguf.Q1_0 && w.level == LevelAVX512 {
-			w.q8.reset(k, n)
-			for c := range n {
-				w.q8.quantize(w.level, c, x[c*k:(c+1)*k])
+			w.prepareQ8(x, k, n)
+			if !w.prep.dy8 {
+				w.q8.fillDy8()
+				w.prep.dy8 = true
 			}
-			w.q8.fillDy8()
 			j.wnb = k / QK1_0
 			j.path = pathPlainQ1
 			break
@@ -177,9 +301,12 @@ func (w *Work) MatMul(m *Matrix, x []float32, n int, out []float32) {
 			panic(fmt.Sprintf("quant: MatMul: row length %d is not a multiple of the activation block %d", k, act.block))
 		}
 		j.qb = k / act.block * act.size
-		w.xq = grow(w.xq, n*j.qb)
-		for c := range n {
-			act.quantize(x[c*k:(c+1)*k], w.xq[c*j.qb:(c+1)*j.qb])
+		if f := xqFormat(act); w.prep.xq != f {
+			w.xq = grow(w.xq, n*j.qb)
+			for c := range n {
+				act.quantize(x[c*k:(c+1)*k], w.xq[c*j.qb:(c+1)*j.qb])
+			}
+			w.prep.xq = f
 		}
 		j.kernel = bk.dot
 		if bk.repack != nil && rows%8 == 0 {
@@ -189,7 +316,7 @@ func (w *Work) MatMul(m *Matrix, x []float32, n int, out []float32) {
 		j.path = pathBlock
 	}
 	w.pool.Run(units, max(1, units/(16*w.pool.Size())), j)
-	j.m, j.x, j.out, j.kernel = nil, nil, nil, nil
+	j.m, j.planes, j.one[0], j.x, j.out, j.kernel = nil, nil, Matrix{}, nil, nil, nil
 }
 
 // quantizeQ4KRepack prepares the reference's path for Q4_K weights with a
@@ -203,6 +330,10 @@ func (w *Work) quantizeQ4KRepack(j *matJob) {
 	j.wnb = k / QK_K
 	j.qb = j.wnb * BlockQ8_KSize
 	j.gemm = j.n - j.n%4
+	j.path = pathQ4KRepack
+	if w.prep.xq == xqQ4KRepack {
+		return
+	}
 	w.xq = grow(w.xq, j.n*j.qb)
 	for c := range j.n {
 		if c < j.gemm {
@@ -211,80 +342,122 @@ func (w *Work) quantizeQ4KRepack(j *matJob) {
 			QuantizeRowQ8_K(j.x[c*k:(c+1)*k], w.xq[c*j.qb:(c+1)*j.qb])
 		}
 	}
-	j.path = pathQ4KRepack
+	w.prep.xq = xqQ4KRepack
+}
+
+// prepareQ8 quantizes the n columns of k values in x into w.q8 (Q8_0, the
+// packed and plain-layout Q1_0/Q2_0 kernels' layout) unless they are there.
+func (w *Work) prepareQ8(x []float32, k, n int) {
+	if w.prep.q8 {
+		return
+	}
+	w.q8.reset(k, n)
+	for c := range n {
+		w.q8.quantize(w.level, c, x[c*k:(c+1)*k])
+	}
+	w.prep.q8 = true
 }
 
 // Do computes rows (or packed groups) [lo, hi) for every column.
 func (j *matJob) Do(worker, lo, hi int) {
-	m, k, rows := j.m, j.m.Cols, j.m.Rows
 	switch j.path {
 	case pathPackedQ1, pathPackedQ2, pathPackedTQ2:
 		j.doPacked(worker, lo, hi)
 		return
 	}
-	rb := m.RowBytes()
+	rows := j.m.Rows
+	rb := j.m.RowBytes()
 	for c := range j.n {
 		o := j.out[c*rows : (c+1)*rows]
 		for i := lo; i < hi; i++ {
-			wr := m.Data[i*rb : (i+1)*rb]
-			var v float32
-			switch j.path {
-			case pathF32Vec:
-				v = VecDotF32(float32View(wr), j.x[c*k:(c+1)*k])
-			case pathF32Tiny:
-				v = TinyDotF32(float32View(wr), j.x[c*k:(c+1)*k])
-			case pathF16Vec:
-				v = j.w.level.VecDotF16(uint16View(wr), j.w.xh[c*k:(c+1)*k])
-			case pathF16Tiny:
-				v = TinyDotF16(uint16View(wr), j.w.xh[c*k:(c+1)*k])
-			case pathBF16Vec:
-				v = VecDotBF16(uint16View(wr), j.w.xh[c*k:(c+1)*k])
-			case pathBF16Tiny:
-				v = TinyDotBF16(uint16View(wr), j.w.xh[c*k:(c+1)*k])
-			case pathBlock:
-				v = j.kernel(wr, j.w.xq[c*j.qb:(c+1)*j.qb], j.wnb)
-			case pathPlainQ1:
-				v = dotQ1_0Plain(wr, &j.w.q8, c, j.wnb)
-			case pathQ4KRepack:
-				a := j.w.xq[c*j.qb : (c+1)*j.qb]
-				if c < j.gemm {
-					v = RepackGemmQ4_KQ8_K(wr, a, j.wnb)
-				} else {
-					v = RepackGemvQ4_KQ8_K(wr, a, j.wnb)
-				}
+			v := j.rowDot(j.planes[0].Data[i*rb:(i+1)*rb], c)
+			for p := 1; p < len(j.planes); p++ {
+				v += j.rowDot(j.planes[p].Data[i*rb:(i+1)*rb], c)
 			}
 			o[i] = v
 		}
 	}
 }
 
-// doPacked runs the tiles on groups [lo, hi), tileCols columns at a time.
+// rowDot is the plain paths' product of one weight row with column c.
+func (j *matJob) rowDot(wr []byte, c int) float32 {
+	k := j.m.Cols
+	switch j.path {
+	case pathF32Vec:
+		return VecDotF32(float32View(wr), j.x[c*k:(c+1)*k])
+	case pathF32Tiny:
+		return TinyDotF32(float32View(wr), j.x[c*k:(c+1)*k])
+	case pathF16Vec:
+		return j.w.level.VecDotF16(uint16View(wr), j.w.xh[c*k:(c+1)*k])
+	case pathF16Tiny:
+		return TinyDotF16(uint16View(wr), j.w.xh[c*k:(c+1)*k])
+	case pathBF16Vec:
+		return VecDotBF16(uint16View(wr), j.w.xh[c*k:(c+1)*k])
+	case pathBF16Tiny:
+		return TinyDotBF16(uint16View(wr), j.w.xh[c*k:(c+1)*k])
+	case pathBlock:
+		return j.kernel(wr, j.w.xq[c*j.qb:(c+1)*j.qb], j.wnb)
+	case pathPlainQ1:
+		return dotQ1_0Plain(wr, &j.w.q8, c, j.wnb)
+	case pathQ4KRepack:
+		a := j.w.xq[c*j.qb : (c+1)*j.qb]
+		if c < j.gemm {
+			return RepackGemmQ4_KQ8_K(wr, a, j.wnb)
+		}
+		return RepackGemvQ4_KQ8_K(wr, a, j.wnb)
+	}
+	panic("quant: matJob: unknown path")
+}
+
+// doPacked runs the tiles on groups [lo, hi), tileCols columns at a time,
+// every plane in turn, summing the planes' outputs in plane order.
 func (j *matJob) doPacked(worker, lo, hi int) {
-	w, p, rows := j.w, j.m.packed, j.m.Rows
+	w, rows := j.w, j.m.Rows
+	nb := j.m.packed.nb
 	nc := min(j.n, tileCols)
-	scr := grow(w.scr[worker], 16*nc+128*nc)
+	np := len(j.planes)
+	sumLen := 0
+	if np > 1 {
+		sumLen = 16 * nc
+	}
+	scr := grow(w.scr[worker], 16*nc+128*nc+sumLen)
 	w.scr[worker] = scr
-	tile, acc := scr[:16*nc], scr[16*nc:]
+	tile, acc, sum := scr[:16*nc], scr[16*nc:16*nc+128*nc], scr[16*nc+128*nc:]
 	for g := lo; g < hi; g++ {
-		codes, scales := p.group(g)
 		r0 := g * packRows
 		nr := min(packRows, rows-r0)
 		for c0 := 0; c0 < j.n; c0 += nc {
 			cn := min(nc, j.n-c0)
-			switch j.path {
-			case pathPackedQ1:
-				tileQ1_0(w.level, codes, scales, p.nb, &w.q8, c0, cn, tile, acc)
-			case pathPackedQ2:
-				tileQ2_0(w.level, codes, scales, p.nb, &w.q8, c0, cn, tile)
-			case pathPackedTQ2:
-				tileTQ2_0(w.level, codes, scales, p.nb, &w.q8k, c0, cn, tile, acc)
+			for p := range np {
+				codes, scales := j.planes[p].packed.group(g)
+				switch j.path {
+				case pathPackedQ1:
+					tileQ1_0(w.level, codes, scales, nb, &w.q8, c0, cn, tile, acc)
+				case pathPackedQ2:
+					tileQ2_0(w.level, codes, scales, nb, &w.q8, c0, cn, tile)
+				case pathPackedTQ2:
+					tileTQ2_0(w.level, codes, scales, nb, &w.q8k, c0, cn, tile, acc)
+				}
+				switch {
+				case np == 1:
+				case p == 0:
+					copy(sum[:16*cn], tile[:16*cn])
+				default:
+					for i, v := range tile[:16*cn] {
+						sum[i] += v
+					}
+				}
+			}
+			res := tile
+			if np > 1 {
+				res = sum
 			}
 			for c := range cn {
-				copy(j.out[(c0+c)*rows+r0:(c0+c)*rows+r0+nr], tile[16*c:16*c+nr])
+				copy(j.out[(c0+c)*rows+r0:(c0+c)*rows+r0+nr], res[16*c:16*c+nr])
 			}
 		}
 		if j.path == pathPackedTQ2 {
-			j.inexactTQ2(g, r0, nr)
+			j.inexactTQ2(r0, nr)
 		}
 	}
 }
@@ -292,7 +465,7 @@ func (j *matJob) doPacked(worker, lo, hi int) {
 // inexactTQ2 recomputes, with the plain kernel, the outputs of the columns
 // whose Q8_K bsums the packed kernel cannot take (never for columns MatMul
 // quantized itself; kept so that the tile never answers for them).
-func (j *matJob) inexactTQ2(g, r0, nr int) {
+func (j *matJob) inexactTQ2(r0, nr int) {
 	a, m := &j.w.q8k, j.m
 	rb := m.RowBytes()
 	qb := a.k / QK_K * BlockQ8_KSize
@@ -301,7 +474,16 @@ func (j *matJob) inexactTQ2(g, r0, nr int) {
 			continue
 		}
 		for i := r0; i < r0+nr; i++ {
-			j.out[c*m.Rows+i] = VecDotTQ2_0Q8_K(m.Data[i*rb:(i+1)*rb], a.raw[c*qb:(c+1)*qb], a.k/QK_K)
+			var v float32
+			for p := range j.planes {
+				d := VecDotTQ2_0Q8_K(j.planes[p].Data[i*rb:(i+1)*rb], a.raw[c*qb:(c+1)*qb], a.k/QK_K)
+				if p == 0 {
+					v = d
+				} else {
+					v += d
+				}
+			}
+			j.out[c*m.Rows+i] = v
 		}
 	}
 }

@@ -167,3 +167,182 @@ func BenchmarkMatMulDispatch(b *testing.B) {
 type nopJob struct{}
 
 func (*nopJob) Do(_, _, _ int) {}
+
+// TestMatMulPlanesIsThePlaneSum: MatMulPlanes gives, bit for bit, the sum in
+// plane order ((P0·x + P1·x) + P2·x, float32) of what MatMul gives for each
+// plane alone, for 1 to 3 planes of every type MatMul takes, at every level,
+// for row counts that are and are not multiples of 16, one column and more
+// than tileCols columns, with every plane Repack'ed (the packed tiles) and
+// with one plane not (the plain kernels for all). Once grown, it allocates
+// nothing (checked for 3 planes and 17 columns).
+func TestMatMulPlanesIsThePlaneSum(t *testing.T) {
+	r := rand.New(rand.NewPCG(55, 56))
+	pool := parallel.New(2)
+	defer pool.Close()
+	types := []gguf.GGMLType{gguf.F32, gguf.F16, gguf.BF16}
+	for typ := range blockKernels {
+		types = append(types, typ)
+	}
+	slices.Sort(types)
+	const cols = 512
+	checked := 0
+	for _, l := range Levels() {
+		w, err := NewWork(l, pool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, typ := range types {
+			for _, rows := range []int{37, 64} {
+				planes := make([]Matrix, 3)
+				for p := range planes {
+					planes[p] = Matrix{Name: fmt.Sprintf("w.ptqtp%d", p), Type: typ, Rows: rows, Cols: cols, Data: weightsOf(t, r, typ, rows, cols)}
+				}
+				for _, mixed := range []bool{false, true} {
+					if Packable(typ) {
+						for p := range planes {
+							if mixed && p == 1 {
+								planes[p].packed = nil
+								continue
+							}
+							if _, err := planes[p].Repack(); err != nil {
+								t.Fatal(err)
+							}
+						}
+					} else if mixed {
+						continue
+					}
+					for np := 1; np <= 3; np++ {
+						for _, n := range []int{1, 17} {
+							x := randRow(r, n*cols)
+							want := make([]float32, n*rows)
+							one := make([]float32, n*rows)
+							for p := range np {
+								w.MatMul(&planes[p], x, n, one)
+								for i, v := range one {
+									if p == 0 {
+										want[i] = v
+									} else {
+										want[i] += v
+									}
+								}
+							}
+							got := make([]float32, n*rows)
+							w.MatMulPlanes(planes[:np], x, n, got)
+							for i := range got {
+								if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+									t.Fatalf("%s %s rows=%d planes=%d n=%d mixed=%v: out[%d] = %g, plane sum %g", l, typ, rows, np, n, mixed, i, got[i], want[i])
+								}
+							}
+							checked += len(got)
+							if np < 3 || n == 1 {
+								continue
+							}
+							if a := testing.AllocsPerRun(2, func() { w.MatMulPlanes(planes[:np], x, n, got) }); a != 0 {
+								t.Errorf("%s %s planes=%d n=%d: %v allocations per MatMulPlanes", l, typ, np, n, a)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	t.Logf("%d outputs of MatMulPlanes equal to the plane sums of MatMul", checked)
+}
+
+// TestMatMulPlanesRefusesMismatchedPlanes: planes of different types or
+// shapes, and no planes, panic with a message naming them.
+func TestMatMulPlanesRefusesMismatchedPlanes(t *testing.T) {
+	r := rand.New(rand.NewPCG(57, 58))
+	w, err := NewWork(LevelGeneric, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mat := func(name string, typ gguf.GGMLType, rows int) Matrix {
+		return Matrix{Name: name, Type: typ, Rows: rows, Cols: 256, Data: weightsOf(t, r, typ, rows, 256)}
+	}
+	for _, tc := range []struct {
+		name   string
+		planes []Matrix
+		want   string
+	}{
+		{"none", nil, "no planes"},
+		{"type", []Matrix{mat("a", gguf.TQ2_0, 16), mat("b", gguf.Q2_0, 16)}, `plane "b" is q2_0`},
+		{"rows", []Matrix{mat("a", gguf.TQ2_0, 16), mat("b", gguf.TQ2_0, 32)}, `plane "b" is tq2_0 32x256`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			defer func() {
+				msg := fmt.Sprint(recover())
+				if !strings.Contains(msg, tc.want) {
+					t.Errorf("panic %q, want it to contain %q", msg, tc.want)
+				}
+			}()
+			w.MatMulPlanes(tc.planes, make([]float32, 256), 1, make([]float32, 32))
+		})
+	}
+}
+
+// TestMatMulSharedIsSeparateProducts: MatMulShared over products of every
+// activation format in one call (interleaved so that each buffer is reused
+// after another format ran: Q8_0 packed and plain-layout, Q8_K, Q8_1, the
+// Q4_K repacked mix, f16, bf16, f32, multi-plane) gives, bit for bit, what
+// MatMulPlanes gives for each product alone, at every level, for 1, 5 and
+// 17 columns, and allocates nothing once grown.
+func TestMatMulSharedIsSeparateProducts(t *testing.T) {
+	r := rand.New(rand.NewPCG(59, 60))
+	pool := parallel.New(2)
+	defer pool.Close()
+	const cols = 512
+	type spec struct {
+		typ    gguf.GGMLType
+		rows   int
+		planes int
+		repack bool
+	}
+	specs := []spec{
+		{gguf.Q1_0, 48, 1, true}, {gguf.Q4_K, 64, 1, false}, {gguf.Q1_0, 37, 1, false}, {gguf.TQ2_0, 37, 2, true},
+		{gguf.F16, 20, 1, false}, {gguf.Q2_0, 40, 3, true}, {gguf.Q6_K, 24, 1, false}, {gguf.Q4_1, 16, 1, false},
+		{gguf.BF16, 20, 1, false}, {gguf.Q8_0, 32, 1, false}, {gguf.Q4_K, 64, 1, false}, {gguf.F32, 8, 1, false},
+		{gguf.TQ2_0, 16, 1, false}, {gguf.Q2_K, 16, 1, false}, {gguf.F16, 20, 1, false},
+	}
+	weights := make([][]Matrix, len(specs))
+	for i, s := range specs {
+		for p := range s.planes {
+			m := Matrix{Name: fmt.Sprintf("w%d.%d", i, p), Type: s.typ, Rows: s.rows, Cols: cols, Data: weightsOf(t, r, s.typ, s.rows, cols)}
+			if s.repack {
+				if _, err := m.Repack(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			weights[i] = append(weights[i], m)
+		}
+	}
+	checked := 0
+	for _, l := range Levels() {
+		w, err := NewWork(l, pool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range []int{1, 5, 17} {
+			x := randRow(r, n*cols)
+			ps := make([]Product, len(specs))
+			for i, s := range specs {
+				ps[i] = Product{Planes: weights[i], Out: make([]float32, n*s.rows)}
+			}
+			w.MatMulShared(x, n, ps...)
+			for i, s := range specs {
+				want := make([]float32, n*s.rows)
+				w.MatMulPlanes(weights[i], x, n, want)
+				for o := range want {
+					if math.Float32bits(ps[i].Out[o]) != math.Float32bits(want[o]) {
+						t.Fatalf("%s n=%d product %d (%s, %d planes): out[%d] = %g, alone %g", l, n, i, s.typ, s.planes, o, ps[i].Out[o], want[o])
+					}
+				}
+				checked += len(want)
+			}
+			if a := testing.AllocsPerRun(2, func() { w.MatMulShared(x, n, ps...) }); a != 0 {
+				t.Errorf("%s n=%d: %v allocations per MatMulShared", l, n, a)
+			}
+		}
+	}
+	t.Logf("%d outputs of MatMulShared equal to the products computed alone", checked)
+}

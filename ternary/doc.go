@@ -18,7 +18,9 @@
 //     plane as a complete tensor of TQ2_0 (groups of 256) or Q2_0 (groups of 64) blocks. MatrixStats are measured
 //     on that served reconstruction.
 //   - Files (Fucina's src/ptqtp_gguf.zig, format version 1): a matrix "<name>" becomes "<name>.ptqtp0..K-1" in
-//     its place, with the key fucina.ptqtp.version = u32 1; LoadPlanes is the model loader's detection of them.
+//     its place, with the key fucina.ptqtp.version = u32 1; LoadPlanes is the model loader's detection of them
+//     (package model binds them as a Linear of planes). Unplane writes a K=1 file as the ordinary file mainline
+//     llama.cpp runs (each plane under its base name): the reference's counterpart in the loader's oracle.
 //   - PlanExport and Export (Fucina's tools/export_gguf.zig --ptqtp mode, and the same for the ggml encoders):
 //     every tensor planned from the header, then streamed one after another through gguf.Writer, each converted
 //     tensor decoded in chunks of rows from any type package quant reads, the source pages released once read.

@@ -71,3 +71,69 @@ func TestBenchKernelsRefusesAMissingLevel(t *testing.T) {
 		t.Errorf("exit %d, stderr %q", code, stderr)
 	}
 }
+
+// TestBenchModelPrintsTheTable: bankml bench model on small stand-ins for
+// the 8B files (tiny qwen3 files named b8-Q1_0.gguf and b8-TQ2_0.gguf in
+// --dir; the command takes whatever it finds there) prints a row per type
+// and thread count with both runtimes' rates, the floor and the dispatch
+// share, and bankml's greedy tokens equal to the reference's.
+func TestBenchModelPrintsTheTable(t *testing.T) {
+	if _, err := reference.Load(); err != nil {
+		testdata.Absent(t, "reference not installed: %v", err)
+	}
+	dir := t.TempDir()
+	for _, typ := range []string{"Q1_0", "TQ2_0"} {
+		if code, _, stderr := runCLI("synth", dir+"/b8-"+typ+".gguf", "--arch", "qwen3", "--preset", "tiny", "--type", typ, "--seed", "5"); code != 0 {
+			t.Fatalf("synth %s: exit %d, %s", typ, code, stderr)
+		}
+	}
+	code, out, stderr := runCLI("bench", "model", "--dir", dir, "--types", "q1_0,tq2_0", "--threads", "1,2", "--rounds", "2",
+		"--prompt", "12", "--gen", "6", "--bw-mib", "16")
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %q\n%s", code, stderr, out)
+	}
+	rows := 0
+	for line := range strings.Lines(out) {
+		f := strings.Split(line, "|")
+		if len(f) != 14 || (strings.TrimSpace(f[1]) != "q1_0" && strings.TrimSpace(f[1]) != "tq2_0") {
+			continue
+		}
+		rows++
+		if eq := strings.TrimSpace(f[12]); eq != "6/6" {
+			t.Errorf("%s: tokens equal %s, want 6/6", line, eq)
+		}
+		for _, col := range []int{3, 4, 6, 7} {
+			if strings.Count(f[col], "/") != 2 {
+				t.Errorf("%s: column %d is not min / median / max", line, col)
+			}
+		}
+	}
+	if rows != 4 {
+		t.Errorf("%d table rows, want 4:\n%s", rows, out)
+	}
+	for _, want := range []string{"GB/s", "dispatch", "packed copies"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestBenchModelRefusesBadFlags: counts out of range, unknown types and bad
+// thread lists are usage errors naming the flag.
+func TestBenchModelRefusesBadFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--rounds", "0"}, "at least 1"},
+		{[]string{"--prompt", "513"}, "[1, 512]"},
+		{[]string{"--gen", "1"}, "at least 2"},
+		{[]string{"--types", "q4_0"}, "unknown \"q4_0\""},
+		{[]string{"--threads", "1,x"}, "--threads"},
+	} {
+		code, _, stderr := runCLI(append([]string{"bench", "model"}, tc.args...)...)
+		if code != 1 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q", tc.args, code, stderr)
+		}
+	}
+}

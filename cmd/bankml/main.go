@@ -45,12 +45,13 @@ type cli struct {
 	Pin          pinCmd           `cmd:"" help:"Check a file's sha256 against its provenance manifest."`
 	Inspect      inspectCmd       `cmd:"" help:"Show a GGUF file's metadata and tensors."`
 	Synth        synthCmd         `cmd:"" help:"Write a deterministic synthetic GGUF model."`
-	Bench        benchCmd         `cmd:"" help:"Measure bankml against the reference in one process (bench kernels)."`
+	Bench        benchCmd         `cmd:"" help:"Measure bankml against the reference in one process (bench: kernels and model rows)."`
 	Tokenize     tokenizeCmd      `cmd:"" help:"Print the tokens of a text as llama-tokenize does."`
 	Detokenize   detokenizeCmd    `cmd:"" help:"Print the text of token ids."`
 	ChatTemplate chatTemplateCmd  `cmd:"" name:"chat-template" help:"Render a conversation (JSON on standard input) with the model's chat template, as llama-server does."`
 	Ledger       ledgerCmd        `cmd:"" help:"Verify a history ledger or prove an entry's inclusion (ledger verify DIR, ledger prove DIR I)."`
 	Quantize     quantizeCmd      `cmd:"" help:"Convert a model's matrices to ternary (TQ2_0, TQ1_0, Q2_0 or PTQTP trit-planes), streamed."`
+	Perplexity   perplexityCmd    `cmd:"" help:"Measure a model's perplexity on a text file as llama-perplexity does."`
 }
 
 type versionCmd struct{}

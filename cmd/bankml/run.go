@@ -11,10 +11,6 @@ import (
 
 	"github.com/alecthomas/kong"
 
-	"github.com/bankml/bankml/gguf"
-	"github.com/bankml/bankml/guard"
-	"github.com/bankml/bankml/model"
-	"github.com/bankml/bankml/provenance"
 	"github.com/bankml/bankml/sample"
 	"github.com/bankml/bankml/tokenizer"
 )
@@ -87,51 +83,15 @@ func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error 
 		prompt = strings.TrimSuffix(string(b), "\n")
 	}
 
-	// Admission: the header guard, the architecture registry, then the
-	// sha256 pin (issue 3). A file the guard does not play, or whose
-	// architecture no graph runs, cannot run (exit 2).
-	rep, err := guard.File(r.Model, guard.Options{})
+	f, err := admit("run", r.Model, r.Manifest, stderr)
 	if err != nil {
-		return err // I/O: exit 1
-	}
-	if rep.Verdict != guard.Play {
-		return cannotRun(fmt.Errorf("run: %w", rep.Err()))
-	}
-	f, err := gguf.Open(r.Model)
-	if err != nil {
-		var pe *os.PathError
-		if errors.As(err, &pe) && !errors.Is(err, gguf.ErrTruncated) {
-			return err // I/O: exit 1
-		}
-		return cannotRun(err)
+		return err
 	}
 	defer f.Close()
-	// The architecture is refused from the header, before the pin reads
-	// the whole file.
-	if err := model.CheckArchitecture(f); err != nil {
-		return cannotRun(fmt.Errorf("run: %w", err))
-	}
-	progress, done := progressFor(stderr, r.Model)
-	pin, err := provenance.Pin(r.Model, r.Manifest, progress)
-	done()
-	switch {
-	case errors.Is(err, provenance.ErrRefused):
-		return cannotRun(fmt.Errorf("run: %w", err))
-	case err != nil:
-		return fmt.Errorf("run: %w", err)
-	}
-	fmt.Fprintf(stderr, "admitted: guard %s (%s), sha256 %s, %s\n", rep.Verdict, rep.Engine, pin.SHA256, pin.Verdict)
 
-	m, err := model.Load(f)
+	m, tok, err := loadModel("run", f)
 	if err != nil {
-		return cannotRun(err)
-	}
-	tok, err := tokenizer.FromGGUF(f)
-	if err != nil {
-		return cannotRun(fmt.Errorf("run: %w", err))
-	}
-	if tok.NVocab() != m.HP.NVocab {
-		return cannotRun(fmt.Errorf("run: tokenizer has %d tokens, token_embd.weight %d rows", tok.NVocab(), m.HP.NVocab))
+		return err
 	}
 
 	ids := tok.Tokenize(prompt, true, true)

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"runtime"
 	"unsafe"
 )
 
@@ -102,16 +101,8 @@ func (s *Session) decode(toks []int32, all bool) ([]float32, error) {
 	m := s.m
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if s.ctx == 0 || m.ptr == 0 {
-		return nil, errClosed
-	}
-	if len(toks) == 0 {
-		return nil, errors.New("reference: empty batch")
-	}
-	for i, t := range toks {
-		if t < 0 || int(t) >= m.nVocab {
-			return nil, fmt.Errorf("reference: token[%d] = %d out of range [0,%d)", i, t, m.nVocab)
-		}
+	if err := s.checkBatch(toks); err != nil {
+		return nil, err
 	}
 	if err := m.decodeBatch(s.ctx, toks, all); err != nil {
 		return nil, err
@@ -173,6 +164,24 @@ func (s *Session) Generate(logits []float32, n int, stopAtEOG bool) ([]int32, er
 	return out, nil
 }
 
+// checkBatch refuses a closed session, an empty batch and tokens outside the
+// vocabulary. The caller holds s.m.mu.
+func (s *Session) checkBatch(toks []int32) error {
+	m := s.m
+	if s.ctx == 0 || m.ptr == 0 {
+		return errClosed
+	}
+	if len(toks) == 0 {
+		return errors.New("reference: empty batch")
+	}
+	for i, t := range toks {
+		if t < 0 || int(t) >= m.nVocab {
+			return fmt.Errorf("reference: token[%d] = %d out of range [0,%d)", i, t, m.nVocab)
+		}
+	}
+	return nil
+}
+
 // decodeBatch runs llama_decode on toks at the next positions of sequence 0;
 // every token outputs logits when all is set, else the last one only. The
 // caller holds m.mu.
@@ -180,20 +189,7 @@ func (m *Model) decodeBatch(ctx uintptr, toks []int32, all bool) error {
 	if !all {
 		return m.decode(ctx, toks)
 	}
-	flags := make([]int8, len(toks))
-	for i := range flags {
-		flags[i] = 1
-	}
-	var pin runtime.Pinner
-	pin.Pin(&toks[0])
-	pin.Pin(&flags[0])
-	defer pin.Unpin()
-	b := llamaBatch{NTokens: int32(len(toks)), Token: uintptr(unsafe.Pointer(&toks[0])), Logits: uintptr(unsafe.Pointer(&flags[0]))}
-	mark := m.lib.log.mark()
-	if rc := m.lib.llamaDecode(ctx, b); rc != 0 {
-		return fmt.Errorf("reference: llama_decode of %d tokens returned %d%s", len(toks), rc, m.lib.log.since(mark))
-	}
-	return nil
+	return m.decodeSuffix(ctx, toks, len(toks))
 }
 
 // isEOG is IsEOG for a loaded model, false on error (a closed model).

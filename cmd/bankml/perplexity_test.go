@@ -1,0 +1,44 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestPerplexityCommand: bankml perplexity prints llama-perplexity's running
+// estimates and final line for the held-out text (the values are checked
+// against the reference in package perplexity), and refuses a text shorter
+// than two chunks, naming both sizes, and bad flags.
+func TestPerplexityCommand(t *testing.T) {
+	model := storiesPath(t)
+	text := filepath.Join("..", "..", "perplexity", "testdata", "heldout-stories.txt")
+	code, stdout, stderr := runCLI("perplexity", model, text, "-c", "64", "--chunks", "3", "-t", "1")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !regexp.MustCompile(`^\[1\]\d+\.\d{4},\[2\]\d+\.\d{4},\[3\]\d+\.\d{4},\nFinal estimate: PPL = \d+\.\d{4} \+/- \d+\.\d{5}\n$`).MatchString(stdout) {
+		t.Errorf("stdout %q", stdout)
+	}
+	if !strings.Contains(stderr, "calculating perplexity over 3 chunks, n_ctx=64, batch_size=64") {
+		t.Errorf("stderr %q", stderr)
+	}
+	short := filepath.Join(t.TempDir(), "short.txt")
+	if err := os.WriteFile(short, []byte("Once upon a time there was a cat.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"perplexity", model, short}, "you need at least 1024 tokens to evaluate perplexity with a context of 512"},
+		{[]string{"perplexity", model, short, "-c", "1"}, "want a context of at least 2"},
+		{[]string{"perplexity", model, filepath.Join(t.TempDir(), "absent.txt")}, "no such file"},
+	} {
+		if code, _, stderr := runCLI(tc.args...); code != 1 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 1 and %q", tc.args[2:], code, stderr, tc.want)
+		}
+	}
+}

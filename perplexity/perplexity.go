@@ -1,0 +1,170 @@
+package perplexity
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+
+	"github.com/bankml/bankml/fmath"
+)
+
+// DefaultNCtx and DefaultNBatch are llama-perplexity's defaults for -c and -b.
+const (
+	DefaultNCtx   = 512
+	DefaultNBatch = 2048
+)
+
+// Evaluator is the model Compute scores: one sequence whose cache Reset
+// empties (llama_memory_clear) and whose DecodeOutputs evaluates tokens at the
+// next positions with the logits flags set on the last outputs tokens (0 or
+// more), returning outputs rows of NVocab() logits in order (llama_decode and
+// llama_get_logits). *model.Context and the reference's Session fit it
+// through small adapters.
+type Evaluator interface {
+	Reset() error
+	DecodeOutputs(tokens []int32, outputs int) ([]float32, error)
+	NVocab() int
+}
+
+// Options are llama-perplexity's parameters.
+type Options struct {
+	NCtx    int   // -c: tokens per chunk (DefaultNCtx when 0)
+	NBatch  int   // -b: tokens per llama_decode call (DefaultNBatch when 0); capped at NCtx
+	NChunks int   // --chunks: chunks to score, all when <= 0
+	BOS     int32 // the vocabulary's BOS token
+	AddBOS  bool  // llama_vocab_get_add_bos: the first token of every chunk becomes BOS
+}
+
+// Result is the outcome of Compute.
+type Result struct {
+	NCtx, NBatch int
+	Chunks       int       // chunks scored
+	Count        int       // tokens scored: Chunks·(NCtx − NCtx/2 − 1)
+	NLL, NLL2    float64   // Σ −log p and Σ (−log p)², in token order
+	Running      []float64 // exp(NLL/Count) after each chunk: the "[i]" estimates
+	PPL          float64   // exp(NLL/Count)
+	PPLErr       float64   // PPL·sqrt((NLL2/Count − (NLL/Count)²)/(Count−1)); NaN when that variance is not positive
+}
+
+// ErrTooShort is wrapped by Compute's error for a text of fewer than 2·n_ctx
+// tokens (llama-perplexity's "you need at least ... tokens").
+var ErrTooShort = errors.New("text too short")
+
+// Compute scores tokens (the whole text, tokenized with BOS as
+// common_tokenize(ctx, text, true) does) with ev, calling chunkDone (if not
+// nil) with each chunk's index (from 0) and running estimate. Errors: NCtx or
+// NBatch negative or NCtx below 2, fewer than 2·NCtx tokens (ErrTooShort), a
+// token outside [0, ev.NVocab()), or an error of ev, wrapped with the chunk it occurred in.
+func Compute(ev Evaluator, tokens []int32, opt Options, chunkDone func(i int, ppl float64)) (*Result, error) {
+	nCtx, nBatch := opt.NCtx, opt.NBatch
+	if nCtx == 0 {
+		nCtx = DefaultNCtx
+	}
+	if nBatch == 0 {
+		nBatch = DefaultNBatch
+	}
+	if nCtx < 2 || nBatch < 1 {
+		return nil, fmt.Errorf("perplexity: context %d and batch %d: want a context of at least 2 and a batch of at least 1", nCtx, nBatch)
+	}
+	if len(tokens) < 2*nCtx {
+		return nil, fmt.Errorf("perplexity: you need at least %d tokens to evaluate perplexity with a context of %d; the text tokenizes to only %d: %w",
+			2*nCtx, nCtx, len(tokens), ErrTooShort)
+	}
+	nBatch = min(nBatch, nCtx)
+	nChunk := len(tokens) / nCtx
+	if opt.NChunks > 0 {
+		nChunk = min(nChunk, opt.NChunks)
+	}
+	nVocab := ev.NVocab()
+	for i, t := range tokens[:nChunk*nCtx] {
+		if t < 0 || int(t) >= nVocab {
+			return nil, fmt.Errorf("perplexity: token %d is %d, outside the vocabulary of %d", i, t, nVocab)
+		}
+	}
+	first := nCtx / 2
+	r := &Result{NCtx: nCtx, NBatch: nBatch}
+	chunk := make([]int32, nCtx)
+	for i := range nChunk {
+		copy(chunk, tokens[i*nCtx:(i+1)*nCtx])
+		if opt.AddBOS {
+			chunk[0] = opt.BOS
+		}
+		if err := ev.Reset(); err != nil {
+			return nil, fmt.Errorf("perplexity: chunk %d: %w", i+1, err)
+		}
+		logits := make([]float32, 0, (nCtx-first)*nVocab)
+		for b := 0; b < nCtx; b += nBatch {
+			e := min(b+nBatch, nCtx)
+			outputs := max(0, e-max(b, first)) // a batch before first has none
+			l, err := ev.DecodeOutputs(chunk[b:e], outputs)
+			if err != nil {
+				return nil, fmt.Errorf("perplexity: chunk %d: %w", i+1, err)
+			}
+			if len(l) != outputs*nVocab {
+				return nil, fmt.Errorf("perplexity: chunk %d: %d logits for %d outputs of %d tokens", i+1, len(l), outputs, nVocab)
+			}
+			logits = append(logits, l...)
+		}
+		// Row j is the distribution after chunk position first+j; the
+		// token scored is the original text's (BOS only replaces the
+		// input of position 0).
+		next := tokens[i*nCtx+first:]
+		for j := range nCtx - first - 1 {
+			v := NLL(logits[j*nVocab:(j+1)*nVocab], next[j+1])
+			r.NLL += v
+			r.NLL2 += float64(v * v)
+		}
+		r.Count += nCtx - first - 1
+		r.Chunks++
+		ppl := fmath.Exp(r.NLL / float64(r.Count))
+		r.Running = append(r.Running, ppl)
+		if chunkDone != nil {
+			chunkDone(i, ppl)
+		}
+	}
+	nll := r.NLL / float64(r.Count)
+	nll2 := r.NLL2/float64(r.Count) - float64(nll*nll)
+	r.PPL = fmath.Exp(nll)
+	r.PPLErr = math.NaN()
+	if nll2 > 0 {
+		r.PPLErr = math.Sqrt(nll2/float64(r.Count-1)) * r.PPL
+	}
+	return r, nil
+}
+
+// NLL is −log softmax(logits)[tok] as llama-perplexity's log_softmax computes
+// it: the maximum logit (std::max from logits[0]), Σ expf(l − max) summed in
+// double in index order, then −(double(logits[tok] − max) − log(sum)).
+func NLL(logits []float32, tok int32) float64 {
+	maxLogit := logits[0]
+	for _, l := range logits[1:] {
+		if maxLogit < l {
+			maxLogit = l
+		}
+	}
+	var sum float64
+	for _, l := range logits {
+		sum += float64(fmath.Expf(l - maxLogit))
+	}
+	return -(float64(logits[tok]-maxLogit) - fmath.Log(sum))
+}
+
+// WriteRunning writes the running estimate of chunk i as llama-perplexity
+// prints it: "[i+1]%.4f,".
+func WriteRunning(w io.Writer, i int, ppl float64) error {
+	_, err := fmt.Fprintf(w, "[%d]%.4f,", i+1, ppl)
+	return err
+}
+
+// WriteFinal writes the final line as llama-perplexity prints it:
+// "Final estimate: PPL = %.4f +/- %.5f", or its message for a variance that
+// is not positive.
+func WriteFinal(w io.Writer, r *Result) error {
+	if math.IsNaN(r.PPLErr) {
+		_, err := fmt.Fprintln(w, "Unexpected negative standard deviation of log(prob)")
+		return err
+	}
+	_, err := fmt.Fprintf(w, "Final estimate: PPL = %.4f +/- %.5f\n", r.PPL, r.PPLErr)
+	return err
+}
