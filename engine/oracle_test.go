@@ -3,10 +3,14 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/bankml/bankml/chat"
+	"github.com/bankml/bankml/gguf"
 
 	"github.com/bankml/bankml/internal/reference"
 	"github.com/bankml/bankml/model"
@@ -314,5 +318,73 @@ func checkProbs(t *testing.T, res Result, req Request) {
 			t.Errorf("probs for token %d: P %v, %d top entries", p.Token, p.P, len(p.Top))
 		}
 		j++
+	}
+}
+
+// TestRepeatedRequest sends the same chat request twice to one slot, with
+// penalties on (the case serve reported). With llama-server's reuse
+// (ServerPrefixReuse) the second evaluation is the prompt's last token alone
+// after 84 cached ones, and the answer is the reference's for that same split
+// — which differs from the first answer from the fourth token on, in the
+// reference too: the logits depend on the micro-batch. By default the prompt
+// is evaluated afresh and the second answer equals the first.
+func TestRepeatedRequest(t *testing.T) {
+	tm := stories(t).withRef(t)
+	const nCtx = 256
+	f, err := gguf.Open(tm.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tmpl, err := chat.FromGGUF(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := chat.ParseRequest([]byte(`{"messages":[{"role":"system","content":"You tell stories."},{"role":"user","content":"Tell me about a cat."}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rendered, err := tmpl.Apply(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prompt, err := tm.ref.Tokenize(rendered.Prompt, true, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := Request{Prompt: Prompt{Segments: rendered.Segments}, NPredict: 24, CachePrompt: true, Slot: -1,
+		Sampling: withParams(func(p *sample.Params) {
+			p.Seed, p.PenaltyPresent, p.PenaltyFreq, p.PenaltyRepeat = 3, 0.6, 0.4, 1.2
+		})}
+	for _, server := range []bool{true, false} {
+		t.Run(fmt.Sprintf("ServerPrefixReuse=%v", server), func(t *testing.T) {
+			e := newEngine(t, tm, Options{NCtx: nCtx, ServerPrefixReuse: server})
+			s, err := tm.ref.NewSession(nCtx, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			var first []int32
+			for turn := range 2 {
+				kept := 0
+				if server {
+					kept = model.ReusablePrefix(s.Tokens(), prompt)
+				}
+				res, err := e.Generate(context.Background(), req, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				check(t, res, refGenerate(t, tm, s, prompt, kept, req), prompt, kept)
+				if turn == 0 {
+					first = res.Tokens
+					continue
+				}
+				same := slices.Equal(res.Tokens, first)
+				t.Logf("turn 2: %d prompt tokens, %d cached, same answer as turn 1: %v", len(prompt), kept, same)
+				if !server && !same {
+					t.Errorf("the repeated request gave %v, the first %v", res.Tokens, first)
+				}
+			}
+		})
 	}
 }
