@@ -198,7 +198,7 @@ func otherOption(k string, v any) error {
 func optInt(k string, v any, lo, hi int64) (int64, error) {
 	f, ok := v.(float64)
 	if !ok {
-		return 0, &OptionError{Option: k, Reason: fmt.Sprintf("must be an integer, not %s", jsonKind(v))}
+		return 0, &OptionError{Option: k, Reason: fmt.Sprintf("must be an integer, not %s", valueKind(v))}
 	}
 	if f != math.Trunc(f) || f < float64(lo) || f > float64(hi) {
 		return 0, &OptionError{Option: k, Reason: fmt.Sprintf("must be an integer in [%d, %d], not %v", lo, hi, f)}
@@ -209,7 +209,7 @@ func optInt(k string, v any, lo, hi int64) (int64, error) {
 func optFloat(k string, v any) (float32, error) {
 	f, ok := v.(float64)
 	if !ok {
-		return 0, &OptionError{Option: k, Reason: fmt.Sprintf("must be a number, not %s", jsonKind(v))}
+		return 0, &OptionError{Option: k, Reason: fmt.Sprintf("must be a number, not %s", valueKind(v))}
 	}
 	if f32 := float32(f); !math.IsInf(float64(f32), 0) {
 		return f32, nil
@@ -220,13 +220,13 @@ func optFloat(k string, v any) (float32, error) {
 func optStrings(k string, v any) ([]string, error) {
 	a, ok := v.([]any)
 	if !ok {
-		return nil, &OptionError{Option: k, Reason: fmt.Sprintf("must be an array of strings, not %s", jsonKind(v))}
+		return nil, &OptionError{Option: k, Reason: fmt.Sprintf("must be an array of strings, not %s", valueKind(v))}
 	}
 	out := make([]string, 0, len(a))
 	for i, e := range a {
 		s, ok := e.(string)
 		if !ok {
-			return nil, &OptionError{Option: k, Reason: fmt.Sprintf("element %d must be a string, not %s", i, jsonKind(e))}
+			return nil, &OptionError{Option: k, Reason: fmt.Sprintf("element %d must be a string, not %s", i, valueKind(e))}
 		}
 		if s == "" {
 			return nil, &OptionError{Option: k, Reason: fmt.Sprintf("element %d is empty", i)}
@@ -236,8 +236,8 @@ func optStrings(k string, v any) ([]string, error) {
 	return out, nil
 }
 
-// jsonKind names the JSON type of a decoded value.
-func jsonKind(v any) string {
+// valueKind names the JSON type of a decoded value.
+func valueKind(v any) string {
 	switch v.(type) {
 	case nil:
 		return "null"

@@ -51,6 +51,7 @@ type cli struct {
 	ChatTemplate chatTemplateCmd  `cmd:"" name:"chat-template" help:"Render a conversation (JSON on standard input) with the model's chat template, as llama-server does."`
 	Ledger       ledgerCmd        `cmd:"" help:"Verify a history ledger or prove an entry's inclusion (ledger verify DIR, ledger prove DIR I)."`
 	Quantize     quantizeCmd      `cmd:"" help:"Convert a model's matrices to ternary (TQ2_0, TQ1_0, Q2_0 or PTQTP trit-planes), streamed."`
+	Serve        serveCmd         `cmd:"" help:"Serve a model over the OpenAI, Ollama and llama-server HTTP APIs, with a receipt on every answer."`
 }
 
 type versionCmd struct{}

@@ -1,0 +1,90 @@
+package engine
+
+import (
+	"testing"
+
+	"github.com/bankml/bankml/gguf"
+	"github.com/bankml/bankml/internal/reference"
+	"github.com/bankml/bankml/internal/testdata"
+	"github.com/bankml/bankml/model"
+	"github.com/bankml/bankml/sample"
+	"github.com/bankml/bankml/tokenizer"
+)
+
+// testModel is one model loaded by bankml (model, tokenizer) and, for the
+// oracle tests, by the reference.
+type testModel struct {
+	name     string
+	path     string
+	m        *model.Model
+	tok      tokenizer.Tokenizer
+	suppress []int32
+	ref      *reference.Model
+}
+
+func loadBankml(t testing.TB, name, path string) *testModel {
+	t.Helper()
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	m, err := model.Load(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := tokenizer.FromGGUF(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sup, err := sample.SuppressTokens(f, m.HP.NVocab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &testModel{name: name, path: path, m: m, tok: tok, suppress: sup}
+}
+
+func refLib(t testing.TB) *reference.Lib {
+	t.Helper()
+	lib, err := reference.Load()
+	if err != nil {
+		testdata.Absent(t, "reference not installed (run scripts/install-reference.sh): %v", err)
+	}
+	return lib
+}
+
+// withRef loads the reference's copy of tm.
+func (tm *testModel) withRef(t testing.TB) *testModel {
+	t.Helper()
+	rm, err := refLib(t).LoadModel(tm.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rm.Close)
+	tm.ref = rm
+	return tm
+}
+
+func stories(t testing.TB) *testModel {
+	return loadBankml(t, "stories260K", testdata.Model(t, "stories260K.gguf"))
+}
+
+func newEngine(t testing.TB, tm *testModel, o Options) *Engine {
+	t.Helper()
+	o.SuppressTokens = tm.suppress
+	e, err := New(tm.m, tm.tok, nil, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+// greedyParams are sampling parameters whose chain keeps only the most likely
+// token (temperature 0).
+func greedyParams() sample.Params {
+	p := sample.DefaultParams()
+	p.Temp = 0
+	p.Seed = 1
+	return p
+}
