@@ -43,13 +43,59 @@ func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// nCtx is a slot's context size.
-func (s *Server) nCtx() int {
-	n, _, err := s.m.Model.ContextSize(s.opt.NCtx)
-	if err != nil {
-		return 0
+// nCtx is a slot's context size in tokens.
+func (s *Server) nCtx() int { return s.eng.NCtx() }
+
+// handleProps is llama-server's GET /props (get_res_props): the default generation settings (the sampling
+// defaults every request starts from, task_params::to_json(true)'s fields), the slot count, the model's
+// name and path, the chat template, BOS/EOS texts, build info; plus bankml's admission facts.
+func (s *Server) handleProps(w http.ResponseWriter, r *http.Request) {
+	p := s.base
+	var samplers []string
+	for _, t := range p.Samplers {
+		samplers = append(samplers, t.String())
 	}
-	return n
+	params := map[string]any{
+		"seed": p.Seed, "temperature": p.Temp, "dynatemp_range": p.DynatempRange, "dynatemp_exponent": p.DynatempExponent,
+		"top_k": p.TopK, "top_p": p.TopP, "min_p": p.MinP, "top_n_sigma": p.TopNSigma,
+		"xtc_probability": p.XTCProbability, "xtc_threshold": p.XTCThreshold, "typical_p": p.TypicalP,
+		"repeat_last_n": p.PenaltyLastN, "repeat_penalty": p.PenaltyRepeat, "presence_penalty": p.PenaltyPresent,
+		"frequency_penalty": p.PenaltyFreq, "dry_multiplier": p.DryMultiplier, "dry_base": p.DryBase,
+		"dry_allowed_length": p.DryAllowedLength, "dry_penalty_last_n": p.DryPenaltyLastN,
+		"mirostat": p.Mirostat, "mirostat_tau": p.MirostatTau, "mirostat_eta": p.MirostatEta,
+		"adaptive_target": p.AdaptiveTarget, "adaptive_decay": p.AdaptiveDecay,
+		"max_tokens": -1, "n_predict": -1, "n_keep": 0, "n_discard": 0, "ignore_eos": false, "stream": false,
+		"n_probs": p.NProbs, "min_keep": p.MinKeep, "samplers": samplers, "timings_per_token": false,
+		"post_sampling_probs": false, "backend_sampling": p.BackendSampling, "lora": []any{},
+	}
+	tok := s.m.Tokenizer
+	text := func(id int32) string {
+		if id < 0 {
+			return ""
+		}
+		return tok.TokenText(id)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"default_generation_settings": map[string]any{"params": params, "n_ctx": s.nCtx()},
+		"total_slots":                 s.opt.Parallel,
+		"model_alias":                 s.m.Name,
+		"model_path":                  s.m.Path,
+		"modalities":                  map[string]bool{"vision": false, "video": false, "audio": false},
+		"endpoint_slots":              false,
+		"endpoint_props":              false,
+		"endpoint_metrics":            true,
+		"ui":                          false,
+		"chat_template":               s.m.Template.Source(),
+		"chat_template_caps":          s.m.Template.Caps().Map(),
+		"bos_token":                   text(tok.BOS()),
+		"eos_token":                   text(tok.EOS()),
+		"build_info":                  s.fingerprint(),
+		"is_sleeping":                 false,
+		"bankml": map[string]any{
+			"version": s.opt.Version, "model_sha256": s.m.SHA256, "pinned": s.m.Pin.Pinned,
+			"guard": s.m.Guard.Verdict, "identity": s.m.Identity,
+		},
+	})
 }
 
 // tokenizeRequest is the body of POST /tokenize.

@@ -15,7 +15,9 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 
+	"github.com/bankml/bankml/engine"
 	"github.com/bankml/bankml/ledger"
+	"github.com/bankml/bankml/sample"
 )
 
 // Defaults of Options.
@@ -44,6 +46,8 @@ type Options struct {
 // serve Handler (tests) or call Serve (bankml serve); Close releases the engine.
 type Server struct {
 	m       *Model
+	eng     *engine.Engine
+	base    sample.Params // the sampling defaults every request starts from (baseParams)
 	opt     Options
 	metrics *metrics
 	router  chi.Router
@@ -79,7 +83,17 @@ func New(m *Model, o Options) (*Server, error) {
 	if o.Version == "" {
 		o.Version = "dev"
 	}
-	s := &Server{m: m, opt: o, log: o.Log, started: time.Now()}
+	suppress, err := sample.SuppressTokens(m.File, m.Model.HP.NVocab)
+	if err != nil {
+		return nil, fmt.Errorf("serve: %w", err)
+	}
+	eng, err := engine.New(m.Model, m.Tokenizer, m.Template, engine.Options{
+		NCtx: o.NCtx, Threads: o.Threads, Parallel: o.Parallel, QueueSize: o.QueueSize, SuppressTokens: suppress,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("serve: %w", err)
+	}
+	s := &Server{m: m, eng: eng, base: baseParams(m), opt: o, log: o.Log, started: time.Now()}
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -97,7 +111,7 @@ func New(m *Model, o Options) (*Server, error) {
 // Ledger, which the caller owns.
 func (s *Server) Close() error {
 	s.cancelStop()
-	return nil
+	return s.eng.Close()
 }
 
 // Handler is the server's HTTP handler (every route, behind the middleware).
