@@ -3,6 +3,7 @@ package serve
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -34,6 +35,9 @@ func (e *OptionError) Error() string { return fmt.Sprintf("option %q: %s", e.Opt
 // it is 0 (off).
 func ollamaDefaults(base sample.Params) sample.Params {
 	p := base
+	p.Samplers = slices.Clone(base.Samplers)
+	p.DrySequenceBreakers = slices.Clone(base.DrySequenceBreakers)
+	p.LogitBias = slices.Clone(base.LogitBias)
 	p.Temp = 0.8
 	p.TopK = 40
 	p.TopP = 0.9
