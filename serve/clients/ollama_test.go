@@ -5,10 +5,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ollama/ollama/api"
 
@@ -235,5 +237,153 @@ func TestOllamaStreamEndsWithTheReceipt(t *testing.T) {
 		if stream && len(lines) < 3 {
 			t.Errorf("stream: only %d lines", len(lines))
 		}
+	}
+}
+
+// TestOllamaListingsAndRefusals: the listing routes answer in Ollama's
+// shapes (read by Ollama's client), and what bankml refuses is an error the
+// client reports with its status and a message naming the field or option.
+func TestOllamaListingsAndRefusals(t *testing.T) {
+	path := stories(t)
+	ts := startTestServer(t, path, serve.Options{})
+	u, _ := url.Parse(ts.URL)
+	client := api.NewClient(u, http.DefaultClient)
+	ctx := context.Background()
+	if err := client.Heartbeat(ctx); err != nil {
+		t.Errorf("HEAD /: %v", err)
+	}
+	if v, err := client.Version(ctx); err != nil || v != serve.OllamaVersion {
+		t.Errorf("version %q, %v; want %q", v, err, serve.OllamaVersion)
+	}
+	resp, err := http.Get(ts.URL + "/")
+	if err == nil {
+		b := new(bytes.Buffer)
+		b.ReadFrom(resp.Body)
+		resp.Body.Close()
+		if b.String() != "Ollama is running" {
+			t.Errorf("GET /: %q", b)
+		}
+	}
+	list, err := client.List(ctx)
+	if err != nil || len(list.Models) != 1 {
+		t.Fatalf("tags: %+v, %v", list, err)
+	}
+	tag := list.Models[0]
+	if tag.Digest != ts.m.SHA256 || tag.Size != ts.m.Identity.Size || tag.Details.Format != "gguf" || tag.Details.Family != "llama" || tag.Name != ts.m.Name+":latest" {
+		t.Errorf("tags: %+v", tag)
+	}
+	show, err := client.Show(ctx, &api.ShowRequest{Model: tag.Name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if show.ModelInfo["general.architecture"] != "llama" || len(show.Tensors) != len(ts.m.File.Tensors) || show.ModelInfo["tokenizer.ggml.tokens"] != nil {
+		t.Errorf("show: architecture %v, %d tensors, tokens %v", show.ModelInfo["general.architecture"], len(show.Tensors), show.ModelInfo["tokenizer.ggml.tokens"] != nil)
+	}
+	verbose, err := client.Show(ctx, &api.ShowRequest{Model: tag.Name, Verbose: true})
+	if err != nil || verbose.ModelInfo["tokenizer.ggml.tokens"] == nil {
+		t.Errorf("show verbose: tokens missing (%v)", err)
+	}
+	ps, err := client.ListRunning(ctx)
+	if err != nil || len(ps.Models) != 1 || ps.Models[0].ContextLength <= 0 || ps.Models[0].ExpiresAt.Before(time.Now().AddDate(100, 0, 0)) {
+		t.Errorf("ps: %+v, %v", ps, err)
+	}
+
+	for _, c := range []struct {
+		name   string
+		req    api.GenerateRequest
+		status int
+		names  string // a word the message must hold
+	}{
+		{"unknown model", api.GenerateRequest{Model: "llama3", Prompt: "x"}, 404, "llama3"},
+		{"no model", api.GenerateRequest{Prompt: "x"}, 400, "model"},
+		{"mirostat", api.GenerateRequest{Model: tag.Name, Prompt: "x", Options: map[string]any{"mirostat": 2}}, 400, "mirostat"},
+		{"typo", api.GenerateRequest{Model: tag.Name, Prompt: "x", Options: map[string]any{"temprature": 0.5}}, 400, "temprature"},
+		{"num_ctx", api.GenerateRequest{Model: tag.Name, Prompt: "x", Options: map[string]any{"num_ctx": 1 << 20}}, 400, "num_ctx"},
+		{"format", api.GenerateRequest{Model: tag.Name, Prompt: "x", Format: json.RawMessage(`"json"`)}, 400, "format"},
+		{"suffix", api.GenerateRequest{Model: tag.Name, Prompt: "x", Suffix: "y"}, 400, "suffix"},
+		{"images", api.GenerateRequest{Model: tag.Name, Prompt: "x", Images: []api.ImageData{{1}}}, 400, "images"},
+		{"unload", api.GenerateRequest{Model: tag.Name, KeepAlive: &api.Duration{}}, 400, "keep_alive"},
+		{"too long", api.GenerateRequest{Model: tag.Name, Prompt: strings.Repeat("once upon a time ", ps.Models[0].ContextLength/4+1)}, 400, "context"},
+	} {
+		err := client.Generate(ctx, &c.req, func(api.GenerateResponse) error { return nil })
+		var se api.StatusError
+		if !errors.As(err, &se) || se.StatusCode != c.status || !strings.Contains(se.ErrorMessage, c.names) {
+			t.Errorf("%s: %v; want status %d naming %q", c.name, err, c.status, c.names)
+		}
+	}
+	err = client.Chat(ctx, &api.ChatRequest{Model: tag.Name, Messages: []api.Message{{Role: "user", Content: "x"}},
+		Tools: api.Tools{{Type: "function"}}}, func(api.ChatResponse) error { return nil })
+	if se := (api.StatusError{}); !errors.As(err, &se) || se.StatusCode != 400 || !strings.Contains(se.ErrorMessage, "tools") {
+		t.Errorf("tools: %v", err)
+	}
+	// A request without a prompt "loads" the model, as Ollama answers it.
+	var load api.GenerateResponse
+	if err := client.Generate(ctx, &api.GenerateRequest{Model: tag.Name}, func(r api.GenerateResponse) error { load = r; return nil }); err != nil || !load.Done || load.DoneReason != "load" {
+		t.Errorf("load: %+v, %v", load, err)
+	}
+	for _, body := range []string{`{"model":`, `[1,2]`, ``} {
+		resp, err := http.Post(ts.URL+"/api/generate", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var e struct{ Error string }
+		json.NewDecoder(resp.Body).Decode(&e)
+		resp.Body.Close()
+		if resp.StatusCode != 400 || e.Error == "" {
+			t.Errorf("body %q: %d %q", body, resp.StatusCode, e.Error)
+		}
+	}
+}
+
+// TestOllamaStopAndNumCtxCutAsTheReference: options.stop cuts the answer
+// before the stop string (done_reason stop, eval_count the tokens up to the
+// one completing it), and a num_ctx below the server's context ends the
+// answer when prompt and answer fill it (done_reason length), both on the
+// reference's tokens.
+func TestOllamaStopAndNumCtxCutAsTheReference(t *testing.T) {
+	path := stories(t)
+	o := newOracle(t, path)
+	ts := startTestServer(t, path, serve.Options{})
+	u, _ := url.Parse(ts.URL)
+	client := api.NewClient(u, http.DefaultClient)
+	ctx := context.Background()
+	ps, err := client.ListRunning(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.nCtx = ps.Models[0].ContextLength
+	const promptText = "Once upon a time"
+	prompt := o.tokenize(t, promptText)
+	greedy := ollamaParams(t, o.base, map[string]any{"temperature": 0.0})
+	full := o.generate(t, prompt, greedy, 48)
+
+	// A stop string: the first word of the reference's answer past its
+	// fifth token.
+	var pieces []string
+	for _, tok := range full.tokens {
+		p, _ := o.ref.TokenToPiece(tok, false)
+		pieces = append(pieces, string(p))
+	}
+	stop := strings.TrimSpace(pieces[5])
+	cut := strings.Index(full.text, stop)
+	wantTokens := 0
+	for acc := ""; wantTokens < len(pieces) && !strings.Contains(acc, stop); wantTokens++ {
+		acc += pieces[wantTokens]
+	}
+	for _, stream := range []bool{false, true} {
+		c := ollamaCase{prompt: promptText, stream: stream, opts: map[string]any{"temperature": 0.0, "num_predict": 48.0, "stop": []any{stop}}}
+		_, text, fin := runOllama(t, ctx, client, ts.m.Name, c)
+		if text != full.text[:cut] || fin.DoneReason != "stop" || fin.EvalCount != wantTokens {
+			t.Errorf("stop %q stream %v: %q %q eval_count %d; reference %q stop %d", stop, stream, text, fin.DoneReason, fin.EvalCount, full.text[:cut], wantTokens)
+		}
+	}
+
+	// num_ctx: room for 10 tokens after the prompt.
+	numCtx := len(prompt) + 10
+	c := ollamaCase{prompt: promptText, opts: map[string]any{"temperature": 0.0, "num_predict": 48.0, "num_ctx": float64(numCtx)}}
+	_, text, fin := runOllama(t, ctx, client, ts.m.Name, c)
+	want := o.generate(t, prompt, greedy, 10)
+	if text != want.text || fin.DoneReason != "length" || fin.EvalCount != 10 {
+		t.Errorf("num_ctx %d: %q %q eval_count %d; reference %q length 10", numCtx, text, fin.DoneReason, fin.EvalCount, want.text)
 	}
 }
