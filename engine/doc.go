@@ -13,8 +13,8 @@
 // picks the slot as get_available_slot does (the free slot whose cached
 // tokens share the longest common prefix with the prompt, as a fraction of
 // the prompt above slot_prompt_similarity 0.1; else the least recently used
-// free slot, ties to the highest id), keeps the reusable prefix
-// ([model.ReusablePrefix]: cache_prompt), evaluates the rest, then builds a
+// free slot, ties to the highest id), keeps the cached prefix that the
+// determinism rule below allows (cache_prompt), evaluates the rest, then builds a
 // fresh [sample.Chain] for the request, accepts every prompt token into it
 // (server_slot::init_sampler) and generates token by token.
 //
@@ -52,17 +52,29 @@
 // RAM prompt cache (--cache-ram, prompt_save/prompt_load) is not
 // reproduced: only the slot's own cache is reused, so cache_n can be smaller
 // than llama-server's when its prompt cache would have restored an older
-// prompt (the tokens generated do not change: see Determinism). Speculative
+// prompt. The prefix kept by cache_prompt is limited for determinism (below)
+// unless Options.ServerPrefixReuse. Speculative
 // decoding, multimodal prompts, n_indent, t_max_predict_ms, n_keep and
 // context shift are not implemented.
 //
 // Determinism contract. The tokens of an answer are a function of the request
-// (prompt, sampling parameters with a fixed seed, stops, n_predict) and of
-// the micro-batch boundaries of its prompt's evaluation, exactly as in the
-// reference, where the logits of a batch depend on the number of tokens in
-// it. With prompts that fit in one micro-batch (512 tokens) bankml's forward
-// pass gives every row the same bits whatever else is in the batch (model's
-// oracle: the KV values of a reused prefix equal re-evaluated ones), so an
-// answer does not depend on which other requests ran or which slot served it:
-// TestAnswersUnderLoadEqualSingle checks it.
+// alone (prompt, sampling parameters with a fixed seed, stops, n_predict,
+// ignore_eos), never of which other requests ran or which slot served it:
+// every answer equals the one a fresh llama-server would give. This needs a
+// rule llama-server does not have. The logits of a batch depend on how the
+// positions were split into micro-batches, in the reference as in bankml
+// (bit-identical to each other split for split): on stories260K a prompt whose
+// last one or two tokens are evaluated after a cached prefix gives other
+// logits than the whole prompt at once, and on the synthetic qwen3 model any
+// split inside the first 512 positions changes every logit. llama-server,
+// which keeps the whole common prefix, therefore answers a repeated request
+// differently from the first time it saw it. So by default cache_prompt keeps
+// only the part of the common prefix that was computed in full micro-batches
+// of model.NUbatch starting at multiples of model.NUbatch (what a fresh
+// evaluation computes the same way), and evaluates the rest in a fresh
+// evaluation's micro-batches; cache_n (CachedTokens) reports what was kept,
+// so it is 0 for prompts under 512 tokens and a multiple of 512 otherwise.
+// Options.ServerPrefixReuse keeps llama-server's whole reusable prefix
+// instead (its cache_n, its speed, its dependence on history).
+// TestAnswersUnderLoadEqualSingle checks the default under concurrent load.
 package engine

@@ -60,6 +60,13 @@ type Options struct {
 	// SuppressTokens are the model's tokenizer.ggml.suppress_tokens, banned in every chain as llama.cpp
 	// bans them (read them with sample.SuppressTokens(f, m.HP.NVocab)); nil for a model without.
 	SuppressTokens []int32
+
+	// ServerPrefixReuse makes cache_prompt reuse every token llama-server
+	// reuses (model.ReusablePrefix) instead of only the prefix computed in
+	// the micro-batches a fresh evaluation of the new prompt uses. Answers
+	// then depend on what the slot ran before, as llama-server's do (see
+	// the package doc); off by default.
+	ServerPrefixReuse bool
 }
 
 // Engine serves completions over Parallel slots of one model. Its methods
@@ -88,6 +95,10 @@ type slot struct {
 	lastUsed int64     // Engine.clock at the last release; 0: never used
 	usedAt   time.Time // wall time of the last release
 	tokens   []int32   // cached tokens (ctx.Tokens()) as of the last release, for slot choice
+	// aligned is how many leading cached positions (a multiple of
+	// model.NUbatch) were computed in full micro-batches starting at
+	// multiples of model.NUbatch: the ones a fresh evaluation computes alike.
+	aligned int
 }
 
 // waiter is a request waiting for a slot.

@@ -117,8 +117,9 @@ type Request struct {
 	// logit_bias_eog); the caller must not add them itself.
 	IgnoreEOS bool
 	// CachePrompt is llama-server's cache_prompt (its default is true):
-	// reuse the slot's cached common prefix. False evaluates the whole
-	// prompt.
+	// reuse the slot's cached common prefix, as far as the package doc's
+	// determinism rule allows (all of llama-server's with
+	// Options.ServerPrefixReuse). False evaluates the whole prompt.
 	CachePrompt bool
 	// Slot is id_slot: -1 chooses as llama-server does (longest common
 	// prefix above SlotPromptSimilarity, else least recently used);
@@ -267,28 +268,40 @@ func (e *Engine) run(ctx context.Context, s *slot, prompt []int32, req Request, 
 	}
 	tStart := time.Now()
 	kept := 0
-	if req.CachePrompt {
-		kept = c.Reuse(prompt)
-	} else if err := c.Truncate(0); err != nil {
+	switch {
+	case !req.CachePrompt:
+	case e.o.ServerPrefixReuse:
+		kept = model.ReusablePrefix(c.Tokens(), prompt)
+	default:
+		kept = min(model.ReusablePrefix(c.Tokens(), prompt), s.aligned) / model.NUbatch * model.NUbatch
+	}
+	if err := c.Truncate(kept); err != nil {
 		return fmt.Errorf("engine: %w", err)
 	}
+	s.aligned = min(s.aligned, kept/model.NUbatch*model.NUbatch)
 	res.CachedTokens = kept
 	res.Timings.CacheN = kept
 	res.Timings.PromptN = len(prompt) - kept
-	// The prompt goes in micro-batches of model.NUbatch (llama-server's
-	// n_batch 2048 splits into the same ones), so that a cancellation is seen
-	// between them; the KV values and the last logits do not depend on the
-	// split at micro-batch boundaries.
+	// The rest of the prompt goes in micro-batches of model.NUbatch from
+	// the first position evaluated (llama-server's n_batch 2048 splits into
+	// the same ones), one Decode each, so that a cancellation is seen
+	// between them (the KV values and the last logits do not depend on
+	// outputs asked of earlier micro-batches). A full micro-batch at the
+	// aligned end of the cache extends the part a later prompt may reuse.
 	var logits []float32
-	for rest := prompt[kept:]; len(rest) > 0; {
+	for pos := kept; pos < len(prompt); {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		n := min(len(rest), model.NUbatch)
-		if logits, err = c.Decode(rest[:n]); err != nil {
+		n := min(len(prompt)-pos, model.NUbatch)
+		var err error
+		if logits, err = c.Decode(prompt[pos : pos+n]); err != nil {
 			return fmt.Errorf("engine: prompt: %w", err)
 		}
-		rest = rest[n:]
+		if pos == s.aligned && n == model.NUbatch {
+			s.aligned += n
+		}
+		pos += n
 	}
 	for _, t := range prompt {
 		chain.Accept(t)

@@ -5,6 +5,8 @@ import (
 
 	"github.com/bankml/bankml/gguf"
 	"github.com/bankml/bankml/internal/reference"
+	"github.com/bankml/bankml/internal/synth"
+	"github.com/bankml/bankml/internal/synthcache"
 	"github.com/bankml/bankml/internal/testdata"
 	"github.com/bankml/bankml/model"
 	"github.com/bankml/bankml/sample"
@@ -87,4 +89,16 @@ func greedyParams() sample.Params {
 	p.Temp = 0
 	p.Seed = 1
 	return p
+}
+
+// qwen3 is a tiny synthetic qwen3 model (Q1_0 weights, untied output) with
+// the real Qwen3 vocabulary, kept between runs by internal/synthcache.
+func qwen3(t testing.TB) *testModel {
+	t.Helper()
+	shape, err := synth.Preset("tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := synth.Config{Arch: synth.ArchQwen3, Shape: shape, Weight: gguf.Q1_0, Embd: gguf.Q1_0, Output: gguf.Q1_0, Vocab: synthcache.Qwen3Vocab(t), Seed: 1}
+	return loadBankml(t, "qwen3-tiny-Q1_0", synthcache.File(t, "qwen3-tiny-Q1_0", cfg))
 }

@@ -1,20 +1,15 @@
 package model
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/bankml/bankml/gguf"
 	"github.com/bankml/bankml/internal/reference"
 	"github.com/bankml/bankml/internal/synth"
-	"github.com/bankml/bankml/internal/testdata"
+	"github.com/bankml/bankml/internal/synthcache"
 )
 
 // EnvHeavy names the environment variable that, set to 1, runs the oracle
@@ -63,28 +58,8 @@ var testShapes = map[string]synth.Shape{
 		NCtxTrain: 4096, RopeFreqBase: 1e6, RMSEps: 1e-6},
 }
 
-var (
-	qwen3VocabOnce sync.Once
-	qwen3Vocab     *synth.Vocab
-	qwen3VocabErr  error
-)
-
-// synthDir is where the oracle tests keep their synthetic models between
-// runs: generated files are deterministic, named by their configuration, and
-// written atomically (synth.WriteFile), so a present file is complete.
-func synthDir(t testing.TB) string {
-	dir := os.Getenv("BANKML_SYNTH_CACHE")
-	if dir == "" {
-		dir = filepath.Join(os.TempDir(), "bankml-model-oracle")
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
-
 // path returns the file of s with the real Qwen3 vocabulary, generating it
-// on first use.
+// on first use (kept between runs by internal/synthcache).
 func (s synthModel) path(t testing.TB) string {
 	t.Helper()
 	shape, ok := testShapes[s.preset]
@@ -94,13 +69,7 @@ func (s synthModel) path(t testing.TB) string {
 			t.Fatal(err)
 		}
 	}
-	qwen3VocabOnce.Do(func() {
-		qwen3Vocab, qwen3VocabErr = synth.Qwen3Vocab(filepath.Join(modelsDir(t), "qwen3"), synth.Qwen3NVocab)
-	})
-	if qwen3VocabErr != nil {
-		testdata.Absent(t, "Qwen3 tokenizer: %v", qwen3VocabErr)
-	}
-	cfg := synth.Config{Arch: s.arch, Shape: shape, Weight: s.typ, Embd: s.typ, Output: s.typ, Vocab: qwen3Vocab, Seed: s.seed}
+	cfg := synth.Config{Arch: s.arch, Shape: shape, Weight: s.typ, Embd: s.typ, Output: s.typ, Vocab: synthcache.Qwen3Vocab(t), Seed: s.seed}
 	switch {
 	case s.yarn:
 		cfg.Metadata = yarnMetadata(s.arch)
@@ -110,28 +79,7 @@ func (s synthModel) path(t testing.TB) string {
 			{Key: s.arch + ".rope.scaling.factor", Value: gguf.Float32Value(2)},
 		}
 	}
-	kvs, infos, err := synth.Plan(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The name carries a digest of the plan, so a change of synth's layout
-	// never reuses a stale file.
-	h := sha256.New()
-	fmt.Fprint(h, s.seed, len(kvs), len(infos))
-	for _, kv := range kvs {
-		fmt.Fprint(h, kv.Key, kv.Value.Type)
-	}
-	for _, ti := range infos {
-		fmt.Fprint(h, ti.Name, ti.Type, ti.Ne)
-	}
-	path := filepath.Join(synthDir(t), s.String()+"-"+hex.EncodeToString(h.Sum(nil))[:12]+".gguf")
-	if _, err := os.Stat(path); err == nil {
-		return path
-	}
-	if _, err := synth.WriteFile(path, cfg); err != nil && !errors.Is(err, synth.ErrExists) {
-		t.Fatal(err)
-	}
-	return path
+	return synthcache.File(t, s.String(), cfg)
 }
 
 // pair is one synthetic model loaded by bankml and by the reference.

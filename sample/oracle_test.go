@@ -1,6 +1,7 @@
 package sample
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -173,53 +174,32 @@ func oracleModels(t testing.TB) []*oracleModel {
 	return ms
 }
 
-// refChain builds the reference's chain for p exactly as common_sampler_init
-// does: logit biases (request's, then suppress tokens at -Inf) when there are
-// any, every stage of p.Samplers through its llama_sampler_init_* (no-op
-// stages included: llama.cpp creates them as empty samplers), then the draw.
+// refChain builds the reference's chain for p as common_sampler_init does
+// (reference.NewCommonSampler; the model's suppress tokens, checked equal to
+// om.suppress by oracleModels, are added there).
 func refChain(om *oracleModel, p Params) (*reference.SamplerChain, error) {
-	c, err := om.m.NewSamplerChain()
+	rp, err := refParams(p)
 	if err != nil {
 		return nil, err
 	}
-	var bias []reference.LogitBias
-	for _, b := range p.LogitBias {
-		bias = append(bias, reference.LogitBias{Token: b.Token, Bias: b.Bias})
+	return om.m.NewCommonSampler(rp)
+}
+
+// refParams converts p to the reference's description of a chain: the fields
+// by their JSON names, the stages by name, the biases as they are.
+func refParams(p Params) (reference.CommonSamplerParams, error) {
+	var rp reference.CommonSamplerParams
+	b, err := json.Marshal(p)
+	if err == nil {
+		err = json.Unmarshal(b, &rp)
 	}
-	for _, s := range om.suppress {
-		bias = append(bias, reference.LogitBias{Token: s, Bias: float32(math.Inf(-1))})
-	}
-	if len(bias) > 0 {
-		c.AddLogitBias(bias)
-	}
-	mk := int(p.MinKeep)
 	for _, st := range p.Samplers {
-		switch st {
-		case Dry:
-			c.AddDry(p.DryMultiplier, p.DryBase, p.DryAllowedLength, p.DryPenaltyLastN, p.DrySequenceBreakers)
-		case TopK:
-			c.AddTopK(p.TopK)
-		case TopP:
-			c.AddTopP(p.TopP, mk)
-		case TopNSigma:
-			c.AddTopNSigma(p.TopNSigma)
-		case MinP:
-			c.AddMinP(p.MinP, mk)
-		case XTC:
-			c.AddXTC(p.XTCProbability, p.XTCThreshold, mk, p.Seed)
-		case TypicalP:
-			c.AddTypical(p.TypicalP, mk)
-		case Temperature:
-			c.AddTempExt(p.Temp, p.DynatempRange, p.DynatempExponent)
-		case Penalties:
-			c.AddPenalties(p.PenaltyLastN, p.PenaltyRepeat, p.PenaltyFreq, p.PenaltyPresent)
-		default:
-			c.Free()
-			return nil, fmt.Errorf("no reference stage for %v", st)
-		}
+		rp.Samplers = append(rp.Samplers, st.String())
 	}
-	c.AddDist(p.Seed)
-	return c, nil
+	for _, lb := range p.LogitBias {
+		rp.LogitBias = append(rp.LogitBias, reference.LogitBias{Token: lb.Token, Bias: lb.Bias})
+	}
+	return rp, err
 }
 
 // oracleCase is one seeded generation.

@@ -1,0 +1,278 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/bankml/bankml/internal/reference"
+	"github.com/bankml/bankml/model"
+	"github.com/bankml/bankml/sample"
+)
+
+// The engine oracle: a request through Engine.Generate gives the tokens, the
+// finish reason and the counts that the reference gives for it when run as a
+// llama-server slot runs it: the reference's own llama_context (a Session
+// holding the slot's cache), its own sampler chain built as
+// common_sampler_init builds it (reference.NewCommonSampler), every prompt
+// token accepted first (server_slot::init_sampler), the draw fed back, and
+// process_token's stop rules. The text is checked against the specification:
+// the reference's pieces concatenated, cut before the first stop string.
+
+// refAnswer is what the reference generates for a request.
+type refAnswer struct {
+	tokens []int32
+	text   string
+	finish string
+}
+
+// refParams converts sampling parameters to the reference's description of
+// a chain (the JSON names are shared).
+func refParams(t testing.TB, p sample.Params) reference.CommonSamplerParams {
+	t.Helper()
+	var rp reference.CommonSamplerParams
+	b, err := json.Marshal(p)
+	if err == nil {
+		err = json.Unmarshal(b, &rp)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range p.Samplers {
+		rp.Samplers = append(rp.Samplers, st.String())
+	}
+	for _, lb := range p.LogitBias {
+		rp.LogitBias = append(rp.LogitBias, reference.LogitBias{Token: lb.Token, Bias: lb.Bias})
+	}
+	return rp
+}
+
+// refGenerate runs req's prompt on the reference session s, keeping kept
+// cached tokens (llama_memory_seq_rm) and decoding the rest in micro-batches
+// of model.NUbatch, then samples as llama-server does: stop on an
+// end-of-generation token, on n_predict, or when the next token would find
+// the context full (no context shift), and on the first token whose text
+// completes a stop string.
+func refGenerate(t testing.TB, tm *testModel, s *reference.Session, prompt []int32, kept int, req Request) refAnswer {
+	t.Helper()
+	if err := s.Truncate(kept); err != nil {
+		t.Fatal(err)
+	}
+	var logits []float32
+	for pos := kept; pos < len(prompt); pos += model.NUbatch {
+		var err error
+		if logits, err = s.Decode(prompt[pos:min(len(prompt), pos+model.NUbatch)]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rp := refParams(t, req.Sampling)
+	if req.IgnoreEOS {
+		for _, id := range tm.tok.EOGs() {
+			rp.LogitBias = append(rp.LogitBias, reference.LogitBias{Token: id, Bias: float32(math.Inf(-1))})
+		}
+	}
+	chain, err := tm.ref.NewCommonSampler(rp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer chain.Free()
+	for _, tok := range prompt {
+		chain.Accept(tok)
+	}
+	var a refAnswer
+	var text []byte
+	for {
+		ap, err := chain.Apply(logits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tok := ap.Cands[ap.Selected].ID
+		chain.Accept(tok)
+		a.tokens = append(a.tokens, tok)
+		piece, err := tm.ref.TokenToPiece(tok, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text = append(text, piece...)
+		eog, err := tm.ref.IsEOG(tok)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cut := -1
+		for _, w := range req.Stop {
+			if i := strings.Index(string(text), w); i >= 0 && (cut < 0 || i < cut) {
+				cut = i
+			}
+		}
+		switch {
+		case eog:
+			a.finish = "stop"
+		case len(s.Tokens())+1 >= s.NCtx():
+			a.finish = "length"
+		case cut >= 0:
+			a.finish = "stop"
+		case req.NPredict >= 0 && len(a.tokens) >= req.NPredict:
+			a.finish = "length"
+		}
+		if cut >= 0 {
+			text = text[:cut]
+		}
+		if a.finish != "" {
+			a.text = string(text)
+			return a
+		}
+		if logits, err = s.Decode([]int32{tok}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// oracleCase is one request of the oracle.
+type oracleCase struct {
+	name   string
+	prompt string
+	req    Request
+	// stopFrom, when > 0, makes the case's stop string the reference's text
+	// of generated tokens stopFrom-1 and stopFrom (a string that spans two
+	// tokens), found by a first run without stops.
+	stopFrom int
+}
+
+func withParams(f func(p *sample.Params)) sample.Params {
+	p := sample.DefaultParams()
+	f(&p)
+	return p
+}
+
+func oracleCases() []oracleCase {
+	req := func(p sample.Params, n int) Request {
+		return Request{Sampling: p, NPredict: n, CachePrompt: true, Slot: -1}
+	}
+	return []oracleCase{
+		{name: "greedy", prompt: "Once upon a time", req: req(greedyParams(), 48)},
+		{name: "defaults-seed42", prompt: "The little dog was sad because", req: req(withParams(func(p *sample.Params) { p.Seed = 42 }), 48)},
+		{name: "dist-temp1.3", prompt: "Lily and Tom went to the park.", req: req(withParams(func(p *sample.Params) {
+			p.Seed, p.Temp, p.TopK, p.TopP, p.MinP = 7, 1.3, 0, 1, 0
+		}), 40)},
+		{name: "penalties-topk5", prompt: "Sun", req: req(withParams(func(p *sample.Params) {
+			p.Seed, p.TopK, p.PenaltyRepeat, p.PenaltyFreq, p.PenaltyPresent = 3, 5, 1.3, 0.5, 0.4
+		}), 40)},
+		{name: "dry-xtc", prompt: "Mom said: \"Do not touch the hot stove.\" But Ben", req: req(withParams(func(p *sample.Params) {
+			p.Seed, p.DryMultiplier, p.XTCProbability, p.XTCThreshold, p.Temp = 5, 0.8, 0.5, 0.1, 1
+		}), 40)},
+		{name: "ignore-eos", prompt: "The end.", req: func() Request {
+			r := req(withParams(func(p *sample.Params) { p.Seed = 11 }), 64)
+			r.IgnoreEOS = true
+			return r
+		}()},
+		{name: "until-eog-or-context", prompt: "Once upon a time, there was a", req: req(withParams(func(p *sample.Params) { p.Seed = 9 }), -1)},
+		{name: "stop-spanning-tokens", prompt: "One day, a boy named Tim found", req: req(greedyParams(), 48), stopFrom: 6},
+		{name: "n_predict-0", prompt: "Sun", req: req(greedyParams(), 0)},
+	}
+}
+
+// TestGenerateMatchesReference runs every case on stories260K and on the
+// synthetic qwen3 model, each in a fresh engine and a fresh reference
+// session, then a second turn reusing the first one's cache.
+func TestGenerateMatchesReference(t *testing.T) {
+	const nCtx = 256
+	models := []*testModel{stories(t).withRef(t), qwen3(t).withRef(t)}
+	pass, total := 0, 0
+	for _, tm := range models {
+		for _, c := range oracleCases() {
+			t.Run(tm.name+"/"+c.name, func(t *testing.T) {
+				total++
+				e := newEngine(t, tm, Options{NCtx: nCtx, ServerPrefixReuse: true})
+				s, err := tm.ref.NewSession(nCtx, 1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer s.Close()
+				prompt, err := tm.ref.Tokenize(c.prompt, true, true)
+				if err != nil {
+					t.Fatal(err)
+				}
+				req := c.req
+				req.Prompt = Prompt{Text: c.prompt}
+				if c.stopFrom > 0 {
+					first := refGenerate(t, tm, s, prompt, 0, req)
+					if len(first.tokens) <= c.stopFrom {
+						t.Skipf("the reference generated %d tokens, fewer than the stop case needs", len(first.tokens))
+					}
+					w, err := tm.ref.Detokenize(first.tokens[c.stopFrom-1:c.stopFrom+1], false, false)
+					if err != nil {
+						t.Fatal(err)
+					}
+					req.Stop = []string{"never-generated", strings.TrimSpace(string(w))}
+				}
+				want := refGenerate(t, tm, s, prompt, 0, req)
+				var streamed strings.Builder
+				res, err := e.Generate(context.Background(), req, func(tk Token) error {
+					streamed.WriteString(tk.Text)
+					return nil
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				check(t, res, want, prompt, 0)
+				t.Logf("%d prompt tokens, %d generated, finish %q, stopping word %q", len(prompt), len(res.Tokens), res.FinishReason, res.StoppingWord)
+				if len(req.Stop) > 0 && want.finish == "stop" && !slices.Contains(req.Stop, res.StoppingWord) {
+					t.Errorf("stopping word %q, not one of %q", res.StoppingWord, req.Stop)
+				}
+				if want.finish == "stop" && res.Unsent != "" {
+					t.Errorf("unsent text %q after a stop", res.Unsent)
+				}
+				if got := streamed.String() + res.Unsent; got != res.Text {
+					t.Errorf("streamed %q + unsent %q != text %q", streamed.String(), res.Unsent, res.Text)
+				}
+				if t.Failed() {
+					return
+				}
+				// A second turn: the first prompt and answer, then more text,
+				// reusing the cache as llama-server does (ServerPrefixReuse):
+				// the reference keeps model.ReusablePrefix of what it holds.
+				next := append(slices.Clone(prompt), res.Tokens...)
+				next = append(next, tm.tok.Tokenize(" And then", false, false)...)
+				if len(next) >= nCtx-8 {
+					next = next[:nCtx/2]
+				}
+				req.Prompt = Prompt{Tokens: next}
+				req.Stop = nil
+				kept := model.ReusablePrefix(s.Tokens(), next)
+				res2, err := e.Generate(context.Background(), req, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want2 := refGenerate(t, tm, s, next, kept, req)
+				check(t, res2, want2, next, kept)
+				t.Logf("second turn: %d prompt tokens, %d cached, %d generated, finish %q", len(next), kept, len(res2.Tokens), res2.FinishReason)
+				if !t.Failed() {
+					pass++
+				}
+			})
+		}
+	}
+	t.Logf("engine oracle: %d of %d cases (two turns each) equal to the reference", pass, total)
+}
+
+func check(t *testing.T, res Result, want refAnswer, prompt []int32, cached int) {
+	t.Helper()
+	if !slices.Equal(res.Tokens, want.tokens) {
+		t.Errorf("tokens %v\nreference %v", res.Tokens, want.tokens)
+	}
+	if res.Text != want.text {
+		t.Errorf("text %q, want %q", res.Text, want.text)
+	}
+	if res.FinishReason != want.finish {
+		t.Errorf("finish %q, want %q", res.FinishReason, want.finish)
+	}
+	if res.PromptTokens != len(prompt) || res.Timings.PromptN != len(prompt)-cached || res.Timings.CacheN != cached {
+		t.Errorf("prompt %d (want %d), prompt_n %d cache_n %d (cached %d)", res.PromptTokens, len(prompt), res.Timings.PromptN, res.Timings.CacheN, cached)
+	}
+	if res.Timings.PredictedN != len(res.Tokens) {
+		t.Errorf("predicted_n %d for %d tokens", res.Timings.PredictedN, len(res.Tokens))
+	}
+}

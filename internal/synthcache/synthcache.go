@@ -1,0 +1,83 @@
+// Package synthcache keeps the synthetic models of the oracle tests between
+// test runs, for every package that needs one (test support only). Files are
+// deterministic, named by their configuration and a digest of synth's plan
+// (a change of synth's layout never reuses a stale file), and written
+// atomically by synth.WriteFile, so a present file is complete.
+package synthcache
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/bankml/bankml/internal/synth"
+	"github.com/bankml/bankml/internal/testdata"
+)
+
+// EnvDir names the environment variable that overrides the cache folder
+// ($TMPDIR/bankml-model-oracle by default).
+const EnvDir = "BANKML_SYNTH_CACHE"
+
+// Dir returns the cache folder, creating it.
+func Dir(t testing.TB) string {
+	t.Helper()
+	dir := os.Getenv(EnvDir)
+	if dir == "" {
+		dir = filepath.Join(os.TempDir(), "bankml-model-oracle")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+var (
+	qwen3Once  sync.Once
+	qwen3Vocab *synth.Vocab
+	qwen3Err   error
+)
+
+// Qwen3Vocab returns the real Qwen3 vocabulary (151,936 tokens) converted
+// from ../shared/models/qwen3 (synth.Qwen3Vocab), read once per test binary;
+// the test is skipped (failed under CI) when the tokenizer is absent.
+func Qwen3Vocab(t testing.TB) *synth.Vocab {
+	t.Helper()
+	qwen3Once.Do(func() {
+		qwen3Vocab, qwen3Err = synth.Qwen3Vocab(filepath.Join(testdata.ModelsDir(t), "qwen3"), synth.Qwen3NVocab)
+	})
+	if qwen3Err != nil {
+		testdata.Absent(t, "Qwen3 tokenizer: %v", qwen3Err)
+	}
+	return qwen3Vocab
+}
+
+// File returns the path of the model cfg describes, named name plus a digest
+// of its plan and seed, generating it on first use.
+func File(t testing.TB, name string, cfg synth.Config) string {
+	t.Helper()
+	kvs, infos, err := synth.Plan(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := sha256.New()
+	fmt.Fprint(h, cfg.Seed, len(kvs), len(infos))
+	for _, kv := range kvs {
+		fmt.Fprint(h, kv.Key, kv.Value.Type)
+	}
+	for _, ti := range infos {
+		fmt.Fprint(h, ti.Name, ti.Type, ti.Ne)
+	}
+	path := filepath.Join(Dir(t), name+"-"+hex.EncodeToString(h.Sum(nil))[:12]+".gguf")
+	if _, err := os.Stat(path); err == nil {
+		return path
+	}
+	if _, err := synth.WriteFile(path, cfg); err != nil && !errors.Is(err, synth.ErrExists) {
+		t.Fatal(err)
+	}
+	return path
+}
