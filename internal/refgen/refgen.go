@@ -6,10 +6,10 @@
 // # Design record
 //
 // What. [Chain] builds the reference's llama_sampler chain for a
-// sample.Params as common_sampler_init (common/sampling.cpp) builds it: the
-// logit biases (the request's, then the model's suppress tokens at -Inf),
-// the stages of Params.Samplers that llama.cpp would not make no-ops, then
-// llama_sampler_dist with the seed. [Generate] is llama-server's loop:
+// sample.Params as common_sampler_init (common/sampling.cpp) builds it
+// (reference.NewCommonSampler: the logit biases, the model's suppress
+// tokens at -Inf, every stage of Params.Samplers, the seeded draw).
+// [Generate] is llama-server's loop:
 // decode the prompt in one batch, feed every prompt token to the chain
 // (common_sampler_accept after the prompt, as the server does), then sample,
 // accept and decode one token at a time until n tokens or an
@@ -26,68 +26,42 @@
 package refgen
 
 import (
+	"encoding/json"
 	"fmt"
-	"math"
 
 	"github.com/bankml/bankml/internal/reference"
 	"github.com/bankml/bankml/sample"
 )
 
-// Chain builds the reference chain for p (see the package doc); suppress
-// are the model's suppress tokens (sample.SuppressTokens). The caller frees
-// it. Errors: a stage the reference has no constructor for (adaptive_p,
-// infill), the reference's own.
-func Chain(m *reference.Model, p sample.Params, suppress []int32) (*reference.SamplerChain, error) {
-	c, err := m.NewSamplerChain()
+// Chain builds the reference chain for p: reference.NewCommonSampler
+// (common_sampler_init's assembly, the model's suppress tokens included) on
+// p's fields, converted by their shared llama-server JSON names, its stage
+// order by common_sampler_type_to_str's names and its logit biases. The
+// caller frees it.
+func Chain(m *reference.Model, p sample.Params) (*reference.SamplerChain, error) {
+	b, err := json.Marshal(p)
 	if err != nil {
 		return nil, err
 	}
-	var bias []reference.LogitBias
-	for _, b := range p.LogitBias {
-		bias = append(bias, reference.LogitBias{Token: b.Token, Bias: b.Bias})
+	var cp reference.CommonSamplerParams
+	if err := json.Unmarshal(b, &cp); err != nil {
+		return nil, err
 	}
-	for _, s := range suppress {
-		bias = append(bias, reference.LogitBias{Token: s, Bias: float32(math.Inf(-1))})
+	for _, t := range p.Samplers {
+		cp.Samplers = append(cp.Samplers, t.String())
 	}
-	if len(bias) > 0 {
-		c.AddLogitBias(bias)
+	for _, lb := range p.LogitBias {
+		cp.LogitBias = append(cp.LogitBias, reference.LogitBias{Token: lb.Token, Bias: lb.Bias})
 	}
-	mk := int(p.MinKeep)
-	for _, st := range p.Samplers {
-		switch st {
-		case sample.Dry:
-			c.AddDry(p.DryMultiplier, p.DryBase, p.DryAllowedLength, p.DryPenaltyLastN, p.DrySequenceBreakers)
-		case sample.TopK:
-			c.AddTopK(p.TopK)
-		case sample.TopP:
-			c.AddTopP(p.TopP, mk)
-		case sample.TopNSigma:
-			c.AddTopNSigma(p.TopNSigma)
-		case sample.MinP:
-			c.AddMinP(p.MinP, mk)
-		case sample.XTC:
-			c.AddXTC(p.XTCProbability, p.XTCThreshold, mk, p.Seed)
-		case sample.TypicalP:
-			c.AddTypical(p.TypicalP, mk)
-		case sample.Temperature:
-			c.AddTempExt(p.Temp, p.DynatempRange, p.DynatempExponent)
-		case sample.Penalties:
-			c.AddPenalties(p.PenaltyLastN, p.PenaltyRepeat, p.PenaltyFreq, p.PenaltyPresent)
-		default:
-			c.Free()
-			return nil, fmt.Errorf("refgen: no reference stage for %v", st)
-		}
-	}
-	c.AddDist(p.Seed)
-	return c, nil
+	return m.NewCommonSampler(cp)
 }
 
 // Generate returns the tokens the reference generates for prompt with p
 // (see the package doc): at most n, the last one an end-of-generation token
 // when one ended the turn. nCtx is the session's context (0: the model's
 // training context); threads its thread count.
-func Generate(m *reference.Model, prompt []int32, p sample.Params, suppress []int32, n, nCtx, threads int) ([]int32, error) {
-	c, err := Chain(m, p, suppress)
+func Generate(m *reference.Model, prompt []int32, p sample.Params, n, nCtx, threads int) ([]int32, error) {
+	c, err := Chain(m, p)
 	if err != nil {
 		return nil, err
 	}

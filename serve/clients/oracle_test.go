@@ -4,11 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +13,7 @@ import (
 	"github.com/bankml/bankml/internal/reference"
 	"github.com/bankml/bankml/internal/refgen"
 	"github.com/bankml/bankml/internal/synth"
+	"github.com/bankml/bankml/internal/synthcache"
 	"github.com/bankml/bankml/internal/testdata"
 	"github.com/bankml/bankml/sample"
 	"github.com/bankml/bankml/serve"
@@ -44,11 +41,10 @@ func refLib(t testing.TB) *reference.Lib {
 // oracle is a model as the reference sees it, with what the server starts
 // every request from.
 type oracle struct {
-	path     string
-	ref      *reference.Model
-	suppress []int32
-	base     sample.Params // sample.DefaultParams with the model's general.sampling.* (the server's base)
-	nCtx     int           // the server's slot context, 0 before a server reports it
+	path string
+	ref  *reference.Model
+	base sample.Params // sample.DefaultParams with the model's general.sampling.* (the server's base)
+	nCtx int           // the server's slot context, 0 before a server reports it
 }
 
 func newOracle(t testing.TB, path string) *oracle {
@@ -63,13 +59,9 @@ func newOracle(t testing.TB, path string) *oracle {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	sup, err := sample.SuppressTokens(f, rm.NVocab())
-	if err != nil {
-		t.Fatal(err)
-	}
 	base := sample.DefaultParams()
 	sample.ApplyModelDefaults(&base, f)
-	return &oracle{path: path, ref: rm, suppress: sup, base: base}
+	return &oracle{path: path, ref: rm, base: base}
 }
 
 // tokenize is llama-server's tokenization of a prompt text (add_special,
@@ -95,7 +87,7 @@ type answer struct {
 // generate runs the reference on prompt with p for at most n tokens.
 func (o *oracle) generate(t testing.TB, prompt []int32, p sample.Params, n int) answer {
 	t.Helper()
-	toks, err := refgen.Generate(o.ref, prompt, p, o.suppress, n, o.nCtx, refThreads)
+	toks, err := refgen.Generate(o.ref, prompt, p, n, o.nCtx, refThreads)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,63 +135,17 @@ func startTestServer(t testing.TB, path string, o serve.Options) *testServer {
 // stories is stories260K.
 func stories(t testing.TB) string { return testdata.Model(t, "stories260K.gguf") }
 
-var (
-	qwen3Once sync.Once
-	qwen3Path string
-	qwen3Err  error
-)
-
 // qwen3Model is a synthetic qwen3 model of synth's "tiny" shape (F16
-// weights) with the real Qwen3 vocabulary and chat template, generated once
-// into the oracle tests' cache ($BANKML_SYNTH_CACHE, else
-// $TMPDIR/bankml-model-oracle), named by a digest of its plan.
+// weights) with the real Qwen3 vocabulary and chat template, from the
+// oracle tests' cache (internal/synthcache).
 func qwen3Model(t testing.TB) string {
 	t.Helper()
-	dir := testdata.ModelsDir(t)
-	qwen3Once.Do(func() {
-		v, err := synth.Qwen3Vocab(filepath.Join(dir, "qwen3"), synth.Qwen3NVocab)
-		if err != nil {
-			qwen3Err = fmt.Errorf("Qwen3 tokenizer: %w", err)
-			return
-		}
-		shape, err := synth.Preset("tiny")
-		if err != nil {
-			qwen3Err = err
-			return
-		}
-		cfg := synth.Config{Arch: synth.ArchQwen3, Shape: shape, Weight: gguf.F16, Embd: gguf.F16, Output: gguf.F16, Vocab: v, Seed: 21}
-		kvs, infos, err := synth.Plan(cfg)
-		if err != nil {
-			qwen3Err = err
-			return
-		}
-		h := sha256.New()
-		fmt.Fprint(h, cfg.Seed, len(kvs), len(infos))
-		for _, kv := range kvs {
-			fmt.Fprint(h, kv.Key, kv.Value.Type)
-		}
-		for _, ti := range infos {
-			fmt.Fprint(h, ti.Name, ti.Type, ti.Ne)
-		}
-		cache := os.Getenv("BANKML_SYNTH_CACHE")
-		if cache == "" {
-			cache = filepath.Join(os.TempDir(), "bankml-model-oracle")
-		}
-		if qwen3Err = os.MkdirAll(cache, 0o755); qwen3Err != nil {
-			return
-		}
-		qwen3Path = filepath.Join(cache, "serve-qwen3-tiny-F16-"+hex.EncodeToString(h.Sum(nil))[:12]+".gguf")
-		if _, err := os.Stat(qwen3Path); err == nil {
-			return
-		}
-		if _, err := synth.WriteFile(qwen3Path, cfg); err != nil && !errors.Is(err, synth.ErrExists) {
-			qwen3Err = err
-		}
-	})
-	if qwen3Err != nil {
-		testdata.Absent(t, "synthetic qwen3 model: %v", qwen3Err)
+	shape, err := synth.Preset("tiny")
+	if err != nil {
+		t.Fatal(err)
 	}
-	return qwen3Path
+	return synthcache.File(t, "serve-qwen3-tiny-F16", synth.Config{Arch: synth.ArchQwen3, Shape: shape,
+		Weight: gguf.F16, Embd: gguf.F16, Output: gguf.F16, Vocab: synthcache.Qwen3Vocab(t), Seed: 21})
 }
 
 func sha256Hex(b []byte) string {
