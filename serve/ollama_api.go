@@ -182,14 +182,22 @@ func (a *ollamaAPI) chatPrompt(msgs []api.Message, think *api.ThinkValue) (engin
 	return engine.Prompt{Segments: res.Segments}, res.Prompt, nil
 }
 
+// start begins an exchange (Server.begin: the body, 413, the model
+// re-check) and decodes the body into req, whose model name name returns;
+// nil means it has answered the error itself.
+func (a *ollamaAPI) start(w http.ResponseWriter, r *http.Request, req any, name func() string) *exchange {
+	x := a.s.begin(w, r, writeOllamaAPIError)
+	if x == nil || !decodeOllama(w, x.body, req) || !a.modelName(w, name()) {
+		return nil
+	}
+	return x
+}
+
 // handleChat is POST /api/chat.
 func (a *ollamaAPI) handleChat(w http.ResponseWriter, r *http.Request) {
-	x := a.s.begin(w, r, writeOllamaAPIError)
-	if x == nil {
-		return
-	}
 	var req api.ChatRequest
-	if !decodeOllama(w, x.body, &req) || !a.modelName(w, req.Model) {
+	x := a.start(w, r, &req, func() string { return req.Model })
+	if x == nil {
 		return
 	}
 	if msg := unsupportedFields(req.Format, req.Truncate, req.Shift, req.TopLogprobs, req.Logprobs); msg != "" {
@@ -231,12 +239,9 @@ func (a *ollamaAPI) handleChat(w http.ResponseWriter, r *http.Request) {
 
 // handleGenerate is POST /api/generate.
 func (a *ollamaAPI) handleGenerate(w http.ResponseWriter, r *http.Request) {
-	x := a.s.begin(w, r, writeOllamaAPIError)
-	if x == nil {
-		return
-	}
 	var req api.GenerateRequest
-	if !decodeOllama(w, x.body, &req) || !a.modelName(w, req.Model) {
+	x := a.start(w, r, &req, func() string { return req.Model })
+	if x == nil {
 		return
 	}
 	if msg := unsupportedFields(req.Format, req.Truncate, req.Shift, req.TopLogprobs, req.Logprobs); msg == "" {
@@ -346,6 +351,13 @@ func (a *ollamaAPI) run(w http.ResponseWriter, r *http.Request, job *ollamaJob, 
 	if job.stream {
 		stream = newNDJSONStream(w)
 	}
+	fail := func(ae *APIError) {
+		if stream != nil {
+			stream.fail(ae.HTTPStatus(), ae.Message)
+		} else {
+			ollamaError(w, ae.HTTPStatus(), ae.Message)
+		}
+	}
 	onToken := func(t engine.Token) error {
 		if t.Pending || t.Text == "" { // llama-server releases nothing for these
 			return nil
@@ -363,12 +375,7 @@ func (a *ollamaAPI) run(w http.ResponseWriter, r *http.Request, job *ollamaJob, 
 		if ctx.Err() != nil { // the client went away or the server is stopping: no answer, nothing recorded
 			return
 		}
-		ae := a.s.generationError(err)
-		if stream != nil {
-			stream.fail(ae.HTTPStatus(), ae.Message)
-		} else {
-			ollamaError(w, ae.HTTPStatus(), ae.Message)
-		}
+		fail(a.s.generationError(err))
 		return
 	}
 	// Ollama flushes text held back at the end (a partial stop string, an
@@ -380,12 +387,7 @@ func (a *ollamaAPI) run(w http.ResponseWriter, r *http.Request, job *ollamaJob, 
 	}
 	rc, err := a.s.finish(job.x, usageOf(res), []byte(clientText(res.Text)))
 	if err != nil {
-		ae := asAPIError(err)
-		if stream != nil {
-			stream.fail(ae.HTTPStatus(), ae.Message)
-		} else {
-			ollamaError(w, ae.HTTPStatus(), ae.Message)
-		}
+		fail(asAPIError(err))
 		return
 	}
 	final := answer(text, true)

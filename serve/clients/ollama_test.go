@@ -128,57 +128,59 @@ func TestOllamaGoClientGetsTheReferencesTokens(t *testing.T) {
 func runOllama(t *testing.T, ctx context.Context, client *api.Client, model string, c ollamaCase) (string, string, finalAnswer) {
 	t.Helper()
 	stream := c.stream
-	var rendered string
-	var b strings.Builder
-	var fin finalAnswer
-	n := 0
+	// call sends the request (with _debug_render_only or not) and gives fn
+	// every response line.
+	var call func(debug bool, fn func(line ollamaLine)) error
 	if c.chat {
 		msgs := []api.Message{{Role: "user", Content: c.prompt}}
 		if c.system != "" {
 			msgs = append([]api.Message{{Role: "system", Content: c.system}}, msgs...)
 		}
-		req := &api.ChatRequest{Model: model, Messages: msgs, Options: c.opts, Stream: &stream, DebugRenderOnly: true}
-		if err := client.Chat(ctx, req, func(r api.ChatResponse) error {
-			rendered = r.DebugInfo.RenderedTemplate
-			return nil
-		}); err != nil {
-			t.Fatal(err)
-		}
-		req.DebugRenderOnly = false
-		if err := client.Chat(ctx, req, func(r api.ChatResponse) error {
-			n++
-			b.WriteString(r.Message.Content)
-			if r.Done {
-				fin = finalAnswer{r.Metrics, r.Done, r.DoneReason}
-			}
-			return nil
-		}); err != nil {
-			t.Fatal(err)
+		req := &api.ChatRequest{Model: model, Messages: msgs, Options: c.opts, Stream: &stream}
+		call = func(debug bool, fn func(ollamaLine)) error {
+			req.DebugRenderOnly = debug
+			return client.Chat(ctx, req, func(r api.ChatResponse) error {
+				fn(ollamaLine{r.DebugInfo, r.Message.Content, finalAnswer{r.Metrics, r.Done, r.DoneReason}})
+				return nil
+			})
 		}
 	} else {
-		req := &api.GenerateRequest{Model: model, Prompt: c.prompt, System: c.system, Options: c.opts, Stream: &stream, DebugRenderOnly: true}
-		if err := client.Generate(ctx, req, func(r api.GenerateResponse) error {
-			rendered = r.DebugInfo.RenderedTemplate
-			return nil
-		}); err != nil {
-			t.Fatal(err)
+		req := &api.GenerateRequest{Model: model, Prompt: c.prompt, System: c.system, Options: c.opts, Stream: &stream}
+		call = func(debug bool, fn func(ollamaLine)) error {
+			req.DebugRenderOnly = debug
+			return client.Generate(ctx, req, func(r api.GenerateResponse) error {
+				fn(ollamaLine{r.DebugInfo, r.Response, finalAnswer{r.Metrics, r.Done, r.DoneReason}})
+				return nil
+			})
 		}
-		req.DebugRenderOnly = false
-		if err := client.Generate(ctx, req, func(r api.GenerateResponse) error {
-			n++
-			b.WriteString(r.Response)
-			if r.Done {
-				fin = finalAnswer{r.Metrics, r.Done, r.DoneReason}
-			}
-			return nil
-		}); err != nil {
-			t.Fatal(err)
+	}
+	var rendered string
+	if err := call(true, func(l ollamaLine) { rendered = l.debug.RenderedTemplate }); err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	var fin finalAnswer
+	n := 0
+	if err := call(false, func(l ollamaLine) {
+		n++
+		b.WriteString(l.text)
+		if l.fin.Done {
+			fin = l.fin
 		}
+	}); err != nil {
+		t.Fatal(err)
 	}
 	if stream && n < 2 || !stream && n != 1 {
 		t.Errorf("stream %v: %d responses", stream, n)
 	}
 	return rendered, b.String(), fin
+}
+
+// ollamaLine is one response of Chat or Generate.
+type ollamaLine struct {
+	debug *api.DebugInfo
+	text  string
+	fin   finalAnswer
 }
 
 type finalAnswer struct {

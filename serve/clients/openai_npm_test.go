@@ -190,35 +190,32 @@ func TestOpenAINpmClientGetsTheReferencesTokens(t *testing.T) {
 	t.Logf("openai npm client (%s): %d of %d answers token-identical to the reference", openaiNpm, same, total)
 }
 
-func getJSON(t testing.TB, url string, v any) {
-	t.Helper()
-	c := http.Client{Timeout: time.Minute}
-	resp, err := c.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: %s", url, resp.Status)
-	}
-	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
-		t.Fatalf("GET %s: %v", url, err)
-	}
+// getJSON GETs url and decodes its 200 answer into v.
+func getJSON(t testing.TB, url string, v any) { doJSON(t, http.MethodGet, url, nil, v) }
+
+// postJSON POSTs body as JSON to url and decodes its 200 answer into v.
+func postJSON(t testing.TB, url string, body, v any) {
+	b, _ := json.Marshal(body)
+	doJSON(t, http.MethodPost, url, b, v)
 }
 
-func postJSON(t testing.TB, url string, body, v any) {
+func doJSON(t testing.TB, method, url string, body []byte, v any) {
 	t.Helper()
-	b, _ := json.Marshal(body)
+	req, err := http.NewRequest(method, url, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
 	c := http.Client{Timeout: time.Minute}
-	resp, err := c.Post(url, "application/json", bytes.NewReader(b))
+	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("POST %s: %s", url, resp.Status)
+		t.Fatalf("%s %s: %s", method, url, resp.Status)
 	}
 	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
-		t.Fatalf("POST %s: %v", url, err)
+		t.Fatalf("%s %s: %v", method, url, err)
 	}
 }
