@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/ollama/ollama/api"
@@ -129,8 +130,9 @@ func (a *ollamaAPI) handleShow(w http.ResponseWriter, r *http.Request) {
 }
 
 // ggufJSON is a metadata value as JSON: numbers of their width (f32 as
-// float32, so that it prints as Ollama prints it), strings, bools, arrays
-// element by element when full, else nil.
+// float32, so that it prints as Ollama prints it; NaN and infinities as the
+// strings "NaN", "+Inf", "-Inf"), strings, bools, arrays element by element
+// when full, else nil.
 func ggufJSON(v gguf.Value, full bool) any {
 	switch v.Type {
 	case gguf.String:
@@ -139,11 +141,14 @@ func ggufJSON(v gguf.Value, full bool) any {
 	case gguf.Bool:
 		b, _ := v.Bool()
 		return b
-	case gguf.Float32:
+	case gguf.Float32, gguf.Float64:
 		f, _ := v.Float64()
-		return float32(f)
-	case gguf.Float64:
-		f, _ := v.Float64()
+		switch {
+		case math.IsNaN(f) || math.IsInf(f, 0): // JSON has no such numbers: as package inspect writes them
+			return map[bool]string{true: "NaN", false: strconv.FormatFloat(f, 'g', -1, 64)}[math.IsNaN(f)]
+		case v.Type == gguf.Float32:
+			return float32(f)
+		}
 		return f
 	case gguf.Uint8, gguf.Uint16, gguf.Uint32, gguf.Uint64:
 		u, _ := v.Uint64()

@@ -37,6 +37,23 @@ func ollamaParams(t *testing.T, base sample.Params, opts map[string]any) sample.
 	return p
 }
 
+// ollamaServer serves path in-process and returns its oracle (with the
+// server's slot context, read from /api/ps), the server, an Ollama client
+// of it and its /api/ps.
+func ollamaServer(t *testing.T, path string) (*oracle, *testServer, *api.Client, *api.ProcessResponse) {
+	t.Helper()
+	o := newOracle(t, path)
+	ts := startTestServer(t, path, serve.Options{})
+	u, _ := url.Parse(ts.URL)
+	client := api.NewClient(u, http.DefaultClient)
+	ps, err := client.ListRunning(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.nCtx = ps.Models[0].ContextLength
+	return o, ts, client, ps
+}
+
 // ollamaCase is one request of the Ollama client test.
 type ollamaCase struct {
 	name   string
@@ -81,16 +98,8 @@ func TestOllamaGoClientGetsTheReferencesTokens(t *testing.T) {
 	total, same := 0, 0
 	for _, mdl := range models {
 		t.Run(mdl.name, func(t *testing.T) {
-			o := newOracle(t, mdl.path)
-			ts := startTestServer(t, mdl.path, serve.Options{})
-			u, _ := url.Parse(ts.URL)
-			client := api.NewClient(u, http.DefaultClient)
+			o, _, client, ps := ollamaServer(t, mdl.path)
 			ctx := context.Background()
-			ps, err := client.ListRunning(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			o.nCtx = ps.Models[0].ContextLength
 			name := ps.Models[0].Name
 			for _, c := range ollamaCases() {
 				total++
@@ -343,17 +352,8 @@ func TestOllamaListingsAndRefusals(t *testing.T) {
 // answer when prompt and answer fill it (done_reason length), both on the
 // reference's tokens.
 func TestOllamaStopAndNumCtxCutAsTheReference(t *testing.T) {
-	path := stories(t)
-	o := newOracle(t, path)
-	ts := startTestServer(t, path, serve.Options{})
-	u, _ := url.Parse(ts.URL)
-	client := api.NewClient(u, http.DefaultClient)
+	o, ts, client, _ := ollamaServer(t, stories(t))
 	ctx := context.Background()
-	ps, err := client.ListRunning(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	o.nCtx = ps.Models[0].ContextLength
 	const promptText = "Once upon a time"
 	prompt := o.tokenize(t, promptText)
 	greedy := ollamaParams(t, o.base, map[string]any{"temperature": 0.0})
