@@ -3,10 +3,14 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/bankml/bankml/chat"
+	"github.com/bankml/bankml/gguf"
 
 	"github.com/bankml/bankml/internal/reference"
 	"github.com/bankml/bankml/model"
@@ -139,6 +143,9 @@ type oracleCase struct {
 	// of generated tokens stopFrom-1 and stopFrom (a string that spans two
 	// tokens), found by a first run without stops.
 	stopFrom int
+	// eosBias, when non-zero, is a logit bias on the model's EOS token, to
+	// reach an end-of-generation token on models that rarely sample one.
+	eosBias float32
 }
 
 func withParams(f func(p *sample.Params)) sample.Params {
@@ -171,6 +178,9 @@ func oracleCases() []oracleCase {
 		{name: "until-eog-or-context", prompt: "Once upon a time, there was a", req: req(withParams(func(p *sample.Params) { p.Seed = 9 }), -1)},
 		{name: "stop-spanning-tokens", prompt: "One day, a boy named Tim found", req: req(greedyParams(), 48), stopFrom: 6},
 		{name: "n_predict-0", prompt: "Sun", req: req(greedyParams(), 0)},
+		{name: "eos-forced", prompt: "Sun", req: req(greedyParams(), 16), eosBias: 100},
+		{name: "eos-biased", prompt: "Once upon a time", req: req(withParams(func(p *sample.Params) { p.Seed = 21 }), -1), eosBias: 20},
+		{name: "n_probs-3", prompt: "Tom had a red", req: req(withParams(func(p *sample.Params) { p.Seed, p.NProbs = 13, 3 }), 24)},
 	}
 }
 
@@ -197,6 +207,9 @@ func TestGenerateMatchesReference(t *testing.T) {
 				}
 				req := c.req
 				req.Prompt = Prompt{Text: c.prompt}
+				if c.eosBias != 0 {
+					req.Sampling.LogitBias = []sample.LogitBias{{Token: tm.tok.EOS(), Bias: c.eosBias}}
+				}
 				if c.stopFrom > 0 {
 					first := refGenerate(t, tm, s, prompt, 0, req)
 					if len(first.tokens) <= c.stopFrom {
@@ -222,6 +235,7 @@ func TestGenerateMatchesReference(t *testing.T) {
 				if len(req.Stop) > 0 && want.finish == "stop" && !slices.Contains(req.Stop, res.StoppingWord) {
 					t.Errorf("stopping word %q, not one of %q", res.StoppingWord, req.Stop)
 				}
+				checkProbs(t, res, req)
 				if want.finish == "stop" && res.Unsent != "" {
 					t.Errorf("unsent text %q after a stop", res.Unsent)
 				}
@@ -274,5 +288,103 @@ func check(t *testing.T, res Result, want refAnswer, prompt []int32, cached int)
 	}
 	if res.Timings.PredictedN != len(res.Tokens) {
 		t.Errorf("predicted_n %d for %d tokens", res.Timings.PredictedN, len(res.Tokens))
+	}
+}
+
+// checkProbs: with n_probs, one entry per token that was not Pending (none
+// of these are for the synthetic cases' tokens, whose pieces the test does
+// not know to be complete, so only the count bound and the ids are checked),
+// each for its token, with n_probs candidates at most.
+func checkProbs(t *testing.T, res Result, req Request) {
+	t.Helper()
+	if req.Sampling.NProbs == 0 {
+		if res.Probs != nil {
+			t.Errorf("probs without n_probs")
+		}
+		return
+	}
+	if len(res.Probs) == 0 || len(res.Probs) > len(res.Tokens) {
+		t.Fatalf("%d probs for %d tokens", len(res.Probs), len(res.Tokens))
+	}
+	j := 0
+	for _, p := range res.Probs {
+		for j < len(res.Tokens) && res.Tokens[j] != p.Token {
+			j++
+		}
+		if j == len(res.Tokens) {
+			t.Fatalf("probs %+v do not follow the tokens %v", res.Probs, res.Tokens)
+		}
+		if len(p.Top) == 0 || len(p.Top) > int(req.Sampling.NProbs) || p.P <= 0 || p.P > 1 {
+			t.Errorf("probs for token %d: P %v, %d top entries", p.Token, p.P, len(p.Top))
+		}
+		j++
+	}
+}
+
+// TestRepeatedRequest sends the same chat request twice to one slot, with
+// penalties on (the case serve reported). With llama-server's reuse
+// (ServerPrefixReuse) the second evaluation is the prompt's last token alone
+// after 84 cached ones, and the answer is the reference's for that same split
+// — which differs from the first answer from the fourth token on, in the
+// reference too: the logits depend on the micro-batch. By default the prompt
+// is evaluated afresh and the second answer equals the first.
+func TestRepeatedRequest(t *testing.T) {
+	tm := stories(t).withRef(t)
+	const nCtx = 256
+	f, err := gguf.Open(tm.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tmpl, err := chat.FromGGUF(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := chat.ParseRequest([]byte(`{"messages":[{"role":"system","content":"You tell stories."},{"role":"user","content":"Tell me about a cat."}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rendered, err := tmpl.Apply(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prompt, err := tm.ref.Tokenize(rendered.Prompt, true, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := Request{Prompt: Prompt{Segments: rendered.Segments}, NPredict: 24, CachePrompt: true, Slot: -1,
+		Sampling: withParams(func(p *sample.Params) {
+			p.Seed, p.PenaltyPresent, p.PenaltyFreq, p.PenaltyRepeat = 3, 0.6, 0.4, 1.2
+		})}
+	for _, server := range []bool{true, false} {
+		t.Run(fmt.Sprintf("ServerPrefixReuse=%v", server), func(t *testing.T) {
+			e := newEngine(t, tm, Options{NCtx: nCtx, ServerPrefixReuse: server})
+			s, err := tm.ref.NewSession(nCtx, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			var first []int32
+			for turn := range 2 {
+				kept := 0
+				if server {
+					kept = model.ReusablePrefix(s.Tokens(), prompt)
+				}
+				res, err := e.Generate(context.Background(), req, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				check(t, res, refGenerate(t, tm, s, prompt, kept, req), prompt, kept)
+				if turn == 0 {
+					first = res.Tokens
+					continue
+				}
+				same := slices.Equal(res.Tokens, first)
+				t.Logf("turn 2: %d prompt tokens, %d cached, same answer as turn 1: %v", len(prompt), kept, same)
+				if !server && !same {
+					t.Errorf("the repeated request gave %v, the first %v", res.Tokens, first)
+				}
+			}
+		})
 	}
 }
