@@ -57,7 +57,11 @@ func loadRequests(model string) []loadRequest {
 			loadRequest{"/v1/completions", fmt.Appendf(nil, `{"model":%q,"prompt":%q,"temperature":0.9,"seed":%d,"max_tokens":24}`, model, p, 10+i)},
 		)
 	}
+	// A prompt past repeat_last_n (64), with penalties: the penalty history
+	// must not depend on what the slot cached before.
+	long := strings.Repeat("Once upon a time there was a little girl named Lily. ", 8)
 	rs = append(rs,
+		loadRequest{"/api/generate", fmt.Appendf(nil, `{"model":%q,"prompt":%q,"stream":false,"options":{"seed":9,"repeat_penalty":1.2,"presence_penalty":0.6,"frequency_penalty":0.4,"num_predict":24}}`, model, long)},
 		loadRequest{"/api/chat", fmt.Appendf(nil, `{"model":%q,"messages":[{"role":"user","content":"Tell me a story."}],"stream":true,"options":{"temperature":0,"num_predict":16}}`, model)},
 		loadRequest{"/v1/chat/completions", fmt.Appendf(nil, `{"model":%q,"messages":[{"role":"user","content":"Tell me a story."}],"seed":3,"max_tokens":16}`, model)},
 	)
