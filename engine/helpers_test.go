@@ -5,6 +5,7 @@ import (
 
 	"github.com/bankml/bankml/gguf"
 	"github.com/bankml/bankml/internal/reference"
+	"github.com/bankml/bankml/internal/reftest"
 	"github.com/bankml/bankml/internal/synth"
 	"github.com/bankml/bankml/internal/synthcache"
 	"github.com/bankml/bankml/internal/testdata"
@@ -46,14 +47,7 @@ func loadBankml(t testing.TB, name, path string) *testModel {
 	return &testModel{name: name, path: path, m: m, tok: tok, suppress: sup}
 }
 
-func refLib(t testing.TB) *reference.Lib {
-	t.Helper()
-	lib, err := reference.Load()
-	if err != nil {
-		testdata.Absent(t, "reference not installed (run scripts/install-reference.sh): %v", err)
-	}
-	return lib
-}
+func refLib(t testing.TB) *reference.Lib { return reftest.Lib(t) }
 
 // withRef loads the reference's copy of tm.
 func (tm *testModel) withRef(t testing.TB) *testModel {

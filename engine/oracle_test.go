@@ -11,7 +11,6 @@ import (
 
 	"github.com/bankml/bankml/chat"
 	"github.com/bankml/bankml/gguf"
-
 	"github.com/bankml/bankml/internal/reference"
 	"github.com/bankml/bankml/model"
 	"github.com/bankml/bankml/sample"

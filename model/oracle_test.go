@@ -7,20 +7,14 @@ import (
 
 	"github.com/bankml/bankml/gguf"
 	"github.com/bankml/bankml/internal/reference"
+	"github.com/bankml/bankml/internal/reftest"
 	"github.com/bankml/bankml/internal/testdata"
 	"github.com/bankml/bankml/sample"
 )
 
 func modelsDir(t testing.TB) string { return testdata.ModelsDir(t) }
 
-func refLib(t testing.TB) *reference.Lib {
-	t.Helper()
-	lib, err := reference.Load()
-	if err != nil {
-		testdata.Absent(t, "reference not installed (run scripts/install-reference.sh): %v", err)
-	}
-	return lib
-}
+func refLib(t testing.TB) *reference.Lib { return reftest.Lib(t) }
 
 // The six prompts of the oracle tests: plain English, punctuation, digits,
 // leading spaces, a long-ish sentence and a single word.
