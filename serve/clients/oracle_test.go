@@ -6,12 +6,12 @@ import (
 	"encoding/json"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/bankml/bankml/gguf"
 	"github.com/bankml/bankml/internal/reference"
 	"github.com/bankml/bankml/internal/refgen"
+	"github.com/bankml/bankml/internal/reftest"
 	"github.com/bankml/bankml/internal/synth"
 	"github.com/bankml/bankml/internal/synthcache"
 	"github.com/bankml/bankml/internal/testdata"
@@ -22,21 +22,6 @@ import (
 // refThreads is the thread count of the reference sessions and of the
 // servers under test (-t 1), so that split-KV attention has the same shape.
 const refThreads = 1
-
-var (
-	libOnce sync.Once
-	lib     *reference.Lib
-	libErr  error
-)
-
-func refLib(t testing.TB) *reference.Lib {
-	t.Helper()
-	libOnce.Do(func() { lib, libErr = reference.Load() })
-	if libErr != nil {
-		testdata.Absent(t, "reference not installed (run scripts/install-reference.sh): %v", libErr)
-	}
-	return lib
-}
 
 // oracle is a model as the reference sees it, with what the server starts
 // every request from.
@@ -49,7 +34,7 @@ type oracle struct {
 
 func newOracle(t testing.TB, path string) *oracle {
 	t.Helper()
-	rm, err := refLib(t).LoadModel(path)
+	rm, err := reftest.Lib(t).LoadModel(path)
 	if err != nil {
 		t.Fatal(err)
 	}
