@@ -105,21 +105,22 @@ func (ts *testServer) post(t testing.TB, path string, body []byte, header ...str
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, b
+	return do(t, req)
 }
 
 func (ts *testServer) get(t testing.TB, path string) (int, []byte) {
 	t.Helper()
-	resp, err := http.Get(ts.url + path)
+	req, err := http.NewRequest(http.MethodGet, ts.url+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return do(t, req)
+}
+
+// do sends req and returns the status and the whole answer.
+func do(t testing.TB, req *http.Request) (int, []byte) {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
