@@ -104,7 +104,7 @@ func New(m *Model, o Options) (*Server, error) {
 	if o.Ledger != nil {
 		ledgerSize = func() float64 { return float64(o.Ledger.Head().Size) }
 	}
-	s.metrics = newMetrics(ledgerSize)
+	s.metrics = newMetrics(func() float64 { return float64(eng.QueueLen()) }, ledgerSize)
 	s.stop, s.cancelStop = context.WithCancel(context.Background())
 	s.router = s.routes()
 	return s, nil
