@@ -118,7 +118,7 @@ func (s *Server) finish(x *exchange, u usage, answer []byte) (Receipt, error) {
 	})
 	if err != nil {
 		rc.LedgerIndex = nil
-		return rc, &APIError{Type: ErrServer, Message: fmt.Sprintf("the history ledger could not record the answer: %v", err)}
+		return rc, &APIError{Type: TypeServer, Message: fmt.Sprintf("the history ledger could not record the answer: %v", err)}
 	}
 	return rc, nil
 }
