@@ -32,7 +32,7 @@ type Options struct {
 	NCtx      int // context per slot in tokens (--ctx); 0: the model's default as llama-server sizes a slot
 	Threads   int // matmul workers per slot (-t); 0: 1
 	Parallel  int // slots (--parallel); 0: 1
-	QueueSize int // requests allowed to wait for a slot; 0: DefaultQueueSize
+	QueueSize int // requests allowed to wait for a slot; 0: DefaultQueueSize; negative: none wait
 
 	APIKey       string         // when set, every route but /health and /v1/health needs it (401), as llama-server's --api-key
 	Ledger       *ledger.Ledger // the history (--history DIR); nil keeps none
@@ -68,8 +68,11 @@ func New(m *Model, o Options) (*Server, error) {
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
 	}
-	if o.QueueSize <= 0 {
+	switch {
+	case o.QueueSize == 0:
 		o.QueueSize = DefaultQueueSize
+	case o.QueueSize < 0:
+		o.QueueSize = 0
 	}
 	if o.Grace <= 0 {
 		o.Grace = DefaultGrace
