@@ -14,6 +14,7 @@ import (
 
 	"github.com/ollama/ollama/api"
 
+	"github.com/bankml/bankml/ledger"
 	"github.com/bankml/bankml/sample"
 	"github.com/bankml/bankml/serve"
 )
@@ -387,5 +388,57 @@ func TestOllamaStopAndNumCtxCutAsTheReference(t *testing.T) {
 	want := o.generate(t, prompt, greedy, 10)
 	if text != want.text || fin.DoneReason != "length" || fin.EvalCount != 10 {
 		t.Errorf("num_ctx %d: %q %q eval_count %d; reference %q length 10", numCtx, text, fin.DoneReason, fin.EvalCount, want.text)
+	}
+}
+
+// TestOllamaBodyLimitAndDisconnect: a body over the server's limit is a 413
+// in Ollama's error shape; a client that goes away after the first streamed
+// line cancels its generation (num_predict unlimited, so only a
+// cancellation ends it before the context is full), nothing is recorded,
+// and the slot answers the next request.
+func TestOllamaBodyLimitAndDisconnect(t *testing.T) {
+	path := stories(t)
+	l, _, err := ledger.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	ts := startTestServer(t, path, serve.Options{MaxBodyBytes: 4096, Ledger: l, Parallel: 1})
+	resp, err := http.Post(ts.URL+"/api/generate", "application/json", strings.NewReader(`{"model":"`+ts.m.Name+`","prompt":"`+strings.Repeat("a", 5000)+`"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var e struct{ Error string }
+	json.NewDecoder(resp.Body).Decode(&e)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || e.Error == "" {
+		t.Errorf("body over the limit: %d %q", resp.StatusCode, e.Error)
+	}
+
+	u, _ := url.Parse(ts.URL)
+	client := api.NewClient(u, http.DefaultClient)
+	ctx, cancel := context.WithCancel(context.Background())
+	lines := 0
+	err = client.Generate(ctx, &api.GenerateRequest{Model: ts.m.Name, Prompt: "Once upon a time", Options: map[string]any{"num_predict": -1}},
+		func(api.GenerateResponse) error {
+			lines++
+			cancel()
+			return nil
+		})
+	// (Ollama's client ends its read loop without reporting the cancelled
+	// read: err is nil or context.Canceled.)
+	if err != nil && !errors.Is(err, context.Canceled) || lines != 1 {
+		t.Fatalf("cancelled stream: %v after %d lines", err, lines)
+	}
+	// The next request waits for the one slot: it is answered once the
+	// cancelled generation has let go of it.
+	stream := false
+	var next api.GenerateResponse
+	if err := client.Generate(context.Background(), &api.GenerateRequest{Model: ts.m.Name, Prompt: "Lily", Stream: &stream,
+		Options: map[string]any{"num_predict": 4}}, func(r api.GenerateResponse) error { next = r; return nil }); err != nil || !next.Done {
+		t.Fatalf("next request: %+v, %v", next, err)
+	}
+	if h := l.Head(); h.Size != 1 {
+		t.Errorf("ledger has %d entries; want 1 (the cancelled answer is not recorded)", h.Size)
 	}
 }
