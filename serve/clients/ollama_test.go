@@ -442,3 +442,42 @@ func TestOllamaBodyLimitAndDisconnect(t *testing.T) {
 		t.Errorf("ledger has %d entries; want 1 (the cancelled answer is not recorded)", h.Size)
 	}
 }
+
+// TestOllamaThinkIsEnableThinking: Ollama's think true/false renders the
+// prompt as llama-server's chat_template_kwargs enable_thinking does (the
+// server's /apply-template with the same messages); a string level is
+// refused.
+func TestOllamaThinkIsEnableThinking(t *testing.T) {
+	path := qwen3Model(t)
+	ts := startTestServer(t, path, serve.Options{})
+	u, _ := url.Parse(ts.URL)
+	client := api.NewClient(u, http.DefaultClient)
+	ctx := context.Background()
+	msgs := []api.Message{{Role: "user", Content: "Hi"}}
+	prompts := map[bool]string{}
+	for _, think := range []bool{true, false} {
+		var rendered string
+		err := client.Chat(ctx, &api.ChatRequest{Model: ts.m.Name, Messages: msgs, Think: &api.ThinkValue{Value: think}, DebugRenderOnly: true},
+			func(r api.ChatResponse) error { rendered = r.DebugInfo.RenderedTemplate; return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		var tmpl struct {
+			Prompt string `json:"prompt"`
+		}
+		postJSON(t, ts.URL+"/apply-template", map[string]any{"messages": []map[string]string{{"role": "user", "content": "Hi"}},
+			"chat_template_kwargs": map[string]bool{"enable_thinking": think}}, &tmpl)
+		if rendered != tmpl.Prompt {
+			t.Errorf("think %v: %q; /apply-template %q", think, rendered, tmpl.Prompt)
+		}
+		prompts[think] = rendered
+	}
+	if prompts[true] == prompts[false] {
+		t.Errorf("think true and false render the same prompt %q", prompts[true])
+	}
+	err := client.Chat(ctx, &api.ChatRequest{Model: ts.m.Name, Messages: msgs, Think: &api.ThinkValue{Value: "high"}},
+		func(api.ChatResponse) error { return nil })
+	if se := (api.StatusError{}); !errors.As(err, &se) || se.StatusCode != 400 || !strings.Contains(se.ErrorMessage, "think") {
+		t.Errorf("think \"high\": %v", err)
+	}
+}
