@@ -281,6 +281,14 @@ func TestOllamaListingsAndRefusals(t *testing.T) {
 			t.Errorf("GET /: %q", b)
 		}
 	}
+	for _, p := range []string{"/", "/api/version", "/api/tags"} {
+		resp, err := http.Head(ts.URL + p)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Errorf("HEAD %s: %v %v", p, resp, err)
+		} else {
+			resp.Body.Close()
+		}
+	}
 	list, err := client.List(ctx)
 	if err != nil || len(list.Models) != 1 {
 		t.Fatalf("tags: %+v, %v", list, err)
