@@ -8,6 +8,8 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -488,5 +490,30 @@ func TestOllamaThinkIsEnableThinking(t *testing.T) {
 		func(api.ChatResponse) error { return nil })
 	if se := (api.StatusError{}); !errors.As(err, &se) || se.StatusCode != 400 || !strings.Contains(se.ErrorMessage, "think") {
 		t.Errorf("think \"high\": %v", err)
+	}
+}
+
+// TestOllamaRefusesAnswersFromAChangedModelFile: after the model file is
+// touched, /api/generate answers 503 in Ollama's shape and generates nothing.
+func TestOllamaRefusesAnswersFromAChangedModelFile(t *testing.T) {
+	src, err := os.ReadFile(stories(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "stories260K.gguf")
+	if err := os.WriteFile(path, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ts, client := ollamaClient(t, path, serve.Options{})
+	later := time.Now().Add(time.Hour)
+	if err := os.Chtimes(path, later, later); err != nil {
+		t.Fatal(err)
+	}
+	err = client.Generate(context.Background(), &api.GenerateRequest{Model: ts.m.Name, Prompt: "Once"}, func(api.GenerateResponse) error {
+		t.Error("an answer from a changed model file")
+		return nil
+	})
+	if se := (api.StatusError{}); !errors.As(err, &se) || se.StatusCode != http.StatusServiceUnavailable || !strings.Contains(se.ErrorMessage, "modified") {
+		t.Errorf("changed model file: %v; want 503 naming the change", err)
 	}
 }
