@@ -9,8 +9,10 @@
 //
 // What. An Engine owns Parallel slots (llama-server's --parallel), each a
 // [model.Context] with its own KV cache, created on first use. Generate waits
-// for a slot in a bounded FIFO queue ([ErrQueueFull] beyond QueueSize),
-// picks the slot as get_available_slot does (the free slot whose cached
+// for a slot in a bounded queue ([ErrQueueFull] beyond QueueSize; llama-server's
+// is unbounded), served in arrival order whenever a slot frees, as
+// llama-server retries its deferred tasks (a request for a busy id_slot does
+// not hold back one that a free slot can take); it picks the slot as get_available_slot does (the free slot whose cached
 // tokens share the longest common prefix with the prompt, as a fraction of
 // the prompt above slot_prompt_similarity 0.1; else the least recently used
 // free slot, ties to the highest id), keeps the cached prefix that the

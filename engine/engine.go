@@ -268,19 +268,14 @@ func (e *Engine) acquire(ctx context.Context, prompt []int32, want int) (*slot, 
 		e.mu.Unlock()
 		return nil, ErrClosed
 	}
-	if len(e.waiters) == 0 {
-		if s := e.pick(prompt, want); s != nil {
-			s.busy = true
-			e.mu.Unlock()
-			return s, nil
-		}
-	}
-	if len(e.waiters) >= e.o.QueueSize {
+	w := &waiter{prompt: prompt, want: want, ch: make(chan *slot, 1)}
+	e.waiters = append(e.waiters, w)
+	e.dispatch()
+	if len(e.waiters) > e.o.QueueSize && e.waiters[len(e.waiters)-1] == w {
+		e.waiters = e.waiters[:len(e.waiters)-1]
 		e.mu.Unlock()
 		return nil, ErrQueueFull
 	}
-	w := &waiter{prompt: prompt, want: want, ch: make(chan *slot, 1)}
-	e.waiters = append(e.waiters, w)
 	e.mu.Unlock()
 	select {
 	case s, ok := <-w.ch:
@@ -328,6 +323,13 @@ func (e *Engine) release(s *slot) {
 		}
 		return
 	}
+	e.dispatch()
+}
+
+// dispatch hands free slots to the waiters in arrival order, each taking
+// the slot pick chooses for it (llama-server retries its deferred tasks in
+// order). The caller holds e.mu.
+func (e *Engine) dispatch() {
 	for i := 0; i < len(e.waiters); {
 		w := e.waiters[i]
 		if t := e.pick(w.prompt, w.want); t != nil {

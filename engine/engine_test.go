@@ -209,6 +209,35 @@ func TestQueueBoundAndCancel(t *testing.T) {
 			}
 		})
 	}
+	t.Run("free-slot-past-a-waiter", func(t *testing.T) {
+		// A waiter for a busy id_slot does not hold back a request that a
+		// free slot can take.
+		e := newEngine(t, tm, Options{NCtx: 256, Parallel: 2, QueueSize: 2})
+		b := newBlocker()
+		done := make(chan error, 2)
+		pinned := func(text string, slot int, on func(Token) error) {
+			r := shortRequest(text)
+			r.Slot = slot
+			_, err := e.Generate(context.Background(), r, on)
+			done <- err
+		}
+		go pinned("Once", 1, b.onToken)
+		<-b.started
+		go pinned("Lily", 1, nil)
+		waitFor(t, "the request for slot 1 to queue", func() bool { return e.QueueLen() == 1 })
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		res, err := e.Generate(ctx, shortRequest("Tom"), nil)
+		if err != nil || res.Slot != 0 {
+			t.Fatalf("slot %d, error %v; want slot 0 at once", res.Slot, err)
+		}
+		close(b.release)
+		for range 2 {
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
 	t.Run("cancel-while-waiting", func(t *testing.T) {
 		e := newEngine(t, tm, Options{NCtx: 256, Parallel: 1, QueueSize: 2})
 		b := newBlocker()

@@ -110,7 +110,8 @@ type Request struct {
 	// tokens with "length" (0 samples one token: see the package doc).
 	NPredict int
 	// Stop are the stop strings (antiprompt): the text is cut before the
-	// first one found, and text that may begin one is held back.
+	// first one found, and text that may begin one is held back. An empty
+	// stop string is an error.
 	Stop []string
 	// IgnoreEOS bans every end-of-generation token (a -Inf logit bias after
 	// Sampling.LogitBias, as llama-server's ignore_eos appends its

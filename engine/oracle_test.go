@@ -2,9 +2,7 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +10,7 @@ import (
 	"github.com/bankml/bankml/chat"
 	"github.com/bankml/bankml/gguf"
 	"github.com/bankml/bankml/internal/reference"
+	"github.com/bankml/bankml/internal/reftest"
 	"github.com/bankml/bankml/model"
 	"github.com/bankml/bankml/sample"
 )
@@ -25,112 +24,16 @@ import (
 // process_token's stop rules. The text is checked against the specification:
 // the reference's pieces concatenated, cut before the first stop string.
 
-// refAnswer is what the reference generates for a request.
-type refAnswer struct {
-	tokens []int32
-	text   string
-	finish string
-}
-
-// refParams converts sampling parameters to the reference's description of
-// a chain (the JSON names are shared).
-func refParams(t testing.TB, p sample.Params) reference.CommonSamplerParams {
+// refGenerate runs req on the reference session s as a llama-server slot
+// runs it (reftest.Generate), keeping kept cached tokens.
+func refGenerate(t testing.TB, tm *testModel, s *reference.Session, prompt []int32, kept int, req Request) reftest.Answer {
 	t.Helper()
-	var rp reference.CommonSamplerParams
-	b, err := json.Marshal(p)
-	if err == nil {
-		err = json.Unmarshal(b, &rp)
-	}
+	a, err := reftest.Generate(tm.ref, s, reftest.Turn{Prompt: prompt, Kept: kept, Sampling: req.Sampling,
+		NPredict: req.NPredict, Stop: req.Stop, IgnoreEOS: req.IgnoreEOS})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, st := range p.Samplers {
-		rp.Samplers = append(rp.Samplers, st.String())
-	}
-	for _, lb := range p.LogitBias {
-		rp.LogitBias = append(rp.LogitBias, reference.LogitBias{Token: lb.Token, Bias: lb.Bias})
-	}
-	return rp
-}
-
-// refGenerate runs req's prompt on the reference session s, keeping kept
-// cached tokens (llama_memory_seq_rm) and decoding the rest in micro-batches
-// of model.NUbatch, then samples as llama-server does: stop on an
-// end-of-generation token, on n_predict, or when the next token would find
-// the context full (no context shift), and on the first token whose text
-// completes a stop string.
-func refGenerate(t testing.TB, tm *testModel, s *reference.Session, prompt []int32, kept int, req Request) refAnswer {
-	t.Helper()
-	if err := s.Truncate(kept); err != nil {
-		t.Fatal(err)
-	}
-	var logits []float32
-	for pos := kept; pos < len(prompt); pos += model.NUbatch {
-		var err error
-		if logits, err = s.Decode(prompt[pos:min(len(prompt), pos+model.NUbatch)]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	rp := refParams(t, req.Sampling)
-	if req.IgnoreEOS {
-		for _, id := range tm.tok.EOGs() {
-			rp.LogitBias = append(rp.LogitBias, reference.LogitBias{Token: id, Bias: float32(math.Inf(-1))})
-		}
-	}
-	chain, err := tm.ref.NewCommonSampler(rp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer chain.Free()
-	for _, tok := range prompt {
-		chain.Accept(tok)
-	}
-	var a refAnswer
-	var text []byte
-	for {
-		ap, err := chain.Apply(logits)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tok := ap.Cands[ap.Selected].ID
-		chain.Accept(tok)
-		a.tokens = append(a.tokens, tok)
-		piece, err := tm.ref.TokenToPiece(tok, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		text = append(text, piece...)
-		eog, err := tm.ref.IsEOG(tok)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cut := -1
-		for _, w := range req.Stop {
-			if i := strings.Index(string(text), w); i >= 0 && (cut < 0 || i < cut) {
-				cut = i
-			}
-		}
-		switch {
-		case eog:
-			a.finish = "stop"
-		case len(s.Tokens())+1 >= s.NCtx():
-			a.finish = "length"
-		case cut >= 0:
-			a.finish = "stop"
-		case req.NPredict >= 0 && len(a.tokens) >= req.NPredict:
-			a.finish = "length"
-		}
-		if cut >= 0 {
-			text = text[:cut]
-		}
-		if a.finish != "" {
-			a.text = string(text)
-			return a
-		}
-		if logits, err = s.Decode([]int32{tok}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	return a
 }
 
 // oracleCase is one request of the oracle.
@@ -211,10 +114,10 @@ func TestGenerateMatchesReference(t *testing.T) {
 				}
 				if c.stopFrom > 0 {
 					first := refGenerate(t, tm, s, prompt, 0, req)
-					if len(first.tokens) <= c.stopFrom {
-						t.Skipf("the reference generated %d tokens, fewer than the stop case needs", len(first.tokens))
+					if len(first.Tokens) <= c.stopFrom {
+						t.Skipf("the reference generated %d tokens, fewer than the stop case needs", len(first.Tokens))
 					}
-					w, err := tm.ref.Detokenize(first.tokens[c.stopFrom-1:c.stopFrom+1], false, false)
+					w, err := tm.ref.Detokenize(first.Tokens[c.stopFrom-1:c.stopFrom+1], false, false)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -231,11 +134,11 @@ func TestGenerateMatchesReference(t *testing.T) {
 				}
 				check(t, res, want, prompt, 0)
 				t.Logf("%d prompt tokens, %d generated, finish %q, stopping word %q", len(prompt), len(res.Tokens), res.FinishReason, res.StoppingWord)
-				if len(req.Stop) > 0 && want.finish == "stop" && !slices.Contains(req.Stop, res.StoppingWord) {
+				if len(req.Stop) > 0 && want.Finish == "stop" && !slices.Contains(req.Stop, res.StoppingWord) {
 					t.Errorf("stopping word %q, not one of %q", res.StoppingWord, req.Stop)
 				}
 				checkProbs(t, res, req)
-				if want.finish == "stop" && res.Unsent != "" {
+				if want.Finish == "stop" && res.Unsent != "" {
 					t.Errorf("unsent text %q after a stop", res.Unsent)
 				}
 				if got := streamed.String() + res.Unsent; got != res.Text {
@@ -271,16 +174,16 @@ func TestGenerateMatchesReference(t *testing.T) {
 	t.Logf("engine oracle: %d of %d cases (two turns each) equal to the reference", pass, total)
 }
 
-func check(t *testing.T, res Result, want refAnswer, prompt []int32, cached int) {
+func check(t *testing.T, res Result, want reftest.Answer, prompt []int32, cached int) {
 	t.Helper()
-	if !slices.Equal(res.Tokens, want.tokens) {
-		t.Errorf("tokens %v\nreference %v", res.Tokens, want.tokens)
+	if !slices.Equal(res.Tokens, want.Tokens) {
+		t.Errorf("tokens %v\nreference %v", res.Tokens, want.Tokens)
 	}
-	if res.Text != want.text {
-		t.Errorf("text %q, want %q", res.Text, want.text)
+	if res.Text != want.Text {
+		t.Errorf("text %q, want %q", res.Text, want.Text)
 	}
-	if res.FinishReason != want.finish {
-		t.Errorf("finish %q, want %q", res.FinishReason, want.finish)
+	if res.FinishReason != want.Finish {
+		t.Errorf("finish %q, want %q", res.FinishReason, want.Finish)
 	}
 	if res.PromptTokens != len(prompt) || res.Timings.PromptN != len(prompt)-cached || res.Timings.CacheN != cached {
 		t.Errorf("prompt %d (want %d), prompt_n %d cache_n %d (cached %d)", res.PromptTokens, len(prompt), res.Timings.PromptN, res.Timings.CacheN, cached)
