@@ -39,15 +39,20 @@
 //     (503); nil means it has answered with writeErr (nil: writeError) and the route returns. It stamps the
 //     arrival time the receipt measures from.
 //   - x.tokenSeen(time.Now()): call for every token released to the client (sets ttft_ms).
-//   - s.finish(x, usage, answer) (Receipt, error): builds the receipt for the answer text exactly as the
-//     client receives it, counts the answer in the metrics, and appends the exchange to the ledger (the
-//     receipt then carries ledger_index); on an error no receipt may be sent (answer the error instead).
-//   - s.recheck() error: the model re-check alone (begin calls it).
-//   - generationError(err) *APIError: maps package engine's errors: ErrQueueFull → 429, a context error
-//     → 400 exceed_context_size_error, a sampler refusal → 400 naming the parameter (see openai.go).
-//   - writeError(w, err), writeJSON(w, status, v), *APIError (Status, Type, Message), badRequest,
-//     notSupportedYet, decodeJSON(body, v): the error bodies and request decoding.
-//   - s.metrics.refusedFor(reason): counts a refusal (queue_full, model_changed, context, invalid).
-//   - s.m (*Model: Name, Path, SHA256, Pin, Guard, File, Tokenizer, Template, Model), s.opt (Options),
-//     s.nCtx(), s.started.
+//   - s.finish(x, usageOf(res), answer) (Receipt, error): re-checks the model file (503), builds the
+//     receipt for the answer text exactly as the client receives it (clientText: invalid UTF-8 bytes as
+//     U+FFFD), counts the answer in the metrics, and appends the exchange to the ledger (the receipt then
+//     carries ledger_index); on an error no receipt may be sent (answer the error instead).
+//   - s.recheck() error: the model re-check alone (begin and finish call it).
+//   - s.generationError(err) *APIError: maps package engine's errors: ErrQueueFull → 429, a
+//     *engine.ContextError → 400 exceed_context_size_error, a *sample.ParamError → 400 naming the
+//     parameter, cancellation → 503, anything else → 500 (params.go).
+//   - s.eng (*engine.Engine), s.base (the sampling defaults: sample.DefaultParams with the model's
+//     general.sampling.* applied), s.decodeSampling(body, nProbs) (llama-server's sampling fields),
+//     paramError(err), s.render(body) (chat.ParseRequest + Template.Apply, 400 on the request's faults).
+//   - writeError(w, err), writeJSON(w, status, v), *APIError (Status, Type, Message; HTTPStatus()),
+//     badRequest, notSupportedYet, decodeJSON(body, v): the error bodies and request decoding.
+//   - s.metrics.refusedFor(reason), s.metrics.processing (a gauge to Inc/Dec around a generation).
+//   - s.m (*Model: Name, Path, SHA256, Identity, Pin, Guard, File, Tokenizer, Template, Model), s.opt
+//     (Options), s.nCtx(), s.started, s.fingerprint().
 package serve

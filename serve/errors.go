@@ -7,29 +7,29 @@ import (
 	"net/http"
 )
 
-// Error types of llama-server's format_error_response (tools/server/server-common.cpp), each with its
-// HTTP status.
+// Error types of llama-server's format_error_response (tools/server/server-common.cpp): the "type" of an
+// error body, each with its HTTP status.
 const (
-	ErrInvalidRequest = "invalid_request_error"     // 400
-	ErrAuthentication = "authentication_error"      // 401
-	ErrNotFound       = "not_found_error"           // 404
-	ErrServer         = "server_error"              // 500
-	ErrPermission     = "permission_error"          // 403
-	ErrNotSupported   = "not_supported_error"       // 501
-	ErrUnavailable    = "unavailable_error"         // 503
-	ErrExceedContext  = "exceed_context_size_error" // 400
+	TypeInvalidRequest = "invalid_request_error"     // 400
+	TypeAuthentication = "authentication_error"      // 401
+	TypeNotFound       = "not_found_error"           // 404
+	TypeServer         = "server_error"              // 500
+	TypePermission     = "permission_error"          // 403
+	TypeNotSupported   = "not_supported_error"       // 501
+	TypeUnavailable    = "unavailable_error"         // 503
+	TypeExceedContext  = "exceed_context_size_error" // 400
 )
 
 // errorStatus maps an error type to its status as format_error_response does.
 var errorStatus = map[string]int{
-	ErrInvalidRequest: http.StatusBadRequest,
-	ErrAuthentication: http.StatusUnauthorized,
-	ErrNotFound:       http.StatusNotFound,
-	ErrServer:         http.StatusInternalServerError,
-	ErrPermission:     http.StatusForbidden,
-	ErrNotSupported:   http.StatusNotImplemented,
-	ErrUnavailable:    http.StatusServiceUnavailable,
-	ErrExceedContext:  http.StatusBadRequest,
+	TypeInvalidRequest: http.StatusBadRequest,
+	TypeAuthentication: http.StatusUnauthorized,
+	TypeNotFound:       http.StatusNotFound,
+	TypeServer:         http.StatusInternalServerError,
+	TypePermission:     http.StatusForbidden,
+	TypeNotSupported:   http.StatusNotImplemented,
+	TypeUnavailable:    http.StatusServiceUnavailable,
+	TypeExceedContext:  http.StatusBadRequest,
 }
 
 // APIError is an error answered with llama-server's error body: {"error": {"code", "message", "type"}} (plus
@@ -43,6 +43,7 @@ type APIError struct {
 	NCtx          int // exceed_context_size_error only
 }
 
+// Error is the message.
 func (e *APIError) Error() string { return e.Message }
 
 // HTTPStatus is the status the error is answered with.
@@ -58,7 +59,7 @@ func (e *APIError) HTTPStatus() int {
 
 // badRequest returns a 400 invalid_request_error with a formatted message.
 func badRequest(format string, args ...any) *APIError {
-	return &APIError{Type: ErrInvalidRequest, Message: fmt.Sprintf(format, args...)}
+	return &APIError{Type: TypeInvalidRequest, Message: fmt.Sprintf(format, args...)}
 }
 
 // notSupportedYet is bankml's 400 for request fields whose issue is still open (response_format, tools).
@@ -69,7 +70,7 @@ func notSupportedYet(field string) *APIError {
 // errorBody is the JSON of an APIError.
 func (e *APIError) body() map[string]any {
 	inner := map[string]any{"code": e.HTTPStatus(), "message": e.Message, "type": e.Type}
-	if e.Type == ErrExceedContext {
+	if e.Type == TypeExceedContext {
 		inner["n_prompt_tokens"] = e.NPromptTokens
 		inner["n_ctx"] = e.NCtx
 	}
@@ -82,7 +83,7 @@ func asAPIError(err error) *APIError {
 	if errors.As(err, &ae) {
 		return ae
 	}
-	return &APIError{Type: ErrServer, Message: err.Error()}
+	return &APIError{Type: TypeServer, Message: err.Error()}
 }
 
 // writeError answers err with llama-server's error body (application/json; charset=utf-8) and its status.

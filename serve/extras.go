@@ -284,7 +284,7 @@ func (s *Server) handleLedgerProof(w http.ResponseWriter, r *http.Request) {
 	p, err := s.opt.Ledger.Prove(i)
 	if err != nil {
 		if errors.Is(err, ledger.ErrNoEntry) {
-			writeError(w, &APIError{Type: ErrNotFound, Message: err.Error()})
+			writeError(w, &APIError{Type: TypeNotFound, Message: err.Error()})
 			return
 		}
 		writeError(w, err)
@@ -294,7 +294,7 @@ func (s *Server) handleLedgerProof(w http.ResponseWriter, r *http.Request) {
 }
 
 func noHistory() *APIError {
-	return &APIError{Type: ErrNotFound, Message: "this server keeps no history: start bankml serve with --history DIR"}
+	return &APIError{Type: TypeNotFound, Message: "this server keeps no history: start bankml serve with --history DIR"}
 }
 
 // deref returns *p, or def when p is nil.

@@ -29,7 +29,7 @@ type metrics struct {
 	maxSeenTokens float64
 }
 
-func newMetrics(ledgerSize func() float64) *metrics {
+func newMetrics(queueLen, ledgerSize func() float64) *metrics {
 	m := &metrics{reg: prometheus.NewRegistry()}
 	c := func(name, help string) prometheus.Counter {
 		x := prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
@@ -48,7 +48,9 @@ func newMetrics(ledgerSize func() float64) *metrics {
 	m.predictedSecs = c("llamacpp:tokens_predicted_seconds_total", "Total time spent generating tokens")
 	m.nTokensMax = g("llamacpp:n_tokens_max", "Largest observed sequence length (prompt + generation)")
 	m.processing = g("llamacpp:requests_processing", "Number of requests processing")
-	m.deferred = g("llamacpp:requests_deferred", "Number of requests deferred")
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "llamacpp:requests_deferred", Help: "Number of requests deferred",
+	}, queueLen))
 	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "bankml:http_requests_total", Help: "HTTP requests answered, by route pattern and status code",
 	}, []string{"route", "code"})

@@ -29,16 +29,16 @@ type AdmitOptions struct {
 // Model is an admitted model: the three gates passed (guard, architecture, pin), the file loaded, and its
 // identity recorded for the per-answer re-check.
 type Model struct {
-	Path      string
-	Name      string // the file's base name: the id of /v1/models
-	File      *gguf.File
-	Model     *model.Model
-	Tokenizer tokenizer.Tokenizer
-	Template  *chat.Template // the chat template (ChatML when the file has none, as llama-server)
-	Guard     *guard.Report
-	Pin       provenance.Result
-	SHA256    string // the file's sha256 (lower-case hex)
-	Identity  FileIdentity
+	Path      string              // the file as given
+	Name      string              // the file's base name: the id of /v1/models
+	File      *gguf.File          // the memory-mapped GGUF file (metadata, tensors)
+	Model     *model.Model        // the loaded weights (views into File)
+	Tokenizer tokenizer.Tokenizer // the model's tokenizer
+	Template  *chat.Template      // the chat template (ChatML when the file has none, as llama-server)
+	Guard     *guard.Report       // the guard's report at admission (Verdict play)
+	Pin       provenance.Result   // the pin (Pinned false when admitted with Unpinned)
+	SHA256    string              // the file's sha256 (lower-case hex)
+	Identity  FileIdentity        // the file's identity after it was hashed, re-checked before every answer
 }
 
 // Admit guards, pins and loads the model at path, in the order of bankml run: the header guard
@@ -122,10 +122,10 @@ func (m *Model) Close() error { return m.File.Close() }
 func (m *Model) Recheck() error {
 	got, err := StatIdentity(m.Path)
 	if err != nil {
-		return &APIError{Type: ErrUnavailable, Message: fmt.Sprintf("model file re-check failed: %v: no answer", err)}
+		return &APIError{Type: TypeUnavailable, Message: fmt.Sprintf("model file re-check failed: %v: no answer", err)}
 	}
 	if d := m.Identity.Diff(got); d != "" {
-		return &APIError{Type: ErrUnavailable, Message: "model file re-check failed: " + d + ": no answer"}
+		return &APIError{Type: TypeUnavailable, Message: "model file re-check failed: " + d + ": no answer"}
 	}
 	return nil
 }

@@ -28,6 +28,13 @@ type answer struct {
 	chunks       int
 }
 
+// logprobsIDs is the part of a logprobs object the oracle reads: the entries' token ids.
+type logprobsIDs struct {
+	Content []struct {
+		ID int32 `json:"id"`
+	} `json:"content"`
+}
+
 // parseAnswer reads a non-streamed chat.completion / text_completion object.
 func parseAnswer(t testing.TB, b []byte) answer {
 	t.Helper()
@@ -37,12 +44,8 @@ func parseAnswer(t testing.TB, b []byte) answer {
 			Message *struct {
 				Content string `json:"content"`
 			} `json:"message"`
-			FinishReason string `json:"finish_reason"`
-			Logprobs     *struct {
-				Content []struct {
-					ID int32 `json:"id"`
-				} `json:"content"`
-			} `json:"logprobs"`
+			FinishReason string       `json:"finish_reason"`
+			Logprobs     *logprobsIDs `json:"logprobs"`
 		} `json:"choices"`
 		Usage   map[string]any  `json:"usage"`
 		Receipt json.RawMessage `json:"bankml_receipt"`
@@ -110,12 +113,8 @@ func parseStream(t testing.TB, b []byte) answer {
 				Delta *struct {
 					Content *string `json:"content"`
 				} `json:"delta"`
-				FinishReason *string `json:"finish_reason"`
-				Logprobs     *struct {
-					Content []struct {
-						ID int32 `json:"id"`
-					} `json:"content"`
-				} `json:"logprobs"`
+				FinishReason *string      `json:"finish_reason"`
+				Logprobs     *logprobsIDs `json:"logprobs"`
 			} `json:"choices"`
 			Usage map[string]any `json:"usage"`
 		}

@@ -289,16 +289,16 @@ func (s *Server) generationError(err error) *APIError {
 	switch {
 	case errors.As(err, &ce):
 		s.metrics.refusedFor("context")
-		return &APIError{Type: ErrExceedContext, Message: ce.Error(), NPromptTokens: ce.NPromptTokens, NCtx: ce.NCtx}
+		return &APIError{Type: TypeExceedContext, Message: ce.Error(), NPromptTokens: ce.NPromptTokens, NCtx: ce.NCtx}
 	case errors.Is(err, engine.ErrQueueFull):
 		s.metrics.refusedFor("queue_full")
-		return &APIError{Status: 429, Type: ErrUnavailable,
+		return &APIError{Status: 429, Type: TypeUnavailable,
 			Message: fmt.Sprintf("the server is busy: %d requests already wait for a slot; retry later", s.opt.QueueSize)}
 	case errors.As(err, &pe):
 		s.metrics.refusedFor("invalid")
 		return paramError(err)
 	case errors.Is(err, engine.ErrClosed), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return &APIError{Type: ErrUnavailable, Message: "the answer was cancelled: " + err.Error()}
+		return &APIError{Type: TypeUnavailable, Message: "the answer was cancelled: " + err.Error()}
 	}
 	return asAPIError(err)
 }

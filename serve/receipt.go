@@ -95,8 +95,13 @@ func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
 // server keeps one (the receipt then names its ledger_index, and the line is on disk before finish returns),
 // and counts the answer in the metrics. An error means the ledger could not record the exchange: the route
 // must answer an error instead of the receipt (a 500 before a non-streamed answer, an error event in a
-// stream) so that no answer is sent that the history lacks.
+// stream) so that no answer is sent that the history lacks; the model file is re-checked first (503).
 func (s *Server) finish(x *exchange, u usage, answer []byte) (Receipt, error) {
+	// The model file is checked again before the answer is completed: a file changed while the answer was
+	// generated gets a 503 (or an error event in a stream), no receipt and no history entry.
+	if err := s.recheck(); err != nil {
+		return Receipt{}, err
+	}
 	now := time.Now()
 	rc := s.newReceipt(x, u, answer, now)
 	s.metrics.answered(u)
@@ -113,7 +118,7 @@ func (s *Server) finish(x *exchange, u usage, answer []byte) (Receipt, error) {
 	})
 	if err != nil {
 		rc.LedgerIndex = nil
-		return rc, &APIError{Type: ErrServer, Message: fmt.Sprintf("the history ledger could not record the answer: %v", err)}
+		return rc, &APIError{Type: TypeServer, Message: fmt.Sprintf("the history ledger could not record the answer: %v", err)}
 	}
 	return rc, nil
 }

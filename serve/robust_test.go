@@ -55,27 +55,27 @@ func TestRefusals(t *testing.T) {
 		status           int
 		typ, msg         string
 	}{
-		{"malformed JSON", "/v1/chat/completions", `{"messages": [}`, 400, ErrInvalidRequest, "invalid JSON at byte 15"},
-		{"truncated JSON", "/v1/completions", `{"prompt": "x"`, 400, ErrInvalidRequest, "ends before the value is complete"},
-		{"trailing data", "/v1/completions", `{"prompt": "x"} {}`, 400, ErrInvalidRequest, "data after the top-level value"},
-		{"empty body", "/v1/completions", ``, 400, ErrInvalidRequest, "empty"},
-		{"wrong type", "/v1/completions", `{"prompt": "x", "max_tokens": "ten"}`, 400, ErrInvalidRequest, `field "max_tokens"`},
-		{"n 2", "/v1/chat/completions", `{` + msgs + `, "n": 2}`, 400, ErrInvalidRequest, "n = 1 only"},
-		{"response_format", "/v1/chat/completions", `{` + msgs + `, "response_format": {"type": "json_object"}}`, 400, ErrInvalidRequest, "response_format: not supported yet"},
-		{"tools", "/v1/chat/completions", `{` + msgs + `, "tools": [{"type": "function", "function": {"name": "f"}}]}`, 400, ErrInvalidRequest, "tools: not supported yet"},
-		{"mirostat", "/v1/chat/completions", `{` + msgs + `, "mirostat": 2}`, 400, ErrInvalidRequest, "Field 'mirostat'"},
-		{"grammar", "/v1/completions", `{"prompt": "x", "grammar": "root ::= \"a\""}`, 400, ErrInvalidRequest, "Field 'grammar'"},
-		{"repeat_last_n", "/v1/completions", `{"prompt": "x", "repeat_last_n": -2}`, 400, ErrInvalidRequest, "Field 'repeat_last_n'"},
-		{"top_logprobs alone", "/v1/chat/completions", `{` + msgs + `, "top_logprobs": 3}`, 400, ErrInvalidRequest, "top_logprobs requires logprobs"},
-		{"no messages", "/v1/chat/completions", `{}`, 400, ErrInvalidRequest, "'messages' is required"},
-		{"no prompt", "/v1/completions", `{}`, 400, ErrInvalidRequest, `"prompt" is required`},
-		{"echo", "/v1/completions", `{"prompt": "x", "echo": true}`, 400, ErrInvalidRequest, "Only no echo"},
-		{"several prompts", "/v1/completions", `{"prompt": ["a", "b"]}`, 400, ErrInvalidRequest, "several prompts"},
-		{"max_tokens -2", "/v1/completions", `{"prompt": "x", "max_tokens": -2}`, 400, ErrInvalidRequest, "Field 'max_tokens'"},
-		{"samplers", "/v1/completions", `{"prompt": "x", "samplers": ["top_k", "mirror"]}`, 400, ErrInvalidRequest, `unknown sampler "mirror"`},
-		{"context", "/v1/completions", `{"prompt": "` + long + `"}`, 400, ErrExceedContext, "exceeds the available context size (256 tokens)"},
-		{"too large", "/v1/completions", `{"prompt": "` + strings.Repeat("a", 5000) + `"}`, 413, ErrInvalidRequest, "larger than 4096 bytes"},
-		{"unknown route", "/v1/embeddings", `{}`, 404, ErrNotFound, "no route"},
+		{"malformed JSON", "/v1/chat/completions", `{"messages": [}`, 400, TypeInvalidRequest, "invalid JSON at byte 15"},
+		{"truncated JSON", "/v1/completions", `{"prompt": "x"`, 400, TypeInvalidRequest, "ends before the value is complete"},
+		{"trailing data", "/v1/completions", `{"prompt": "x"} {}`, 400, TypeInvalidRequest, "data after the top-level value"},
+		{"empty body", "/v1/completions", ``, 400, TypeInvalidRequest, "empty"},
+		{"wrong type", "/v1/completions", `{"prompt": "x", "max_tokens": "ten"}`, 400, TypeInvalidRequest, `field "max_tokens"`},
+		{"n 2", "/v1/chat/completions", `{` + msgs + `, "n": 2}`, 400, TypeInvalidRequest, "n = 1 only"},
+		{"response_format", "/v1/chat/completions", `{` + msgs + `, "response_format": {"type": "json_object"}}`, 400, TypeInvalidRequest, "response_format: not supported yet"},
+		{"tools", "/v1/chat/completions", `{` + msgs + `, "tools": [{"type": "function", "function": {"name": "f"}}]}`, 400, TypeInvalidRequest, "tools: not supported yet"},
+		{"mirostat", "/v1/chat/completions", `{` + msgs + `, "mirostat": 2}`, 400, TypeInvalidRequest, "Field 'mirostat'"},
+		{"grammar", "/v1/completions", `{"prompt": "x", "grammar": "root ::= \"a\""}`, 400, TypeInvalidRequest, "Field 'grammar'"},
+		{"repeat_last_n", "/v1/completions", `{"prompt": "x", "repeat_last_n": -2}`, 400, TypeInvalidRequest, "Field 'repeat_last_n'"},
+		{"top_logprobs alone", "/v1/chat/completions", `{` + msgs + `, "top_logprobs": 3}`, 400, TypeInvalidRequest, "top_logprobs requires logprobs"},
+		{"no messages", "/v1/chat/completions", `{}`, 400, TypeInvalidRequest, "'messages' is required"},
+		{"no prompt", "/v1/completions", `{}`, 400, TypeInvalidRequest, `"prompt" is required`},
+		{"echo", "/v1/completions", `{"prompt": "x", "echo": true}`, 400, TypeInvalidRequest, "Only no echo"},
+		{"several prompts", "/v1/completions", `{"prompt": ["a", "b"]}`, 400, TypeInvalidRequest, "several prompts"},
+		{"max_tokens -2", "/v1/completions", `{"prompt": "x", "max_tokens": -2}`, 400, TypeInvalidRequest, "Field 'max_tokens'"},
+		{"samplers", "/v1/completions", `{"prompt": "x", "samplers": ["top_k", "mirror"]}`, 400, TypeInvalidRequest, `unknown sampler "mirror"`},
+		{"context", "/v1/completions", `{"prompt": "` + long + `"}`, 400, TypeExceedContext, "exceeds the available context size (256 tokens)"},
+		{"too large", "/v1/completions", `{"prompt": "` + strings.Repeat("a", 5000) + `"}`, 413, TypeInvalidRequest, "larger than 4096 bytes"},
+		{"unknown route", "/v1/embeddings", `{}`, 404, TypeNotFound, "no route"},
 	}
 	for _, c := range cases {
 		st, b := ts.post(t, c.path, []byte(c.body))
@@ -83,7 +83,7 @@ func TestRefusals(t *testing.T) {
 		if st != c.status || e.Error.Code != c.status || e.Error.Type != c.typ || !strings.Contains(e.Error.Message, c.msg) {
 			t.Errorf("%s: %d %s, want %d %s containing %q", c.name, st, b, c.status, c.typ, c.msg)
 		}
-		if c.typ == ErrExceedContext && (e.Error.NPromptTokens == nil || *e.Error.NPromptTokens <= 256 || e.Error.NCtx == nil || *e.Error.NCtx != 256) {
+		if c.typ == TypeExceedContext && (e.Error.NPromptTokens == nil || *e.Error.NPromptTokens <= 256 || e.Error.NCtx == nil || *e.Error.NCtx != 256) {
 			t.Errorf("%s: n_prompt_tokens/n_ctx missing or wrong: %s", c.name, b)
 		}
 	}
@@ -153,7 +153,7 @@ func TestModelChanged(t *testing.T) {
 	for _, p := range []string{"/v1/completions", "/v1/chat/completions"} {
 		st, b = ts.post(t, p, []byte(`{"prompt": "Once", "messages": [{"role": "user", "content": "x"}]}`))
 		e := parseError(t, b)
-		if st != 503 || e.Error.Type != ErrUnavailable || !strings.Contains(e.Error.Message, "the model file was modified") {
+		if st != 503 || e.Error.Type != TypeUnavailable || !strings.Contains(e.Error.Message, "the model file was modified") {
 			t.Errorf("%s after touching the model: %d %s", p, st, b)
 		}
 	}

@@ -104,7 +104,7 @@ func New(m *Model, o Options) (*Server, error) {
 	if o.Ledger != nil {
 		ledgerSize = func() float64 { return float64(o.Ledger.Head().Size) }
 	}
-	s.metrics = newMetrics(ledgerSize)
+	s.metrics = newMetrics(func() float64 { return float64(eng.QueueLen()) }, ledgerSize)
 	s.stop, s.cancelStop = context.WithCancel(context.Background())
 	s.router = s.routes()
 	return s, nil
@@ -126,10 +126,10 @@ func (s *Server) routes() chi.Router {
 	r := chi.NewRouter()
 	r.Use(s.countRequests, s.requireAPIKey)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, &APIError{Type: ErrNotFound, Message: fmt.Sprintf("no route %s %s", r.Method, r.URL.Path)})
+		writeError(w, &APIError{Type: TypeNotFound, Message: fmt.Sprintf("no route %s %s", r.Method, r.URL.Path)})
 	})
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, &APIError{Status: http.StatusMethodNotAllowed, Type: ErrInvalidRequest, Message: fmt.Sprintf("method %s not allowed on %s", r.Method, r.URL.Path)})
+		writeError(w, &APIError{Status: http.StatusMethodNotAllowed, Type: TypeInvalidRequest, Message: fmt.Sprintf("method %s not allowed on %s", r.Method, r.URL.Path)})
 	})
 
 	// llama-server extras
@@ -189,7 +189,7 @@ func (s *Server) requireAPIKey(next http.Handler) http.Handler {
 		}
 		key = strings.TrimPrefix(key, "Bearer ")
 		if subtle.ConstantTimeCompare([]byte(key), want) != 1 {
-			writeError(w, &APIError{Type: ErrAuthentication, Message: "Invalid API Key"})
+			writeError(w, &APIError{Type: TypeAuthentication, Message: "Invalid API Key"})
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -234,7 +234,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 }
 
 func (s *Server) tooLarge() *APIError {
-	return &APIError{Status: http.StatusRequestEntityTooLarge, Type: ErrInvalidRequest,
+	return &APIError{Status: http.StatusRequestEntityTooLarge, Type: TypeInvalidRequest,
 		Message: fmt.Sprintf("request body larger than %d bytes", s.opt.MaxBodyBytes)}
 }
 

@@ -47,6 +47,10 @@ func (c *serveCmd) Run(stderr errWriter) error {
 		return fmt.Errorf("serve: --listen %q: %w", c.Listen, err)
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
+	// SIGTERM and SIGINT are caught from the start: during admission they stop the command before it
+	// listens; once it listens they shut it down gracefully (serve.Server.Serve).
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 
 	// Admission before the port opens: a refused model never listens (exit 2).
 	progress, done := progressFor(stderr, c.Model)
@@ -94,9 +98,11 @@ func (c *serveCmd) Run(stderr errWriter) error {
 		fmt.Fprintf(stderr, "warning: listening on %s, not loopback: anyone who can reach it can use the model%s\n", host,
 			map[bool]string{true: "", false: " (no --api-key)"}[c.APIKey != ""])
 	}
+	if ctx.Err() != nil {
+		ln.Close()
+		return errors.New("serve: interrupted before listening")
+	}
 	fmt.Fprintf(stderr, "listening on http://%s\n", ln.Addr())
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	if err := s.Serve(ctx, ln); err != nil {
 		return err
 	}
