@@ -99,7 +99,7 @@ func ollamaCases() []ollamaCase {
 // and Client.Chat, streamed and not) on stories260K and on a synthetic qwen3
 // model with the real Qwen3 vocabulary, and checks every answer against the
 // reference: the text of the tokens libllama samples for the same prompt
-// tokens and sampling parameters (internal/refgen), eval_count their number,
+// tokens and sampling parameters (internal/reftest.Generate), eval_count their number,
 // done_reason stop on an end-of-generation token else length,
 // prompt_eval_count the prompt's tokens. The prompt the server rendered is
 // taken from Ollama's _debug_render_only and tokenized by the reference.
@@ -375,24 +375,22 @@ func TestOllamaStopAndNumCtxCutAsTheReference(t *testing.T) {
 	greedy := ollamaParams(t, o.base, map[string]any{"temperature": 0.0})
 	full := o.generate(t, prompt, greedy, 48)
 
-	// A stop string: the first word of the reference's answer past its
-	// fifth token.
-	var pieces []string
-	for _, tok := range full.tokens {
-		p, _ := o.ref.TokenToPiece(tok, false)
-		pieces = append(pieces, string(p))
+	// A stop string: the reference's sixth piece, trimmed (a word of its
+	// answer).
+	piece, err := o.ref.TokenToPiece(full.tokens[5], false)
+	if err != nil {
+		t.Fatal(err)
 	}
-	stop := strings.TrimSpace(pieces[5])
-	cut := strings.Index(full.text, stop)
-	wantTokens := 0
-	for acc := ""; wantTokens < len(pieces) && !strings.Contains(acc, stop); wantTokens++ {
-		acc += pieces[wantTokens]
+	stop := strings.TrimSpace(string(piece))
+	cut := o.generateStop(t, prompt, greedy, 48, []string{stop})
+	if cut.finish != "stop" || len(cut.tokens) >= len(full.tokens) {
+		t.Fatalf("the reference does not stop at %q: %+v", stop, cut)
 	}
 	for _, stream := range []bool{false, true} {
 		c := ollamaCase{prompt: promptText, stream: stream, opts: map[string]any{"temperature": 0.0, "num_predict": 48.0, "stop": []any{stop}}}
 		_, text, fin := runOllama(t, ctx, client, ts.m.Name, c)
-		if text != full.text[:cut] || fin.DoneReason != "stop" || fin.EvalCount != wantTokens {
-			t.Errorf("stop %q stream %v: %q %q eval_count %d; reference %q stop %d", stop, stream, text, fin.DoneReason, fin.EvalCount, full.text[:cut], wantTokens)
+		if text != cut.text || fin.DoneReason != cut.finish || fin.EvalCount != len(cut.tokens) {
+			t.Errorf("stop %q stream %v: %q %q eval_count %d; reference %q %q %d", stop, stream, text, fin.DoneReason, fin.EvalCount, cut.text, cut.finish, len(cut.tokens))
 		}
 	}
 
