@@ -91,6 +91,9 @@ func asAPIError(err error) *APIError {
 // with writeOllamaError's shape but take the status from the same APIError.
 func writeError(w http.ResponseWriter, err error) {
 	ae := asAPIError(err)
+	if ae.HTTPStatus() == http.StatusTooManyRequests {
+		w.Header().Set("Retry-After", "1") // RFC 9110 §10.2.3: seconds
+	}
 	writeJSON(w, ae.HTTPStatus(), ae.body())
 }
 
