@@ -11,7 +11,6 @@ import (
 
 	"github.com/ollama/ollama/api"
 
-	"github.com/bankml/bankml/chat"
 	"github.com/bankml/bankml/engine"
 )
 
@@ -33,20 +32,21 @@ type ollamaAPI struct {
 	model ollamaModel
 }
 
-// ollamaAnswer is one streamed line (or the whole answer) of /api/chat or
-// /api/generate: Ollama's response with, on the final line only, the
-// receipt.
+// ollamaChatAnswer is one streamed line (or the whole answer) of /api/chat:
+// Ollama's api.ChatResponse with, on the final line only, the receipt.
 type ollamaChatAnswer struct {
 	api.ChatResponse
 	Receipt *Receipt `json:"bankml_receipt,omitempty"`
 }
 
+// ollamaGenerateAnswer is ollamaChatAnswer for /api/generate
+// (api.GenerateResponse).
 type ollamaGenerateAnswer struct {
 	api.GenerateResponse
 	Receipt *Receipt `json:"bankml_receipt,omitempty"`
 }
 
-// job is a parsed /api/chat or /api/generate request.
+// ollamaJob is a parsed /api/chat or /api/generate request.
 type ollamaJob struct {
 	x        *exchange
 	model    string
@@ -105,7 +105,8 @@ func writeOllamaAPIError(w http.ResponseWriter, err error) {
 	ollamaError(w, ae.HTTPStatus(), ae.Message)
 }
 
-// unsupported names the first request field bankml refuses, or "".
+// unsupportedFields names the first request field, common to /api/chat and
+// /api/generate, that bankml refuses (with the reason), or "".
 func unsupportedFields(format json.RawMessage, truncate, shift *bool, topLogprobs int, logprobs bool) string {
 	switch {
 	case len(format) > 0 && string(format) != "null" && string(format) != `""`:
@@ -136,9 +137,10 @@ func (a *ollamaAPI) settings(w http.ResponseWriter, opts map[string]any) (ollama
 }
 
 // chatPrompt renders messages with the chat template as llama-server's
-// /v1/chat/completions renders them (chat.ParseRequest's defaults: a final
-// assistant message is continued, the server's chat_template_kwargs), with
-// Ollama's think as enable_thinking.
+// /v1/chat/completions renders them (Server.render of the equivalent OpenAI
+// body: chat.ParseRequest's defaults, a final assistant message continued,
+// the server's chat_template_kwargs), with Ollama's think as
+// enable_thinking. Errors are 400s (*APIError) naming the problem.
 func (a *ollamaAPI) chatPrompt(msgs []api.Message, think *api.ThinkValue) (engine.Prompt, string, error) {
 	type oaiMessage struct {
 		Role             string `json:"role"`
@@ -154,16 +156,16 @@ func (a *ollamaAPI) chatPrompt(msgs []api.Message, think *api.ThinkValue) (engin
 	for i, m := range msgs {
 		switch {
 		case len(m.Images) > 0:
-			return engine.Prompt{}, "", fmt.Errorf("messages[%d].images: images are not supported", i)
+			return engine.Prompt{}, "", badRequest("messages[%d].images: images are not supported", i)
 		case len(m.ToolCalls) > 0:
-			return engine.Prompt{}, "", fmt.Errorf("messages[%d].tool_calls: tool calls are not supported yet", i)
+			return engine.Prompt{}, "", badRequest("messages[%d].tool_calls: tool calls are not supported yet", i)
 		}
 		body.Messages = append(body.Messages, oaiMessage{Role: m.Role, Content: m.Content,
 			ReasoningContent: m.Thinking, Name: m.ToolName, ToolCallID: m.ToolCallID})
 	}
 	if think != nil {
 		if think.IsString() {
-			return engine.Prompt{}, "", fmt.Errorf("think: the value %q is not supported (use true or false)", think.String())
+			return engine.Prompt{}, "", badRequest("think: the value %q is not supported (use true or false)", think.String())
 		}
 		body.Kwargs = map[string]bool{"enable_thinking": think.Bool()}
 	}
@@ -171,11 +173,7 @@ func (a *ollamaAPI) chatPrompt(msgs []api.Message, think *api.ThinkValue) (engin
 	if err != nil {
 		return engine.Prompt{}, "", err
 	}
-	in, err := chat.ParseRequest(js)
-	if err != nil {
-		return engine.Prompt{}, "", err
-	}
-	res, err := a.s.m.Template.Apply(in)
+	res, err := a.s.render(js)
 	if err != nil {
 		return engine.Prompt{}, "", err
 	}
@@ -221,7 +219,7 @@ func (a *ollamaAPI) handleChat(w http.ResponseWriter, r *http.Request) {
 	}
 	prompt, rendered, err := a.chatPrompt(req.Messages, req.Think)
 	if err != nil {
-		ollamaError(w, http.StatusBadRequest, err.Error())
+		writeOllamaAPIError(w, err)
 		return
 	}
 	job := &ollamaJob{x: x, model: req.Model, stream: req.Stream == nil || *req.Stream,
@@ -296,7 +294,7 @@ func (a *ollamaAPI) handleGenerate(w http.ResponseWriter, r *http.Request) {
 		msgs = append(msgs, api.Message{Role: "user", Content: req.Prompt})
 		var err error
 		if job.prompt, job.rendered, err = a.chatPrompt(msgs, req.Think); err != nil {
-			ollamaError(w, http.StatusBadRequest, err.Error())
+			writeOllamaAPIError(w, err)
 			return
 		}
 	}

@@ -13,7 +13,7 @@
 // loopback), and a kill -9 of a server in the middle of its appends.
 //
 // Follows. The oracle is the reference: every answer's tokens are the ones
-// internal/refgen gets from libllama for the same prompt tokens and sampling
+// internal/reftest.Generate gets from libllama for the same prompt tokens and sampling
 // parameters (llama-server's per-request loop), its text their pieces.
 //
 // Deliberate differences. None: these tests only drive clients.

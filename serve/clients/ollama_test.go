@@ -8,12 +8,15 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ollama/ollama/api"
 
+	"github.com/bankml/bankml/ledger"
 	"github.com/bankml/bankml/sample"
 	"github.com/bankml/bankml/serve"
 )
@@ -37,15 +40,22 @@ func ollamaParams(t *testing.T, base sample.Params, opts map[string]any) sample.
 	return p
 }
 
+// ollamaClient serves path in-process with o and returns an Ollama client
+// of it.
+func ollamaClient(t *testing.T, path string, o serve.Options) (*testServer, *api.Client) {
+	t.Helper()
+	ts := startTestServer(t, path, o)
+	u, _ := url.Parse(ts.URL)
+	return ts, api.NewClient(u, http.DefaultClient)
+}
+
 // ollamaServer serves path in-process and returns its oracle (with the
 // server's slot context, read from /api/ps), the server, an Ollama client
 // of it and its /api/ps.
 func ollamaServer(t *testing.T, path string) (*oracle, *testServer, *api.Client, *api.ProcessResponse) {
 	t.Helper()
 	o := newOracle(t, path)
-	ts := startTestServer(t, path, serve.Options{})
-	u, _ := url.Parse(ts.URL)
-	client := api.NewClient(u, http.DefaultClient)
+	ts, client := ollamaClient(t, path, serve.Options{})
 	ps, err := client.ListRunning(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -89,7 +99,7 @@ func ollamaCases() []ollamaCase {
 // and Client.Chat, streamed and not) on stories260K and on a synthetic qwen3
 // model with the real Qwen3 vocabulary, and checks every answer against the
 // reference: the text of the tokens libllama samples for the same prompt
-// tokens and sampling parameters (internal/refgen), eval_count their number,
+// tokens and sampling parameters (internal/reftest.Generate), eval_count their number,
 // done_reason stop on an end-of-generation token else length,
 // prompt_eval_count the prompt's tokens. The prompt the server rendered is
 // taken from Ollama's _debug_render_only and tokenized by the reference.
@@ -256,9 +266,7 @@ func TestOllamaStreamEndsWithTheReceipt(t *testing.T) {
 // client reports with its status and a message naming the field or option.
 func TestOllamaListingsAndRefusals(t *testing.T) {
 	path := stories(t)
-	ts := startTestServer(t, path, serve.Options{})
-	u, _ := url.Parse(ts.URL)
-	client := api.NewClient(u, http.DefaultClient)
+	ts, client := ollamaClient(t, path, serve.Options{})
 	ctx := context.Background()
 	if err := client.Heartbeat(ctx); err != nil {
 		t.Errorf("HEAD /: %v", err)
@@ -273,6 +281,14 @@ func TestOllamaListingsAndRefusals(t *testing.T) {
 		resp.Body.Close()
 		if b.String() != "Ollama is running" {
 			t.Errorf("GET /: %q", b)
+		}
+	}
+	for _, p := range []string{"/", "/api/version", "/api/tags"} {
+		resp, err := http.Head(ts.URL + p)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Errorf("HEAD %s: %v %v", p, resp, err)
+		} else {
+			resp.Body.Close()
 		}
 	}
 	list, err := client.List(ctx)
@@ -359,24 +375,22 @@ func TestOllamaStopAndNumCtxCutAsTheReference(t *testing.T) {
 	greedy := ollamaParams(t, o.base, map[string]any{"temperature": 0.0})
 	full := o.generate(t, prompt, greedy, 48)
 
-	// A stop string: the first word of the reference's answer past its
-	// fifth token.
-	var pieces []string
-	for _, tok := range full.tokens {
-		p, _ := o.ref.TokenToPiece(tok, false)
-		pieces = append(pieces, string(p))
+	// A stop string: the reference's sixth piece, trimmed (a word of its
+	// answer).
+	piece, err := o.ref.TokenToPiece(full.tokens[5], false)
+	if err != nil {
+		t.Fatal(err)
 	}
-	stop := strings.TrimSpace(pieces[5])
-	cut := strings.Index(full.text, stop)
-	wantTokens := 0
-	for acc := ""; wantTokens < len(pieces) && !strings.Contains(acc, stop); wantTokens++ {
-		acc += pieces[wantTokens]
+	stop := strings.TrimSpace(string(piece))
+	cut := o.generateStop(t, prompt, greedy, 48, []string{stop})
+	if cut.finish != "stop" || len(cut.tokens) >= len(full.tokens) {
+		t.Fatalf("the reference does not stop at %q: %+v", stop, cut)
 	}
 	for _, stream := range []bool{false, true} {
 		c := ollamaCase{prompt: promptText, stream: stream, opts: map[string]any{"temperature": 0.0, "num_predict": 48.0, "stop": []any{stop}}}
 		_, text, fin := runOllama(t, ctx, client, ts.m.Name, c)
-		if text != full.text[:cut] || fin.DoneReason != "stop" || fin.EvalCount != wantTokens {
-			t.Errorf("stop %q stream %v: %q %q eval_count %d; reference %q stop %d", stop, stream, text, fin.DoneReason, fin.EvalCount, full.text[:cut], wantTokens)
+		if text != cut.text || fin.DoneReason != cut.finish || fin.EvalCount != len(cut.tokens) {
+			t.Errorf("stop %q stream %v: %q %q eval_count %d; reference %q %q %d", stop, stream, text, fin.DoneReason, fin.EvalCount, cut.text, cut.finish, len(cut.tokens))
 		}
 	}
 
@@ -387,5 +401,117 @@ func TestOllamaStopAndNumCtxCutAsTheReference(t *testing.T) {
 	want := o.generate(t, prompt, greedy, 10)
 	if text != want.text || fin.DoneReason != "length" || fin.EvalCount != 10 {
 		t.Errorf("num_ctx %d: %q %q eval_count %d; reference %q length 10", numCtx, text, fin.DoneReason, fin.EvalCount, want.text)
+	}
+}
+
+// TestOllamaBodyLimitAndDisconnect: a body over the server's limit is a 413
+// in Ollama's error shape; a client that goes away after the first streamed
+// line cancels its generation (num_predict unlimited, so only a
+// cancellation ends it before the context is full), nothing is recorded,
+// and the slot answers the next request.
+func TestOllamaBodyLimitAndDisconnect(t *testing.T) {
+	path := stories(t)
+	l, _, err := ledger.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	ts, client := ollamaClient(t, path, serve.Options{MaxBodyBytes: 4096, Ledger: l, Parallel: 1})
+	resp, err := http.Post(ts.URL+"/api/generate", "application/json", strings.NewReader(`{"model":"`+ts.m.Name+`","prompt":"`+strings.Repeat("a", 5000)+`"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var e struct{ Error string }
+	json.NewDecoder(resp.Body).Decode(&e)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || e.Error == "" {
+		t.Errorf("body over the limit: %d %q", resp.StatusCode, e.Error)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	lines := 0
+	err = client.Generate(ctx, &api.GenerateRequest{Model: ts.m.Name, Prompt: "Once upon a time", Options: map[string]any{"num_predict": -1}},
+		func(api.GenerateResponse) error {
+			lines++
+			cancel()
+			return nil
+		})
+	// (Ollama's client ends its read loop without reporting the cancelled
+	// read, after the lines it had buffered: err is nil or context.Canceled.)
+	if err != nil && !errors.Is(err, context.Canceled) || lines == 0 {
+		t.Fatalf("cancelled stream: %v after %d lines", err, lines)
+	}
+	// The next request waits for the one slot: it is answered once the
+	// cancelled generation has let go of it.
+	stream := false
+	var next api.GenerateResponse
+	if err := client.Generate(context.Background(), &api.GenerateRequest{Model: ts.m.Name, Prompt: "Lily", Stream: &stream,
+		Options: map[string]any{"num_predict": 4}}, func(r api.GenerateResponse) error { next = r; return nil }); err != nil || !next.Done {
+		t.Fatalf("next request: %+v, %v", next, err)
+	}
+	if h := l.Head(); h.Size != 1 {
+		t.Errorf("ledger has %d entries; want 1 (the cancelled answer is not recorded)", h.Size)
+	}
+}
+
+// TestOllamaThinkIsEnableThinking: Ollama's think true/false renders the
+// prompt as llama-server's chat_template_kwargs enable_thinking does (the
+// server's /apply-template with the same messages); a string level is
+// refused.
+func TestOllamaThinkIsEnableThinking(t *testing.T) {
+	path := qwen3Model(t)
+	ts, client := ollamaClient(t, path, serve.Options{})
+	ctx := context.Background()
+	msgs := []api.Message{{Role: "user", Content: "Hi"}}
+	prompts := map[bool]string{}
+	for _, think := range []bool{true, false} {
+		var rendered string
+		err := client.Chat(ctx, &api.ChatRequest{Model: ts.m.Name, Messages: msgs, Think: &api.ThinkValue{Value: think}, DebugRenderOnly: true},
+			func(r api.ChatResponse) error { rendered = r.DebugInfo.RenderedTemplate; return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		var tmpl struct {
+			Prompt string `json:"prompt"`
+		}
+		postJSON(t, ts.URL+"/apply-template", map[string]any{"messages": []map[string]string{{"role": "user", "content": "Hi"}},
+			"chat_template_kwargs": map[string]bool{"enable_thinking": think}}, &tmpl)
+		if rendered != tmpl.Prompt {
+			t.Errorf("think %v: %q; /apply-template %q", think, rendered, tmpl.Prompt)
+		}
+		prompts[think] = rendered
+	}
+	if prompts[true] == prompts[false] {
+		t.Errorf("think true and false render the same prompt %q", prompts[true])
+	}
+	err := client.Chat(ctx, &api.ChatRequest{Model: ts.m.Name, Messages: msgs, Think: &api.ThinkValue{Value: "high"}},
+		func(api.ChatResponse) error { return nil })
+	if se := (api.StatusError{}); !errors.As(err, &se) || se.StatusCode != 400 || !strings.Contains(se.ErrorMessage, "think") {
+		t.Errorf("think \"high\": %v", err)
+	}
+}
+
+// TestOllamaRefusesAnswersFromAChangedModelFile: after the model file is
+// touched, /api/generate answers 503 in Ollama's shape and generates nothing.
+func TestOllamaRefusesAnswersFromAChangedModelFile(t *testing.T) {
+	src, err := os.ReadFile(stories(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "stories260K.gguf")
+	if err := os.WriteFile(path, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ts, client := ollamaClient(t, path, serve.Options{})
+	later := time.Now().Add(time.Hour)
+	if err := os.Chtimes(path, later, later); err != nil {
+		t.Fatal(err)
+	}
+	err = client.Generate(context.Background(), &api.GenerateRequest{Model: ts.m.Name, Prompt: "Once"}, func(api.GenerateResponse) error {
+		t.Error("an answer from a changed model file")
+		return nil
+	})
+	if se := (api.StatusError{}); !errors.As(err, &se) || se.StatusCode != http.StatusServiceUnavailable || !strings.Contains(se.ErrorMessage, "modified") {
+		t.Errorf("changed model file: %v; want 503 naming the change", err)
 	}
 }

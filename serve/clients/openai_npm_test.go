@@ -97,7 +97,7 @@ func openaiParams(t *testing.T, base sample.Params, body map[string]any) sample.
 // stream_options.include_usage and not) from Node against `bankml serve`
 // binaries on stories260K and the synthetic qwen3 model, and checks every
 // answer against the reference: the text of the tokens libllama samples
-// (internal/refgen) for the prompt tokens (the chat prompt as the server's
+// (internal/reftest.Generate) for the prompt tokens (the chat prompt as the server's
 // /apply-template renders it, tokenized by the reference), finish_reason,
 // usage, and a receipt whose response_sha256 is that of the text received.
 func TestOpenAINpmClientGetsTheReferencesTokens(t *testing.T) {

@@ -5,12 +5,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"net/http/httptest"
-	"strings"
 	"testing"
 
 	"github.com/bankml/bankml/gguf"
 	"github.com/bankml/bankml/internal/reference"
-	"github.com/bankml/bankml/internal/refgen"
 	"github.com/bankml/bankml/internal/reftest"
 	"github.com/bankml/bankml/internal/synth"
 	"github.com/bankml/bankml/internal/synthcache"
@@ -69,26 +67,27 @@ type answer struct {
 	finish string
 }
 
-// generate runs the reference on prompt with p for at most n tokens.
+// generate runs the reference on prompt with p for at most n tokens, as a
+// fresh llama-server slot runs it (reftest.Generate: the server's context,
+// no stop strings).
 func (o *oracle) generate(t testing.TB, prompt []int32, p sample.Params, n int) answer {
 	t.Helper()
-	toks, err := refgen.Generate(o.ref, prompt, p, n, o.nCtx, refThreads)
+	return o.generateStop(t, prompt, p, n, nil)
+}
+
+// generateStop is generate with stop strings.
+func (o *oracle) generateStop(t testing.TB, prompt []int32, p sample.Params, n int, stop []string) answer {
+	t.Helper()
+	s, err := o.ref.NewSession(o.nCtx, refThreads)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b strings.Builder
-	for _, tok := range toks {
-		piece, err := o.ref.TokenToPiece(tok, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b.Write(piece)
+	defer s.Close()
+	a, err := reftest.Generate(o.ref, s, reftest.Turn{Prompt: prompt, Sampling: p, NPredict: n, Stop: stop})
+	if err != nil {
+		t.Fatal(err)
 	}
-	a := answer{tokens: toks, text: b.String(), finish: "length"}
-	if eog, _ := o.ref.IsEOG(toks[len(toks)-1]); eog {
-		a.finish = "stop"
-	}
-	return a
+	return answer{tokens: a.Tokens, text: a.Text, finish: a.Finish}
 }
 
 // testServer is serve.Server over a model on an httptest server.
