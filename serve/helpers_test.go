@@ -12,7 +12,6 @@ import (
 
 	"github.com/bankml/bankml/gguf"
 	"github.com/bankml/bankml/internal/reference"
-	"github.com/bankml/bankml/internal/refgen"
 	"github.com/bankml/bankml/internal/reftest"
 	"github.com/bankml/bankml/internal/synth"
 	"github.com/bankml/bankml/internal/synthcache"
@@ -152,14 +151,20 @@ func refModel(t testing.TB, path string) *reference.Model {
 	return rm
 }
 
-// refAnswer is what the reference generates for a prompt as a llama-server slot does (internal/refgen).
+// refAnswer is what the reference generates for a prompt as a llama-server slot does (reftest.Generate on
+// a fresh session of nCtx, one thread): at most n tokens, an ending end-of-generation token included.
 func refAnswer(t testing.TB, rm *reference.Model, prompt []int32, p sample.Params, n, nCtx int) []int32 {
 	t.Helper()
-	toks, err := refgen.Generate(rm, prompt, p, n, nCtx, 1)
+	s, err := rm.NewSession(nCtx, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return toks
+	defer s.Close()
+	a, err := reftest.Generate(rm, s, reftest.Turn{Prompt: prompt, Sampling: p, NPredict: n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a.Tokens
 }
 
 // refText is the text llama-server sends for tokens: each piece without special tokens' texts.
