@@ -14,13 +14,7 @@ import (
 // TestStopStrings checks stop strings that span tokens: the answer is the reference's text cut exactly
 // before the first occurrence, finish_reason "stop", streamed (the held-back prefix never sent) and not.
 func TestStopStrings(t *testing.T) {
-	path := storiesPath(t)
-	rm := refModel(t, path)
-	ts := newTestServer(t, path, AdmitOptions{}, Options{})
-	prompt, err := rm.Tokenize("Once upon a time", true, true)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ts, rm, prompt := storiesWithRef(t)
 	p := sample.DefaultParams()
 	p.Temp = 0
 	full := refText(t, rm, refAnswer(t, rm, prompt, p, 64, 512))
@@ -56,13 +50,7 @@ func TestStopStrings(t *testing.T) {
 // raw logits for the prompt (llama-server's get_token_probabilities: before any sampler stage), top-N ids
 // in order and logf of each probability, bit for bit.
 func TestLogprobValues(t *testing.T) {
-	path := storiesPath(t)
-	rm := refModel(t, path)
-	ts := newTestServer(t, path, AdmitOptions{}, Options{})
-	prompt, err := rm.Tokenize("Once upon a time", true, true)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ts, rm, prompt := storiesWithRef(t)
 	logits, err := rm.PromptLogits(prompt, 1)
 	if err != nil {
 		t.Fatal(err)

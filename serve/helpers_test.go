@@ -16,6 +16,7 @@ import (
 	"github.com/bankml/bankml/internal/synth"
 	"github.com/bankml/bankml/internal/synthcache"
 	"github.com/bankml/bankml/internal/testdata"
+	"github.com/bankml/bankml/ledger"
 	"github.com/bankml/bankml/sample"
 )
 
@@ -138,6 +139,32 @@ func mustJSON(t testing.TB, v any) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// openLedger opens a ledger in a fresh folder, closed when the test ends.
+func openLedger(t testing.TB) (*ledger.Ledger, string) {
+	t.Helper()
+	dir := t.TempDir()
+	l, _, err := ledger.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l, dir
+}
+
+// storiesWithRef serves stories260K and loads the reference's copy, with the tokens of "Once upon a time"
+// as the reference tokenizes a completion prompt.
+func storiesWithRef(t testing.TB) (*testServer, *reference.Model, []int32) {
+	t.Helper()
+	path := storiesPath(t)
+	rm := refModel(t, path)
+	ts := newTestServer(t, path, AdmitOptions{}, Options{})
+	prompt, err := rm.Tokenize("Once upon a time", true, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ts, rm, prompt
 }
 
 // refModel loads the reference's copy of a model file (skipped, failed under CI, without the reference).

@@ -194,12 +194,7 @@ func TestAnswersEqualReference(t *testing.T) {
 	total, passed := 0, 0
 	for _, mdl := range models {
 		rm := refModel(t, mdl.path)
-		dir := t.TempDir()
-		l, _, err := ledger.Open(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { l.Close() })
+		l, dir := openLedger(t)
 		ts := newTestServer(t, mdl.path, AdmitOptions{}, Options{Ledger: l})
 		fileSHA, err := provenance.SHA256File(mdl.path, nil)
 		if err != nil {

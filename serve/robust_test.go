@@ -41,12 +41,7 @@ func parseError(t testing.TB, b []byte) errorBody {
 // TestRefusals checks every refusal's status, error type and message, and that refused requests leave no
 // ledger entry.
 func TestRefusals(t *testing.T) {
-	dir := t.TempDir()
-	l, _, err := ledger.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
+	l, _ := openLedger(t)
 	ts := newTestServer(t, storiesPath(t), AdmitOptions{}, Options{NCtx: 256, MaxBodyBytes: 4096, Ledger: l})
 	msgs := `"messages":[{"role":"user","content":"hi"}]`
 	long := strings.Repeat("Once upon a time ", 100)
@@ -131,12 +126,7 @@ func TestModelChanged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	l, _, err := ledger.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
+	l, _ := openLedger(t)
 	ts := newTestServer(t, path, AdmitOptions{Manifest: digest}, Options{Ledger: l})
 	body := []byte(`{"prompt": "Once", "max_tokens": 2}`)
 	st, b := ts.post(t, "/v1/completions", body)
@@ -215,12 +205,7 @@ func streamUntilFirst(t *testing.T, url string) (cancel func(), done <-chan stri
 // TestQueueFullAndDisconnect checks the bounded queue (one slot, no waiting room: a second request is
 // refused with 429) and that a client that disconnects stops its generation and frees the slot, unrecorded.
 func TestQueueFullAndDisconnect(t *testing.T) {
-	dir := t.TempDir()
-	l, _, err := ledger.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
+	l, dir := openLedger(t)
 	ts := newTestServer(t, storiesPath(t), AdmitOptions{}, Options{Parallel: 1, QueueSize: -1, Ledger: l})
 	cancel, done := streamUntilFirst(t, ts.url)
 	st, b := ts.post(t, "/v1/completions", []byte(`{"prompt": "Once", "max_tokens": 2}`))
@@ -256,12 +241,7 @@ func TestQueueFullAndDisconnect(t *testing.T) {
 // grace period pass, cancels the answer (the client sees its stream end without [DONE]), returns nil, and
 // the ledger verifies with the answers that completed.
 func TestGracefulShutdown(t *testing.T) {
-	dir := t.TempDir()
-	l, _, err := ledger.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
+	l, dir := openLedger(t)
 	m, err := Admit(storiesPath(t), AdmitOptions{Unpinned: true})
 	if err != nil {
 		t.Fatal(err)
