@@ -52,6 +52,7 @@ type cli struct {
 	Ledger       ledgerCmd        `cmd:"" help:"Verify a history ledger or prove an entry's inclusion (ledger verify DIR, ledger prove DIR I)."`
 	Quantize     quantizeCmd      `cmd:"" help:"Convert a model's matrices to ternary (TQ2_0, TQ1_0, Q2_0 or PTQTP trit-planes), streamed."`
 	Perplexity   perplexityCmd    `cmd:"" help:"Measure a model's perplexity on a text file as llama-perplexity does."`
+	Serve        serveCmd         `cmd:"" help:"Serve a model over the OpenAI, Ollama and llama-server HTTP APIs, with a receipt on every answer."`
 }
 
 type versionCmd struct{}

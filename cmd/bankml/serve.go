@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/bankml/bankml/ledger"
+	"github.com/bankml/bankml/serve"
+)
+
+// serveCmd is `bankml serve MODEL`: the OpenAI, Ollama and llama-server HTTP APIs over one model (package
+// serve). The model is guarded, pinned and loaded before the port opens.
+type serveCmd struct {
+	Model    string `arg:"" name:"MODEL" help:"Path to a GGUF model file." type:"path"`
+	Manifest string `name:"manifest" help:"Provenance manifest (FORK.json), or the file's sha256 / sha256:<hex> digest, to pin the model against."`
+	Unpinned bool   `name:"unpinned" help:"Serve a model without a pin; every receipt then says pinned: false."`
+	Listen   string `name:"listen" default:"127.0.0.1:8080" help:"Address to listen on (loopback by default; another address exposes the model to the network)."`
+	Ctx      int    `short:"c" name:"ctx" aliases:"ctx-size" default:"0" help:"Context size per slot in tokens: 0 takes the model's training context, as llama-server sizes a slot; another size is rounded up to a multiple of 256 and capped at the training context."`
+	Threads  int    `short:"t" name:"threads" default:"${nproc}" help:"Matmul threads per slot (default: the number of logical CPUs)."`
+	History  string `name:"history" help:"Folder of the history ledger: every exchange is appended to DIR/history.jsonl (fsynced), committed by an RFC 6962 Merkle tree." type:"path"`
+	APIKey   string `name:"api-key" env:"BANKML_API_KEY" help:"API key every request but /health must carry (Authorization: Bearer KEY), as llama-server's --api-key."`
+	Parallel int    `name:"parallel" aliases:"np" default:"1" help:"Number of slots (requests generated at once)."`
+	Queue    int    `name:"queue" default:"64" help:"Requests allowed to wait for a slot; more get 429."`
+}
+
+func (c *serveCmd) Run(stderr errWriter) error {
+	if c.Threads < 1 {
+		return fmt.Errorf("serve: --threads %d: must be at least 1", c.Threads)
+	}
+	if c.Parallel < 1 {
+		return fmt.Errorf("serve: --parallel %d: must be at least 1", c.Parallel)
+	}
+	if c.Ctx < 0 {
+		return fmt.Errorf("serve: --ctx %d: must be 0 or positive", c.Ctx)
+	}
+	if c.Queue < 1 {
+		return fmt.Errorf("serve: --queue %d: must be at least 1", c.Queue)
+	}
+	host, _, err := net.SplitHostPort(c.Listen)
+	if err != nil {
+		return fmt.Errorf("serve: --listen %q: %w", c.Listen, err)
+	}
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	// SIGTERM and SIGINT are caught from the start: during admission they stop the command before it
+	// listens; once it listens they shut it down gracefully (serve.Server.Serve).
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	// Admission before the port opens: a refused model never listens (exit 2).
+	progress, done := progressFor(stderr, c.Model)
+	m, err := serve.Admit(c.Model, serve.AdmitOptions{Manifest: c.Manifest, Unpinned: c.Unpinned, Progress: progress})
+	done()
+	if err != nil {
+		if errors.Is(err, serve.ErrRefused) {
+			return cannotRun(err)
+		}
+		return err
+	}
+	defer m.Close()
+	pinned := "pinned"
+	if !m.Pin.Pinned {
+		pinned = "UNPINNED (--unpinned: receipts say pinned: false)"
+	}
+	fmt.Fprintf(stderr, "admitted: guard %s (%s), sha256 %s, %s\n", m.Guard.Verdict, m.Guard.Engine, m.SHA256, pinned)
+
+	var l *ledger.Ledger
+	if c.History != "" {
+		var opened ledger.Opened
+		if l, opened, err = ledger.Open(c.History); err != nil {
+			return fmt.Errorf("serve: --history: %w", err)
+		}
+		defer l.Close()
+		if opened.TrimmedBytes > 0 {
+			fmt.Fprintf(stderr, "history: cut off a partial last line of %d bytes (a write a crash interrupted; that exchange was never committed)\n", opened.TrimmedBytes)
+		}
+		fmt.Fprintf(stderr, "history: %s, %d entries, root %s\n", c.History, opened.Size, opened.Root)
+	}
+	s, err := serve.New(m, serve.Options{
+		NCtx: c.Ctx, Threads: c.Threads, Parallel: c.Parallel, QueueSize: c.Queue,
+		APIKey: c.APIKey, Ledger: l, Version: version, Log: log,
+	})
+	if err != nil {
+		return cannotRun(err)
+	}
+	defer s.Close()
+
+	ln, err := net.Listen("tcp", c.Listen)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		fmt.Fprintf(stderr, "warning: listening on %s, not loopback: anyone who can reach it can use the model%s\n", host,
+			map[bool]string{true: "", false: " (no --api-key)"}[c.APIKey != ""])
+	}
+	if ctx.Err() != nil {
+		ln.Close()
+		return errors.New("serve: interrupted before listening")
+	}
+	fmt.Fprintf(stderr, "listening on http://%s\n", ln.Addr())
+	if err := s.Serve(ctx, ln); err != nil {
+		return err
+	}
+	fmt.Fprintln(stderr, "stopped")
+	return nil
+}

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/bankml/bankml/ledger"
+)
+
+// TestServeRefusesBeforeListening: a model that is not admitted never listens; the command exits 2 with
+// the reason (an unpinned model without --unpinned, a wrong pin, a file that is not GGUF), 1 on usage errors.
+func TestServeRefusesBeforeListening(t *testing.T) {
+	model := storiesPath(t)
+	bad := filepath.Join(t.TempDir(), "bad.gguf")
+	if err := os.WriteFile(bad, []byte("GGUF but not really"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"serve", model, "--listen", "127.0.0.1:0"}, 2, "has no pin"},
+		{[]string{"serve", model, "--manifest", strings.Repeat("0", 64), "--listen", "127.0.0.1:0"}, 2, "refused"},
+		{[]string{"serve", bad, "--unpinned", "--listen", "127.0.0.1:0"}, 2, "refused"},
+		{[]string{"serve", model, "--unpinned", "--listen", "nonsense"}, 1, "--listen"},
+		{[]string{"serve", model, "--unpinned", "--parallel", "0"}, 1, "--parallel"},
+	} {
+		code, out, stderr := runCLI(c.args...)
+		if code != c.code || out != "" || !strings.Contains(stderr, c.msg) || strings.Contains(stderr, "listening") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit %d naming %q", c.args, code, out, stderr, c.code, c.msg)
+		}
+	}
+}
+
+// TestServeAnswersAndStopsOnSIGTERM runs `bankml serve` pinned by the model's digest with a history, asks it
+// one completion, sends the process SIGTERM (the command catches it), and checks the exit status 0, the
+// pinned receipt and the ledger.
+func TestServeAnswersAndStopsOnSIGTERM(t *testing.T) {
+	dir := t.TempDir()
+	pr, pw := io.Pipe()
+	done := make(chan int, 1)
+	go func() {
+		code := run([]string{"serve", storiesPath(t), "--manifest", storiesSHA256, "--listen", "127.0.0.1:0", "-t", "1", "--history", dir}, strings.NewReader(""), io.Discard, pw)
+		pw.Close()
+		done <- code
+	}()
+	sc := bufio.NewScanner(pr)
+	addr := ""
+	for sc.Scan() {
+		if a, ok := strings.CutPrefix(sc.Text(), "listening on "); ok {
+			addr = a
+			break
+		}
+	}
+	if addr == "" {
+		t.Fatalf("the command did not listen (exit %d)", <-done)
+	}
+	go io.Copy(io.Discard, pr)
+	resp, err := http.Post(addr+"/v1/completions", "application/json", strings.NewReader(`{"prompt": "Once upon a time", "max_tokens": 8, "temperature": 0}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct {
+		Receipt struct {
+			Pinned      bool   `json:"pinned"`
+			ModelSHA256 string `json:"model_sha256"`
+		} `json:"bankml_receipt"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&v)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != 200 || !v.Receipt.Pinned || v.Receipt.ModelSHA256 != storiesSHA256 {
+		t.Fatalf("answer %d %+v %v", resp.StatusCode, v, err)
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("exit %d after SIGTERM", code)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("bankml serve did not stop on SIGTERM")
+	}
+	rep, err := ledger.Verify(dir)
+	if err != nil || rep.Size != 1 {
+		t.Fatalf("ledger after the run: %+v %v", rep, err)
+	}
+}

@@ -1,0 +1,54 @@
+// Drives bankml serve with the official `openai` npm client. Reads a JSON
+// spec on stdin: {"baseURL", "apiKey", "cases": [{"kind": "chat" |
+// "completion", "stream": bool, "body": {...request fields...}}]}, and
+// prints one JSON array: per case {"text", "finish_reason", "usage",
+// "receipt", "chunks"} or {"error"}.
+const OpenAI = require('openai');
+
+async function run(client, c) {
+  const body = Object.assign({}, c.body, { stream: c.stream });
+  if (c.stream) body.stream_options = { include_usage: true };
+  const api = c.kind === 'chat' ? client.chat.completions : client.completions;
+  if (!c.stream) {
+    const r = await api.create(body);
+    const choice = r.choices[0];
+    return {
+      text: c.kind === 'chat' ? choice.message.content : choice.text,
+      finish_reason: choice.finish_reason,
+      usage: r.usage,
+      receipt: r.bankml_receipt || null,
+      chunks: 0,
+    };
+  }
+  const stream = await api.create(body);
+  let text = '', finish = null, usage = null, receipt = null, chunks = 0;
+  for await (const chunk of stream) {
+    chunks++;
+    if (chunk.bankml_receipt) receipt = chunk.bankml_receipt;
+    if (chunk.usage) usage = chunk.usage;
+    for (const choice of chunk.choices || []) {
+      const piece = c.kind === 'chat' ? (choice.delta && choice.delta.content) : choice.text;
+      if (piece) text += piece;
+      if (choice.finish_reason) finish = choice.finish_reason;
+    }
+  }
+  return { text, finish_reason: finish, usage, receipt, chunks };
+}
+
+async function main() {
+  let input = '';
+  for await (const b of process.stdin) input += b;
+  const spec = JSON.parse(input);
+  const client = new OpenAI({ baseURL: spec.baseURL, apiKey: spec.apiKey || 'none', maxRetries: 0, timeout: 120000 });
+  const out = [];
+  for (const c of spec.cases) {
+    try {
+      out.push(await run(client, c));
+    } catch (e) {
+      out.push({ error: String(e && e.message ? e.message : e), status: e && e.status ? e.status : 0 });
+    }
+  }
+  process.stdout.write(JSON.stringify(out));
+}
+
+main().catch((e) => { console.error(e); process.exit(1); });

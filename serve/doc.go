@@ -1,0 +1,58 @@
+// Package serve is bankml's HTTP server: the OpenAI API (/v1/chat/completions, /v1/completions,
+// /v1/models), llama-server's extras (/health, /props, /tokenize, /detokenize, /apply-template, /metrics),
+// the Ollama API (/api/*, in ollama*.go) and bankml's history (/bankml/ledger, /bankml/ledger/proof), over
+// one admitted model and package engine's slots.
+//
+// # Design record
+//
+// What. Admit guards, pins and loads a model (a refused model never listens: bankml serve exits 2 before the
+// port opens); New builds a Server over it; Handler is its chi router; Serve answers on a listener until
+// its context is cancelled, then shuts down gracefully. Every answer carries a Receipt (bankml_receipt),
+// is preceded by a re-check of the model file's identity (FileIdentity: device, inode, size, mtime; 503
+// when it changed) and, with a ledger, is appended to the history before its receipt is sent.
+//
+// Follows. llama-server (tools/server of llama.cpp at the reference's commit): its routes, its request
+// fields and defaults (server-schema.cpp, through sample.Params.ApplyServerLimits), its error bodies
+// (format_error_response: {"error": {"code", "message", "type"}}; exceed_context_size_error adds
+// n_prompt_tokens and n_ctx), its SSE framing (format_oai_sse: "data: JSON\n\n", then "data: [DONE]\n\n"),
+// its API-key middleware (middleware_validate_api_key: /health and /v1/health are public) and its
+// /metrics names (llamacpp:prompt_tokens_total, ...). OpenAI's chat.completion(.chunk) and
+// text_completion shapes as llama-server produces them. The receipt of bankml-digest §3.5.
+//
+// Deliberate differences. Request fields of the wrong type are a 400 naming the field (llama-server's
+// json_value silently takes the default). Token ids outside the vocabulary are a 400 (llama-server reads out
+// of bounds). Bodies over Options.MaxBodyBytes are a 413 and a full queue a 429 (llama-server has neither:
+// it defers without bound). response_format and tools are a 400 "not supported yet". Sampler settings
+// bankml does not reproduce exactly (mirostat, grammar, ...) are a 400 naming the parameter (sample.Params.
+// Check), never approximated. The model is loaded before the port opens, so there is no loading state.
+//
+// Determinism. An answer is a pure function of the request and the model (package engine's contract: a
+// reused prefix gives the same logits as a re-evaluated one), so under load every answer equals its
+// single-request answer; only the receipt's times and the ledger's timestamps depend on the clock.
+//
+// # For route writers (ollama*.go)
+//
+// The Ollama routes are mounted by mountOllama (ollama.go) on the same router, behind the same middleware
+// (request counting, the API key). The shared pieces, all on *Server:
+//
+//   - s.begin(w, r, writeErr) *exchange: reads the body (413 over the limit) and re-checks the model file
+//     (503); nil means it has answered with writeErr (nil: writeError) and the route returns. It stamps the
+//     arrival time the receipt measures from.
+//   - x.tokenSeen(time.Now()): call for every token released to the client (sets ttft_ms).
+//   - s.finish(x, usageOf(res), answer) (Receipt, error): re-checks the model file (503), builds the
+//     receipt for the answer text exactly as the client receives it (clientText: invalid UTF-8 bytes as
+//     U+FFFD), counts the answer in the metrics, and appends the exchange to the ledger (the receipt then
+//     carries ledger_index); on an error no receipt may be sent (answer the error instead).
+//   - s.recheck() error: the model re-check alone (begin and finish call it).
+//   - s.generationError(err) *APIError: maps package engine's errors: ErrQueueFull → 429, a
+//     *engine.ContextError → 400 exceed_context_size_error, a *sample.ParamError → 400 naming the
+//     parameter, cancellation → 503, anything else → 500 (params.go).
+//   - s.eng (*engine.Engine), s.base (the sampling defaults: sample.DefaultParams with the model's
+//     general.sampling.* applied), s.decodeSampling(body, nProbs) (llama-server's sampling fields),
+//     paramError(err), s.render(body) (chat.ParseRequest + Template.Apply, 400 on the request's faults).
+//   - writeError(w, err), writeJSON(w, status, v), *APIError (Status, Type, Message; HTTPStatus()),
+//     badRequest, notSupportedYet, decodeJSON(body, v): the error bodies and request decoding.
+//   - s.metrics.refusedFor(reason), s.metrics.processing (a gauge to Inc/Dec around a generation).
+//   - s.m (*Model: Name, Path, SHA256, Identity, Pin, Guard, File, Tokenizer, Template, Model), s.opt
+//     (Options), s.nCtx(), s.started, s.fingerprint().
+package serve

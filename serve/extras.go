@@ -1,0 +1,306 @@
+package serve
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/bankml/bankml/chat"
+	"github.com/bankml/bankml/ledger"
+)
+
+// handleHealth is llama-server's GET /health: {"status": "ok"} (the model is loaded before the port opens,
+// so there is no loading state). It needs no API key.
+func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// handleModels is llama-server's GET /v1/models (get_res_models): the OpenAI list with the one model, whose
+// id is the file's base name, and llama-server's "models" array.
+func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
+	hp := s.m.Model.HP
+	writeJSON(w, http.StatusOK, map[string]any{
+		"models": []any{map[string]any{
+			"name": s.m.Name, "model": s.m.Name, "modified_at": "", "size": "", "digest": "sha256:" + s.m.SHA256,
+			"type": "model", "description": "", "tags": []string{""}, "capabilities": []string{"completion"},
+			"parameters": "", "details": map[string]any{
+				"parent_model": "", "format": "gguf", "family": "", "families": []string{""},
+				"parameter_size": "", "quantization_level": "",
+			},
+		}},
+		"object": "list",
+		"data": []any{map[string]any{
+			"id": s.m.Name, "aliases": []string{}, "tags": []string{}, "object": "model",
+			"created": s.started.Unix(), "owned_by": "bankml",
+			"meta": map[string]any{
+				"n_vocab": hp.NVocab, "n_ctx": s.nCtx(), "n_ctx_train": hp.NCtxTrain, "n_embd": hp.NEmbd,
+				"size": s.m.Identity.Size, "sha256": s.m.SHA256, "pinned": s.m.Pin.Pinned,
+			},
+		}},
+	})
+}
+
+// nCtx is a slot's context size in tokens.
+func (s *Server) nCtx() int { return s.eng.NCtx() }
+
+// handleProps is llama-server's GET /props (get_res_props): the default generation settings (the sampling
+// defaults every request starts from, task_params::to_json(true)'s fields), the slot count, the model's
+// name and path, the chat template, BOS/EOS texts, build info; plus bankml's admission facts.
+func (s *Server) handleProps(w http.ResponseWriter, r *http.Request) {
+	p := s.base
+	var samplers []string
+	for _, t := range p.Samplers {
+		samplers = append(samplers, t.String())
+	}
+	params := map[string]any{
+		"seed": p.Seed, "temperature": p.Temp, "dynatemp_range": p.DynatempRange, "dynatemp_exponent": p.DynatempExponent,
+		"top_k": p.TopK, "top_p": p.TopP, "min_p": p.MinP, "top_n_sigma": p.TopNSigma,
+		"xtc_probability": p.XTCProbability, "xtc_threshold": p.XTCThreshold, "typical_p": p.TypicalP,
+		"repeat_last_n": p.PenaltyLastN, "repeat_penalty": p.PenaltyRepeat, "presence_penalty": p.PenaltyPresent,
+		"frequency_penalty": p.PenaltyFreq, "dry_multiplier": p.DryMultiplier, "dry_base": p.DryBase,
+		"dry_allowed_length": p.DryAllowedLength, "dry_penalty_last_n": p.DryPenaltyLastN,
+		"mirostat": p.Mirostat, "mirostat_tau": p.MirostatTau, "mirostat_eta": p.MirostatEta,
+		"adaptive_target": p.AdaptiveTarget, "adaptive_decay": p.AdaptiveDecay,
+		"max_tokens": -1, "n_predict": -1, "n_keep": 0, "n_discard": 0, "ignore_eos": false, "stream": false,
+		"n_probs": p.NProbs, "min_keep": p.MinKeep, "samplers": samplers, "timings_per_token": false,
+		"post_sampling_probs": false, "backend_sampling": p.BackendSampling, "lora": []any{},
+	}
+	tok := s.m.Tokenizer
+	text := func(id int32) string {
+		if id < 0 {
+			return ""
+		}
+		return tok.TokenText(id)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"default_generation_settings": map[string]any{"params": params, "n_ctx": s.nCtx()},
+		"total_slots":                 s.opt.Parallel,
+		"model_alias":                 s.m.Name,
+		"model_path":                  s.m.Path,
+		"modalities":                  map[string]bool{"vision": false, "video": false, "audio": false},
+		"endpoint_slots":              false,
+		"endpoint_props":              false,
+		"endpoint_metrics":            true,
+		"ui":                          false,
+		"chat_template":               s.m.Template.Source(),
+		"chat_template_caps":          s.m.Template.Caps().Map(),
+		"bos_token":                   text(tok.BOS()),
+		"eos_token":                   text(tok.EOS()),
+		"build_info":                  s.fingerprint(),
+		"is_sleeping":                 false,
+		"bankml": map[string]any{
+			"version": s.opt.Version, "model_sha256": s.m.SHA256, "pinned": s.m.Pin.Pinned,
+			"guard": s.m.Guard.Verdict, "identity": s.m.Identity,
+		},
+	})
+}
+
+// tokenizeRequest is the body of POST /tokenize.
+type tokenizeRequest struct {
+	Content      json.RawMessage `json:"content"`
+	AddSpecial   *bool           `json:"add_special"`   // default false
+	ParseSpecial *bool           `json:"parse_special"` // default true
+	WithPieces   *bool           `json:"with_pieces"`   // default false
+}
+
+// handleTokenize is llama-server's POST /tokenize: content (a string, or an array of strings and token ids
+// as tokenize_mixed reads it) → {"tokens": [ids]} or, with with_pieces, [{"id", "piece"}] where a piece that
+// is not valid UTF-8 is an array of its bytes.
+func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {
+	body, err := s.readBody(w, r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	var req tokenizeRequest
+	if err := decodeJSON(body, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	tokens := []int32{}
+	if len(req.Content) > 0 && string(req.Content) != "null" {
+		if tokens, err = s.tokenizeMixed(req.Content, deref(req.AddSpecial, false), deref(req.ParseSpecial, true)); err != nil {
+			writeError(w, err)
+			return
+		}
+	}
+	if !deref(req.WithPieces, false) {
+		writeJSON(w, http.StatusOK, map[string]any{"tokens": tokens})
+		return
+	}
+	type piece struct {
+		ID    int32 `json:"id"`
+		Piece any   `json:"piece"`
+	}
+	out := make([]piece, 0, len(tokens))
+	for _, id := range tokens {
+		p := s.m.Tokenizer.TokenToPiece(id, true)
+		if utf8.Valid(p) {
+			out = append(out, piece{id, string(p)})
+			continue
+		}
+		bs := make([]int, len(p))
+		for i, c := range p {
+			bs[i] = int(c)
+		}
+		out = append(out, piece{id, bs})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"tokens": out})
+}
+
+// tokenizeMixed is llama-server's tokenize_mixed (server-common.cpp): a string is tokenized (addSpecial
+// only for a string in first position), a number is a token id. Ids out of the vocabulary are a 400.
+func (s *Server) tokenizeMixed(raw json.RawMessage, addSpecial, parseSpecial bool) ([]int32, error) {
+	var str string
+	if err := json.Unmarshal(raw, &str); err == nil {
+		return s.m.Tokenizer.Tokenize(str, addSpecial, parseSpecial), nil
+	}
+	var parts []json.RawMessage
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return nil, badRequest("content: expected a string or an array of strings and token ids")
+	}
+	var out []int32
+	for i, p := range parts {
+		if err := json.Unmarshal(p, &str); err == nil {
+			out = append(out, s.m.Tokenizer.Tokenize(str, addSpecial && i == 0, parseSpecial)...)
+			continue
+		}
+		id, err := s.tokenID(p)
+		if err != nil {
+			return nil, badRequest("content[%d]: %v", i, err)
+		}
+		out = append(out, id)
+	}
+	return out, nil
+}
+
+// tokenID reads a token id and checks it against the vocabulary.
+func (s *Server) tokenID(raw json.RawMessage) (int32, error) {
+	var id int64
+	if err := json.Unmarshal(raw, &id); err != nil {
+		return 0, fmt.Errorf("expected a string or a token id, got %s", raw)
+	}
+	if id < 0 || id >= int64(s.m.Tokenizer.NVocab()) {
+		return 0, fmt.Errorf("token id %d outside the vocabulary [0, %d)", id, s.m.Tokenizer.NVocab())
+	}
+	return int32(id), nil
+}
+
+// handleDetokenize is llama-server's POST /detokenize: {"tokens": [ids]} → {"content": the pieces
+// concatenated, control tokens' texts included (tokens_to_str)}. Ids outside the vocabulary are a 400
+// (llama-server reads out of bounds).
+func (s *Server) handleDetokenize(w http.ResponseWriter, r *http.Request) {
+	body, err := s.readBody(w, r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	var req struct {
+		Tokens []json.RawMessage `json:"tokens"`
+	}
+	if err := decodeJSON(body, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	var text []byte
+	for i, raw := range req.Tokens {
+		id, err := s.tokenID(raw)
+		if err != nil {
+			writeError(w, badRequest("tokens[%d]: %v", i, err))
+			return
+		}
+		text = append(text, s.m.Tokenizer.TokenToPiece(id, true)...)
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"content": string(text)})
+}
+
+// handleApplyTemplate is llama-server's POST /apply-template: an OpenAI chat body → {"prompt": the rendered
+// prompt} (chat.ParseRequest and Template.Apply).
+func (s *Server) handleApplyTemplate(w http.ResponseWriter, r *http.Request) {
+	body, err := s.readBody(w, r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if err := decodeJSON(body, new(map[string]any)); err != nil {
+		writeError(w, err)
+		return
+	}
+	res, err := s.render(body)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"prompt": res.Prompt})
+}
+
+// render parses an OpenAI chat body and applies the model's template: errors are 400 for the request's
+// faults (chat.ErrRequest, a template that raised on it) and 500 otherwise.
+func (s *Server) render(body []byte) (chat.Result, error) {
+	in, err := chat.ParseRequest(body)
+	if err != nil {
+		return chat.Result{}, badRequest("%v", err)
+	}
+	res, err := s.m.Template.Apply(in)
+	if err != nil {
+		if errors.Is(err, chat.ErrRequest) {
+			return chat.Result{}, badRequest("%v", err)
+		}
+		return chat.Result{}, badRequest("chat template: %v", err)
+	}
+	return res, nil
+}
+
+// handleLedger is GET /bankml/ledger: the history's head {size, root, bytes, cid}; 404 without --history.
+func (s *Server) handleLedger(w http.ResponseWriter, r *http.Request) {
+	if s.opt.Ledger == nil {
+		writeError(w, noHistory())
+		return
+	}
+	writeJSON(w, http.StatusOK, s.opt.Ledger.Head())
+}
+
+// handleLedgerProof is GET /bankml/ledger/proof?index=i: the inclusion proof of entry i in the current tree
+// (ledger.Proof, checkable with Proof.Check: RFC 9162 §2.1.3.2). A missing or malformed index is a 400, an
+// entry the ledger does not have a 404.
+func (s *Server) handleLedgerProof(w http.ResponseWriter, r *http.Request) {
+	if s.opt.Ledger == nil {
+		writeError(w, noHistory())
+		return
+	}
+	q := r.URL.Query().Get("index")
+	if q == "" {
+		writeError(w, badRequest("index: missing (GET /bankml/ledger/proof?index=I)"))
+		return
+	}
+	i, err := strconv.ParseUint(q, 10, 64)
+	if err != nil {
+		writeError(w, badRequest("index %q: not an entry number", q))
+		return
+	}
+	p, err := s.opt.Ledger.Prove(i)
+	if err != nil {
+		if errors.Is(err, ledger.ErrNoEntry) {
+			writeError(w, &APIError{Type: TypeNotFound, Message: err.Error()})
+			return
+		}
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, p)
+}
+
+func noHistory() *APIError {
+	return &APIError{Type: TypeNotFound, Message: "this server keeps no history: start bankml serve with --history DIR"}
+}
+
+// deref returns *p, or def when p is nil.
+func deref[T any](p *T, def T) T {
+	if p == nil {
+		return def
+	}
+	return *p
+}

@@ -1,0 +1,448 @@
+package serve
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/ollama/ollama/api"
+
+	"github.com/bankml/bankml/engine"
+)
+
+// OllamaVersion is the Ollama release whose API bankml follows
+// (github.com/ollama/ollama/api v0.17.4): GET /api/version reports it, so
+// that clients that check Ollama's version for features see the one whose
+// shapes bankml answers in.
+const OllamaVersion = "0.17.4"
+
+// ollamaRunning is what Ollama answers on GET and HEAD /.
+const ollamaRunning = "Ollama is running"
+
+// ollamaAPI serves Ollama's API (Ollama v0.17.4, server/routes.go) over
+// the server's engine, with the server's receipts, history, metrics and
+// model re-check: see docs/serve.md for every field and what bankml does
+// with it.
+type ollamaAPI struct {
+	s     *Server
+	model ollamaModel
+}
+
+// ollamaChatAnswer is one streamed line (or the whole answer) of /api/chat:
+// Ollama's api.ChatResponse with, on the final line only, the receipt.
+type ollamaChatAnswer struct {
+	api.ChatResponse
+	Receipt *Receipt `json:"bankml_receipt,omitempty"`
+}
+
+// ollamaGenerateAnswer is ollamaChatAnswer for /api/generate
+// (api.GenerateResponse).
+type ollamaGenerateAnswer struct {
+	api.GenerateResponse
+	Receipt *Receipt `json:"bankml_receipt,omitempty"`
+}
+
+// ollamaJob is a parsed /api/chat or /api/generate request.
+type ollamaJob struct {
+	x        *exchange
+	model    string
+	stream   bool
+	settings ollamaSettings
+	prompt   engine.Prompt
+	rendered string // the prompt text (for _debug_render_only)
+}
+
+// modelName checks a request's model name: the served name, with or without
+// Ollama's default tag ":latest". Ollama answers 404 for another.
+func (a *ollamaAPI) modelName(w http.ResponseWriter, name string) bool {
+	if name == "" {
+		ollamaError(w, http.StatusBadRequest, "model is required")
+		return false
+	}
+	if name == a.model.Name || name == a.model.Name+":latest" {
+		return true
+	}
+	ollamaError(w, http.StatusNotFound, fmt.Sprintf("model '%s' not found (bankml serves %q)", name, a.model.Name))
+	return false
+}
+
+// decode reads the body (at most the server's limit: 413) into v as Ollama
+// does (encoding/json; unknown fields ignored). It has answered the error
+// itself when it returns false.
+func (a *ollamaAPI) decode(w http.ResponseWriter, r *http.Request, v any) ([]byte, bool) {
+	body, err := a.s.readBody(w, r)
+	if err != nil {
+		writeOllamaAPIError(w, err)
+		return nil, false
+	}
+	if !decodeOllama(w, body, v) {
+		return nil, false
+	}
+	return body, true
+}
+
+// decodeOllama decodes body into v, answering 400 naming the problem.
+func decodeOllama(w http.ResponseWriter, body []byte, v any) bool {
+	if len(bytes.TrimSpace(body)) == 0 {
+		ollamaError(w, http.StatusBadRequest, "missing request body")
+		return false
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		ollamaError(w, http.StatusBadRequest, jsonError(body, err).Message)
+		return false
+	}
+	return true
+}
+
+// writeOllamaAPIError answers err (an *APIError, else a 500) with its
+// status and Ollama's {"error": "..."} body.
+func writeOllamaAPIError(w http.ResponseWriter, err error) {
+	ae := asAPIError(err)
+	ollamaError(w, ae.HTTPStatus(), ae.Message)
+}
+
+// unsupportedFields names the first request field, common to /api/chat and
+// /api/generate, that bankml refuses (with the reason), or "".
+func unsupportedFields(format json.RawMessage, truncate, shift *bool, topLogprobs int, logprobs bool) string {
+	switch {
+	case len(format) > 0 && string(format) != "null" && string(format) != `""`:
+		return "format: structured outputs are not supported yet"
+	case truncate != nil && *truncate:
+		return "truncate: bankml does not truncate prompts; a prompt past the context is refused"
+	case shift != nil && *shift:
+		return "shift: bankml does not shift the context; an answer ends with done_reason \"length\" when the context is full"
+	case logprobs || topLogprobs != 0:
+		return "logprobs: not supported yet on the Ollama API (use /v1/chat/completions)"
+	}
+	return ""
+}
+
+// settings maps the options and checks num_ctx against the server's context.
+func (a *ollamaAPI) settings(w http.ResponseWriter, opts map[string]any) (ollamaSettings, bool) {
+	s, err := parseOllamaOptions(opts, a.base())
+	if err != nil {
+		a.s.metrics.refusedFor("invalid")
+		ollamaError(w, http.StatusBadRequest, err.Error())
+		return s, false
+	}
+	if n := a.engine().NCtx(); s.NumCtx > n {
+		ollamaError(w, http.StatusBadRequest, fmt.Sprintf("option \"num_ctx\": %d exceeds the server's context of %d tokens per slot (bankml serve --ctx)", s.NumCtx, n))
+		return s, false
+	}
+	return s, true
+}
+
+// chatPrompt renders messages with the chat template as llama-server's
+// /v1/chat/completions renders them (Server.render of the equivalent OpenAI
+// body: chat.ParseRequest's defaults, a final assistant message continued,
+// the server's chat_template_kwargs), with Ollama's think as
+// enable_thinking. Errors are 400s (*APIError) naming the problem.
+func (a *ollamaAPI) chatPrompt(msgs []api.Message, think *api.ThinkValue) (engine.Prompt, string, error) {
+	type oaiMessage struct {
+		Role             string `json:"role"`
+		Content          string `json:"content"`
+		ReasoningContent string `json:"reasoning_content,omitempty"`
+		Name             string `json:"name,omitempty"`
+		ToolCallID       string `json:"tool_call_id,omitempty"`
+	}
+	body := struct {
+		Messages []oaiMessage    `json:"messages"`
+		Kwargs   map[string]bool `json:"chat_template_kwargs,omitempty"`
+	}{}
+	for i, m := range msgs {
+		switch {
+		case len(m.Images) > 0:
+			return engine.Prompt{}, "", badRequest("messages[%d].images: images are not supported", i)
+		case len(m.ToolCalls) > 0:
+			return engine.Prompt{}, "", badRequest("messages[%d].tool_calls: tool calls are not supported yet", i)
+		}
+		body.Messages = append(body.Messages, oaiMessage{Role: m.Role, Content: m.Content,
+			ReasoningContent: m.Thinking, Name: m.ToolName, ToolCallID: m.ToolCallID})
+	}
+	if think != nil {
+		if think.IsString() {
+			return engine.Prompt{}, "", badRequest("think: the value %q is not supported (use true or false)", think.String())
+		}
+		body.Kwargs = map[string]bool{"enable_thinking": think.Bool()}
+	}
+	js, err := json.Marshal(body)
+	if err != nil {
+		return engine.Prompt{}, "", err
+	}
+	res, err := a.s.render(js)
+	if err != nil {
+		return engine.Prompt{}, "", err
+	}
+	return engine.Prompt{Segments: res.Segments}, res.Prompt, nil
+}
+
+// start begins an exchange (Server.begin: the body, 413, the model
+// re-check) and decodes the body into req, whose model name name returns;
+// nil means it has answered the error itself.
+func (a *ollamaAPI) start(w http.ResponseWriter, r *http.Request, req any, name func() string) *exchange {
+	x := a.s.begin(w, r, writeOllamaAPIError)
+	if x == nil || !decodeOllama(w, x.body, req) || !a.modelName(w, name()) {
+		return nil
+	}
+	return x
+}
+
+// handleChat is POST /api/chat.
+func (a *ollamaAPI) handleChat(w http.ResponseWriter, r *http.Request) {
+	var req api.ChatRequest
+	x := a.start(w, r, &req, func() string { return req.Model })
+	if x == nil {
+		return
+	}
+	if msg := unsupportedFields(req.Format, req.Truncate, req.Shift, req.TopLogprobs, req.Logprobs); msg != "" {
+		ollamaError(w, http.StatusBadRequest, msg)
+		return
+	}
+	if len(req.Tools) > 0 {
+		ollamaError(w, http.StatusBadRequest, "tools: not supported yet")
+		return
+	}
+	if len(req.Messages) == 0 {
+		a.loadAnswer(w, req.Model, req.KeepAlive, func(reason string) any {
+			return api.ChatResponse{Model: req.Model, CreatedAt: time.Now().UTC(),
+				Message: api.Message{Role: "assistant"}, Done: true, DoneReason: reason}
+		})
+		return
+	}
+	settings, ok := a.settings(w, req.Options)
+	if !ok {
+		return
+	}
+	prompt, rendered, err := a.chatPrompt(req.Messages, req.Think)
+	if err != nil {
+		writeOllamaAPIError(w, err)
+		return
+	}
+	job := &ollamaJob{x: x, model: req.Model, stream: req.Stream == nil || *req.Stream,
+		settings: settings, prompt: prompt, rendered: rendered}
+	if req.DebugRenderOnly {
+		writeOllamaJSON(w, http.StatusOK, api.ChatResponse{Model: req.Model, CreatedAt: time.Now().UTC(),
+			DebugInfo: &api.DebugInfo{RenderedTemplate: rendered}})
+		return
+	}
+	a.run(w, r, job, func(text string, done bool) any {
+		return &ollamaChatAnswer{ChatResponse: api.ChatResponse{Model: req.Model, CreatedAt: time.Now().UTC(),
+			Message: api.Message{Role: "assistant", Content: text}, Done: done}}
+	})
+}
+
+// handleGenerate is POST /api/generate.
+func (a *ollamaAPI) handleGenerate(w http.ResponseWriter, r *http.Request) {
+	var req api.GenerateRequest
+	x := a.start(w, r, &req, func() string { return req.Model })
+	if x == nil {
+		return
+	}
+	if msg := unsupportedFields(req.Format, req.Truncate, req.Shift, req.TopLogprobs, req.Logprobs); msg == "" {
+		switch {
+		case req.Suffix != "":
+			msg = "suffix: fill-in-the-middle is not supported"
+		case req.Template != "":
+			msg = "template: Ollama's Go templates are not supported; the model's chat template is used"
+		case len(req.Context) > 0:
+			msg = "context: the deprecated context field is not supported; use /api/chat"
+		case len(req.Images) > 0:
+			msg = "images: images are not supported"
+		case req.Raw && req.System != "":
+			msg = "raw mode does not support template, system, or context"
+		}
+		if msg != "" {
+			ollamaError(w, http.StatusBadRequest, msg)
+			return
+		}
+	} else {
+		ollamaError(w, http.StatusBadRequest, msg)
+		return
+	}
+	if req.Prompt == "" {
+		a.loadAnswer(w, req.Model, req.KeepAlive, func(reason string) any {
+			return api.GenerateResponse{Model: req.Model, CreatedAt: time.Now().UTC(), Done: true, DoneReason: reason}
+		})
+		return
+	}
+	settings, ok := a.settings(w, req.Options)
+	if !ok {
+		return
+	}
+	job := &ollamaJob{x: x, model: req.Model, stream: req.Stream == nil || *req.Stream,
+		settings: settings}
+	switch {
+	case req.Raw || !a.model.HasTemplate:
+		if req.System != "" {
+			ollamaError(w, http.StatusBadRequest, "system: the model has no chat template to put a system prompt in")
+			return
+		}
+		if req.Think != nil {
+			ollamaError(w, http.StatusBadRequest, "think: needs the model's chat template (not raw)")
+			return
+		}
+		job.prompt, job.rendered = engine.Prompt{Text: req.Prompt}, req.Prompt
+	default:
+		var msgs []api.Message
+		if req.System != "" {
+			msgs = append(msgs, api.Message{Role: "system", Content: req.System})
+		}
+		msgs = append(msgs, api.Message{Role: "user", Content: req.Prompt})
+		var err error
+		if job.prompt, job.rendered, err = a.chatPrompt(msgs, req.Think); err != nil {
+			writeOllamaAPIError(w, err)
+			return
+		}
+	}
+	if req.DebugRenderOnly {
+		writeOllamaJSON(w, http.StatusOK, api.GenerateResponse{Model: req.Model, CreatedAt: time.Now().UTC(),
+			DebugInfo: &api.DebugInfo{RenderedTemplate: job.rendered}})
+		return
+	}
+	a.run(w, r, job, func(text string, done bool) any {
+		return &ollamaGenerateAnswer{GenerateResponse: api.GenerateResponse{Model: req.Model,
+			CreatedAt: time.Now().UTC(), Response: text, Done: done}}
+	})
+}
+
+// loadAnswer is Ollama's answer to a request without a prompt (or
+// messages): "load the model". The model is loaded for the server's
+// lifetime, so keep_alive 0 ("unload") is refused rather than pretended.
+func (a *ollamaAPI) loadAnswer(w http.ResponseWriter, model string, keepAlive *api.Duration, answer func(reason string) any) {
+	if keepAlive != nil && keepAlive.Duration == 0 {
+		ollamaError(w, http.StatusBadRequest, "keep_alive: bankml serve keeps its model loaded for its lifetime; it cannot unload it")
+		return
+	}
+	writeOllamaJSON(w, http.StatusOK, answer("load"))
+}
+
+// run generates the answer to job and writes it: streamed as NDJSON (a line
+// per released piece of text, then the final line with done, done_reason,
+// the durations in ns and bankml_receipt) or as one JSON object. The
+// answer is recorded in the history (Server.finish) before its last line
+// goes out; if it cannot be, the client gets the error instead of the
+// receipt.
+func (a *ollamaAPI) run(w http.ResponseWriter, r *http.Request, job *ollamaJob, answer func(text string, done bool) any) {
+	eng := a.engine()
+	req := engine.Request{Prompt: job.prompt, Sampling: job.settings.Sampling, NPredict: job.settings.NPredict,
+		Stop: job.settings.Stop, CachePrompt: true, Slot: -1}
+	if n := job.settings.NumCtx; n > 0 {
+		toks, err := eng.Tokenize(job.prompt)
+		if err != nil {
+			ollamaError(w, http.StatusBadRequest, err.Error())
+			return
+		}
+		if len(toks) >= n {
+			ollamaError(w, http.StatusBadRequest, fmt.Sprintf("the prompt has %d tokens, which does not fit the request's num_ctx of %d", len(toks), n))
+			return
+		}
+		if left := n - len(toks); req.NPredict < 0 || req.NPredict > left {
+			req.NPredict = left
+		}
+	}
+	ctx := r.Context()
+	var stream *ndjsonStream
+	if job.stream {
+		stream = newNDJSONStream(w)
+	}
+	fail := func(ae *APIError) {
+		if stream != nil {
+			stream.fail(ae.HTTPStatus(), ae.Message)
+		} else {
+			ollamaError(w, ae.HTTPStatus(), ae.Message)
+		}
+	}
+	onToken := func(t engine.Token) error {
+		if t.Pending || t.Text == "" { // llama-server releases nothing for these
+			return nil
+		}
+		job.x.tokenSeen(time.Now())
+		if stream == nil {
+			return nil
+		}
+		return stream.line(answer(t.Text, false))
+	}
+	a.s.metrics.processing.Inc()
+	res, err := eng.Generate(ctx, req, onToken)
+	a.s.metrics.processing.Dec()
+	if err != nil {
+		if ctx.Err() != nil { // the client went away or the server is stopping: no answer, nothing recorded
+			return
+		}
+		fail(a.s.generationError(err))
+		return
+	}
+	// Ollama flushes text held back at the end (a partial stop string, an
+	// incomplete UTF-8 sequence) with the last line, so a streamed answer's
+	// text is the non-streamed one.
+	text := res.Unsent
+	if !job.stream {
+		text = res.Text
+	}
+	rc, err := a.s.finish(job.x, usageOf(res), []byte(clientText(res.Text)))
+	if err != nil {
+		fail(asAPIError(err))
+		return
+	}
+	final := answer(text, true)
+	m := ollamaMetrics(res, time.Since(job.x.received))
+	switch f := final.(type) {
+	case *ollamaChatAnswer:
+		f.DoneReason, f.Metrics, f.Receipt = res.FinishReason, m, &rc
+	case *ollamaGenerateAnswer:
+		f.DoneReason, f.Metrics, f.Receipt = res.FinishReason, m, &rc
+	}
+	if stream != nil {
+		_ = stream.line(final)
+	} else {
+		writeOllamaJSON(w, http.StatusOK, final)
+	}
+}
+
+// ollamaMetrics are Ollama's counts and durations (ns) of an answer:
+// prompt_eval_count the prompt's tokens (cached ones included),
+// prompt_eval_duration and eval_duration llama-server's timings
+// (prompt_ms, predicted_ms), eval_count the generated tokens as llama-server
+// counts them (an end-of-generation token included), total_duration from
+// the request's arrival to the answer's end, load_duration the rest of it
+// (waiting for a slot, rendering, tokenizing; the model itself is loaded
+// before the port opens).
+func ollamaMetrics(res engine.Result, total time.Duration) api.Metrics {
+	ms := func(v float64) time.Duration { return time.Duration(math.Round(v * 1e6)) }
+	m := api.Metrics{
+		TotalDuration:      total,
+		PromptEvalCount:    res.PromptTokens,
+		PromptEvalDuration: ms(res.Timings.PromptMS),
+		EvalCount:          len(res.Tokens),
+		EvalDuration:       ms(res.Timings.PredictedMS),
+	}
+	m.LoadDuration = max(1, total-m.PromptEvalDuration-m.EvalDuration)
+	return m
+}
+
+// handleRoot is GET and HEAD /.
+func (a *ollamaAPI) handleRoot(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(http.StatusOK)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write([]byte(ollamaRunning))
+	}
+}
+
+// handleVersion is GET /api/version.
+func (a *ollamaAPI) handleVersion(w http.ResponseWriter, r *http.Request) {
+	writeOllamaJSON(w, http.StatusOK, map[string]string{"version": OllamaVersion})
+}
+
+// tagged is the name Ollama clients list: the served name with Ollama's
+// default tag.
+func (m ollamaModel) tagged() string {
+	if strings.Contains(m.Name, ":") {
+		return m.Name
+	}
+	return m.Name + ":latest"
+}

@@ -1,0 +1,168 @@
+package serve
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/ollama/ollama/api"
+
+	"github.com/bankml/bankml/sample"
+)
+
+// decodeOptions decodes an options object as the handlers receive it (inside
+// api.ChatRequest / api.GenerateRequest: map[string]any).
+func decodeOptions(t *testing.T, js string) map[string]any {
+	t.Helper()
+	var req api.GenerateRequest
+	if err := json.Unmarshal([]byte(`{"model":"m","options":`+js+`}`), &req); err != nil {
+		t.Fatalf("%s: %v", js, err)
+	}
+	return req.Options
+}
+
+// TestOllamaDefaultsAreOllamas checks the defaults against Ollama's own
+// api.DefaultOptions (the specification of what a client gets without
+// options).
+func TestOllamaDefaultsAreOllamas(t *testing.T) {
+	d := api.DefaultOptions()
+	s, err := parseOllamaOptions(nil, sample.DefaultParams())
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkMapped(t, "defaults", s, d)
+	if s.NumCtx != 0 {
+		t.Errorf("num_ctx %d, want 0 (the server's)", s.NumCtx)
+	}
+}
+
+// checkMapped compares the settings with Ollama's parse of the same options.
+func checkMapped(t *testing.T, name string, s ollamaSettings, o api.Options) {
+	t.Helper()
+	p := s.Sampling
+	seed := uint32(o.Seed)
+	wantPredict := o.NumPredict
+	if wantPredict <= 0 {
+		wantPredict = -1
+	}
+	for _, c := range []struct {
+		field     string
+		got, want any
+	}{
+		{"temperature", p.Temp, max(0, o.Temperature)},
+		{"top_k", p.TopK, int32(max(0, o.TopK))},
+		{"top_p", p.TopP, max(0, min(1, o.TopP))},
+		{"min_p", p.MinP, max(0, min(1, o.MinP))},
+		{"typical_p", p.TypicalP, o.TypicalP},
+		{"repeat_penalty", p.PenaltyRepeat, o.RepeatPenalty},
+		{"repeat_last_n", p.PenaltyLastN, int32(o.RepeatLastN)},
+		{"presence_penalty", p.PenaltyPresent, o.PresencePenalty},
+		{"frequency_penalty", p.PenaltyFreq, o.FrequencyPenalty},
+		{"seed", p.Seed, seed},
+		{"num_predict", s.NPredict, wantPredict},
+		{"stop", strings.Join(s.Stop, "\x00"), strings.Join(o.Stop, "\x00")},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s: %s = %v, want %v", name, c.field, c.got, c.want)
+		}
+	}
+}
+
+// TestOllamaOptionsMapAsOllamaReadsThem maps option objects and compares
+// every mapped field with api.Options.FromMap's reading of the same object
+// (Ollama's own parser) on top of api.DefaultOptions.
+func TestOllamaOptionsMapAsOllamaReadsThem(t *testing.T) {
+	for _, js := range []string{
+		`{}`,
+		`{"temperature":0}`,
+		`{"temperature":1.5,"top_k":1,"top_p":0.5,"min_p":0.1,"typical_p":0.7}`,
+		`{"repeat_penalty":1.3,"repeat_last_n":16,"presence_penalty":0.5,"frequency_penalty":-0.25}`,
+		`{"seed":42,"num_predict":7,"stop":["\n\n","END"]}`,
+		`{"seed":-1,"num_predict":-1}`,
+		`{"num_predict":-2,"top_k":128,"top_p":1}`,
+		`{"seed":4294967294,"top_k":0,"min_p":0}`,
+		`{"temperature":null,"seed":3}`,
+		`{"num_keep":5,"num_gpu":0,"main_gpu":0,"use_mmap":true,"mirostat":0,"tfs_z":1,"mirostat_tau":5,"mirostat_eta":0.1,"penalize_newline":true}`,
+	} {
+		opts := decodeOptions(t, js)
+		s, err := parseOllamaOptions(opts, sample.DefaultParams())
+		if err != nil {
+			t.Errorf("%s: %v", js, err)
+			continue
+		}
+		o := api.DefaultOptions()
+		if err := o.FromMap(opts); err != nil {
+			t.Fatalf("%s: Ollama refuses it: %v", js, err)
+		}
+		checkMapped(t, js, s, o)
+	}
+}
+
+// TestOllamaOptionsKeepTheServersOtherParams: what Ollama does not name
+// stays the server's (llama-server's sampler order, DRY, XTC, ...).
+func TestOllamaOptionsKeepTheServersOtherParams(t *testing.T) {
+	base := sample.DefaultParams()
+	base.DryMultiplier = 0.8
+	base.XTCProbability = 0.5
+	base.Samplers = []sample.Type{sample.TopK, sample.Temperature}
+	s, err := parseOllamaOptions(decodeOptions(t, `{"top_k":3}`), base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Sampling.DryMultiplier != 0.8 || s.Sampling.XTCProbability != 0.5 || len(s.Sampling.Samplers) != 2 {
+		t.Errorf("server params not kept: %+v", s.Sampling)
+	}
+}
+
+func TestOllamaNumCtx(t *testing.T) {
+	s, err := parseOllamaOptions(decodeOptions(t, `{"num_ctx":256}`), sample.DefaultParams())
+	if err != nil || s.NumCtx != 256 {
+		t.Fatalf("num_ctx 256: %+v, %v", s.NumCtx, err)
+	}
+}
+
+// TestOllamaOptionsRefusedNameTheOption: every refusal is an error naming
+// the option (the 400's message).
+func TestOllamaOptionsRefusedNameTheOption(t *testing.T) {
+	for _, c := range []struct{ js, option string }{
+		{`{"mirostat":1}`, "mirostat"},
+		{`{"mirostat":2}`, "mirostat"},
+		{`{"tfs_z":0.9}`, "tfs_z"},
+		{`{"num_batch":512}`, "num_batch"},
+		{`{"num_thread":4}`, "num_thread"},
+		{`{"rope_frequency_base":10000}`, "rope_frequency_base"},
+		{`{"temprature":0.5}`, "temprature"},
+		{`{"top_k":40.5}`, "top_k"},
+		{`{"top_k":"40"}`, "top_k"},
+		{`{"temperature":"hot"}`, "temperature"},
+		{`{"temperature":1e300}`, "temperature"},
+		{`{"seed":4294967296}`, "seed"},
+		{`{"seed":-2147483649}`, "seed"},
+		{`{"num_ctx":0}`, "num_ctx"},
+		{`{"stop":"x"}`, "stop"},
+		{`{"stop":["a",1]}`, "stop"},
+		{`{"stop":[""]}`, "stop"},
+		{`{"repeat_penalty":0}`, "repeat_penalty"},
+		{`{"repeat_last_n":-1}`, "repeat_last_n"},
+	} {
+		_, err := parseOllamaOptions(decodeOptions(t, c.js), sample.DefaultParams())
+		var oe *OptionError
+		var pe *sample.ParamError
+		switch {
+		case errors.As(err, &oe):
+			if oe.Option != c.option {
+				t.Errorf("%s: refused %q, want %q: %v", c.js, oe.Option, c.option, err)
+			}
+		case errors.As(err, &pe):
+			if pe.Param != c.option {
+				t.Errorf("%s: refused %q, want %q: %v", c.js, pe.Param, c.option, err)
+			}
+		default:
+			t.Errorf("%s: %v, want a refusal naming %q", c.js, err, c.option)
+		}
+		if err != nil && !strings.Contains(err.Error(), c.option) {
+			t.Errorf("%s: message %q does not name %q", c.js, err, c.option)
+		}
+	}
+}

@@ -1,0 +1,124 @@
+package serve
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/bankml/bankml/ledger"
+)
+
+// Receipt is the bankml_receipt object sent with every answer: a top-level field of a non-streamed OpenAI
+// answer, the last SSE event before [DONE] of a streamed one, a field of the final NDJSON line of an Ollama
+// answer. It is unsigned: it lets a client check, against its own copy of the request and of the text it
+// received, that this server answered it with the verified model (bankml-digest §3.5).
+type Receipt struct {
+	Version          string   `json:"version"`           // bankml's version
+	Engine           string   `json:"engine"`            // what computed the answer
+	ModelSHA256      string   `json:"model_sha256"`      // the model file's sha256, lower-case hex
+	Guard            string   `json:"guard"`             // the guard's verdict at admission ("play")
+	Pinned           bool     `json:"pinned"`            // false when served with --unpinned
+	PromptTokens     int      `json:"prompt_tokens"`     // tokens of the prompt (cached ones included)
+	CompletionTokens int      `json:"completion_tokens"` // tokens generated (an ending EOG token included, as llama-server counts)
+	CachedTokens     int      `json:"cached_tokens"`     // prompt tokens reused from the slot's cache (timings.cache_n)
+	TTFTMS           *float64 `json:"ttft_ms"`           // ms from the request's arrival to the first token; null when none was generated
+	WallMS           float64  `json:"wall_ms"`           // ms from the request's arrival to the answer's completion
+	RequestSHA256    string   `json:"request_sha256"`    // sha256 of the exact request body bytes
+	ResponseSHA256   string   `json:"response_sha256"`   // sha256 of the answer text exactly as the client receives it
+	LedgerIndex      *uint64  `json:"ledger_index,omitempty"`
+	Signed           bool     `json:"signed"` // always false: receipts are not signed yet
+}
+
+// exchange is one request being answered: its body exactly as received and when it arrived. Routes create it
+// with Server.begin and finish it with Server.finish.
+type exchange struct {
+	body     []byte
+	received time.Time
+	firstTok time.Time // zero until the first token is released
+}
+
+// usage is what an answer counted, for the receipt and the metrics.
+type usage struct {
+	PromptTokens     int
+	CompletionTokens int
+	CachedTokens     int
+	PromptMS         float64 // prompt evaluation time (timings.prompt_ms)
+	PredictedMS      float64 // generation time (timings.predicted_ms)
+}
+
+// sha256Hex is the lower-case hex sha256 of b.
+func sha256Hex(b []byte) string {
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
+
+// tokenSeen records the arrival of the first token (for ttft_ms); routes call it on every released token.
+func (x *exchange) tokenSeen(now time.Time) {
+	if x.firstTok.IsZero() {
+		x.firstTok = now
+	}
+}
+
+// newReceipt builds the receipt of an answer whose text, as the client receives it, is answer.
+func (s *Server) newReceipt(x *exchange, u usage, answer []byte, now time.Time) Receipt {
+	r := Receipt{
+		Version:          s.opt.Version,
+		Engine:           s.engineName(),
+		ModelSHA256:      s.m.SHA256,
+		Guard:            string(s.m.Guard.Verdict),
+		Pinned:           s.m.Pin.Pinned,
+		PromptTokens:     u.PromptTokens,
+		CompletionTokens: u.CompletionTokens,
+		CachedTokens:     u.CachedTokens,
+		WallMS:           ms(now.Sub(x.received)),
+		RequestSHA256:    sha256Hex(x.body),
+		ResponseSHA256:   sha256Hex(answer),
+	}
+	if !x.firstTok.IsZero() {
+		t := ms(x.firstTok.Sub(x.received))
+		r.TTFTMS = &t
+	}
+	return r
+}
+
+// engineName is the receipt's engine field.
+func (s *Server) engineName() string {
+	return fmt.Sprintf("bankml %s: its own forward pass, token-identical to llama.cpp (reference @node-llama-cpp/linux-x64@3.22.1, haswell) on its oracle tests", s.opt.Version)
+}
+
+// ms converts a duration to milliseconds.
+func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
+
+// finish completes an exchange: it builds the receipt for answer, appends the exchange to the ledger when the
+// server keeps one (the receipt then names its ledger_index, and the line is on disk before finish returns),
+// and counts the answer in the metrics. An error means the ledger could not record the exchange: the route
+// must answer an error instead of the receipt (a 500 before a non-streamed answer, an error event in a
+// stream) so that no answer is sent that the history lacks; the model file is re-checked first (503).
+func (s *Server) finish(x *exchange, u usage, answer []byte) (Receipt, error) {
+	// The model file is checked again before the answer is completed: a file changed while the answer was
+	// generated gets a 503 (or an error event in a stream), no receipt and no history entry.
+	if err := s.recheck(); err != nil {
+		return Receipt{}, err
+	}
+	now := time.Now()
+	rc := s.newReceipt(x, u, answer, now)
+	s.metrics.answered(u)
+	if s.opt.Ledger == nil {
+		return rc, nil
+	}
+	_, err := s.opt.Ledger.AppendFunc(func(index uint64) (ledger.Exchange, error) {
+		rc.LedgerIndex = &index
+		b, err := json.Marshal(rc)
+		if err != nil {
+			return ledger.Exchange{}, err
+		}
+		return ledger.Exchange{Request: x.body, Answer: answer, Receipt: b, Received: x.received, Answered: now}, nil
+	})
+	if err != nil {
+		rc.LedgerIndex = nil
+		return rc, &APIError{Type: TypeServer, Message: fmt.Sprintf("the history ledger could not record the answer: %v", err)}
+	}
+	return rc, nil
+}

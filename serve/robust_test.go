@@ -1,0 +1,289 @@
+package serve
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bankml/bankml/ledger"
+	"github.com/bankml/bankml/provenance"
+)
+
+// errorBody is llama-server's error object.
+type errorBody struct {
+	Error struct {
+		Code          int    `json:"code"`
+		Message       string `json:"message"`
+		Type          string `json:"type"`
+		NPromptTokens *int   `json:"n_prompt_tokens"`
+		NCtx          *int   `json:"n_ctx"`
+	} `json:"error"`
+}
+
+func parseError(t testing.TB, b []byte) errorBody {
+	t.Helper()
+	var e errorBody
+	if err := json.Unmarshal(b, &e); err != nil {
+		t.Fatalf("not an error body: %v: %s", err, b)
+	}
+	return e
+}
+
+// TestRefusals checks every refusal's status, error type and message, and that refused requests leave no
+// ledger entry.
+func TestRefusals(t *testing.T) {
+	l, _ := openLedger(t)
+	ts := newTestServer(t, storiesPath(t), AdmitOptions{}, Options{NCtx: 256, MaxBodyBytes: 4096, Ledger: l})
+	msgs := `"messages":[{"role":"user","content":"hi"}]`
+	long := strings.Repeat("Once upon a time ", 100)
+	cases := []struct {
+		name, path, body string
+		status           int
+		typ, msg         string
+	}{
+		{"malformed JSON", "/v1/chat/completions", `{"messages": [}`, 400, TypeInvalidRequest, "invalid JSON at byte 15"},
+		{"truncated JSON", "/v1/completions", `{"prompt": "x"`, 400, TypeInvalidRequest, "ends before the value is complete"},
+		{"trailing data", "/v1/completions", `{"prompt": "x"} {}`, 400, TypeInvalidRequest, "data after the top-level value"},
+		{"empty body", "/v1/completions", ``, 400, TypeInvalidRequest, "empty"},
+		{"wrong type", "/v1/completions", `{"prompt": "x", "max_tokens": "ten"}`, 400, TypeInvalidRequest, `field "max_tokens"`},
+		{"n 2", "/v1/chat/completions", `{` + msgs + `, "n": 2}`, 400, TypeInvalidRequest, "n = 1 only"},
+		{"response_format", "/v1/chat/completions", `{` + msgs + `, "response_format": {"type": "json_object"}}`, 400, TypeInvalidRequest, "response_format: not supported yet"},
+		{"tools", "/v1/chat/completions", `{` + msgs + `, "tools": [{"type": "function", "function": {"name": "f"}}]}`, 400, TypeInvalidRequest, "tools: not supported yet"},
+		{"mirostat", "/v1/chat/completions", `{` + msgs + `, "mirostat": 2}`, 400, TypeInvalidRequest, "Field 'mirostat'"},
+		{"grammar", "/v1/completions", `{"prompt": "x", "grammar": "root ::= \"a\""}`, 400, TypeInvalidRequest, "Field 'grammar'"},
+		{"repeat_last_n", "/v1/completions", `{"prompt": "x", "repeat_last_n": -2}`, 400, TypeInvalidRequest, "Field 'repeat_last_n'"},
+		{"top_logprobs alone", "/v1/chat/completions", `{` + msgs + `, "top_logprobs": 3}`, 400, TypeInvalidRequest, "top_logprobs requires logprobs"},
+		{"no messages", "/v1/chat/completions", `{}`, 400, TypeInvalidRequest, "'messages' is required"},
+		{"no prompt", "/v1/completions", `{}`, 400, TypeInvalidRequest, `"prompt" is required`},
+		{"echo", "/v1/completions", `{"prompt": "x", "echo": true}`, 400, TypeInvalidRequest, "Only no echo"},
+		{"several prompts", "/v1/completions", `{"prompt": ["a", "b"]}`, 400, TypeInvalidRequest, "several prompts"},
+		{"max_tokens -2", "/v1/completions", `{"prompt": "x", "max_tokens": -2}`, 400, TypeInvalidRequest, "Field 'max_tokens'"},
+		{"samplers", "/v1/completions", `{"prompt": "x", "samplers": ["top_k", "mirror"]}`, 400, TypeInvalidRequest, `unknown sampler "mirror"`},
+		{"context", "/v1/completions", `{"prompt": "` + long + `"}`, 400, TypeExceedContext, "exceeds the available context size (256 tokens)"},
+		{"too large", "/v1/completions", `{"prompt": "` + strings.Repeat("a", 5000) + `"}`, 413, TypeInvalidRequest, "larger than 4096 bytes"},
+		{"unknown route", "/v1/embeddings", `{}`, 404, TypeNotFound, "no route"},
+	}
+	for _, c := range cases {
+		st, b := ts.post(t, c.path, []byte(c.body))
+		e := parseError(t, b)
+		if st != c.status || e.Error.Code != c.status || e.Error.Type != c.typ || !strings.Contains(e.Error.Message, c.msg) {
+			t.Errorf("%s: %d %s, want %d %s containing %q", c.name, st, b, c.status, c.typ, c.msg)
+		}
+		if c.typ == TypeExceedContext && (e.Error.NPromptTokens == nil || *e.Error.NPromptTokens <= 256 || e.Error.NCtx == nil || *e.Error.NCtx != 256) {
+			t.Errorf("%s: n_prompt_tokens/n_ctx missing or wrong: %s", c.name, b)
+		}
+	}
+	if h := l.Head(); h.Size != 0 {
+		t.Errorf("refused requests were recorded: %+v", h)
+	}
+}
+
+// TestAPIKey checks --api-key as llama-server enforces it: /health is public, every other route needs
+// "Authorization: Bearer KEY" (or X-Api-Key), else 401 with llama-server's body.
+func TestAPIKey(t *testing.T) {
+	ts := newTestServer(t, storiesPath(t), AdmitOptions{}, Options{APIKey: "s3cret"})
+	if st, _ := ts.get(t, "/health"); st != 200 {
+		t.Errorf("/health without a key: %d", st)
+	}
+	body := []byte(`{"prompt": "Once", "max_tokens": 2}`)
+	for _, h := range [][]string{nil, {"Authorization", "Bearer wrong"}, {"Authorization", "s3cretX"}} {
+		st, b := ts.post(t, "/v1/completions", body, h...)
+		if st != 401 || string(b) != `{"error":{"code":401,"message":"Invalid API Key","type":"authentication_error"}}` {
+			t.Errorf("%v: %d %s", h, st, b)
+		}
+	}
+	for _, h := range [][]string{{"Authorization", "Bearer s3cret"}, {"X-Api-Key", "s3cret"}} {
+		if st, b := ts.post(t, "/v1/completions", body, h...); st != 200 {
+			t.Errorf("%v: %d %s", h, st, b)
+		}
+	}
+	if st, _ := ts.get(t, "/v1/models"); st != 401 {
+		t.Errorf("/v1/models without a key: %d (llama-server exempts only /health)", st)
+	}
+}
+
+// TestModelChanged checks the per-answer re-check: once the model file is touched, every answer is a 503
+// naming what changed, and nothing is recorded.
+func TestModelChanged(t *testing.T) {
+	src, err := os.ReadFile(storiesPath(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "stories260K.gguf")
+	if err := os.WriteFile(path, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	digest, err := provenance.SHA256File(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, _ := openLedger(t)
+	ts := newTestServer(t, path, AdmitOptions{Manifest: digest}, Options{Ledger: l})
+	body := []byte(`{"prompt": "Once", "max_tokens": 2}`)
+	st, b := ts.post(t, "/v1/completions", body)
+	if st != 200 {
+		t.Fatalf("%d %s", st, b)
+	}
+	if a := parseAnswer(t, b); !a.receipt.Pinned {
+		t.Errorf("a model pinned by its digest has a receipt with pinned false: %s", a.receiptBytes)
+	}
+	later := time.Now().Add(time.Hour)
+	if err := os.Chtimes(path, later, later); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"/v1/completions", "/v1/chat/completions"} {
+		st, b = ts.post(t, p, []byte(`{"prompt": "Once", "messages": [{"role": "user", "content": "x"}]}`))
+		e := parseError(t, b)
+		if st != 503 || e.Error.Type != TypeUnavailable || !strings.Contains(e.Error.Message, "the model file was modified") {
+			t.Errorf("%s after touching the model: %d %s", p, st, b)
+		}
+	}
+	if h := l.Head(); h.Size != 1 {
+		t.Errorf("ledger has %d entries, want the one answer before the change", h.Size)
+	}
+}
+
+// TestAdmitRefused checks admission: an unpinned model without Unpinned, a wrong digest, a file that is no
+// GGUF are refused (ErrRefused).
+func TestAdmitRefused(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "bad.gguf")
+	if err := os.WriteFile(bad, []byte("not a gguf file at all, just text"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		path string
+		o    AdmitOptions
+		msg  string
+	}{
+		{storiesPath(t), AdmitOptions{}, "has no pin"},
+		{storiesPath(t), AdmitOptions{Manifest: strings.Repeat("ab", 32)}, "refused"},
+		{bad, AdmitOptions{Unpinned: true}, "refused"},
+	} {
+		m, err := Admit(c.path, c.o)
+		if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), c.msg) {
+			t.Errorf("%s %+v: %v, want ErrRefused with %q", c.path, c.o, err, c.msg)
+		}
+		if m != nil {
+			m.Close()
+		}
+	}
+}
+
+// streamUntilFirst starts a long streamed completion and returns once its first chunk arrived, with a
+// cancel that disconnects the client and a channel closed when the client has read everything it got.
+func streamUntilFirst(t *testing.T, url string) (cancel func(), done <-chan string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	body := `{"prompt": "Once upon a time", "max_tokens": 400, "ignore_eos": true, "stream": true, "temperature": 0}`
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url+"/v1/completions", strings.NewReader(body))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(resp.Body)
+	if _, err := br.ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	ch := make(chan string)
+	go func() {
+		rest, _ := io.ReadAll(br)
+		resp.Body.Close()
+		ch <- string(rest)
+	}()
+	return cancel, ch
+}
+
+// TestQueueFullAndDisconnect checks the bounded queue (one slot, no waiting room: a second request is
+// refused with 429) and that a client that disconnects stops its generation and frees the slot, unrecorded.
+func TestQueueFullAndDisconnect(t *testing.T) {
+	l, dir := openLedger(t)
+	ts := newTestServer(t, storiesPath(t), AdmitOptions{}, Options{Parallel: 1, QueueSize: -1, Ledger: l})
+	cancel, done := streamUntilFirst(t, ts.url)
+	st, b := ts.post(t, "/v1/completions", []byte(`{"prompt": "Once", "max_tokens": 2}`))
+	e := parseError(t, b)
+	if st != 429 || e.Error.Code != 429 || !strings.Contains(e.Error.Message, "busy") {
+		t.Errorf("second request with the slot busy and no queue: %d %s", st, b)
+	}
+	cancel()
+	<-done
+	deadline := time.Now().Add(10 * time.Second)
+	for ts.eng.Slots()[0].Busy && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	si := ts.eng.Slots()[0]
+	if si.Busy {
+		t.Fatal("the slot is still busy after the client went away")
+	}
+	if si.NPast >= 5+400 {
+		t.Errorf("the generation ran to its end (%d tokens in the slot) after the client went away", si.NPast)
+	}
+	if h := l.Head(); h.Size != 0 {
+		t.Errorf("a cancelled answer was recorded: %+v", h)
+	}
+	if st, b := ts.post(t, "/v1/completions", []byte(`{"prompt": "Once", "max_tokens": 2}`)); st != 200 {
+		t.Errorf("after the disconnect: %d %s", st, b)
+	}
+	if _, err := ledger.Verify(dir); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestGracefulShutdown runs Serve on a listener and cancels it while an answer streams: Serve lets the
+// grace period pass, cancels the answer (the client sees its stream end without [DONE]), returns nil, and
+// the ledger verifies with the answers that completed.
+func TestGracefulShutdown(t *testing.T) {
+	l, dir := openLedger(t)
+	m, err := Admit(storiesPath(t), AdmitOptions{Unpinned: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	s, err := New(m, Options{NCtx: 512, Ledger: l, Grace: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ctx, ln) }()
+	url := "http://" + ln.Addr().String()
+	resp, err := http.Post(url+"/v1/completions", "application/json", strings.NewReader(`{"prompt": "Once", "max_tokens": 3}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	_, done := streamUntilFirst(t, url)
+	stop()
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Fatalf("Serve: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Serve did not return after its context was cancelled")
+	}
+	if rest := <-done; strings.Contains(rest, "[DONE]") {
+		t.Errorf("the answer in flight was not cancelled: it ended with [DONE]")
+	}
+	rep, err := ledger.Verify(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Size != 1 || rep.TornBytes != 0 {
+		t.Errorf("ledger after shutdown: %+v, want the one completed answer and no torn line", rep)
+	}
+}

@@ -1,0 +1,287 @@
+package serve
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+
+	"github.com/bankml/bankml/engine"
+	"github.com/bankml/bankml/ledger"
+	"github.com/bankml/bankml/sample"
+)
+
+// Defaults of Options.
+const (
+	DefaultMaxBodyBytes = 16 << 20         // request bodies over 16 MiB get 413
+	DefaultQueueSize    = 64               // requests waiting for a slot beyond the busy ones; more get 429
+	DefaultGrace        = 10 * time.Second // how long SIGTERM lets answers in flight finish before cancelling them
+)
+
+// Options configure a Server. Zero values take the defaults named.
+type Options struct {
+	NCtx      int // context per slot in tokens (--ctx); 0: the model's default as llama-server sizes a slot
+	Threads   int // matmul workers per slot (-t); 0: 1
+	Parallel  int // slots (--parallel); 0: 1
+	QueueSize int // requests allowed to wait for a slot; 0: DefaultQueueSize; negative: none wait
+
+	APIKey       string         // when set, every route but /health and /v1/health needs it (401), as llama-server's --api-key
+	Ledger       *ledger.Ledger // the history (--history DIR); nil keeps none
+	MaxBodyBytes int64          // 0: DefaultMaxBodyBytes
+	Grace        time.Duration  // 0: DefaultGrace
+	Version      string         // bankml's version, for receipts, /props and /api/version
+	Log          *slog.Logger   // nil: discard
+}
+
+// Server answers the OpenAI, Ollama and llama-server HTTP APIs with one admitted model. Create it with New,
+// serve Handler (tests) or call Serve (bankml serve); Close releases the engine.
+type Server struct {
+	m       *Model
+	eng     *engine.Engine
+	base    sample.Params // the sampling defaults every request starts from (baseParams)
+	opt     Options
+	metrics *metrics
+	router  chi.Router
+	log     *slog.Logger
+	started time.Time
+
+	// stop is cancelled when in-flight answers must be cancelled (Serve's grace period ran out): every
+	// request's context derives from it.
+	stop       context.Context
+	cancelStop context.CancelFunc
+}
+
+// New builds a server for an admitted model. It does not listen; see Serve and Handler.
+func New(m *Model, o Options) (*Server, error) {
+	if m == nil {
+		return nil, errors.New("serve: no model")
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	switch {
+	case o.QueueSize == 0:
+		o.QueueSize = DefaultQueueSize
+	case o.QueueSize < 0:
+		o.QueueSize = 0
+	}
+	if o.Grace <= 0 {
+		o.Grace = DefaultGrace
+	}
+	if o.Parallel <= 0 {
+		o.Parallel = 1
+	}
+	if o.Threads <= 0 {
+		o.Threads = 1
+	}
+	if o.Version == "" {
+		o.Version = "dev"
+	}
+	suppress, err := sample.SuppressTokens(m.File, m.Model.HP.NVocab)
+	if err != nil {
+		return nil, fmt.Errorf("serve: %w", err)
+	}
+	eng, err := engine.New(m.Model, m.Tokenizer, m.Template, engine.Options{
+		NCtx: o.NCtx, Threads: o.Threads, Parallel: o.Parallel, QueueSize: o.QueueSize, SuppressTokens: suppress,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("serve: %w", err)
+	}
+	s := &Server{m: m, eng: eng, base: baseParams(m), opt: o, log: o.Log, started: time.Now()}
+	if s.log == nil {
+		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	var ledgerSize func() float64
+	if o.Ledger != nil {
+		ledgerSize = func() float64 { return float64(o.Ledger.Head().Size) }
+	}
+	s.metrics = newMetrics(func() float64 { return float64(eng.QueueLen()) }, ledgerSize)
+	s.stop, s.cancelStop = context.WithCancel(context.Background())
+	s.router = s.routes()
+	return s, nil
+}
+
+// Close cancels whatever is still generating and releases the engine. It does not close the Model or the
+// Ledger, which the caller owns.
+func (s *Server) Close() error {
+	s.cancelStop()
+	return s.eng.Close()
+}
+
+// Handler is the server's HTTP handler (every route, behind the middleware).
+func (s *Server) Handler() http.Handler { return s.router }
+
+// routes builds the router: the OpenAI routes, the llama-server extras, bankml's ledger routes, and the
+// Ollama routes (mountOllama).
+func (s *Server) routes() chi.Router {
+	r := chi.NewRouter()
+	r.Use(s.countRequests, s.requireAPIKey)
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, &APIError{Type: TypeNotFound, Message: fmt.Sprintf("no route %s %s", r.Method, r.URL.Path)})
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, &APIError{Status: http.StatusMethodNotAllowed, Type: TypeInvalidRequest, Message: fmt.Sprintf("method %s not allowed on %s", r.Method, r.URL.Path)})
+	})
+
+	// llama-server extras
+	r.Get("/health", s.handleHealth)
+	r.Get("/v1/health", s.handleHealth)
+	r.Get("/props", s.handleProps)
+	r.Get("/metrics", s.metrics.handler().ServeHTTP)
+	r.Post("/tokenize", s.handleTokenize)
+	r.Post("/detokenize", s.handleDetokenize)
+	r.Post("/apply-template", s.handleApplyTemplate)
+
+	// OpenAI
+	r.Get("/models", s.handleModels)
+	r.Get("/v1/models", s.handleModels)
+	r.Post("/v1/chat/completions", s.handleChatCompletions)
+	r.Post("/chat/completions", s.handleChatCompletions)
+	r.Post("/v1/completions", s.handleCompletions)
+
+	// bankml
+	r.Get("/bankml/ledger", s.handleLedger)
+	r.Get("/bankml/ledger/proof", s.handleLedgerProof)
+
+	s.mountOllama(r)
+	return r
+}
+
+// countRequests counts every answered request by route pattern and status (bankml:http_requests_total).
+func (s *Server) countRequests(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
+		next.ServeHTTP(ww, r)
+		route := chi.RouteContext(r.Context()).RoutePattern()
+		if route == "" {
+			route = "unmatched"
+		}
+		s.metrics.request(route, max(ww.Status(), http.StatusOK))
+	})
+}
+
+// requireAPIKey is llama-server's middleware_validate_api_key (server-http.cpp): with a key set, every path
+// but /health and /v1/health needs "Authorization: Bearer KEY" (or the bare key, or X-Api-Key), else 401
+// {"error": {"message": "Invalid API Key", "type": "authentication_error", "code": 401}}. OPTIONS requests
+// pass, as llama-server answers them before the check.
+func (s *Server) requireAPIKey(next http.Handler) http.Handler {
+	if s.opt.APIKey == "" {
+		return next
+	}
+	want := []byte(s.opt.APIKey)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodOptions || r.URL.Path == "/health" || r.URL.Path == "/v1/health" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		key := r.Header.Get("Authorization")
+		if key == "" {
+			key = r.Header.Get("X-Api-Key")
+		}
+		key = strings.TrimPrefix(key, "Bearer ")
+		if subtle.ConstantTimeCompare([]byte(key), want) != 1 {
+			writeError(w, &APIError{Type: TypeAuthentication, Message: "Invalid API Key"})
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// begin starts an exchange: it reads the whole body (at most MaxBodyBytes: 413 beyond) and re-checks the model
+// file (503 when it is no longer the verified one). On an error it has already answered and returns nil:
+// the route just returns. Every generating route, OpenAI or Ollama, starts with it; the Ollama routes pass
+// their own error writer (nil: writeError).
+func (s *Server) begin(w http.ResponseWriter, r *http.Request, writeErr func(http.ResponseWriter, error)) *exchange {
+	if writeErr == nil {
+		writeErr = writeError
+	}
+	received := time.Now()
+	body, err := s.readBody(w, r)
+	if err != nil {
+		writeErr(w, err)
+		return nil
+	}
+	if err := s.recheck(); err != nil {
+		writeErr(w, err)
+		return nil
+	}
+	return &exchange{body: body, received: received}
+}
+
+// readBody reads a request body of at most MaxBodyBytes: a larger one is a 413 *APIError.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	if r.ContentLength > s.opt.MaxBodyBytes {
+		return nil, s.tooLarge()
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opt.MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, s.tooLarge()
+		}
+		return nil, badRequest("reading the request body: %v", err)
+	}
+	return body, nil
+}
+
+func (s *Server) tooLarge() *APIError {
+	return &APIError{Status: http.StatusRequestEntityTooLarge, Type: TypeInvalidRequest,
+		Message: fmt.Sprintf("request body larger than %d bytes", s.opt.MaxBodyBytes)}
+}
+
+// recheck is Model.Recheck, counted in the metrics when it fails: call it before every answer.
+func (s *Server) recheck() error {
+	if err := s.m.Recheck(); err != nil {
+		s.metrics.refusedFor("model_changed")
+		s.log.Error("model re-check failed", "err", err)
+		return err
+	}
+	return nil
+}
+
+// Serve answers on ln until ctx is cancelled (bankml serve cancels it on SIGTERM or SIGINT), then shuts down
+// gracefully: it stops accepting connections, lets the answers in flight finish for Options.Grace, then
+// cancels those still generating (their exchanges are not recorded: the history only gets complete answers,
+// each line written whole) and waits for their handlers to return. It returns nil after a shutdown.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	hs := &http.Server{
+		Handler:           s.router,
+		ReadHeaderTimeout: 30 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return s.stop },
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	s.log.Info("shutting down: finishing answers in flight", "grace", s.opt.Grace)
+	gctx, cancel := context.WithTimeout(context.Background(), s.opt.Grace)
+	err := hs.Shutdown(gctx)
+	cancel()
+	if errors.Is(err, context.DeadlineExceeded) {
+		s.log.Info("grace period over: cancelling answers in flight")
+		s.cancelStop()
+		wctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err = hs.Shutdown(wctx)
+		cancel()
+	}
+	if err != nil {
+		return fmt.Errorf("serve: shutdown: %w", err)
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
