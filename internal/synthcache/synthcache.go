@@ -1,0 +1,97 @@
+// Package synthcache keeps the synthetic models of the oracle tests between
+// test runs and across packages: a file is named by its configuration and a
+// digest of its plan (synth.Plan's metadata keys and types, tensor names,
+// types and shapes, and the seed), written atomically by synth.WriteFile on
+// first use and reused afterwards, so a present file is complete and a
+// change of synth's layout never reuses a stale one.
+//
+// Design record: what it follows is the model package's oracle tests, which
+// first kept their files this way; the folder is $BANKML_SYNTH_CACHE, else
+// bankml-model-oracle under the temporary directory, shared by every package's
+// tests (the same configuration gives the same file name). Determinism: synth
+// writes the same bytes for the same configuration, so which test wrote a file
+// first does not matter.
+package synthcache
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/bankml/bankml/internal/synth"
+	"github.com/bankml/bankml/internal/testdata"
+)
+
+// EnvCache names the environment variable that sets the folder of the cached files.
+const EnvCache = "BANKML_SYNTH_CACHE"
+
+// Dir returns the folder of the cached files ($BANKML_SYNTH_CACHE, else
+// bankml-model-oracle under os.TempDir()), creating it.
+func Dir(t testing.TB) string {
+	t.Helper()
+	dir := os.Getenv(EnvCache)
+	if dir == "" {
+		dir = filepath.Join(os.TempDir(), "bankml-model-oracle")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// Path returns the file of cfg, "<name>-<12 hex digits of the plan's
+// digest>.gguf" in Dir, generating it on first use. A configuration synth
+// refuses fails the test.
+func Path(t testing.TB, name string, cfg synth.Config) string {
+	t.Helper()
+	kvs, infos, err := synth.Plan(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := sha256.New()
+	fmt.Fprint(h, cfg.Seed, len(kvs), len(infos))
+	for _, kv := range kvs {
+		fmt.Fprint(h, kv.Key, kv.Value.Type)
+	}
+	for _, ti := range infos {
+		fmt.Fprint(h, ti.Name, ti.Type, ti.Ne)
+	}
+	path := filepath.Join(Dir(t), name+"-"+hex.EncodeToString(h.Sum(nil))[:12]+".gguf")
+	if _, err := os.Stat(path); err == nil {
+		return path
+	}
+	if _, err := synth.WriteFile(path, cfg); err != nil && !errors.Is(err, synth.ErrExists) {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// The Qwen3 vocabulary takes a second to convert; it is read once per test
+// process and never changed afterwards.
+var (
+	qwen3Once  sync.Once
+	qwen3Vocab *synth.Vocab
+	qwen3Err   error
+)
+
+func loadQwen3Vocab(dir string) (*synth.Vocab, error) {
+	qwen3Once.Do(func() { qwen3Vocab, qwen3Err = synth.Qwen3Vocab(dir, synth.Qwen3NVocab) })
+	return qwen3Vocab, qwen3Err
+}
+
+// Qwen3Vocab returns the real Qwen3 vocabulary (synth.Qwen3Vocab over
+// ../shared/models/qwen3, read once per process); the test is skipped (failed
+// under CI) when it is absent.
+func Qwen3Vocab(t testing.TB) *synth.Vocab {
+	t.Helper()
+	v, err := loadQwen3Vocab(filepath.Join(testdata.ModelsDir(t), "qwen3"))
+	if err != nil {
+		testdata.Absent(t, "Qwen3 tokenizer: %v", err)
+	}
+	return v
+}
