@@ -71,8 +71,8 @@ func main() {
 }
 
 // run is main without the process: it parses args, runs the command and
-// returns the exit status.
-func run(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
+// returns the exit status; opts (tests) adjust the command tree before parsing.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer, opts ...func(*cli)) (code int) {
 	defer func() {
 		if p := recover(); p != nil {
 			fmt.Fprintf(stderr, "bankml: internal error: %v (please report it)\n%s", p, debug.Stack())
@@ -80,6 +80,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 		}
 	}()
 	var c cli
+	for _, o := range opts {
+		o(&c)
+	}
 	exit := -1
 	parser, err := kong.New(&c,
 		kong.Name("bankml"),
