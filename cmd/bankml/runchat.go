@@ -490,7 +490,7 @@ func newTermReader(f *os.File, echo io.Writer, quit <-chan struct{}) *termReader
 		io.Reader
 		io.Writer
 	}{f, echo}, "> ")
-	if w, h, err := term.GetSize(int(f.Fd())); err == nil {
+	if w, h, err := term.GetSize(int(f.Fd())); err == nil && w > 0 && h > 0 {
 		_ = t.SetSize(w, h) // a size x/term refuses keeps its default (80 columns)
 	}
 	return &termReader{f: f, t: t, quit: quit}

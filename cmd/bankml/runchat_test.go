@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/bankml/bankml/chat"
@@ -54,7 +56,8 @@ type refTurn struct {
 // more is refused and leaves the conversation as it was), then the session
 // keeps llama-server's reusable prefix, decodes the rest and generates
 // greedily. The answer's text joins the conversation.
-func refChat(t *testing.T, rm *reference.Model, tmpl *chat.Template, nCtx, n int, system string, users []string) (turns []refTurn, refused []int) {
+// ns[i] bounds turn i's answer (the last value serves the later turns).
+func refChat(t *testing.T, rm *reference.Model, tmpl *chat.Template, nCtx int, ns []int, system string, users []string) (turns []refTurn, refused []int) {
 	t.Helper()
 	rs, err := rm.NewSession(nCtx, 2)
 	if err != nil {
@@ -99,6 +102,7 @@ func refChat(t *testing.T, rm *reference.Model, tmpl *chat.Template, nCtx, n int
 		if err != nil {
 			t.Fatal(err)
 		}
+		n := ns[min(len(turns), len(ns)-1)]
 		toks, err := rs.Generate(logits, min(n, rs.NCtx()-len(prompt)), true)
 		if err != nil {
 			t.Fatal(err)
@@ -122,18 +126,15 @@ func refChat(t *testing.T, rm *reference.Model, tmpl *chat.Template, nCtx, n int
 
 var turnLine = regexp.MustCompile(`(?m)^turn (\d+): prompt (\d+) tokens, (\d+) from the cache, \d+ evaluated .*; answer (\d+) tokens`)
 
-// TestRunChatMatchesReference: bankml run --chat with piped standard input
-// on a tiny qwen3 file with the real Qwen3 vocabulary plays every turn as
-// the reference does (refChat): the same prompt tokens, the same number of
-// them taken from the cache, the same answer tokens; standard output is the
-// answers' text and nothing else (each followed by a newline unless it ends
-// in one), the per-turn summary on standard error carries the same counts.
-// The cases cover --system present and absent, a line continued with "\",
-// an empty line, /exit (and the lines after it never sent), the end of
-// input, -p as the first message, --single-turn, and a message that does not
-// fit the context (refused naming both sizes, the conversation intact, exit
-// status 1).
-func TestRunChatMatchesReference(t *testing.T) {
+// chatFixture is the chat model, loaded by the reference, and its template.
+type chatFixture struct {
+	path string
+	rm   *reference.Model
+	tmpl *chat.Template
+}
+
+func newChatFixture(t *testing.T) *chatFixture {
+	t.Helper()
 	lib, err := reference.Load()
 	if err != nil {
 		testdata.Absent(t, "reference not installed (run scripts/install-reference.sh): %v", err)
@@ -143,16 +144,122 @@ func TestRunChatMatchesReference(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rm.Close()
+	t.Cleanup(rm.Close)
 	f, err := gguf.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer f.Close()
 	tmpl, err := chat.FromGGUF(f)
-	f.Close()
 	if err != nil {
 		t.Fatal(err)
 	}
+	return &chatFixture{path: path, rm: rm, tmpl: tmpl}
+}
+
+// checkTurns compares bankml's turns with the reference's: prompt tokens,
+// cached count and answer tokens per turn; standard output must be the
+// answers' text, each followed by a newline unless it is empty or ends in
+// one; the summary lines on standard error carry the same counts. It
+// returns how many turns agree in every respect and logs the count.
+func checkTurns(t *testing.T, rm *reference.Model, want []refTurn, got []chatTurn, stdout, stderr string) int {
+	t.Helper()
+	ok := 0
+	var wantOut strings.Builder
+	for i, w := range want {
+		wantOut.WriteString(w.answer)
+		if w.answer != "" && !strings.HasSuffix(w.answer, "\n") {
+			wantOut.WriteString("\n")
+		}
+		if i >= len(got) {
+			t.Errorf("turn %d: bankml played no such turn", i+1)
+			continue
+		}
+		g := got[i]
+		same := true
+		if !slices.Equal(g.Prompt, w.prompt) {
+			same = false
+			t.Errorf("turn %d: prompt tokens differ\n got %v\nwant %v", i+1, g.Prompt, w.prompt)
+		}
+		if g.Cached != w.cached {
+			same = false
+			t.Errorf("turn %d: %d tokens from the cache, the reference %d", i+1, g.Cached, w.cached)
+		}
+		if !slices.Equal(g.Tokens, w.tokens) {
+			same = false
+			t.Errorf("turn %d: answer tokens differ\n got %v\nwant %v", i+1, g.Tokens, w.tokens)
+		}
+		if same {
+			ok++
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("bankml played %d turns, the reference %d", len(got), len(want))
+	}
+	if stdout != wantOut.String() {
+		t.Errorf("standard output:\n got %q\nwant %q", stdout, wantOut.String())
+	}
+	lines := turnLine.FindAllStringSubmatch(stderr, -1)
+	if len(lines) != len(want) {
+		t.Errorf("%d summary lines for %d turns; stderr:\n%s", len(lines), len(want), stderr)
+	}
+	for i, m := range lines[:min(len(lines), len(want))] {
+		w := want[i]
+		answer := len(w.tokens)
+		if n := len(w.tokens); n > 0 && refEOG(rm, w.tokens[n-1]) {
+			answer--
+		}
+		if m[1] != strconv.Itoa(i+1) || m[2] != strconv.Itoa(len(w.prompt)) || m[3] != strconv.Itoa(w.cached) || m[4] != strconv.Itoa(answer) {
+			t.Errorf("summary %q; want turn %d, prompt %d, cached %d, answer %d", m[0], i+1, len(w.prompt), w.cached, answer)
+		}
+	}
+	var report []string
+	for _, w := range want {
+		report = append(report, fmt.Sprintf("%d/%d/%d", len(w.prompt), w.cached, len(w.tokens)))
+	}
+	t.Logf("%d of %d turns equal the reference's (prompt/cached/answer tokens %s)", ok, len(want), strings.Join(report, ", "))
+	return ok
+}
+
+// runChat runs bankml run --chat on the fixture with args and stdin,
+// collecting its turns.
+func (fx *chatFixture) runChat(stdin io.Reader, args ...string) (code int, turns []chatTurn, stdout, stderr string) {
+	var o bytes.Buffer
+	e := &syncBuffer{}
+	args = append([]string{"run", fx.path, "--chat", "-t", "2"}, args...)
+	code = run(args, stdin, &o, e, func(c *cli) {
+		c.Run.onTurn = func(t chatTurn) { turns = append(turns, t) }
+	})
+	return code, turns, o.String(), e.String()
+}
+
+// syncBuffer is a bytes.Buffer safe for one writer and concurrent readers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestRunChatMatchesReference: bankml run --chat with piped standard input
+// on a tiny qwen3 file with the real Qwen3 vocabulary plays every turn as
+// the reference does (refChat, checkTurns). The cases cover --system present
+// and absent, a line continued with "\", an empty line, /exit (and the lines
+// after it never sent), the end of input, -p as the first message,
+// --single-turn, and a message that does not fit the context (refused naming
+// both sizes, the conversation intact, exit status 1).
+func TestRunChatMatchesReference(t *testing.T) {
+	fx := newChatFixture(t)
 	long := strings.Repeat("Tell me everything about the history of the river, its bridges and its mills. ", 20)
 	for _, tc := range []struct {
 		name   string
@@ -177,77 +284,20 @@ func TestRunChatMatchesReference(t *testing.T) {
 			stdin: "Hi.\n" + long + "\nThanks.\n", users: []string{"Hi.", long, "Thanks."}, nCtx: 256, n: 20, code: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			want, refused := refChat(t, rm, tmpl, tc.nCtx, tc.n, tc.system, tc.users)
-			var got []chatTurn
-			var o, e bytes.Buffer
-			args := append([]string{"run", path, "--chat", "-t", "2"}, tc.args...)
-			code := run(args, strings.NewReader(tc.stdin), &o, &e, func(c *cli) {
-				c.Run.onTurn = func(t chatTurn) { got = append(got, t) }
-			})
+			want, refused := refChat(t, fx.rm, fx.tmpl, tc.nCtx, []int{tc.n}, tc.system, tc.users)
+			code, got, stdout, stderr := fx.runChat(strings.NewReader(tc.stdin), tc.args...)
 			if code != tc.code {
-				t.Fatalf("exit %d, want %d; stderr:\n%s", code, tc.code, e.String())
+				t.Fatalf("exit %d, want %d; stderr:\n%s", code, tc.code, stderr)
 			}
-			ok := 0
-			var wantOut strings.Builder
-			for i, w := range want {
-				wantOut.WriteString(w.answer)
-				if w.answer != "" && !strings.HasSuffix(w.answer, "\n") {
-					wantOut.WriteString("\n")
-				}
-				if i >= len(got) {
-					t.Errorf("turn %d: bankml played no such turn", i+1)
-					continue
-				}
-				g := got[i]
-				same := true
-				if !slices.Equal(g.Prompt, w.prompt) {
-					same = false
-					t.Errorf("turn %d: prompt tokens differ\n got %v\nwant %v", i+1, g.Prompt, w.prompt)
-				}
-				if g.Cached != w.cached {
-					same = false
-					t.Errorf("turn %d: %d tokens from the cache, the reference %d", i+1, g.Cached, w.cached)
-				}
-				if !slices.Equal(g.Tokens, w.tokens) {
-					same = false
-					t.Errorf("turn %d: answer tokens differ\n got %v\nwant %v", i+1, g.Tokens, w.tokens)
-				}
-				if same {
-					ok++
-				}
-			}
-			if len(got) != len(want) {
-				t.Errorf("bankml played %d turns, the reference %d", len(got), len(want))
-			}
-			if o.String() != wantOut.String() {
-				t.Errorf("standard output:\n got %q\nwant %q", o.String(), wantOut.String())
-			}
-			// The summary lines carry the same counts.
-			lines := turnLine.FindAllStringSubmatch(e.String(), -1)
-			if len(lines) != len(want) {
-				t.Errorf("%d summary lines for %d turns; stderr:\n%s", len(lines), len(want), e.String())
-			}
-			for i, m := range lines[:min(len(lines), len(want))] {
-				w := want[i]
-				answer := len(w.tokens)
-				if n := len(w.tokens); n > 0 && refEOG(rm, w.tokens[n-1]) {
-					answer--
-				}
-				if m[1] != strconv.Itoa(i+1) || m[2] != strconv.Itoa(len(w.prompt)) || m[3] != strconv.Itoa(w.cached) || m[4] != strconv.Itoa(answer) {
-					t.Errorf("summary %q; want turn %d, prompt %d, cached %d, answer %d", m[0], i+1, len(w.prompt), w.cached, answer)
-				}
-			}
+			checkTurns(t, fx.rm, want, got, stdout, stderr)
 			for _, n := range refused {
-				msg := fmt.Sprintf("%d", n)
-				if !strings.Contains(e.String(), msg) || !strings.Contains(e.String(), "256") || !strings.Contains(e.String(), "kept as it was") {
-					t.Errorf("the refused %d-token prompt: stderr does not name both sizes (%d and 256):\n%s", n, n, e.String())
+				if !strings.Contains(stderr, fmt.Sprintf("prompt is %d tokens and the context 256", n)) || !strings.Contains(stderr, "kept as it was") {
+					t.Errorf("the refused %d-token prompt: stderr does not name both sizes (%d and 256):\n%s", n, n, stderr)
 				}
 			}
-			var report []string
-			for _, w := range want {
-				report = append(report, fmt.Sprintf("%d/%d/%d", len(w.prompt), w.cached, len(w.tokens)))
+			if len(refused) != strings.Count(stderr, "kept as it was") {
+				t.Errorf("the reference refuses %d messages, bankml (stderr):\n%s", len(refused), stderr)
 			}
-			t.Logf("%d of %d turns equal the reference's (prompt/cached/answer tokens %s; %d refused)", ok, len(want), strings.Join(report, ", "), len(refused))
 		})
 	}
 }
