@@ -189,6 +189,13 @@ func refContinuation(t *testing.T, rm *reference.Model, prompt string, n int) []
 	if err != nil {
 		t.Fatal(err)
 	}
+	return refText(t, rm, ids)
+}
+
+// refText is the reference's text of generated tokens: their pieces
+// (control tokens render as nothing) up to the first end-of-generation token.
+func refText(t *testing.T, rm *reference.Model, ids []int32) []byte {
+	t.Helper()
 	var out []byte
 	for _, id := range ids {
 		if refEOG(rm, id) {

@@ -107,17 +107,7 @@ func refChat(t *testing.T, rm *reference.Model, tmpl *chat.Template, nCtx int, n
 		if err != nil {
 			t.Fatal(err)
 		}
-		var answer []byte
-		for _, tok := range toks {
-			if refEOG(rm, tok) {
-				continue
-			}
-			p, err := rm.TokenToPiece(tok, false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			answer = append(answer, p...)
-		}
+		answer := refText(t, rm, toks)
 		turns = append(turns, refTurn{prompt: prompt, cached: cached, tokens: toks, answer: string(answer)})
 		msgs = append(next, message{"assistant", strings.ToValidUTF8(string(answer), "\uFFFD")})
 	}
