@@ -93,6 +93,8 @@ type chatTurn struct {
 	Answer string  // the answer's text as it joins the conversation
 	Stop   string  // why the answer stopped: "eog", "n-predict", "context" or "interrupt"
 
+	nCtx          int    // the context size
+	seed          string // the draw's seed when sampling (temp > 0), else ""
 	tPrompt, tGen time.Duration
 	decodes       int
 }
@@ -239,7 +241,7 @@ func (s *chatSession) turn(user string, out io.Writer) (chatTurn, error) {
 		return chatTurn{}, fmt.Errorf("turn %d: %w: %w; the conversation is kept as it was (a larger --ctx-size holds more)", s.turns+1, errRefused, err)
 	}
 	s.turns++
-	t := chatTurn{N: s.turns, Prompt: ids}
+	t := chatTurn{N: s.turns, Prompt: ids, nCtx: s.c.NCtx()}
 
 	s.stop.Store(false)
 	s.generating.Store(true)
@@ -343,6 +345,9 @@ func (s *chatSession) generate(t *chatTurn, logits []float32, out io.Writer) ([]
 	for _, id := range t.Prompt { // llama-server's init_sampler: the prompt is history
 		smp.Accept(id)
 	}
+	if s.sp.Temp > 0 {
+		t.seed = fmt.Sprint(smp.Seed())
+	}
 	limit := s.c.NCtx() - len(t.Prompt) // llama-server stops when the cache would fill the context
 	t.Stop = "context"
 	if s.nPredict >= 0 && s.nPredict <= limit {
@@ -403,11 +408,15 @@ func (t chatTurn) summary() string {
 	why := map[string]string{
 		"eog":       "end of generation",
 		"n-predict": "-n reached",
-		"context":   "the context is full",
+		"context":   fmt.Sprintf("the context is full (the prompt's %d and the answer's %d tokens fill its %d; a further message will not fit)", len(t.Prompt), len(t.Tokens), t.nCtx),
 		"interrupt": "interrupted",
 	}[t.Stop]
-	return fmt.Sprintf("turn %d: prompt %d tokens, %d from the cache, %d evaluated (%s); answer %d tokens (decode %s), stopped: %s",
-		t.N, len(t.Prompt), t.Cached, len(t.Prompt)-t.Cached, rate(len(t.Prompt)-t.Cached, t.tPrompt), answer, rate(t.decodes, t.tGen), why)
+	seed := ""
+	if t.seed != "" {
+		seed = ", seed " + t.seed
+	}
+	return fmt.Sprintf("turn %d: prompt %d tokens, %d from the cache, %d evaluated (%s); answer %d tokens (decode %s%s), stopped: %s",
+		t.N, len(t.Prompt), t.Cached, len(t.Prompt)-t.Cached, rate(len(t.Prompt)-t.Cached, t.tPrompt), answer, rate(t.decodes, t.tGen), seed, why)
 }
 
 // messageReader reads user messages: io.EOF at the end of the input.

@@ -246,11 +246,14 @@ func (s *syncBuffer) String() string {
 // the reference does (refChat, checkTurns). The cases cover --system present
 // and absent, a line continued with "\", an empty line, /exit (and the lines
 // after it never sent), the end of input, -p as the first message,
-// --single-turn, and a message that does not fit the context (refused naming
-// both sizes, the conversation intact, exit status 1).
+// --single-turn, a message that does not fit the context (refused naming
+// both sizes, the conversation intact, exit status 1), and an answer that
+// fills the context (stopped there, saying so with the sizes; the next
+// message refused).
 func TestRunChatMatchesReference(t *testing.T) {
 	fx := newChatFixture(t)
 	long := strings.Repeat("Tell me everything about the history of the river, its bridges and its mills. ", 20)
+	fill := strings.Repeat("Tell me about the river and its mills. ", 24) // a prompt of about 230 tokens: the answer fills the rest
 	for _, tc := range []struct {
 		name   string
 		args   []string
@@ -260,6 +263,7 @@ func TestRunChatMatchesReference(t *testing.T) {
 		nCtx   int
 		n      int
 		code   int
+		full   bool // the first answer fills the context
 	}{
 		{name: "system, three turns, end of input", args: []string{"--system", "You are a friendly assistant who answers in one short sentence.", "-n", "24"},
 			stdin:  "What colour is the sky on a clear day?\nAnd at sunset?\\\nAnswer briefly.\n\nWhy does it change?",
@@ -272,6 +276,8 @@ func TestRunChatMatchesReference(t *testing.T) {
 			stdin: "Not read.\n", users: []string{"What is 17 times 23?"}, n: 8},
 		{name: "a message that does not fit", args: []string{"-c", "256", "-n", "20"},
 			stdin: "Hi.\n" + long + "\nThanks.\n", users: []string{"Hi.", long, "Thanks."}, nCtx: 256, n: 20, code: 1},
+		{name: "an answer that fills the context", args: []string{"-c", "256"},
+			stdin: fill + "\nAnd then?\n", users: []string{fill, "And then?"}, nCtx: 256, n: 1 << 20, code: 1, full: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			want, refused := refChat(t, fx.rm, fx.tmpl, tc.nCtx, []int{tc.n}, tc.system, tc.users)
@@ -283,6 +289,12 @@ func TestRunChatMatchesReference(t *testing.T) {
 			for _, n := range refused {
 				if !strings.Contains(stderr, fmt.Sprintf("prompt is %d tokens and the context 256", n)) || !strings.Contains(stderr, "kept as it was") {
 					t.Errorf("the refused %d-token prompt: stderr does not name both sizes (%d and 256):\n%s", n, n, stderr)
+				}
+			}
+			if tc.full && len(want) > 0 {
+				msg := fmt.Sprintf("the prompt's %d and the answer's %d tokens fill its %d", len(want[0].prompt), len(want[0].tokens), tc.nCtx)
+				if !strings.Contains(stderr, msg) {
+					t.Errorf("stderr does not say %q:\n%s", msg, stderr)
 				}
 			}
 			if len(refused) != strings.Count(stderr, "kept as it was") {
