@@ -28,19 +28,23 @@ package main
 // Input (llama-cli's console, common/console.cpp): on a terminal, lines are
 // edited with golang.org/x/term (history, cursor keys) after a "> " marker on
 // standard error; not on a terminal, each line of standard input is one user
-// message, the way llama.cpp's console reads piped input (readline_simple:
-// std::getline, one line per message, a line ending in "\" continues the
-// message on the next line, joined with "\n"). Either way an empty message is
+// message, as llama.cpp's console reads piped input in both of its modes
+// (readline_advanced, llama-cli's default, and readline_simple with
+// --simple-io): a line is a message, a line ending in "\" continues the
+// message on the next line, joined with "\n". Either way an empty message is
 // skipped, a message starting with "/exit" ends the conversation (llama-cli's
-// prefix test), and the end of input ends it (Ctrl-D on an empty line on a
-// terminal: llama-completion's "EOF by user"). Ctrl-C while an answer is
-// generated stops that answer (the text so far joins the conversation, as
-// llama-cli keeps it), a second Ctrl-C before it stops exits with status 130,
-// and Ctrl-C while a message is read ends the conversation, as in llama-cli.
-// -p is the first user message (llama-cli's -p with its conversation); the
-// conversation then goes on reading standard input, which at its end (a
-// script's empty input) exits; --single-turn stops after the first answer
-// (llama-cli's -st).
+// prefix test), and the end of input ends it: Ctrl-D on an empty line on a
+// terminal, the end of piped input otherwise. That last rule is
+// llama-completion's conversation mode ("EOF by user"); llama-cli v0.5.0
+// itself skips the empty read and prompts again, forever (cli_context::run
+// never tests for the end of input; Ctrl-D on a terminal likewise only gives
+// a new prompt there), which a program reading a script cannot follow. Ctrl-C while an answer is generated stops that answer (the text so
+// far joins the conversation, as llama-cli keeps it), a second Ctrl-C before
+// it stops exits with status 130, and Ctrl-C while a message is read ends the
+// conversation, as in llama-cli. -p is the first user message (llama-cli's -p
+// with its conversation); the conversation then goes on reading standard
+// input, which at its end (a script's empty input) exits; --single-turn stops
+// after the first answer (llama-cli's -st).
 //
 // Output: standard output carries the answers' text only, each followed by a
 // newline unless it is empty or ends in one (llama-cli's assistant_turn);
@@ -56,8 +60,9 @@ package main
 // /read, /glob, media). A message or answer that is not valid UTF-8 cannot
 // be sent as JSON: a message is refused, an answer's invalid bytes become
 // U+FFFD in the conversation (not on standard output). A line ending in "/"
-// keeps its "/" (llama.cpp's console drops it, its marker for "return
-// control", which with one line per message changes nothing else). When
+// keeps its "/" (llama.cpp's console drops it in both modes, its marker for
+// "return control", which with one line per message changes nothing else but
+// the text). When
 // standard input is not a terminal, a refused message makes the exit status 1
 // once the conversation ends.
 
