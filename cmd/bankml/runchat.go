@@ -62,9 +62,8 @@ package main
 // U+FFFD in the conversation (not on standard output). A line ending in "/"
 // keeps its "/" (llama.cpp's console drops it in both modes, its marker for
 // "return control", which with one line per message changes nothing else but
-// the text). When
-// standard input is not a terminal, a refused message makes the exit status 1
-// once the conversation ends.
+// the text). When standard input is not a terminal, a refused message makes
+// the exit status 1 once the conversation ends.
 
 import (
 	"bufio"
@@ -238,8 +237,8 @@ func (s *chatSession) turn(user string, out io.Writer) (chatTurn, error) {
 	}
 	msgs := append(append([]chat.Message(nil), s.messages...), chat.Message{Role: "user", Content: user})
 	res, err := s.render(msgs)
-	if err != nil {
-		return chatTurn{}, err
+	if err != nil { // a template that raises for this conversation, e.g. on the order of the roles
+		return chatTurn{}, fmt.Errorf("turn %d: %w: %w; the conversation is kept as it was", s.turns+1, errRefused, err)
 	}
 	ids := s.tokenize(res.Segments)
 	if err := s.c.CheckPrompt(len(ids)); err != nil {
