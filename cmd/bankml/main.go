@@ -5,6 +5,7 @@
 //
 //	bankml version
 //	bankml run MODEL -p PROMPT [-n N] [--temp T] [--seed S] [-t THREADS]
+//	bankml run MODEL --chat [--system TEXT] [-p FIRST-MESSAGE] [--single-turn]
 //	bankml bench kernels [--rows N] [--rounds R]
 //
 // Exit status: 0 on success, 1 on an I/O or usage error, 2 when the model
@@ -73,8 +74,8 @@ func main() {
 }
 
 // run is main without the process: it parses args, runs the command and
-// returns the exit status.
-func run(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
+// returns the exit status; opts (tests) adjust the command tree before parsing.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer, opts ...func(*cli)) (code int) {
 	defer func() {
 		if p := recover(); p != nil {
 			fmt.Fprintf(stderr, "bankml: internal error: %v (please report it)\n%s", p, debug.Stack())
@@ -82,6 +83,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 		}
 	}()
 	var c cli
+	for _, o := range opts {
+		o(&c)
+	}
 	exit := -1
 	parser, err := kong.New(&c,
 		kong.Name("bankml"),

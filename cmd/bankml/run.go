@@ -27,6 +27,14 @@ type runCmd struct {
 	Ctx       int      `short:"c" name:"ctx-size" default:"0" help:"Context size in tokens: 0 (the default) takes the model's training context, as llama-server's defaults give a slot; another size is rounded up to a multiple of 256 and capped at the training context, as llama-server does."`
 	IgnoreEOS bool     `name:"ignore-eos" help:"Keep generating past end-of-generation tokens."`
 	Manifest  string   `name:"manifest" help:"Provenance manifest (FORK.json), or the file's sha256 / sha256:<hex> digest, to pin the model against; without it the model runs unpinned and says so."`
+
+	// Conversation mode (runchat.go).
+	Chat       bool    `name:"chat" help:"Chat: each user message is rendered with the model's chat template together with the conversation so far, the answer is generated to an end-of-generation token, and the next turn reuses the cached prefix (as llama-cli does through llama-server). On a terminal an interactive loop (/exit or Ctrl-D ends it, Ctrl-C stops an answer); otherwise each line of standard input is one user message (a line ending in \\ continues on the next). -p gives the first user message."`
+	System     rawText `name:"system" help:"System message of the conversation (with --chat; llama-cli's -sys)."`
+	SingleTurn bool    `name:"single-turn" help:"With --chat: answer one user message (-p or the first one read) and exit (llama-cli's -st)."`
+
+	// onTurn, when set (by tests), sees every finished chat turn.
+	onTurn func(chatTurn)
 }
 
 // rawText is a string flag taken byte for byte: kong's own string mapper
@@ -69,8 +77,13 @@ func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error 
 	if err := sp.Check(); err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
+	if !r.Chat && (r.System != "" || r.SingleTurn) {
+		return errors.New("run: --system and --single-turn need --chat")
+	}
 	prompt := ""
-	if r.Prompt != nil {
+	if r.Chat {
+		// The conversation reads its messages itself (runchat.go).
+	} else if r.Prompt != nil {
 		prompt = string(*r.Prompt)
 	} else {
 		if isTerminal(stdin) {
@@ -94,10 +107,6 @@ func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error 
 		return err
 	}
 
-	ids := tok.Tokenize(prompt, true, true)
-	if len(ids) == 0 {
-		return errors.New("run: the prompt is empty and the model adds no BOS token")
-	}
 	nCtx, capped, err := m.ContextSize(r.Ctx)
 	if err != nil {
 		return fmt.Errorf("run: --ctx-size: %w", err)
@@ -110,16 +119,24 @@ func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error 
 		return fmt.Errorf("run: %w", err)
 	}
 	defer c.Close()
+	suppress, err := sample.SuppressTokens(f, tok.NVocab())
+	if err != nil {
+		return cannotRun(fmt.Errorf("run: %w", err))
+	}
+	if r.Chat {
+		return r.chat(f, tok, c, sp, sample.Model{NVocab: tok.NVocab(), SuppressTokens: suppress}, stdin, stdout, stderr)
+	}
+
+	ids := tok.Tokenize(prompt, true, true)
+	if len(ids) == 0 {
+		return errors.New("run: the prompt is empty and the model adds no BOS token")
+	}
 	if err := c.CheckPrompt(len(ids)); err != nil {
 		return fmt.Errorf("run: %w (raise --ctx-size up to the training context %d)", err, m.HP.NCtxTrain)
 	}
 	n := r.NPredict
 	if n < 0 || n > nCtx-len(ids) {
 		n = nCtx - len(ids) // llama-server stops when the cache would fill the context
-	}
-	suppress, err := sample.SuppressTokens(f, tok.NVocab())
-	if err != nil {
-		return cannotRun(fmt.Errorf("run: %w", err))
 	}
 	s, err := sample.New(sp, sample.Model{NVocab: tok.NVocab(), SuppressTokens: suppress})
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/bankml/bankml/gguf"
 	"github.com/bankml/bankml/internal/reference"
 	"github.com/bankml/bankml/internal/synth"
+	"github.com/bankml/bankml/internal/synthcache"
 	"github.com/bankml/bankml/internal/testdata"
 	"github.com/bankml/bankml/tokenizer"
 )
@@ -107,19 +108,12 @@ func TestRunQwen3WithTheQwen3Vocabulary(t *testing.T) {
 	if err != nil {
 		testdata.Absent(t, "reference not installed (run scripts/install-reference.sh): %v", err)
 	}
-	qv, err := synth.Qwen3Vocab(filepath.Join(testdata.ModelsDir(t), "qwen3"), synth.Qwen3NVocab)
-	if err != nil {
-		testdata.Absent(t, "Qwen3 tokenizer: %v", err)
-	}
 	shape, err := synth.Preset("tiny")
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), "qwen3-q2_0.gguf")
-	cfg := synth.Config{Arch: synth.ArchQwen3, Shape: shape, Weight: gguf.Q2_0, Embd: gguf.Q2_0, Output: gguf.Q2_0, Vocab: qv, Seed: 9}
-	if _, err := synth.WriteFile(path, cfg); err != nil {
-		t.Fatal(err)
-	}
+	cfg := synth.Config{Arch: synth.ArchQwen3, Shape: shape, Weight: gguf.Q2_0, Embd: gguf.Q2_0, Output: gguf.Q2_0, Vocab: synthcache.Qwen3Vocab(t), Seed: 9}
+	path := synthcache.File(t, "qwen3-tiny-Q2_0", cfg)
 	prompt := "<|im_start|>user\nHello!<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"
 	f, err := gguf.Open(path)
 	if err != nil {
@@ -189,6 +183,13 @@ func refContinuation(t *testing.T, rm *reference.Model, prompt string, n int) []
 	if err != nil {
 		t.Fatal(err)
 	}
+	return refText(t, rm, ids)
+}
+
+// refText is the reference's text of generated tokens: their pieces
+// (control tokens render as nothing) up to the first end-of-generation token.
+func refText(t *testing.T, rm *reference.Model, ids []int32) []byte {
+	t.Helper()
 	var out []byte
 	for _, id := range ids {
 		if refEOG(rm, id) {

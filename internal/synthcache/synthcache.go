@@ -1,8 +1,16 @@
 // Package synthcache keeps the synthetic models of the oracle tests between
-// test runs, for every package that needs one (test support only). Files are
-// deterministic, named by their configuration and a digest of synth's plan
-// (a change of synth's layout never reuses a stale file), and written
-// atomically by synth.WriteFile, so a present file is complete.
+// test runs and across packages (test support only): a file is named by its
+// configuration and a digest of its plan (synth.Plan's metadata keys and
+// types, tensor names, types and shapes, and the seed), written atomically by
+// synth.WriteFile on first use and reused afterwards, so a present file is
+// complete and a change of synth's layout never reuses a stale one.
+//
+// Design record: it follows the model package's oracle tests, which first kept
+// their files this way; the folder is $BANKML_SYNTH_CACHE, else
+// bankml-model-oracle under the temporary directory, shared by every package's
+// tests (the same configuration gives the same file name). Determinism: synth
+// writes the same bytes for the same configuration, so which test wrote a file
+// first does not matter.
 package synthcache
 
 import (

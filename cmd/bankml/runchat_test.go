@@ -1,0 +1,316 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/bankml/bankml/chat"
+	"github.com/bankml/bankml/gguf"
+	"github.com/bankml/bankml/internal/reference"
+	"github.com/bankml/bankml/internal/synth"
+	"github.com/bankml/bankml/internal/synthcache"
+	"github.com/bankml/bankml/internal/testdata"
+	"github.com/bankml/bankml/model"
+)
+
+// chatModel is the tiny Q1_0 qwen3 file with the real Qwen3 vocabulary and
+// Bonsai's YaRN scaling that the model package's greedy oracles use (the same
+// cached file).
+func chatModel(t *testing.T) string {
+	t.Helper()
+	shape, err := synth.Preset("tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := synth.Config{Arch: synth.ArchQwen3, Shape: shape, Weight: gguf.Q1_0, Embd: gguf.Q1_0, Output: gguf.Q1_0,
+		Vocab: synthcache.Qwen3Vocab(t), Seed: 1, Metadata: []gguf.KV{
+			{Key: "qwen3.rope.scaling.type", Value: gguf.StringValue("yarn")},
+			{Key: "qwen3.rope.scaling.factor", Value: gguf.Float32Value(4)},
+			{Key: "qwen3.rope.scaling.original_context_length", Value: gguf.Uint32Value(16384)},
+		}}
+	return synthcache.File(t, "qwen3-tiny-Q1_0-yarn", cfg)
+}
+
+// refTurn is one turn as the reference plays it.
+type refTurn struct {
+	prompt []int32
+	cached int
+	tokens []int32 // greedy, up to n, ending at the first end-of-generation token
+	answer string  // the answer's pieces, end-of-generation tokens left out
+}
+
+// refChat plays a conversation the way a llama-server slot does with the
+// reference doing every step: each turn's request ({"messages": [...]}, the
+// system message first when given) is rendered with the model's template
+// (package chat, byte-identical to llama-server's render by chat's oracle),
+// tokenized by the reference as llama-server tokenizes a prompt (add_special,
+// parse_special), checked against the context (a prompt of n_ctx tokens or
+// more is refused and leaves the conversation as it was), then the session
+// keeps llama-server's reusable prefix, decodes the rest and generates
+// greedily. The answer's text joins the conversation.
+// ns[i] bounds turn i's answer (the last value serves the later turns).
+func refChat(t *testing.T, rm *reference.Model, tmpl *chat.Template, nCtx int, ns []int, system string, users []string) (turns []refTurn, refused []int) {
+	t.Helper()
+	rs, err := rm.NewSession(nCtx, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+	type message struct {
+		Role    string `json:"role"`
+		Content string `json:"content"`
+	}
+	var msgs []message
+	if system != "" {
+		msgs = append(msgs, message{"system", system})
+	}
+	for _, u := range users {
+		next := append(slices.Clone(msgs), message{"user", u})
+		body, err := json.Marshal(map[string]any{"messages": next})
+		if err != nil {
+			t.Fatal(err)
+		}
+		in, err := chat.ParseRequest(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := tmpl.Apply(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prompt, err := rm.Tokenize(res.Prompt, true, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(prompt) >= rs.NCtx() {
+			refused = append(refused, len(prompt))
+			continue
+		}
+		cached := model.ReusablePrefix(rs.Tokens(), prompt)
+		if err := rs.Truncate(cached); err != nil {
+			t.Fatal(err)
+		}
+		logits, err := rs.Decode(prompt[cached:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := ns[min(len(turns), len(ns)-1)]
+		toks, err := rs.Generate(logits, min(n, rs.NCtx()-len(prompt)), true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		answer := refText(t, rm, toks)
+		turns = append(turns, refTurn{prompt: prompt, cached: cached, tokens: toks, answer: string(answer)})
+		msgs = append(next, message{"assistant", strings.ToValidUTF8(string(answer), "\uFFFD")})
+	}
+	return turns, refused
+}
+
+var turnLine = regexp.MustCompile(`(?m)^turn (\d+): prompt (\d+) tokens, (\d+) from the cache, \d+ evaluated .*; answer (\d+) tokens`)
+
+// chatFixture is the chat model, loaded by the reference, and its template.
+type chatFixture struct {
+	path string
+	rm   *reference.Model
+	tmpl *chat.Template
+}
+
+func newChatFixture(t *testing.T) *chatFixture {
+	t.Helper()
+	lib, err := reference.Load()
+	if err != nil {
+		testdata.Absent(t, "reference not installed (run scripts/install-reference.sh): %v", err)
+	}
+	path := chatModel(t)
+	rm, err := lib.LoadModel(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rm.Close)
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tmpl, err := chat.FromGGUF(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &chatFixture{path: path, rm: rm, tmpl: tmpl}
+}
+
+// checkTurns compares bankml's turns with the reference's: prompt tokens,
+// cached count and answer tokens per turn; standard output must be the
+// answers' text, each followed by a newline unless it is empty or ends in
+// one; the summary lines on standard error carry the same counts. It
+// returns how many turns agree in every respect and logs the count.
+func checkTurns(t *testing.T, rm *reference.Model, want []refTurn, got []chatTurn, stdout, stderr string) int {
+	t.Helper()
+	ok := 0
+	var wantOut strings.Builder
+	for i, w := range want {
+		wantOut.WriteString(w.answer)
+		if w.answer != "" && !strings.HasSuffix(w.answer, "\n") {
+			wantOut.WriteString("\n")
+		}
+		if i >= len(got) {
+			t.Errorf("turn %d: bankml played no such turn", i+1)
+			continue
+		}
+		g := got[i]
+		same := true
+		if !slices.Equal(g.Prompt, w.prompt) {
+			same = false
+			t.Errorf("turn %d: prompt tokens differ\n got %v\nwant %v", i+1, g.Prompt, w.prompt)
+		}
+		if g.Cached != w.cached {
+			same = false
+			t.Errorf("turn %d: %d tokens from the cache, the reference %d", i+1, g.Cached, w.cached)
+		}
+		if !slices.Equal(g.Tokens, w.tokens) {
+			same = false
+			t.Errorf("turn %d: answer tokens differ\n got %v\nwant %v", i+1, g.Tokens, w.tokens)
+		}
+		if same {
+			ok++
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("bankml played %d turns, the reference %d", len(got), len(want))
+	}
+	if stdout != wantOut.String() {
+		t.Errorf("standard output:\n got %q\nwant %q", stdout, wantOut.String())
+	}
+	lines := turnLine.FindAllStringSubmatch(stderr, -1)
+	if len(lines) != len(want) {
+		t.Errorf("%d summary lines for %d turns; stderr:\n%s", len(lines), len(want), stderr)
+	}
+	for i, m := range lines[:min(len(lines), len(want))] {
+		w := want[i]
+		answer := len(w.tokens)
+		if n := len(w.tokens); n > 0 && refEOG(rm, w.tokens[n-1]) {
+			answer--
+		}
+		if m[1] != strconv.Itoa(i+1) || m[2] != strconv.Itoa(len(w.prompt)) || m[3] != strconv.Itoa(w.cached) || m[4] != strconv.Itoa(answer) {
+			t.Errorf("summary %q; want turn %d, prompt %d, cached %d, answer %d", m[0], i+1, len(w.prompt), w.cached, answer)
+		}
+	}
+	var report []string
+	for _, w := range want {
+		report = append(report, fmt.Sprintf("%d/%d/%d", len(w.prompt), w.cached, len(w.tokens)))
+	}
+	t.Logf("%d of %d turns equal the reference's (prompt/cached/answer tokens %s)", ok, len(want), strings.Join(report, ", "))
+	return ok
+}
+
+// runChat runs bankml run --chat on the fixture with args and stdin,
+// collecting its turns.
+func (fx *chatFixture) runChat(stdin io.Reader, args ...string) (code int, turns []chatTurn, stdout, stderr string) {
+	var o bytes.Buffer
+	e := &syncBuffer{}
+	args = append([]string{"run", fx.path, "--chat", "-t", "2"}, args...)
+	code = run(args, stdin, &o, e, func(c *cli) {
+		c.Run.onTurn = func(t chatTurn) { turns = append(turns, t) }
+	})
+	return code, turns, o.String(), e.String()
+}
+
+// syncBuffer is a bytes.Buffer safe for one writer and concurrent readers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestRunChatMatchesReference: bankml run --chat with piped standard input
+// on a tiny qwen3 file with the real Qwen3 vocabulary plays every turn as
+// the reference does (refChat, checkTurns). The cases cover --system present
+// and absent, a line continued with "\", an empty line, /exit (and the lines
+// after it never sent), the end of input, -p as the first message,
+// --single-turn, a message that does not fit the context (refused naming
+// both sizes, the conversation intact, exit status 1), and an answer that
+// fills the context (stopped there, saying so with the sizes; the next
+// message refused).
+func TestRunChatMatchesReference(t *testing.T) {
+	fx := newChatFixture(t)
+	long := strings.Repeat("Tell me everything about the history of the river, its bridges and its mills. ", 20)
+	fill := strings.Repeat("Tell me about the river and its mills. ", 24) // a prompt of about 230 tokens: the answer fills the rest
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		stdin  string
+		system string
+		users  []string // the messages the conversation receives, in order
+		nCtx   int
+		n      int
+		code   int
+		full   bool // the first answer fills the context
+	}{
+		{name: "system, three turns, end of input", args: []string{"--system", "You are a friendly assistant who answers in one short sentence.", "-n", "24"},
+			stdin:  "What colour is the sky on a clear day?\nAnd at sunset?\\\nAnswer briefly.\n\nWhy does it change?",
+			system: "You are a friendly assistant who answers in one short sentence.",
+			users:  []string{"What colour is the sky on a clear day?", "And at sunset?\nAnswer briefly.", "Why does it change?"}, n: 24},
+		{name: "no system, -p first, /exit", args: []string{"-p", "Hello! Who are you?", "-n", "16"},
+			stdin: "Tell me more.\n/exit now\nNever sent.\n",
+			users: []string{"Hello! Who are you?", "Tell me more."}, n: 16},
+		{name: "single turn", args: []string{"-p", "What is 17 times 23?", "--single-turn", "-n", "8"},
+			stdin: "Not read.\n", users: []string{"What is 17 times 23?"}, n: 8},
+		{name: "a message that does not fit", args: []string{"-c", "256", "-n", "20"},
+			stdin: "Hi.\n" + long + "\nThanks.\n", users: []string{"Hi.", long, "Thanks."}, nCtx: 256, n: 20, code: 1},
+		{name: "an answer that fills the context", args: []string{"-c", "256"},
+			stdin: fill + "\nAnd then?\n", users: []string{fill, "And then?"}, nCtx: 256, n: 1 << 20, code: 1, full: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want, refused := refChat(t, fx.rm, fx.tmpl, tc.nCtx, []int{tc.n}, tc.system, tc.users)
+			code, got, stdout, stderr := fx.runChat(strings.NewReader(tc.stdin), tc.args...)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d; stderr:\n%s", code, tc.code, stderr)
+			}
+			checkTurns(t, fx.rm, want, got, stdout, stderr)
+			for _, n := range refused {
+				if !strings.Contains(stderr, fmt.Sprintf("prompt is %d tokens and the context 256", n)) || !strings.Contains(stderr, "kept as it was") {
+					t.Errorf("the refused %d-token prompt: stderr does not name both sizes (%d and 256):\n%s", n, n, stderr)
+				}
+			}
+			if tc.full && len(want) > 0 {
+				msg := fmt.Sprintf("the prompt's %d and the answer's %d tokens fill its %d", len(want[0].prompt), len(want[0].tokens), tc.nCtx)
+				if !strings.Contains(stderr, msg) {
+					t.Errorf("stderr does not say %q:\n%s", msg, stderr)
+				}
+			}
+			if len(refused) != strings.Count(stderr, "kept as it was") {
+				t.Errorf("the reference refuses %d messages, bankml (stderr):\n%s", len(refused), stderr)
+			}
+		})
+	}
+}
+
+// TestRunChatRefusesFlagsWithoutChat: --system and --single-turn only make
+// sense in a conversation.
+func TestRunChatRefusesFlagsWithoutChat(t *testing.T) {
+	for _, args := range [][]string{{"--system", "x"}, {"--single-turn"}} {
+		code, _, stderr := runCLI(append([]string{"run", "no-such.gguf", "-p", "hi"}, args...)...)
+		if code != 1 || !strings.Contains(stderr, "need --chat") {
+			t.Errorf("%v: exit %d, stderr %q; want 1 naming --chat", args, code, stderr)
+		}
+	}
+}
