@@ -258,8 +258,7 @@ func (b *benchModelCmd) file(stdout io.Writer, lib *reference.Lib, path string, 
 			}
 			row.same++
 		}
-		fmt.Fprintf(stdout, "  %s %d thread(s): bankml prompt %s decode %s tok/s; reference prompt %s decode %s tok/s; tokens %d/%d equal\n",
-			typ, th, fmtMMM(row.bp), fmtMMM(row.bd), fmtMMM(row.rp), fmtMMM(row.rd), row.same, row.compared)
+		fmt.Fprintln(stdout, b.rowLine(row, bw)) // as each finishes: a cut run keeps its rows
 		rows = append(rows, row)
 	}
 	return rows, nil
@@ -363,30 +362,36 @@ func fmtMMM(v []float64) string {
 	return fmt.Sprintf("%.2f / %.2f / %.2f", mm[0], mm[1], mm[2])
 }
 
+// rowLine formats one row of the markdown table (bw: the bandwidth samples
+// per thread count).
+func (b *benchModelCmd) rowLine(r benchModelRow, bw map[int][]float64) string {
+	bwMed := minMedMax(bw[r.threads])[1]
+	floor := bwMed / float64(r.weightBytes)
+	ratio := func(a, b []float64) string {
+		if len(a) == 0 || len(b) == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.1f×", minMedMax(a)[1]/minMedMax(b)[1])
+	}
+	refNote := ""
+	if r.refPrompt != b.Prompt || r.refGen != b.Gen || r.refRounds != b.Rounds {
+		refNote = fmt.Sprintf(" (%d-token prompt, %d tokens, %d round)", r.refPrompt, r.refGen, r.refRounds)
+	}
+	bdMed := minMedMax(r.bd)[1]
+	nsPerByte := 1e9 / bdMed / float64(r.weightBytes)
+	dispatch := float64(r.dispatchesPerToken) * r.dispatchNs
+	return fmt.Sprintf("| %s | %d | %s | %s%s | %s | %s | %s | %s%s | %s | %s | %.1f | %.4f | %d × %.2f µs = %.2f ms (%.1f%%) | %d/%d |",
+		r.typ, r.threads, fmtMMM(r.bp), fmtMMM(r.rp), refNote, ratio(r.bp, r.rp), ratio(r.rpc, r.bpc),
+		fmtMMM(r.bd), fmtMMM(r.rd), refNote, ratio(r.bd, r.rd), ratio(r.rdc, r.bdc),
+		floor, nsPerByte, r.dispatchesPerToken, r.dispatchNs/1e3, dispatch/1e6, 100*dispatch/(1e9/bdMed), r.same, r.compared)
+}
+
 // table prints the markdown table and the notes.
 func (b *benchModelCmd) table(stdout io.Writer, rows []benchModelRow, bw map[int][]float64, threads []int) {
 	fmt.Fprintf(stdout, "\n| type | threads | bankml prompt tok/s | ref prompt tok/s | prompt ratio | prompt CPU ratio | bankml decode tok/s | ref decode tok/s | decode ratio | decode CPU ratio | decode floor tok/s | bankml ns/weight byte | dispatch per token | tokens equal |\n")
 	fmt.Fprintln(stdout, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range rows {
-		bwMed := minMedMax(bw[r.threads])[1]
-		floor := bwMed / float64(r.weightBytes)
-		ratio := func(a, b []float64) string {
-			if len(a) == 0 || len(b) == 0 {
-				return "-"
-			}
-			return fmt.Sprintf("%.1f×", minMedMax(a)[1]/minMedMax(b)[1])
-		}
-		refNote := ""
-		if r.refPrompt != b.Prompt || r.refGen != b.Gen || r.refRounds != b.Rounds {
-			refNote = fmt.Sprintf(" (%d-token prompt, %d tokens, %d round)", r.refPrompt, r.refGen, r.refRounds)
-		}
-		bdMed := minMedMax(r.bd)[1]
-		nsPerByte := 1e9 / bdMed / float64(r.weightBytes)
-		dispatch := float64(r.dispatchesPerToken) * r.dispatchNs
-		fmt.Fprintf(stdout, "| %s | %d | %s | %s%s | %s | %s | %s | %s%s | %s | %s | %.1f | %.4f | %d × %.2f µs = %.2f ms (%.1f%%) | %d/%d |\n",
-			r.typ, r.threads, fmtMMM(r.bp), fmtMMM(r.rp), refNote, ratio(r.bp, r.rp), ratio(r.rpc, r.bpc),
-			fmtMMM(r.bd), fmtMMM(r.rd), refNote, ratio(r.bd, r.rd), ratio(r.rdc, r.bdc),
-			floor, nsPerByte, r.dispatchesPerToken, r.dispatchNs/1e3, dispatch/1e6, 100*dispatch/(1e9/bdMed), r.same, r.compared)
+		fmt.Fprintln(stdout, b.rowLine(r, bw))
 	}
 	fmt.Fprintf(stdout, "\nmemory read bandwidth (%d MiB buffer, 9 samples), GB/s min / median / max:", b.BWMiB)
 	for _, th := range threads {

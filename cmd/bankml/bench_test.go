@@ -93,13 +93,13 @@ func TestBenchModelPrintsTheTable(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d, stderr %q\n%s", code, stderr, out)
 	}
-	rows := 0
+	rows := map[string]int{} // each row is printed as it finishes and again in the table
 	for line := range strings.Lines(out) {
 		f := strings.Split(line, "|")
 		if len(f) != 16 || (strings.TrimSpace(f[1]) != "q1_0" && strings.TrimSpace(f[1]) != "tq2_0") {
 			continue
 		}
-		rows++
+		rows[f[1]+f[2]]++
 		if eq := strings.TrimSpace(f[14]); eq != "6/6" {
 			t.Errorf("%s: tokens equal %s, want 6/6", line, eq)
 		}
@@ -114,8 +114,13 @@ func TestBenchModelPrintsTheTable(t *testing.T) {
 			}
 		}
 	}
-	if rows != 4 {
-		t.Errorf("%d table rows, want 4:\n%s", rows, out)
+	if len(rows) != 4 {
+		t.Errorf("%d distinct table rows, want 4:\n%s", len(rows), out)
+	}
+	for k, n := range rows {
+		if n != 2 {
+			t.Errorf("row %q printed %d times, want 2 (as it finished, then in the table)", k, n)
+		}
 	}
 	for _, want := range []string{"GB/s", "dispatch", "packed copies"} {
 		if !strings.Contains(out, want) {
