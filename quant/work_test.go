@@ -20,11 +20,7 @@ func TestWorkMatMulAllocatesNothing(t *testing.T) {
 	r := rand.New(rand.NewPCG(51, 52))
 	pool := parallel.New(2)
 	defer pool.Close()
-	types := []gguf.GGMLType{gguf.F32, gguf.F16, gguf.BF16}
-	for typ := range blockKernels {
-		types = append(types, typ)
-	}
-	slices.Sort(types)
+	types := matMulTypes()
 	for _, l := range Levels() {
 		w, err := NewWork(l, pool)
 		if err != nil {
@@ -45,6 +41,16 @@ func TestWorkMatMulAllocatesNothing(t *testing.T) {
 			}
 		}
 	}
+}
+
+// matMulTypes lists every type MatMul multiplies, sorted.
+func matMulTypes() []gguf.GGMLType {
+	types := []gguf.GGMLType{gguf.F32, gguf.F16, gguf.BF16}
+	for typ := range blockKernels {
+		types = append(types, typ)
+	}
+	slices.Sort(types)
+	return types
 }
 
 // TestMatMulPackedIndependentOfWorkers: Repack'ed matrices give the same bits
@@ -179,11 +185,7 @@ func TestMatMulPlanesIsThePlaneSum(t *testing.T) {
 	r := rand.New(rand.NewPCG(55, 56))
 	pool := parallel.New(2)
 	defer pool.Close()
-	types := []gguf.GGMLType{gguf.F32, gguf.F16, gguf.BF16}
-	for typ := range blockKernels {
-		types = append(types, typ)
-	}
-	slices.Sort(types)
+	types := matMulTypes()
 	const cols = 512
 	checked := 0
 	for _, l := range Levels() {

@@ -131,6 +131,7 @@ type benchModelRow struct {
 	refPrompt, refGen  int // the reference's token counts (Q2_0: fewer)
 	refRounds          int
 	bp, bd, rp, rd     []float64 // tokens/s: bankml prompt, decode; reference prompt, decode
+	bpc, bdc, rpc, rdc []float64 // process CPU seconds per token, the same four
 	same, compared     int       // leading generated tokens equal / compared
 	refToks            []int32   // the reference's tokens of its first round
 	weightBytes        int64     // bytes of the projections streamed per decoded token
@@ -204,10 +205,10 @@ func (b *benchModelCmd) file(stdout io.Writer, lib *reference.Lib, path string, 
 			weightBytes: weightBytes, packedBytes: m.PackedBytes, load: load, dispatchesPerToken: m.HP.NLayer*8 + 1}
 		row.dispatchNs = dispatchCost(th)
 		// Warm-up, untimed: page in the weights for both.
-		if _, _, _, err := benchBankml(m, prompt[:1], 2, th); err != nil {
+		if _, err := benchBankml(m, prompt[:1], 2, th); err != nil {
 			return nil, err
 		}
-		if _, _, err := rm.GreedyTimed(refPrompt[:1], 2, th); err != nil {
+		if _, err := benchRef(rm, refPrompt[:1], 2, th); err != nil {
 			return nil, err
 		}
 		var bankmlToks []int32
@@ -216,28 +217,26 @@ func (b *benchModelCmd) file(stdout io.Writer, lib *reference.Lib, path string, 
 			order := []bool{round%2 == 0, round%2 != 0} // true: bankml
 			for _, bankmlTurn := range order {
 				if bankmlTurn {
-					toks, tp, td, err := benchBankml(m, prompt, b.Gen, th)
+					g, err := benchBankml(m, prompt, b.Gen, th)
 					if err != nil {
 						return nil, err
 					}
 					if round == 0 {
-						bankmlToks = toks
+						bankmlToks = g.toks
 					}
-					row.bp = append(row.bp, float64(len(prompt))/tp.Seconds())
-					row.bd = append(row.bd, float64(b.Gen-1)/td.Seconds())
+					g.add(&row.bp, &row.bd, &row.bpc, &row.bdc)
 					continue
 				}
 				if !runRef {
 					continue
 				}
-				toks, tm, err := rm.GreedyTimed(refPrompt, refGen, th)
+				g, err := benchRef(rm, refPrompt, refGen, th)
 				if err != nil {
 					return nil, err
 				}
-				row.rp = append(row.rp, float64(len(refPrompt))/tm.Prompt.Seconds())
-				row.rd = append(row.rd, tm.TokensPerSecond())
+				g.add(&row.rp, &row.rd, &row.rpc, &row.rdc)
 				if round == 0 {
-					row.refToks = toks
+					row.refToks = g.toks
 				}
 			}
 		}
@@ -245,9 +244,11 @@ func (b *benchModelCmd) file(stdout io.Writer, lib *reference.Lib, path string, 
 		// the reference's prompt and length.
 		bt := bankmlToks
 		if len(refPrompt) != len(prompt) || refGen != b.Gen {
-			if bt, _, _, err = benchBankml(m, refPrompt, refGen, th); err != nil {
+			g, err := benchBankml(m, refPrompt, refGen, th)
+			if err != nil {
 				return nil, err
 			}
+			bt = g.toks
 		}
 		row.compared = len(row.refToks)
 		row.same = 0
@@ -257,37 +258,76 @@ func (b *benchModelCmd) file(stdout io.Writer, lib *reference.Lib, path string, 
 			}
 			row.same++
 		}
-		fmt.Fprintf(stdout, "  %s %d thread(s): bankml prompt %s decode %s tok/s; reference prompt %s decode %s tok/s; tokens %d/%d equal\n",
-			typ, th, fmtMMM(row.bp), fmtMMM(row.bd), fmtMMM(row.rp), fmtMMM(row.rd), row.same, row.compared)
+		fmt.Fprintln(stdout, b.rowLine(row, bw)) // as each finishes: a cut run keeps its rows
 		rows = append(rows, row)
 	}
 	return rows, nil
 }
 
-// benchBankml decodes prompt in a fresh context of len(prompt)+gen
-// positions on threads workers, then gen-1 single tokens greedily, as the
-// reference's GreedyTimed does; it returns the gen tokens and the two times.
-func benchBankml(m *model.Model, prompt []int32, gen, threads int) ([]int32, time.Duration, time.Duration, error) {
+// greedyRun is one timed greedy generation: the tokens, and the wall-clock
+// and process CPU time of the prompt's decode and of the one-token decodes
+// after it.
+type greedyRun struct {
+	toks                     []int32
+	nPrompt                  int
+	wallP, wallD, cpuP, cpuD time.Duration
+}
+
+// add appends the run's tokens/s and CPU seconds per token.
+func (g *greedyRun) add(p, d, pc, dc *[]float64) {
+	nd := float64(len(g.toks) - 1)
+	*p = append(*p, float64(g.nPrompt)/g.wallP.Seconds())
+	*d = append(*d, nd/g.wallD.Seconds())
+	*pc = append(*pc, g.cpuP.Seconds()/float64(g.nPrompt))
+	*dc = append(*dc, g.cpuD.Seconds()/nd)
+}
+
+// timedGreedy decodes prompt, then gen-1 single tokens, each the argmax of
+// the last logits (sample.Greedy: the first maximum, llama_sampler_greedy's
+// rule), timing both phases by the wall clock and by the process's CPU time
+// (every thread of the process: the runtime under test is the only one
+// working while it runs).
+func timedGreedy(decode func([]int32) ([]float32, error), prompt []int32, gen int) (greedyRun, error) {
+	g := greedyRun{nPrompt: len(prompt)}
+	t0, c0 := time.Now(), processCPU()
+	logits, err := decode(prompt)
+	if err != nil {
+		return g, err
+	}
+	g.wallP, g.cpuP = time.Since(t0), processCPU()-c0
+	g.toks = []int32{sample.Greedy(logits)}
+	t0, c0 = time.Now(), processCPU()
+	for len(g.toks) < gen {
+		if logits, err = decode(g.toks[len(g.toks)-1:]); err != nil {
+			return g, err
+		}
+		g.toks = append(g.toks, sample.Greedy(logits))
+	}
+	g.wallD, g.cpuD = time.Since(t0), processCPU()-c0
+	return g, nil
+}
+
+// benchBankml runs timedGreedy in a fresh bankml context of len(prompt)+gen
+// positions on threads workers.
+func benchBankml(m *model.Model, prompt []int32, gen, threads int) (greedyRun, error) {
 	c, err := m.NewContext(len(prompt)+gen, threads)
 	if err != nil {
-		return nil, 0, 0, err
+		return greedyRun{}, err
 	}
 	defer c.Close()
-	t0 := time.Now()
-	logits, err := c.Decode(prompt)
+	return timedGreedy(c.Decode, prompt, gen)
+}
+
+// benchRef runs timedGreedy in a fresh reference session of len(prompt)+gen
+// positions on threads threads (llama_context_default_params, the prompt in
+// one llama_decode: what GreedyTimed and llama-server do).
+func benchRef(rm *reference.Model, prompt []int32, gen, threads int) (greedyRun, error) {
+	s, err := rm.NewSession(len(prompt)+gen, threads)
 	if err != nil {
-		return nil, 0, 0, err
+		return greedyRun{}, err
 	}
-	tp := time.Since(t0)
-	toks := []int32{sample.Greedy(logits)}
-	t0 = time.Now()
-	for len(toks) < gen {
-		if logits, err = c.Decode(toks[len(toks)-1:]); err != nil {
-			return nil, 0, 0, err
-		}
-		toks = append(toks, sample.Greedy(logits))
-	}
-	return toks, tp, time.Since(t0), nil
+	defer s.Close()
+	return timedGreedy(s.Decode, prompt, gen)
 }
 
 // nopBenchJob is an empty parallel.Job.
@@ -322,36 +362,45 @@ func fmtMMM(v []float64) string {
 	return fmt.Sprintf("%.2f / %.2f / %.2f", mm[0], mm[1], mm[2])
 }
 
+// rowLine formats one row of the markdown table (bw: the bandwidth samples
+// per thread count).
+func (b *benchModelCmd) rowLine(r benchModelRow, bw map[int][]float64) string {
+	bwMed := minMedMax(bw[r.threads])[1]
+	floor := bwMed / float64(r.weightBytes)
+	ratio := func(a, b []float64) string {
+		if len(a) == 0 || len(b) == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.1f×", minMedMax(a)[1]/minMedMax(b)[1])
+	}
+	refNote := ""
+	if r.refPrompt != b.Prompt || r.refGen != b.Gen || r.refRounds != b.Rounds {
+		refNote = fmt.Sprintf(" (%d-token prompt, %d tokens, %d round)", r.refPrompt, r.refGen, r.refRounds)
+	}
+	bdMed := minMedMax(r.bd)[1]
+	nsPerByte := 1e9 / bdMed / float64(r.weightBytes)
+	dispatch := float64(r.dispatchesPerToken) * r.dispatchNs
+	return fmt.Sprintf("| %s | %d | %s | %s%s | %s | %s | %s | %s%s | %s | %s | %.1f | %.4f | %d × %.2f µs = %.2f ms (%.1f%%) | %d/%d |",
+		r.typ, r.threads, fmtMMM(r.bp), fmtMMM(r.rp), refNote, ratio(r.bp, r.rp), ratio(r.rpc, r.bpc),
+		fmtMMM(r.bd), fmtMMM(r.rd), refNote, ratio(r.bd, r.rd), ratio(r.rdc, r.bdc),
+		floor, nsPerByte, r.dispatchesPerToken, r.dispatchNs/1e3, dispatch/1e6, 100*dispatch/(1e9/bdMed), r.same, r.compared)
+}
+
 // table prints the markdown table and the notes.
 func (b *benchModelCmd) table(stdout io.Writer, rows []benchModelRow, bw map[int][]float64, threads []int) {
-	fmt.Fprintf(stdout, "\n| type | threads | bankml prompt tok/s | ref prompt tok/s | prompt ratio | bankml decode tok/s | ref decode tok/s | decode ratio | decode floor tok/s | bankml ns/weight byte | dispatch per token | tokens equal |\n")
-	fmt.Fprintln(stdout, "|---|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintf(stdout, "\n| type | threads | bankml prompt tok/s | ref prompt tok/s | prompt ratio | prompt CPU ratio | bankml decode tok/s | ref decode tok/s | decode ratio | decode CPU ratio | decode floor tok/s | bankml ns/weight byte | dispatch per token | tokens equal |\n")
+	fmt.Fprintln(stdout, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range rows {
-		bwMed := minMedMax(bw[r.threads])[1]
-		floor := bwMed / float64(r.weightBytes)
-		ratio := func(a, b []float64) string {
-			if len(a) == 0 || len(b) == 0 {
-				return "-"
-			}
-			return fmt.Sprintf("%.1f×", minMedMax(a)[1]/minMedMax(b)[1])
-		}
-		refNote := ""
-		if r.refPrompt != b.Prompt || r.refGen != b.Gen || r.refRounds != b.Rounds {
-			refNote = fmt.Sprintf(" (%d-token prompt, %d tokens, %d round)", r.refPrompt, r.refGen, r.refRounds)
-		}
-		bdMed := minMedMax(r.bd)[1]
-		nsPerByte := 1e9 / bdMed / float64(r.weightBytes)
-		dispatch := float64(r.dispatchesPerToken) * r.dispatchNs
-		fmt.Fprintf(stdout, "| %s | %d | %s | %s%s | %s | %s | %s%s | %s | %.1f | %.4f | %d × %.2f µs = %.2f ms (%.1f%%) | %d/%d |\n",
-			r.typ, r.threads, fmtMMM(r.bp), fmtMMM(r.rp), refNote, ratio(r.bp, r.rp), fmtMMM(r.bd), fmtMMM(r.rd), refNote, ratio(r.bd, r.rd),
-			floor, nsPerByte, r.dispatchesPerToken, r.dispatchNs/1e3, dispatch/1e6, 100*dispatch/(1e9/bdMed), r.same, r.compared)
+		fmt.Fprintln(stdout, b.rowLine(r, bw))
 	}
 	fmt.Fprintf(stdout, "\nmemory read bandwidth (%d MiB buffer, 9 samples), GB/s min / median / max:", b.BWMiB)
 	for _, th := range threads {
 		fmt.Fprintf(stdout, " %d thread(s) %s;", th, fmtMMM(scale(bw[th], 1e-9)))
 	}
 	fmt.Fprintf(stdout, "\n\nprompt: one decode of --prompt %d token ids (one micro-batch); decode: the %d one-token decodes after it, greedy\n"+
-		"(tok/s = (gen-1)/time, as the reference's GreedyTimed counts). Ratios are bankml's median over the reference's.\n"+
+		"(tok/s = (gen-1)/time, as the reference's GreedyTimed counts). Ratios are bankml's median over the reference's;\n"+
+		"CPU ratios are the reference's median process CPU seconds per token over bankml's (spinning workers included:\n"+
+		"on a machine shared with other work they hold where wall-clock ratios follow each runtime's share of the cores).\n"+
 		"decode floor: the median bandwidth over the bytes of the projection weights (every matrix but token_embd, read\n"+
 		"once per token). ns/weight byte: bankml's median decode token time over those bytes. dispatch: pool Runs per\n"+
 		"decoded token (7 matmul Runs and 1 attention Run per layer, 1 output) times one empty Run's median on that many\n"+

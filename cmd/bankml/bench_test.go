@@ -75,8 +75,9 @@ func TestBenchKernelsRefusesAMissingLevel(t *testing.T) {
 // TestBenchModelPrintsTheTable: bankml bench model on small stand-ins for
 // the 8B files (tiny qwen3 files named b8-Q1_0.gguf and b8-TQ2_0.gguf in
 // --dir; the command takes whatever it finds there) prints a row per type
-// and thread count with both runtimes' rates, the floor and the dispatch
-// share, and bankml's greedy tokens equal to the reference's.
+// and thread count with both runtimes' rates, wall-clock and CPU ratios, the
+// floor and the dispatch share, and bankml's greedy tokens equal to the
+// reference's.
 func TestBenchModelPrintsTheTable(t *testing.T) {
 	if _, err := reference.Load(); err != nil {
 		testdata.Absent(t, "reference not installed: %v", err)
@@ -92,24 +93,34 @@ func TestBenchModelPrintsTheTable(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d, stderr %q\n%s", code, stderr, out)
 	}
-	rows := 0
+	rows := map[string]int{} // each row is printed as it finishes and again in the table
 	for line := range strings.Lines(out) {
 		f := strings.Split(line, "|")
-		if len(f) != 14 || (strings.TrimSpace(f[1]) != "q1_0" && strings.TrimSpace(f[1]) != "tq2_0") {
+		if len(f) != 16 || (strings.TrimSpace(f[1]) != "q1_0" && strings.TrimSpace(f[1]) != "tq2_0") {
 			continue
 		}
-		rows++
-		if eq := strings.TrimSpace(f[12]); eq != "6/6" {
+		rows[f[1]+f[2]]++
+		if eq := strings.TrimSpace(f[14]); eq != "6/6" {
 			t.Errorf("%s: tokens equal %s, want 6/6", line, eq)
 		}
-		for _, col := range []int{3, 4, 6, 7} {
+		for _, col := range []int{3, 4, 7, 8} {
 			if strings.Count(f[col], "/") != 2 {
 				t.Errorf("%s: column %d is not min / median / max", line, col)
 			}
 		}
+		for _, col := range []int{5, 6, 9, 10} {
+			if !strings.HasSuffix(strings.TrimSpace(f[col]), "×") {
+				t.Errorf("%s: column %d is not a ratio", line, col)
+			}
+		}
 	}
-	if rows != 4 {
-		t.Errorf("%d table rows, want 4:\n%s", rows, out)
+	if len(rows) != 4 {
+		t.Errorf("%d distinct table rows, want 4:\n%s", len(rows), out)
+	}
+	for k, n := range rows {
+		if n != 2 {
+			t.Errorf("row %q printed %d times, want 2 (as it finished, then in the table)", k, n)
+		}
 	}
 	for _, want := range []string{"GB/s", "dispatch", "packed copies"} {
 		if !strings.Contains(out, want) {
