@@ -170,7 +170,8 @@ func VecDotQ4_0Q8_0(w, a []byte, nb int) float32 {
 	var ls [8]int32
 	for b := range nb {
 		wb, ab := w[b*BlockQ4_0Size:], a[b*BlockQ8_0Size:]
-		d := FP16ToFP32(binary.LittleEndian.Uint16(wb)) * FP16ToFP32(binary.LittleEndian.Uint16(ab))
+		// dy*dx: the compiled operand order (which NaN survives when both are NaN).
+		d := FP16ToFP32(binary.LittleEndian.Uint16(ab)) * FP16ToFP32(binary.LittleEndian.Uint16(wb))
 		q4_0Values(wb, &x)
 		for i := range 32 {
 			y[i] = int8(ab[2+i])
