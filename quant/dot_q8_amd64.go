@@ -32,25 +32,23 @@ func rowsDot(l Level, typ gguf.GGMLType) func(w []byte, rb int, a []byte, nb int
 }
 
 func dotRowsQ8_0AVX2(w []byte, rb int, a []byte, nb int, out []float32) {
-	rows := len(out)
-	if rows == 0 {
-		return
-	}
-	if nb > 0 {
-		_ = w[(rows-1)*rb+nb*BlockQ8_0Size-1]
-		_ = a[nb*BlockQ8_0Size-1]
-	}
-	dotQ8_0AVX2(unsafe.SliceData(w), rb, rows, unsafe.SliceData(a), nb, &out[0])
+	dotRowsAVX2(dotQ8_0AVX2, BlockQ8_0Size, w, rb, a, nb, out)
 }
 
 func dotRowsQ4_0AVX2(w []byte, rb int, a []byte, nb int, out []float32) {
+	dotRowsAVX2(dotQ4_0AVX2, BlockQ4_0Size, w, rb, a, nb, out)
+}
+
+// dotRowsAVX2 checks the bounds of len(out) rows of nb weight blocks of bs
+// bytes (rb bytes apart) and nb activation blocks, then runs kernel.
+func dotRowsAVX2(kernel func(w *byte, rb, rows int, a *byte, nb int, out *float32), bs int, w []byte, rb int, a []byte, nb int, out []float32) {
 	rows := len(out)
 	if rows == 0 {
 		return
 	}
 	if nb > 0 {
-		_ = w[(rows-1)*rb+nb*BlockQ4_0Size-1]
+		_ = w[(rows-1)*rb+nb*bs-1]
 		_ = a[nb*BlockQ8_0Size-1]
 	}
-	dotQ4_0AVX2(unsafe.SliceData(w), rb, rows, unsafe.SliceData(a), nb, &out[0])
+	kernel(unsafe.SliceData(w), rb, rows, unsafe.SliceData(a), nb, &out[0])
 }

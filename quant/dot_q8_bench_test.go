@@ -13,9 +13,7 @@ package quant
 import (
 	"fmt"
 	"math/rand/v2"
-	"runtime"
 	"testing"
-	"time"
 
 	"github.com/bankml/bankml/gguf"
 	"github.com/bankml/bankml/internal/reference"
@@ -44,20 +42,20 @@ func BenchmarkQ0DotPairs(b *testing.B) {
 	for _, c := range cases {
 		rb := len(c.w) / nr
 		b.Run(c.typ.String()+"/ref", func(b *testing.B) {
-			t := startQ0Timer(b)
+			t := startLegacyTimer(b)
 			for b.Loop() {
 				c.ref(nr*legacyBenchN, c.w, a)
 			}
-			t.stop(nr * nb)
+			t.stopBlocks(nr * nb)
 		})
 		for _, l := range Levels() {
 			dot := l.VecDot(c.typ)
 			b.Run(fmt.Sprintf("%s/%s", c.typ, l), func(b *testing.B) {
-				t := startQ0Timer(b)
+				t := startLegacyTimer(b)
 				for b.Loop() {
 					dot(c.w, a, nr*nb)
 				}
-				t.stop(nr * nb)
+				t.stopBlocks(nr * nb)
 			})
 			rd := rowsDot(l, c.typ)
 			if rd == nil {
@@ -65,34 +63,12 @@ func BenchmarkQ0DotPairs(b *testing.B) {
 			}
 			out := make([]float32, nr)
 			b.Run(fmt.Sprintf("%s/%s-%drows", c.typ, l, nr), func(b *testing.B) {
-				t := startQ0Timer(b)
+				t := startLegacyTimer(b)
 				for b.Loop() {
 					rd(c.w, rb, a[:nb*BlockQ8_0Size], nb, out)
 				}
-				t.stop(nr * nb)
+				t.stopBlocks(nr * nb)
 			})
 		}
-	}
-}
-
-// q0Timer is legacyTimer with the block count given at stop.
-type q0Timer struct {
-	b   *testing.B
-	cpu time.Duration
-}
-
-func startQ0Timer(b *testing.B) *q0Timer {
-	runtime.LockOSThread()
-	return &q0Timer{b: b, cpu: legacyThreadCPU()}
-}
-
-// stop reports ns/block and cpu-ns/block for blocks blocks per iteration.
-func (t *q0Timer) stop(blocks int) {
-	cpu := legacyThreadCPU() - t.cpu
-	runtime.UnlockOSThread()
-	n := float64(t.b.N) * float64(blocks)
-	t.b.ReportMetric(float64(t.b.Elapsed().Nanoseconds())/n, "ns/block")
-	if cpu > 0 {
-		t.b.ReportMetric(float64(cpu.Nanoseconds())/n, "cpu-ns/block")
 	}
 }
