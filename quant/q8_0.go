@@ -163,7 +163,8 @@ func q4_0Values(wb []byte, x *[32]int8) {
 
 // VecDotQ4_0Q8_0 is ggml_vec_dot_q4_0_q8_0 of the haswell variant, and
 // equally one output of tinyBLAS_Q0_AVX<block_q4_0>: as VecDotQ8_0Q8_0 with the
-// weights unpacked to nibble-8.
+// weights unpacked to nibble-8, and the scale taken dy*dx (the compiled
+// operand order, which decides the NaN when both scales are NaN).
 func VecDotQ4_0Q8_0(w, a []byte, nb int) float32 {
 	var acc [8]float32
 	var x, y [32]int8
