@@ -30,6 +30,7 @@ func layerModels() []synthModel {
 		{arch: "qwen3", preset: "tiny", typ: gguf.Q2_0, linear: true, seed: 6},
 		{arch: "qwen3", preset: "tiny-hd128", typ: gguf.Q1_0, yarn: true, seed: 8},
 		{arch: "llama", preset: "tiny", typ: gguf.Q2_0, yarn: true, seed: 7},
+		{arch: "qwen3", preset: "tiny", typ: gguf.Q8_0, yarn: true, seed: 9}, // the plain Q8_0 kernels, incl. the 151936-row output
 		{arch: "qwen3", preset: "bonsai-1.7b", typ: gguf.Q2_0, yarn: true, seed: 11},
 	}
 	if heavy() {

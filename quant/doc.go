@@ -29,7 +29,9 @@
 //     layout the tiles read (q, -q, d as float, -Σq per block; Q8_K's bsums as
 //     lane offsets). tile_generic.go states each tile element by element; the
 //     plain kernels (VecDotQ1_0Q8_0 …) are the portable twins the generic
-//     level runs.
+//     level runs. Plain Q8_0 and Q4_0 rows run dot_q8_amd64.s at the SIMD levels:
+//     the haswell vec_dot chain as compiled, four rows per activation block
+//     (Work.MatMul hands it a worker's whole row range).
 //   - Follows: ggml/src/ggml-cpu (vec.cpp, arch/x86/quants.c,
 //     arch/x86/repack.cpp, llamafile/sgemm.cpp) of llama.cpp v0.5.0, and the
 //     FMA contractions GCC emitted in libggml-cpu-haswell.so (read with objdump).

@@ -64,10 +64,13 @@ func startLegacyTimer(b *testing.B) *legacyTimer {
 
 // stop reports ns/block (wall) and, on Linux, cpu-ns/block (thread CPU
 // time, robust on a loaded machine).
-func (t *legacyTimer) stop() {
+func (t *legacyTimer) stop() { t.stopBlocks(legacyBenchN / QK8_0) }
+
+// stopBlocks is stop for blocks blocks per iteration.
+func (t *legacyTimer) stopBlocks(n int) {
 	cpu := legacyThreadCPU() - t.cpu
 	runtime.UnlockOSThread()
-	blocks := float64(t.b.N) * (legacyBenchN / QK8_0)
+	blocks := float64(t.b.N) * float64(n)
 	t.b.ReportMetric(float64(t.b.Elapsed().Nanoseconds())/blocks, "ns/block")
 	if cpu > 0 {
 		t.b.ReportMetric(float64(cpu.Nanoseconds())/blocks, "cpu-ns/block")

@@ -14,12 +14,20 @@ func (l Level) VecDotF16(x, y []uint16) float32 {
 // it, nil for a type MatMul does not multiply block-wise. For Q1_0, Q2_0
 // and TQ2_0 at the SIMD levels the row is packed (one group) and the
 // activation row prepared on every call, then the packed tile runs: slow,
-// meant for oracle tests and tools that check one row at a time. The other
-// types run the plain kernel at every level.
+// meant for oracle tests and tools that check one row at a time. Q8_0 and
+// Q4_0 at the SIMD levels run the level's assembly kernel (rowsDot) on the
+// one row. The other types run the plain kernel at every level.
 func (l Level) VecDot(typ gguf.GGMLType) func(w, a []byte, nb int) float32 {
 	bk, ok := blockKernels[typ]
 	if !ok {
 		return nil
+	}
+	if rd := rowsDot(l, typ); rd != nil {
+		return func(w, a []byte, nb int) float32 {
+			var out [1]float32
+			rd(w, 0, a, nb, out[:])
+			return out[0]
+		}
 	}
 	if l == LevelGeneric || !Packable(typ) {
 		return bk.dot

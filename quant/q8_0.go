@@ -163,14 +163,16 @@ func q4_0Values(wb []byte, x *[32]int8) {
 
 // VecDotQ4_0Q8_0 is ggml_vec_dot_q4_0_q8_0 of the haswell variant, and
 // equally one output of tinyBLAS_Q0_AVX<block_q4_0>: as VecDotQ8_0Q8_0 with the
-// weights unpacked to nibble-8.
+// weights unpacked to nibble-8, and the scale taken dy*dx (the compiled
+// operand order, which decides the NaN when both scales are NaN).
 func VecDotQ4_0Q8_0(w, a []byte, nb int) float32 {
 	var acc [8]float32
 	var x, y [32]int8
 	var ls [8]int32
 	for b := range nb {
 		wb, ab := w[b*BlockQ4_0Size:], a[b*BlockQ8_0Size:]
-		d := FP16ToFP32(binary.LittleEndian.Uint16(wb)) * FP16ToFP32(binary.LittleEndian.Uint16(ab))
+		// dy*dx: the compiled operand order (which NaN survives when both are NaN).
+		d := FP16ToFP32(binary.LittleEndian.Uint16(ab)) * FP16ToFP32(binary.LittleEndian.Uint16(wb))
 		q4_0Values(wb, &x)
 		for i := range 32 {
 			y[i] = int8(ab[2+i])

@@ -87,9 +87,10 @@ type matJob struct {
 	// per call
 	path   matPath
 	kernel func(w, a []byte, nb int) float32
-	qb     int // bytes per quantized column (plain block paths)
-	wnb    int // weight blocks per row
-	gemm   int // Q4_K repacked: columns < gemm run the gemm chain
+	rows   func(w []byte, rb int, a []byte, nb int, out []float32) // the level's multi-row kernel (rowsDot), or nil
+	qb     int                                                     // bytes per quantized column (plain block paths)
+	wnb    int                                                     // weight blocks per row
+	gemm   int                                                     // Q4_K repacked: columns < gemm run the gemm chain
 }
 
 type matPath uint8
@@ -126,6 +127,8 @@ const (
 //     Q8_0/Q4_0/Q5_0 with 2+ columns, agrees with it per output); Q4_0 and
 //     Q4_K with Rows%8 == 0 live in the CPU_REPACK buffer and run the
 //     repacked kernels' chains (RepackDotQ4_0Q8_0, q4_K 8x8 gemm/gemv);
+//     at the SIMD levels the plain Q8_0 and Q4_0 rows of a one-plane
+//     product run the assembly kernels (four rows per activation block);
 //   - Q1_0, Q2_0, TQ2_0 matrices that were Repack'ed run the packed tiles of
 //     the Work's level (sixteen rows per vector, up to tileCols columns per
 //     weight pass), the same chains as VecDotQ1_0Q8_0, VecDotQ2_0Q8_0 and
@@ -311,12 +314,14 @@ func (w *Work) run(planes []Matrix, x []float32, n int, out []float32) {
 		j.kernel = bk.dot
 		if bk.repack != nil && rows%8 == 0 {
 			j.kernel = bk.repack
+		} else if len(planes) == 1 {
+			j.rows = rowsDot(w.level, m.Type)
 		}
 		j.wnb = k / m.Type.BlockSize()
 		j.path = pathBlock
 	}
 	w.pool.Run(units, max(1, units/(16*w.pool.Size())), j)
-	j.m, j.planes, j.one[0], j.x, j.out, j.kernel = nil, nil, Matrix{}, nil, nil, nil
+	j.m, j.planes, j.one[0], j.x, j.out, j.kernel, j.rows = nil, nil, Matrix{}, nil, nil, nil, nil
 }
 
 // quantizeQ4KRepack prepares the reference's path for Q4_K weights with a
@@ -367,6 +372,12 @@ func (j *matJob) Do(worker, lo, hi int) {
 	}
 	rows := j.m.Rows
 	rb := j.m.RowBytes()
+	if j.rows != nil {
+		for c := range j.n {
+			j.rows(j.m.Data[lo*rb:hi*rb], rb, j.w.xq[c*j.qb:(c+1)*j.qb], j.wnb, j.out[c*rows+lo:c*rows+hi])
+		}
+		return
+	}
 	for c := range j.n {
 		o := j.out[c*rows : (c+1)*rows]
 		for i := lo; i < hi; i++ {
