@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/bankml/bankml/gguf"
 	"github.com/bankml/bankml/parallel"
@@ -99,7 +100,7 @@ type Layer struct {
 
 // Model is a loaded model whose weight matrices are views into the
 // memory-mapped GGUF file (read-only; nothing else is copied but the f32 norm
-// vectors, a few KiB per layer, and the packed copies of PackedBytes).
+// vectors, a few KiB per layer, and the packed copies WaitPacked counts).
 type Model struct {
 	Arch       string
 	HP         Hparams
@@ -109,14 +110,38 @@ type Model struct {
 	OutputNorm []float32
 	Layers     []Layer
 	// Level is the CPU level whose kernels run the model's matmuls
-	// (quant.DefaultLevel: BANKML_CPU or the best this CPU has), and
-	// PackedBytes the memory Load allocated for the packed copies of its
-	// Q1_0, Q2_0 and TQ2_0 weights (quant.Matrix.Repack; 0 at
-	// LevelGeneric, whose kernels read the mapped file).
-	Level       quant.Level
-	PackedBytes int
+	// (quant.DefaultLevel: BANKML_CPU or the best this CPU has).
+	Level quant.Level
 
 	g graph
+	// packing: closed when the packed copies are all made (at once by Load,
+	// in the background by LoadBackground); packedBytes and packErr are
+	// written before it is closed.
+	packDone    chan struct{}
+	packStop    atomic.Bool
+	packedBytes int
+	packErr     error
+}
+
+// Close stops a background packing (LoadBackground) after the matrices being
+// packed and waits for it, so that the file can then be unmapped: close the
+// Model before its gguf.File. Matrices not packed yet keep their plain-layout
+// kernels (the same bits). Closing a Model that Load returned, or twice,
+// does nothing; the Model stays usable.
+func (m *Model) Close() {
+	m.packStop.Store(true)
+	<-m.packDone
+}
+
+// WaitPacked waits until the packed copies of the model's Q1_0, Q2_0 and
+// TQ2_0 projection weights are made (at once for Load, in the background for
+// LoadBackground) and returns the bytes they take (0 at LevelGeneric, whose
+// kernels read the mapped file) and the error of the first matrix that could
+// not be packed (that matrix keeps running its plain-layout kernel, which
+// gives the same bits).
+func (m *Model) WaitPacked() (int, error) {
+	<-m.packDone
+	return m.packedBytes, m.packErr
 }
 
 // Load binds the tensors and hyperparameters of f to a Model. It refuses,
@@ -134,7 +159,19 @@ type Model struct {
 // to 16 rows; docs/PERFORMANCE.md measures what it buys): the file stays
 // mapped read-only and those pages are not read again after Load.
 // TokEmbd is never packed (get_rows reads the file).
-func Load(f *gguf.File) (*Model, error) {
+func Load(f *gguf.File) (*Model, error) { return load(f, false) }
+
+// LoadBackground is Load with the packing of the SIMD levels done on another
+// goroutine after it returns, so that an 8B-shaped model is ready in the
+// time the mapping and the header take instead of the seconds packing takes
+// (docs/PERFORMANCE.md). Until a matrix's packed copy is published its
+// matmuls run the plain-layout kernels of the same level, which give the
+// same bits (quant.Matrix.ReservePack); WaitPacked waits for the end and
+// reports the bytes. The errors are Load's: every matrix is checked before
+// it returns.
+func LoadBackground(f *gguf.File) (*Model, error) { return load(f, true) }
+
+func load(f *gguf.File, background bool) (*Model, error) {
 	if err := CheckArchitecture(f); err != nil {
 		return nil, err
 	}
@@ -282,11 +319,26 @@ func Load(f *gguf.File) (*Model, error) {
 	m.HP = hp
 	m.Rope = newRope(hp, g.ropeNeox)
 	m.Level = level
-	if level > quant.LevelGeneric {
-		if err := m.repack(); err != nil {
-			return nil, err
+	m.packDone = make(chan struct{})
+	if level == quant.LevelGeneric {
+		close(m.packDone)
+		return m, nil
+	}
+	if !background {
+		m.repack()
+		if m.packErr != nil {
+			return nil, m.packErr
+		}
+		return m, nil
+	}
+	for _, l := range m.Linears() {
+		for i := range l.Planes {
+			if err := l.Planes[i].ReservePack(); err != nil {
+				return nil, fmt.Errorf("model: %s: %w", l.Planes[i].Name, err)
+			}
 		}
 	}
+	go m.repack()
 	return m, nil
 }
 
@@ -304,21 +356,22 @@ func (m *Model) Linears() []*Linear {
 
 // repack packs every projection weight (Linear.repack), one matrix per
 // chunk on a pool of GOMAXPROCS workers, releases the packed matrices'
-// mapped pages from the resident set, and sets PackedBytes.
-func (m *Model) repack() error {
-	j := &repackJob{ls: m.Linears(), maps: sharedFileMaps()}
+// mapped pages from the resident set, sets packedBytes and packErr and
+// closes packDone.
+func (m *Model) repack() {
+	defer close(m.packDone)
+	j := &repackJob{ls: m.Linears(), maps: sharedFileMaps(), stop: &m.packStop}
 	j.bytes = make([]int, len(j.ls))
 	j.errs = make([]error, len(j.ls))
 	p := parallel.New(runtime.GOMAXPROCS(0))
 	defer p.Close()
 	p.Run(len(j.ls), 1, j)
 	for i := range j.ls {
-		if j.errs[i] != nil {
-			return j.errs[i]
+		if j.errs[i] != nil && m.packErr == nil {
+			m.packErr = j.errs[i]
 		}
-		m.PackedBytes += j.bytes[i]
+		m.packedBytes += j.bytes[i]
 	}
-	return nil
 }
 
 // repackJob packs Linears [lo, hi) of ls.
@@ -327,10 +380,14 @@ type repackJob struct {
 	maps  [][2]uintptr // read-only shared file mappings (releasePages)
 	bytes []int
 	errs  []error
+	stop  *atomic.Bool // Model.Close: pack no further matrix
 }
 
 func (j *repackJob) Do(_, lo, hi int) {
 	for i := lo; i < hi; i++ {
+		if j.stop.Load() {
+			return
+		}
 		j.bytes[i], j.errs[i] = j.ls[i].repack(j.maps)
 	}
 }

@@ -214,9 +214,11 @@ func peakRSS() uint64 {
 	return 0
 }
 
-// BenchmarkLoadBonsai8B times gguf.Open and Load of a Bonsai-8B-shaped file
-// ($BANKML_BENCH_MODEL, default /tmp/b8-Q1_0.gguf) over and over: the warm
-// load (the file in the page cache; the weights are mapped, not read).
+// BenchmarkLoadBonsai8B times gguf.Open and Load (packing included) or
+// LoadBackground (packing after it returns, as bankml run and serve load) of a
+// Bonsai-8B-shaped file ($BANKML_BENCH_MODEL, default /tmp/b8-Q1_0.gguf) over
+// and over: the warm load (the file in the page cache; the weights are
+// mapped, not read).
 //
 //	go test -run '^$' -bench LoadBonsai8B ./model/
 func BenchmarkLoadBonsai8B(b *testing.B) {
@@ -227,14 +229,25 @@ func BenchmarkLoadBonsai8B(b *testing.B) {
 	if _, err := os.Stat(path); err != nil {
 		b.Skipf("%v (make it with bankml synth, see TestQwen3Bonsai8BMatchesReference)", err)
 	}
-	for b.Loop() {
-		f, err := gguf.Open(path)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := Load(f); err != nil {
-			b.Fatal(err)
-		}
-		f.Close()
+	for _, l := range []struct {
+		name string
+		load func(*gguf.File) (*Model, error)
+	}{{"Load", Load}, {"LoadBackground", LoadBackground}} {
+		b.Run(l.name, func(b *testing.B) {
+			for b.Loop() {
+				f, err := gguf.Open(path)
+				if err != nil {
+					b.Fatal(err)
+				}
+				m, err := l.load(f)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				m.Close()
+				f.Close()
+				b.StartTimer()
+			}
+		})
 	}
 }

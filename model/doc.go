@@ -49,7 +49,7 @@
 //   - Deliberate differences: the tiled kernel is computed row by row (each
 //     row's result is independent of its tile mates); at the SIMD levels
 //     (quant.DefaultLevel) Load packs the Q1_0, Q2_0 and TQ2_0 projections
-//     into quant's sixteen-row layout (Model.PackedBytes; the mapped pages
+//     into quant's sixteen-row layout (Model.WaitPacked; LoadBackground packs after returning; the mapped pages
 //     of a packed matrix are released from the resident set, the file stays
 //     mapped read-only), whose tiles compute each row's reference chain;
 //     Q/K/V and gate/up quantize their shared input once

@@ -3,6 +3,7 @@ package quant
 import (
 	"encoding/binary"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/bankml/bankml/gguf"
 )
@@ -17,7 +18,22 @@ type Matrix struct {
 	Cols int
 	Data []byte
 
-	packed *packed // Repack's copy for the SIMD kernels (nil: none)
+	pk *packSlot // Repack's copy for the SIMD kernels (nil or empty: none)
+}
+
+// packSlot holds a Matrix's packed copy. Copies of the Matrix value share it,
+// and Repack publishes the copy atomically, so a matrix whose slot was
+// reserved (ReservePack) can be packed by one goroutine while others run
+// MatMul on it: each MatMul reads either the plain rows or the packed copy
+// (the same bits), and once published the copy stays.
+type packSlot struct{ p atomic.Pointer[packed] }
+
+// packedRows returns the published packed copy, or nil.
+func (m *Matrix) packedRows() *packed {
+	if m.pk == nil {
+		return nil
+	}
+	return m.pk.p.Load()
 }
 
 // RowBytes is the size of one row in bytes (ggml_row_size).

@@ -76,8 +76,29 @@ func (m *Matrix) Repack() (int, error) {
 	if !Packable(m.Type) {
 		return 0, nil
 	}
-	m.packed = packMatrix(m.Type, m.Data, m.Rows, m.Cols/m.Type.BlockSize())
-	return len(m.packed.data), nil
+	if m.pk == nil {
+		m.pk = new(packSlot)
+	}
+	pk := packMatrix(m.Type, m.Data, m.Rows, m.Cols/m.Type.BlockSize())
+	m.pk.p.Store(pk)
+	return len(pk.data), nil
+}
+
+// ReservePack prepares m to be packed by Repack on another goroutine while
+// MatMul runs on m (or on copies of it made after this call): it checks m
+// (the errors of Supported) and gives it the slot Repack then fills
+// atomically, so Repack no longer writes the Matrix itself. MatMul reads the
+// plain rows until the packed copy is published; both give the same bits
+// (the kernel oracles at every level). Types Repack leaves as they are get
+// no slot.
+func (m *Matrix) ReservePack() error {
+	if err := m.Supported(); err != nil {
+		return err
+	}
+	if Packable(m.Type) && m.pk == nil {
+		m.pk = new(packSlot)
+	}
+	return nil
 }
 
 // alignedBytes returns n zero bytes starting at a 64-byte boundary.

@@ -231,7 +231,7 @@ func (w *Work) run(planes []Matrix, x []float32, n int, out []float32) {
 	units := rows
 	packed := w.level > LevelGeneric
 	for i := range planes {
-		packed = packed && planes[i].packed != nil
+		packed = packed && planes[i].packedRows() != nil
 	}
 	switch m.Type {
 	case gguf.F32:
@@ -258,7 +258,7 @@ func (w *Work) run(planes []Matrix, x []float32, n int, out []float32) {
 		}
 	default:
 		if packed {
-			units = m.packed.groups
+			units = m.packedRows().groups
 			switch m.Type {
 			case gguf.Q1_0, gguf.Q2_0:
 				w.prepareQ8(x, k, n)
@@ -424,7 +424,7 @@ func (j *matJob) rowDot(wr []byte, c int) float32 {
 // every plane in turn, summing the planes' outputs in plane order.
 func (j *matJob) doPacked(worker, lo, hi int) {
 	w, rows := j.w, j.m.Rows
-	nb := j.m.packed.nb
+	nb := j.m.packedRows().nb
 	nc := min(j.n, tileCols)
 	np := len(j.planes)
 	sumLen := 0
@@ -440,7 +440,7 @@ func (j *matJob) doPacked(worker, lo, hi int) {
 		for c0 := 0; c0 < j.n; c0 += nc {
 			cn := min(nc, j.n-c0)
 			for p := range np {
-				codes, scales := j.planes[p].packed.group(g)
+				codes, scales := j.planes[p].packedRows().group(g)
 				switch j.path {
 				case pathPackedQ1:
 					tileQ1_0(w.level, codes, scales, nb, &w.q8, c0, cn, tile, acc)

@@ -203,7 +203,7 @@ func TestMatMulPlanesIsThePlaneSum(t *testing.T) {
 					if Packable(typ) {
 						for p := range planes {
 							if mixed && p == 1 {
-								planes[p].packed = nil
+								planes[p].pk = nil
 								continue
 							}
 							if _, err := planes[p].Repack(); err != nil {

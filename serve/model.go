@@ -91,10 +91,15 @@ func Admit(path string, o AdmitOptions) (*Model, error) {
 	if d := before.Diff(after); d != "" {
 		return nil, fmt.Errorf("serve: %s: %w: %s while it was verified", path, ErrRefused, d)
 	}
-	m, err := model.Load(f)
+	m, err := model.LoadBackground(f)
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w: %w", ErrRefused, err)
 	}
+	defer func() {
+		if !ok {
+			m.Close()
+		}
+	}()
 	tok, err := tokenizer.FromGGUF(f)
 	if err != nil {
 		return nil, fmt.Errorf("serve: %s: %w: %w", path, ErrRefused, err)
@@ -113,8 +118,12 @@ func Admit(path string, o AdmitOptions) (*Model, error) {
 	}, nil
 }
 
-// Close releases the model's mapping.
-func (m *Model) Close() error { return m.File.Close() }
+// Close stops the model's background packing (model.Model.Close) and
+// releases its mapping.
+func (m *Model) Close() error {
+	m.Model.Close()
+	return m.File.Close()
+}
 
 // Recheck is the per-answer re-check: it returns nil when the model file still has the identity it was
 // verified with, else a 503 unavailable_error *APIError naming what changed. Every route that answers with

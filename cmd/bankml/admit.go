@@ -71,15 +71,17 @@ func admit(cmd, path, manifest string, stderr errWriter) (*gguf.File, error) {
 // what Load or the tokenizer refuse and a vocabulary whose size is not
 // token_embd's rows. cmd names the command in errors.
 func loadModel(cmd string, f *gguf.File) (*model.Model, tokenizer.Tokenizer, error) {
-	m, err := model.Load(f)
+	m, err := model.LoadBackground(f)
 	if err != nil {
 		return nil, nil, cannotRun(err)
 	}
 	tok, err := tokenizer.FromGGUF(f)
 	if err != nil {
+		m.Close()
 		return nil, nil, cannotRun(fmt.Errorf("%s: %w", cmd, err))
 	}
 	if tok.NVocab() != m.HP.NVocab {
+		m.Close()
 		return nil, nil, cannotRun(fmt.Errorf("%s: tokenizer has %d tokens, token_embd.weight %d rows", cmd, tok.NVocab(), m.HP.NVocab))
 	}
 	return m, tok, nil

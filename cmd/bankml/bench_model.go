@@ -173,6 +173,10 @@ func (b *benchModelCmd) file(stdout io.Writer, lib *reference.Lib, path string, 
 	if err != nil {
 		return nil, err
 	}
+	packedBytes, err := m.WaitPacked()
+	if err != nil {
+		return nil, err
+	}
 	load := time.Since(t0)
 	rss := residentBytes()
 	rm, err := lib.LoadModel(path)
@@ -187,7 +191,7 @@ func (b *benchModelCmd) file(stdout io.Writer, lib *reference.Lib, path string, 
 		}
 	}
 	fmt.Fprintf(stdout, "%s (%.0f MiB): bankml loaded it in %.1fs, packed copies %.0f MiB, process resident set then %.0f MiB; %.0f MiB of projection weights per token\n",
-		filepath.Base(path), float64(st.Size())/(1<<20), load.Seconds(), float64(m.PackedBytes)/(1<<20), float64(rss)/(1<<20), float64(weightBytes)/(1<<20))
+		filepath.Base(path), float64(st.Size())/(1<<20), load.Seconds(), float64(packedBytes)/(1<<20), float64(rss)/(1<<20), float64(weightBytes)/(1<<20))
 
 	// Token ids spread over the vocabulary (their values do not matter for
 	// the timing; both runtimes get the same ones).
@@ -202,7 +206,7 @@ func (b *benchModelCmd) file(stdout io.Writer, lib *reference.Lib, path string, 
 	var rows []benchModelRow
 	for _, th := range threads {
 		row := benchModelRow{typ: typ, threads: th, refPrompt: len(refPrompt), refGen: refGen, refRounds: refRounds,
-			weightBytes: weightBytes, packedBytes: m.PackedBytes, load: load, dispatchesPerToken: m.HP.NLayer*8 + 1}
+			weightBytes: weightBytes, packedBytes: packedBytes, load: load, dispatchesPerToken: m.HP.NLayer*8 + 1}
 		row.dispatchNs = dispatchCost(th)
 		// Warm-up, untimed: page in the weights for both.
 		if _, err := benchBankml(m, prompt[:1], 2, th); err != nil {

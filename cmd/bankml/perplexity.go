@@ -53,6 +53,7 @@ func (p *perplexityCmd) Run(stdout io.Writer, stderr errWriter) error {
 	if err != nil {
 		return err
 	}
+	defer m.Close() // before f.Close: stops the background packing
 	if tok.AddEOS() {
 		// llama-perplexity asserts !llama_vocab_get_add_eos.
 		return cannotRun(fmt.Errorf("perplexity: the vocabulary adds EOS to every text, which llama-perplexity does not score"))

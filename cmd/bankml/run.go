@@ -106,6 +106,7 @@ func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error 
 	if err != nil {
 		return err
 	}
+	defer m.Close() // before f.Close: stops the background packing
 
 	nCtx, capped, err := m.ContextSize(r.Ctx)
 	if err != nil {
