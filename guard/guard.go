@@ -197,6 +197,26 @@ func layout(t gguf.GGMLType) (block, size uint64, ok bool) {
 	return uint64(t.BlockSize()), uint64(t.TypeSize()), t.BlockSize() > 0
 }
 
+// FileForBankml is the admission rule bankml's commands share (run, perplexity, serve): path is judged for mainline
+// llama.cpp (File with default Options) and, when mainline refuses it and it holds PTQTP trit-planes, judged again
+// for engine Bankml, whose loader reads them. It returns the report that decides and, when the second judgement
+// overruled the first, mainline's refusal (nil otherwise), so that the caller can say that mainline would refuse the
+// file. The error is File's.
+func FileForBankml(path string) (rep, mainline *Report, err error) {
+	rep, err = File(path, Options{})
+	if err != nil || rep.Verdict == Play || rep.PTQTP == nil {
+		return rep, nil, err
+	}
+	mainline = rep
+	if rep, err = File(path, Options{Engine: Bankml}); err != nil {
+		return nil, nil, err
+	}
+	if rep.Verdict != Play {
+		return rep, nil, nil
+	}
+	return rep, mainline, nil
+}
+
 // File guards the file at path: it reads the header and nothing else. Options.FileName defaults to the path's base
 // name. The error is an I/O error (opening or reading the file) or bad options; the verdict is in the Report.
 func File(path string, opt Options) (*Report, error) {

@@ -36,9 +36,12 @@ type Model struct {
 	Tokenizer tokenizer.Tokenizer // the model's tokenizer
 	Template  *chat.Template      // the chat template (ChatML when the file has none, as llama-server)
 	Guard     *guard.Report       // the guard's report at admission (Verdict play)
-	Pin       provenance.Result   // the pin (Pinned false when admitted with Unpinned)
-	SHA256    string              // the file's sha256 (lower-case hex)
-	Identity  FileIdentity        // the file's identity after it was hashed, re-checked before every answer
+	// MainlineRefusal is why mainline llama.cpp would refuse the file when it was admitted for engine bankml
+	// (PTQTP trit-planes, guard.FileForBankml); empty otherwise.
+	MainlineRefusal string
+	Pin             provenance.Result // the pin (Pinned false when admitted with Unpinned)
+	SHA256          string            // the file's sha256 (lower-case hex)
+	Identity        FileIdentity      // the file's identity after it was hashed, re-checked before every answer
 }
 
 // Admit guards, pins and loads the model at path, in the order of bankml run: the header guard
@@ -51,7 +54,8 @@ func Admit(path string, o AdmitOptions) (*Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
-	rep, err := guard.File(path, guard.Options{}) // mainline's rules, as bankml run judges
+	// mainline's rules, and engine bankml's for a PTQTP file, as bankml run judges
+	rep, mainline, err := guard.FileForBankml(path)
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
@@ -112,10 +116,14 @@ func Admit(path string, o AdmitOptions) (*Model, error) {
 		return nil, fmt.Errorf("serve: %s: %w: %w", path, ErrRefused, err)
 	}
 	ok = true
-	return &Model{
+	m2 := &Model{
 		Path: path, Name: pin.Name, File: f, Model: m, Tokenizer: tok, Template: tmpl,
 		Guard: rep, Pin: pin, SHA256: pin.SHA256, Identity: after,
-	}, nil
+	}
+	if mainline != nil {
+		m2.MainlineRefusal = mainline.Reason
+	}
+	return m2, nil
 }
 
 // Close stops the model's background packing (model.Model.Close) and

@@ -21,19 +21,13 @@ import (
 // whose architecture no graph runs, cannot run (exit 2); I/O errors exit 1.
 // cmd names the command in errors. The caller closes the returned file.
 func admit(cmd, path, manifest string, stderr errWriter) (*gguf.File, error) {
-	rep, err := guard.File(path, guard.Options{})
+	rep, mainline, err := guard.FileForBankml(path)
 	if err != nil {
 		return nil, err // I/O: exit 1
 	}
-	if rep.Verdict != guard.Play && rep.PTQTP != nil {
-		mainline := rep
-		if rep, err = guard.File(path, guard.Options{Engine: guard.Bankml}); err != nil {
-			return nil, err
-		}
-		if rep.Verdict == guard.Play {
-			fmt.Fprintf(stderr, "note: %s: mainline llama.cpp would refuse this file (%s); admitted for engine bankml, whose loader sums the planes\n",
-				cmd, mainline.Reason)
-		}
+	if mainline != nil {
+		fmt.Fprintf(stderr, "note: %s: mainline llama.cpp would refuse this file (%s); admitted for engine bankml, whose loader sums the planes\n",
+			cmd, mainline.Reason)
 	}
 	if rep.Verdict != guard.Play {
 		return nil, cannotRun(fmt.Errorf("%s: %w", cmd, rep.Err()))

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -65,5 +66,57 @@ func TestLedgerVerifyAndProve(t *testing.T) {
 	}
 	if code, _, stderr = runCLI("ledger", "verify", filepath.Join(dir, "absent")); code != 1 {
 		t.Errorf("verify of a missing folder: exit %d, %q", code, stderr)
+	}
+}
+
+// TestLedgerVerifyCatchesTheLastEntry: a changed or removed last entry (which
+// no later line commits to) is caught by a receipt whose response_sha256 no
+// longer matches the stored answer, and by --root/--size of a head published
+// earlier; the untouched ledger verifies against its own head.
+func TestLedgerVerifyCatchesTheLastEntry(t *testing.T) {
+	dir := t.TempDir()
+	l, _, err := ledger.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		req, ans := []byte(fmt.Sprintf(`{"prompt":"%d"}`, i)), []byte(fmt.Sprintf("answer %d", i))
+		rs, as := sha256.Sum256(req), sha256.Sum256(ans)
+		now := time.Now()
+		rc := json.RawMessage(fmt.Sprintf(`{"request_sha256":"%x","response_sha256":"%x","signed":false}`, rs, as))
+		if _, err := l.Append(ledger.Exchange{Request: req, Answer: ans, Receipt: rc, Received: now, Answered: now}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	head := l.Head()
+	l.Close()
+	size := fmt.Sprint(head.Size)
+	if code, stdout, stderr := runCLI("ledger", "verify", dir, "--root", head.Root, "--size", size); code != 0 {
+		t.Fatalf("untouched ledger against its head: exit %d, %q, %q", code, stdout, stderr)
+	}
+	path := filepath.Join(dir, ledger.FileName)
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.SplitAfter(bytes.TrimSuffix(raw, []byte("\n")), []byte("\n"))
+	for _, c := range []struct {
+		name, want string
+		data       []byte
+		args       []string
+	}{
+		{"last answer changed", "response_sha256", bytes.Replace(raw, []byte(`answer 2`), []byte(`answer X`), 1), nil},
+		{"last entry removed", "entries were removed", bytes.Join(lines[:2], nil), []string{"--root", head.Root, "--size", size}},
+	} {
+		if err := os.WriteFile(path, c.data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, _, stderr := runCLI(append([]string{"ledger", "verify", dir}, c.args...)...)
+		if code != 2 || !strings.Contains(stderr, c.want) {
+			t.Errorf("%s: exit %d, %q; want exit 2 naming %q", c.name, code, stderr, c.want)
+		}
+	}
+	if code, _, stderr := runCLI("ledger", "verify", dir, "--root", head.Root); code != 1 || !strings.Contains(stderr, "go together") {
+		t.Errorf("--root without --size: exit %d, %q; want the usage error (exit 1)", code, stderr)
 	}
 }

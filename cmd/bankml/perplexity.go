@@ -16,7 +16,7 @@ type perplexityCmd struct {
 	File     string `arg:"" name:"FILE" help:"Text file to score (llama-perplexity -f; one trailing newline is dropped, as it does)." type:"path"`
 	Ctx      int    `short:"c" name:"ctx-size" default:"512" help:"Tokens per chunk (llama-perplexity's -c, default 512); the second half of each chunk is scored."`
 	Batch    int    `short:"b" name:"batch-size" default:"2048" help:"Tokens per decode (llama-perplexity's -b); capped at the chunk size (each chunk is its own sequence)."`
-	Chunks   int    `name:"chunks" default:"-1" help:"Score at most this many chunks (-1: all)."`
+	Chunks   int    `name:"chunks" default:"-1" help:"Score at most this many chunks (-1: all; 0 is refused)."`
 	Threads  int    `short:"t" name:"threads" default:"${nproc}" help:"Number of threads (the result does not depend on it)."`
 	Manifest string `name:"manifest" help:"Provenance manifest (FORK.json), or the file's sha256, to pin the model against."`
 }
@@ -36,6 +36,9 @@ func (e modelEval) NVocab() int { return e.nVocab }
 func (p *perplexityCmd) Run(stdout io.Writer, stderr errWriter) error {
 	if p.Threads < 1 {
 		return fmt.Errorf("perplexity: --threads %d: must be at least 1", p.Threads)
+	}
+	if p.Chunks == 0 || p.Chunks < -1 {
+		return fmt.Errorf("perplexity: --chunks %d: want a positive count, or -1 for all", p.Chunks)
 	}
 	if p.Ctx < 2 || p.Batch < 1 {
 		return fmt.Errorf("perplexity: --ctx-size %d and --batch-size %d: want a context of at least 2 and a batch of at least 1", p.Ctx, p.Batch)

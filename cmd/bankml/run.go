@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"golang.org/x/term"
 	"io"
 	"math"
 	"os"
@@ -196,12 +197,9 @@ func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error 
 	return nil
 }
 
-// isTerminal reports whether r is a character device (an interactive terminal).
+// isTerminal reports whether r is an interactive terminal (a tty: not
+// /dev/null or another character device).
 func isTerminal(r io.Reader) bool {
 	f, ok := r.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	return ok && term.IsTerminal(int(f.Fd()))
 }

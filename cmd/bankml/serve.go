@@ -67,6 +67,9 @@ func (c *serveCmd) Run(stderr errWriter) error {
 	if !m.Pin.Pinned {
 		pinned = "UNPINNED (--unpinned: receipts say pinned: false)"
 	}
+	if m.MainlineRefusal != "" {
+		fmt.Fprintf(stderr, "note: serve: mainline llama.cpp would refuse this file (%s); admitted for engine bankml, whose loader sums the planes\n", m.MainlineRefusal)
+	}
 	fmt.Fprintf(stderr, "admitted: guard %s (%s), sha256 %s, %s\n", m.Guard.Verdict, m.Guard.Engine, m.SHA256, pinned)
 
 	var l *ledger.Ledger
@@ -95,6 +98,9 @@ func (c *serveCmd) Run(stderr errWriter) error {
 		return fmt.Errorf("serve: %w", err)
 	}
 	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		if host == "" {
+			host = "every interface"
+		}
 		fmt.Fprintf(stderr, "warning: listening on %s, not loopback: anyone who can reach it can use the model%s\n", host,
 			map[bool]string{true: "", false: " (no --api-key)"}[c.APIKey != ""])
 	}
