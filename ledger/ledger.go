@@ -220,16 +220,23 @@ type Report struct {
 // Verify reads the ledger in dir without locking it (a running server may be
 // appending) and checks every committed line: each is an entry, indices run
 // 0, 1, 2, ..., and each entry's prev_root is the RFC 6962 root of the entries
-// before it, so that a changed, inserted or removed line shows. It returns
+// before it, so that a changed, inserted or removed line shows (all but the
+// last line, which no later line commits to: compare the head with one
+// published earlier for that, as bankml ledger verify --root does). It returns
 // the head of the committed entries. Errors wrap ErrCorrupt, or are I/O
 // errors (a missing ledger among them).
-func Verify(dir string) (Report, error) {
+func Verify(dir string) (Report, error) { return VerifyEntries(dir, nil) }
+
+// VerifyEntries is Verify calling visit (when not nil) for every committed
+// entry in order, after checking it, in the same single read of the file;
+// visit's error stops the walk and is returned.
+func VerifyEntries(dir string, visit func(Entry) error) (Report, error) {
 	f, err := os.Open(filepath.Join(dir, FileName))
 	if err != nil {
 		return Report{}, fmt.Errorf("ledger: %w", err)
 	}
 	defer f.Close()
-	s, err := scan(f, nil)
+	s, err := scan(f, visit)
 	if err != nil {
 		return Report{}, err
 	}
@@ -501,12 +508,7 @@ func ProveFile(dir string, index uint64) (Proof, error) {
 // Entries calls visit for every committed entry of the ledger in dir, in
 // order, after checking each as Verify does; visit's error stops the walk.
 func Entries(dir string, visit func(Entry) error) error {
-	f, err := os.Open(filepath.Join(dir, FileName))
-	if err != nil {
-		return fmt.Errorf("ledger: %w", err)
-	}
-	defer f.Close()
-	_, err = scan(f, visit)
+	_, err := VerifyEntries(dir, visit)
 	return err
 }
 

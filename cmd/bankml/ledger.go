@@ -36,7 +36,14 @@ func (c *ledgerVerifyCmd) Run(stdout io.Writer, stderr errWriter) error {
 	if (c.Root == "") != (c.Size == 0) {
 		return fmt.Errorf("ledger verify: --root and --size go together")
 	}
-	rep, err := ledger.Verify(c.Dir)
+	var leaves []ledger.Hash
+	rep, err := ledger.VerifyEntries(c.Dir, func(e ledger.Entry) error {
+		leaves = append(leaves, ledger.LeafHash(e.Line))
+		return checkReceipt(e)
+	})
+	if err == nil {
+		err = c.checkHead(leaves)
+	}
 	switch {
 	case errors.Is(err, ledger.ErrCorrupt):
 		if werr := writeJSON(stdout, ledgerVerdict{Reason: err.Error()}); werr != nil {
@@ -46,58 +53,50 @@ func (c *ledgerVerifyCmd) Run(stdout io.Writer, stderr errWriter) error {
 	case err != nil:
 		return fmt.Errorf("ledger verify: %w", err) // I/O: exit 1
 	}
-	if err := c.checkEntries(); err != nil {
-		if werr := writeJSON(stdout, ledgerVerdict{Reason: err.Error()}); werr != nil {
-			return werr
-		}
-		return &exitError{code: 2, err: fmt.Errorf("ledger verify: %s: %w", c.Dir, err)}
-	}
 	if rep.TornBytes > 0 {
 		fmt.Fprintf(stderr, "ledger verify: %s: the last %d bytes are a partial line (a write in progress, or cut short by a crash: the next open cuts them off); not counted\n", c.Dir, rep.TornBytes)
 	}
 	return writeJSON(stdout, ledgerVerdict{OK: true, Report: &rep})
 }
 
-// checkEntries checks what the tree alone cannot: each entry's receipt
-// hashes (request_sha256 of the stored request bytes, response_sha256 of the
-// stored answer, as serve computes them) and, with --root and --size, that
-// the first Size entries still have the published root (RFC 6962 §2.1).
-func (c *ledgerVerifyCmd) checkEntries() error {
-	var leaves []ledger.Hash
-	err := ledger.Entries(c.Dir, func(e ledger.Entry) error {
-		leaves = append(leaves, ledger.LeafHash(e.Line))
-		if len(e.Receipt) == 0 {
-			return nil
-		}
-		var r struct {
-			Request  string `json:"request_sha256"`
-			Response string `json:"response_sha256"`
-		}
-		if err := json.Unmarshal(e.Receipt, &r); err != nil {
-			return fmt.Errorf("entry %d: receipt: %w", e.Index, err)
-		}
-		for _, h := range []struct{ name, got, data string }{
-			{"request_sha256", r.Request, string(e.Request)},
-			{"response_sha256", r.Response, string(e.Answer)},
-		} {
-			sum := sha256.Sum256([]byte(h.data))
-			if h.got != "" && h.got != hex.EncodeToString(sum[:]) {
-				return fmt.Errorf("entry %d: receipt %s %s is not the sha256 of the stored %s (%x)", e.Index, h.name, h.got, strings.TrimSuffix(h.name, "_sha256"), sum)
-			}
-		}
+// checkReceipt checks what the tree alone cannot: an entry's receipt hashes
+// (request_sha256 of the stored request bytes, response_sha256 of the stored
+// answer, as serve computes them). A mismatch wraps ledger.ErrCorrupt.
+func checkReceipt(e ledger.Entry) error {
+	if len(e.Receipt) == 0 {
 		return nil
-	})
-	if err != nil {
-		return err
 	}
+	var r struct {
+		Request  string `json:"request_sha256"`
+		Response string `json:"response_sha256"`
+	}
+	if err := json.Unmarshal(e.Receipt, &r); err != nil {
+		return fmt.Errorf("%w: entry %d: receipt: %w", ledger.ErrCorrupt, e.Index, err)
+	}
+	for _, h := range []struct {
+		name, got string
+		data      []byte
+	}{{"request_sha256", r.Request, e.Request}, {"response_sha256", r.Response, e.Answer}} {
+		if sum := sha256.Sum256(h.data); h.got != "" && h.got != hex.EncodeToString(sum[:]) {
+			return fmt.Errorf("%w: entry %d: receipt %s %s is not the sha256 of the stored %s (%x)", ledger.ErrCorrupt, e.Index, h.name, h.got, strings.TrimSuffix(h.name, "_sha256"), sum)
+		}
+	}
+	return nil
+}
+
+// checkHead checks, with --root and --size, that the first Size entries
+// (their leaf hashes) still have the published root (RFC 6962 §2.1): the
+// only check that catches a changed or removed last entry. A mismatch wraps
+// ledger.ErrCorrupt.
+func (c *ledgerVerifyCmd) checkHead(leaves []ledger.Hash) error {
 	if c.Size == 0 {
 		return nil
 	}
 	if uint64(len(leaves)) < c.Size {
-		return fmt.Errorf("the ledger has %d entries, the head given has %d: entries were removed", len(leaves), c.Size)
+		return fmt.Errorf("%w: the ledger has %d entries, the head given has %d: entries were removed", ledger.ErrCorrupt, len(leaves), c.Size)
 	}
 	if got := ledger.Root(leaves[:c.Size]); hex.EncodeToString(got[:]) != strings.ToLower(c.Root) {
-		return fmt.Errorf("the first %d entries have root %x, not the head given (%s): an entry was changed", c.Size, got, c.Root)
+		return fmt.Errorf("%w: the first %d entries have root %x, not the head given (%s): an entry was changed", ledger.ErrCorrupt, c.Size, got, c.Root)
 	}
 	return nil
 }
