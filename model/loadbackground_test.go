@@ -9,7 +9,9 @@ import (
 
 // TestLoadBackgroundGivesLoadsBits: a model packed in the background
 // (LoadBackground) gives the logits of the model Load packed at once, bit for
-// bit, for decodes run while the packing is in flight and after it, and
+// bit, for decodes started right after it returns (on these small files the
+// packing may already be over by then: the test cannot force the overlap,
+// -race checks the publication) and after WaitPacked, and
 // WaitPacked then reports the same packed bytes; Close during the packing
 // stops it without harm to the file or later decodes. At LevelGeneric
 // nothing is packed and the test checks only the first part.
