@@ -75,7 +75,7 @@ func TestRefusals(t *testing.T) {
 		{"samplers", "/v1/completions", `{"prompt": "x", "samplers": ["top_k", "mirror"]}`, 400, TypeInvalidRequest, `unknown sampler "mirror"`},
 		{"context", "/v1/completions", `{"prompt": "` + long + `"}`, 400, TypeExceedContext, "exceeds the available context size (256 tokens)"},
 		{"too large", "/v1/completions", `{"prompt": "` + strings.Repeat("a", 5000) + `"}`, 413, TypeInvalidRequest, "larger than 4096 bytes"},
-		{"unknown route", "/v1/embeddings", `{}`, 404, TypeNotFound, "no route"},
+		{"unknown route", "/v1/embeddings", `{}`, 404, TypeNotFound, "File Not Found"},
 	}
 	for _, c := range cases {
 		st, b := ts.post(t, c.path, []byte(c.body))

@@ -34,7 +34,7 @@ type Options struct {
 	Parallel  int // slots (--parallel); 0: 1
 	QueueSize int // requests allowed to wait for a slot; 0: DefaultQueueSize; negative: none wait
 
-	APIKey       string         // when set, every route but /health and /v1/health needs it (401), as llama-server's --api-key
+	APIKey       string         // when set, every route but /health, /v1/health and / needs it (401), as llama-server's --api-key
 	Ledger       *ledger.Ledger // the history (--history DIR); nil keeps none
 	MaxBodyBytes int64          // 0: DefaultMaxBodyBytes
 	Grace        time.Duration  // 0: DefaultGrace
@@ -124,13 +124,9 @@ func (s *Server) Handler() http.Handler { return s.router }
 // Ollama routes (mountOllama).
 func (s *Server) routes() chi.Router {
 	r := chi.NewRouter()
-	r.Use(s.countRequests, s.requireAPIKey)
-	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, &APIError{Type: TypeNotFound, Message: fmt.Sprintf("no route %s %s", r.Method, r.URL.Path)})
-	})
-	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, &APIError{Status: http.StatusMethodNotAllowed, Type: TypeInvalidRequest, Message: fmt.Sprintf("method %s not allowed on %s", r.Method, r.URL.Path)})
-	})
+	r.Use(s.countRequests, cors, s.requireAPIKey)
+	r.NotFound(notFound)
+	r.MethodNotAllowed(methodNotAllowed)
 
 	// llama-server extras
 	r.Get("/health", s.handleHealth)
@@ -169,17 +165,80 @@ func (s *Server) countRequests(next http.Handler) http.Handler {
 	})
 }
 
+// CORS of llama-server's pre-routing handler (server-http.cpp) with its defaults (common.h: cors_origins "*",
+// cors_credentials true, cors_methods "GET, POST, DELETE, OPTIONS", cors_headers "*").
+const (
+	corsMethods = "GET, POST, DELETE, OPTIONS"
+	corsHeaders = "*"
+)
+
+// cors is llama-server's CORS handling with its defaults, before the API key and the routes: every answer
+// echoes the request's Origin in Access-Control-Allow-Origin (origins "*" with credentials: the special case
+// that reflects the Origin; without an Origin header none is sent), and an OPTIONS request to any path is a
+// preflight answered at once, whatever the route and without the API key: 200, an empty text/html body,
+// Access-Control-Allow-Credentials true, -Allow-Methods and -Allow-Headers as corsMethods and corsHeaders.
+// The Ollama routes get the same (Ollama's own gin-contrib/cors refuses origins off its allow-list with a
+// 403; one server has one CORS policy, llama-server's).
+func cors(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if o := r.Header.Get("Origin"); o != "" {
+			w.Header().Set("Access-Control-Allow-Origin", o)
+		}
+		if r.Method == http.MethodOptions {
+			h := w.Header()
+			h.Set("Access-Control-Allow-Credentials", "true")
+			h.Set("Access-Control-Allow-Methods", corsMethods)
+			h.Set("Access-Control-Allow-Headers", corsHeaders)
+			h.Set("Content-Type", "text/html")
+			w.WriteHeader(http.StatusOK)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// notFound answers a path no route serves. Under /api/ it is Ollama's answer (gin's default 404: the text
+// "404 page not found", text/plain; Ollama's server/routes.go sets no NoRoute handler); elsewhere
+// llama-server's (its error handler in server-http.cpp: 404 {"error": {"message": "File Not Found", "type":
+// "not_found_error", "code": 404}}).
+func notFound(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.Path, "/api/") {
+		w.Header().Set("Content-Type", "text/plain")
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = io.WriteString(w, "404 page not found")
+		return
+	}
+	writeError(w, &APIError{Type: TypeNotFound, Message: "File Not Found"})
+}
+
+// methodNotAllowed answers a known path asked with another method. Under /api/ it is Ollama's answer (gin
+// with HandleMethodNotAllowed, as Ollama's GenerateRoutes sets it: 405, the text "405 method not allowed");
+// elsewhere llama-server's, which has no 405 (cpp-httplib finds no handler for the method: the same 404 File
+// Not Found as an unknown path).
+func methodNotAllowed(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.Path, "/api/") {
+		w.Header().Set("Content-Type", "text/plain")
+		w.WriteHeader(http.StatusMethodNotAllowed)
+		_, _ = io.WriteString(w, "405 method not allowed")
+		return
+	}
+	notFound(w, r)
+}
+
 // requireAPIKey is llama-server's middleware_validate_api_key (server-http.cpp): with a key set, every path
-// but /health and /v1/health needs "Authorization: Bearer KEY" (or the bare key, or X-Api-Key), else 401
-// {"error": {"message": "Invalid API Key", "type": "authentication_error", "code": 401}}. OPTIONS requests
-// pass, as llama-server answers them before the check.
+// but its public ones needs "Authorization: Bearer KEY" (or the bare key, or X-Api-Key), else 401
+// {"error": {"message": "Invalid API Key", "type": "authentication_error", "code": 401}}, unknown paths
+// included (the check runs before routing). The public paths are get_public_endpoints': /health, /v1/health
+// and the web UI's paths, of which bankml serves "/" (Ollama's "Ollama is running"); /models, /v1/models
+// and /api/tags need the key. OPTIONS requests never get here (cors answers them, as llama-server does
+// before the check).
 func (s *Server) requireAPIKey(next http.Handler) http.Handler {
 	if s.opt.APIKey == "" {
 		return next
 	}
 	want := []byte(s.opt.APIKey)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodOptions || r.URL.Path == "/health" || r.URL.Path == "/v1/health" {
+		if r.URL.Path == "/health" || r.URL.Path == "/v1/health" || r.URL.Path == "/" {
 			next.ServeHTTP(w, r)
 			return
 		}

@@ -1,0 +1,111 @@
+package serve
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// TestUnknownRoutes checks the answers for a path no route serves and for a known path asked with another
+// method: llama-server's 404 File Not Found body everywhere but /api/ (cpp-httplib has no 405), Ollama's
+// gin texts under /api/ (404 "404 page not found", 405 "405 method not allowed").
+func TestUnknownRoutes(t *testing.T) {
+	ts := newTestServer(t, storiesPath(t), AdmitOptions{}, Options{})
+	const llamaNotFound = `{"error":{"code":404,"message":"File Not Found","type":"not_found_error"}}`
+	for _, c := range []struct {
+		method, path string
+		status       int
+		ctype, body  string
+	}{
+		{"GET", "/nope", 404, "application/json; charset=utf-8", llamaNotFound},
+		{"POST", "/v1/embeddings", 404, "application/json; charset=utf-8", llamaNotFound},
+		{"GET", "/v1/completions", 404, "application/json; charset=utf-8", llamaNotFound},
+		{"DELETE", "/health", 404, "application/json; charset=utf-8", llamaNotFound},
+		{"GET", "/api/nope", 404, "text/plain", "404 page not found"},
+		{"POST", "/api/pull", 404, "text/plain", "404 page not found"},
+		{"GET", "/api/chat", 405, "text/plain", "405 method not allowed"},
+		{"POST", "/api/tags", 405, "text/plain", "405 method not allowed"},
+	} {
+		req, err := http.NewRequest(c.method, ts.url+c.path, strings.NewReader("{}"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := resp.StatusCode; st != c.status || string(b) != c.body || resp.Header.Get("Content-Type") != c.ctype {
+			t.Errorf("%s %s: %d %q (%s), want %d %q (%s)", c.method, c.path, resp.StatusCode, b, resp.Header.Get("Content-Type"), c.status, c.body, c.ctype)
+		}
+	}
+}
+
+// TestCORS checks llama-server's default CORS (server-http.cpp's pre-routing handler with common.h's
+// defaults): the Origin echoed on every answer, and an OPTIONS preflight to any path answered 200 before
+// the routes and the API key, with credentials allowed and its methods and headers.
+func TestCORS(t *testing.T) {
+	ts := newTestServer(t, storiesPath(t), AdmitOptions{}, Options{APIKey: "k"})
+	const origin = "http://app.example:3000"
+	for _, path := range []string{"/v1/chat/completions", "/completion", "/nope", "/api/chat"} {
+		req, _ := http.NewRequest(http.MethodOptions, ts.url+path, nil)
+		req.Header.Set("Origin", origin)
+		req.Header.Set("Access-Control-Request-Method", "POST")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		h := resp.Header
+		if resp.StatusCode != 200 || h.Get("Access-Control-Allow-Origin") != origin || h.Get("Access-Control-Allow-Credentials") != "true" ||
+			h.Get("Access-Control-Allow-Methods") != "GET, POST, DELETE, OPTIONS" || h.Get("Access-Control-Allow-Headers") != "*" {
+			t.Errorf("OPTIONS %s: %d %v", path, resp.StatusCode, h)
+		}
+	}
+	for _, c := range []struct {
+		path   string
+		key    bool
+		status int
+	}{{"/health", false, 200}, {"/v1/models", false, 401}, {"/v1/models", true, 200}, {"/nope", true, 404}} {
+		req, _ := http.NewRequest(http.MethodGet, ts.url+c.path, nil)
+		req.Header.Set("Origin", origin)
+		if c.key {
+			req.Header.Set("Authorization", "Bearer k")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != c.status || resp.Header.Get("Access-Control-Allow-Origin") != origin || resp.Header.Get("Access-Control-Allow-Credentials") != "" {
+			t.Errorf("GET %s: %d %v; want %d with the Origin echoed and no -Allow-Credentials", c.path, resp.StatusCode, resp.Header, c.status)
+		}
+	}
+	resp, err := http.Get(ts.url + "/health")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if v, ok := resp.Header["Access-Control-Allow-Origin"]; ok {
+		t.Errorf("no Origin, yet Access-Control-Allow-Origin %q", v)
+	}
+}
+
+// TestAPIKeyPublicPaths checks get_public_endpoints (server-http.cpp): /health, /v1/health and the web UI's
+// "/" need no key; /models, /v1/models, /props, /metrics, /api/tags and unknown paths do.
+func TestAPIKeyPublicPaths(t *testing.T) {
+	ts := newTestServer(t, storiesPath(t), AdmitOptions{}, Options{APIKey: "k"})
+	for path, want := range map[string]int{
+		"/health": 200, "/v1/health": 200, "/": 200,
+		"/models": 401, "/v1/models": 401, "/props": 401, "/metrics": 401, "/api/tags": 401, "/api/version": 401, "/nope": 401,
+	} {
+		if st, b := ts.get(t, path); st != want {
+			t.Errorf("GET %s without a key: %d %s, want %d", path, st, b, want)
+		}
+	}
+}
