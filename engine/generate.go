@@ -131,6 +131,9 @@ type Request struct {
 // Token is one generated token as the caller may stream it.
 type Token struct {
 	ID int32
+	// Slot is the id of the slot generating (llama-server's id_slot of a
+	// streamed chunk).
+	Slot int
 	// Text is the text released with this token (process_token's
 	// text_to_send): "" while a stop-string prefix is pending; the text
 	// before the stop string for the token that completes one.
@@ -193,6 +196,16 @@ type Result struct {
 	FinishReason string
 	// StoppingWord is the stop string that ended generation, if one did.
 	StoppingWord string
+	// StopType is llama-server's stop_type (stop_type_to_str): "eos" (an
+	// end-of-generation token), "word" (a stop string), "limit" (n_predict
+	// or the context), "none" (generation did not end by itself: an error
+	// or a cancellation).
+	StopType string
+	// NTokensCached is llama-server's tokens_cached (slot.prompt.n_tokens()
+	// when the answer is sent): the tokens in the slot's KV cache after
+	// generation, the prompt and every sampled token but the last (a token
+	// is evaluated only when another one is to follow).
+	NTokensCached int
 	// Truncated is llama-server's truncated: generation stopped because the
 	// context was full.
 	Truncated bool
@@ -256,8 +269,11 @@ func (e *Engine) Generate(ctx context.Context, req Request, onToken func(Token) 
 		return Result{PromptTokens: len(prompt)}, err
 	}
 	defer e.release(s)
-	res := Result{PromptTokens: len(prompt), Slot: s.id, Seed: chain.Seed()}
+	res := Result{PromptTokens: len(prompt), Slot: s.id, Seed: chain.Seed(), StopType: stopNone.String()}
 	err = e.run(ctx, s, prompt, req, chain, onToken, t0, &res)
+	if s.ctx != nil {
+		res.NTokensCached = s.ctx.NPast()
+	}
 	return res, err
 }
 
@@ -328,7 +344,7 @@ func (e *Engine) run(ctx context.Context, s *slot, prompt []int32, req Request, 
 		res.Timings.PredictedN = len(res.Tokens)
 		res.Timings.PredictedMS = max(ms(tGen.Sub(tPrompt)), 1e-3)
 
-		out := Token{ID: tok}
+		out := Token{ID: tok, Slot: s.id}
 		if nProbs > 0 {
 			p := chain.Probs(tok, logits, nProbs, req.PostSamplingProbs)
 			out.Probs = &p
@@ -386,6 +402,19 @@ const (
 	stopLimit                 // STOP_TYPE_LIMIT: n_predict or the context
 )
 
+// String is stop_type_to_str's name.
+func (t stopType) String() string {
+	switch t {
+	case stopEOS:
+		return "eos"
+	case stopWord:
+		return "word"
+	case stopLimit:
+		return "limit"
+	}
+	return "none"
+}
+
 // finishReason is the OpenAI finish_reason llama-server gives a stop type.
 func (t stopType) finishReason() string {
 	switch t {
@@ -403,6 +432,7 @@ func (e *Engine) finish(res *Result, st *stopper, stop stopType) {
 	res.Unsent = string(st.text[min(st.sent, len(st.text)):])
 	res.StoppingWord = st.word
 	res.FinishReason = stop.finishReason()
+	res.StopType = stop.String()
 	if stop == stopWord && len(res.Probs) > 0 {
 		n := min(len(res.Probs), len(e.tok.Tokenize(st.word, false, false)))
 		res.Probs = res.Probs[:len(res.Probs)-n]

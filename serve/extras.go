@@ -10,6 +10,7 @@ import (
 
 	"github.com/bankml/bankml/chat"
 	"github.com/bankml/bankml/ledger"
+	"github.com/bankml/bankml/sample"
 )
 
 // handleHealth is llama-server's GET /health: {"status": "ok"} (the model is loaded before the port opens,
@@ -50,24 +51,7 @@ func (s *Server) nCtx() int { return s.eng.NCtx() }
 // defaults every request starts from, task_params::to_json(true)'s fields), the slot count, the model's
 // name and path, the chat template, BOS/EOS texts, build info; plus bankml's admission facts.
 func (s *Server) handleProps(w http.ResponseWriter, r *http.Request) {
-	p := s.base
-	var samplers []string
-	for _, t := range p.Samplers {
-		samplers = append(samplers, t.String())
-	}
-	params := map[string]any{
-		"seed": p.Seed, "temperature": p.Temp, "dynatemp_range": p.DynatempRange, "dynatemp_exponent": p.DynatempExponent,
-		"top_k": p.TopK, "top_p": p.TopP, "min_p": p.MinP, "top_n_sigma": p.TopNSigma,
-		"xtc_probability": p.XTCProbability, "xtc_threshold": p.XTCThreshold, "typical_p": p.TypicalP,
-		"repeat_last_n": p.PenaltyLastN, "repeat_penalty": p.PenaltyRepeat, "presence_penalty": p.PenaltyPresent,
-		"frequency_penalty": p.PenaltyFreq, "dry_multiplier": p.DryMultiplier, "dry_base": p.DryBase,
-		"dry_allowed_length": p.DryAllowedLength, "dry_penalty_last_n": p.DryPenaltyLastN,
-		"mirostat": p.Mirostat, "mirostat_tau": p.MirostatTau, "mirostat_eta": p.MirostatEta,
-		"adaptive_target": p.AdaptiveTarget, "adaptive_decay": p.AdaptiveDecay,
-		"max_tokens": -1, "n_predict": -1, "n_keep": 0, "n_discard": 0, "ignore_eos": false, "stream": false,
-		"n_probs": p.NProbs, "min_keep": p.MinKeep, "samplers": samplers, "timings_per_token": false,
-		"post_sampling_probs": false, "backend_sampling": p.BackendSampling, "lora": []any{},
-	}
+	params := settingsJSON(s.base, requestSettings{NPredict: -1})
 	tok := s.m.Tokenizer
 	text := func(id int32) string {
 		if id < 0 {
@@ -96,6 +80,36 @@ func (s *Server) handleProps(w http.ResponseWriter, r *http.Request) {
 			"guard": s.m.Guard.Verdict, "identity": s.m.Identity,
 		},
 	})
+}
+
+// requestSettings are the non-sampling fields of task_params::to_json.
+type requestSettings struct {
+	NPredict, NKeep, NDiscard            int
+	IgnoreEOS, Stream, PostSamplingProbs bool
+}
+
+// settingsJSON is task_params::to_json(true)'s object (server-task.cpp, the fields /props and /metrics
+// report) for sampling parameters p and a request's other settings r; lora is empty and timings_per_token
+// false (refused when asked). The chat parser's fields (chat_format, reasoning_format,
+// reasoning_in_content, generation_prompt) and speculative.types are left out: bankml has neither.
+func settingsJSON(p sample.Params, r requestSettings) map[string]any {
+	samplers := []string{}
+	for _, t := range p.Samplers {
+		samplers = append(samplers, t.String())
+	}
+	return map[string]any{
+		"seed": p.Seed, "temperature": p.Temp, "dynatemp_range": p.DynatempRange, "dynatemp_exponent": p.DynatempExponent,
+		"top_k": p.TopK, "top_p": p.TopP, "min_p": p.MinP, "top_n_sigma": p.TopNSigma,
+		"xtc_probability": p.XTCProbability, "xtc_threshold": p.XTCThreshold, "typical_p": p.TypicalP,
+		"repeat_last_n": p.PenaltyLastN, "repeat_penalty": p.PenaltyRepeat, "presence_penalty": p.PenaltyPresent,
+		"frequency_penalty": p.PenaltyFreq, "dry_multiplier": p.DryMultiplier, "dry_base": p.DryBase,
+		"dry_allowed_length": p.DryAllowedLength, "dry_penalty_last_n": p.DryPenaltyLastN,
+		"mirostat": p.Mirostat, "mirostat_tau": p.MirostatTau, "mirostat_eta": p.MirostatEta,
+		"adaptive_target": p.AdaptiveTarget, "adaptive_decay": p.AdaptiveDecay,
+		"max_tokens": r.NPredict, "n_predict": r.NPredict, "n_keep": r.NKeep, "n_discard": r.NDiscard, "ignore_eos": r.IgnoreEOS, "stream": r.Stream,
+		"n_probs": p.NProbs, "min_keep": p.MinKeep, "samplers": samplers, "timings_per_token": false,
+		"post_sampling_probs": r.PostSamplingProbs, "backend_sampling": p.BackendSampling, "lora": []any{},
+	}
 }
 
 // tokenizeRequest is the body of POST /tokenize.

@@ -136,6 +136,8 @@ func (s *Server) routes() chi.Router {
 	r.Post("/tokenize", s.handleTokenize)
 	r.Post("/detokenize", s.handleDetokenize)
 	r.Post("/apply-template", s.handleApplyTemplate)
+	r.Post("/completion", s.handleNativeCompletion)
+	r.Post("/completions", s.handleNativeCompletion)
 
 	// OpenAI
 	r.Get("/models", s.handleModels)
