@@ -103,7 +103,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, opts ...func(
 		fmt.Fprintln(stderr, "bankml:", err)
 		return 1
 	}
-	ctx, err := parser.Parse(args)
+	ctx, err := parser.Parse(llamaServerArgs(args))
 	if exit >= 0 { // --help and friends
 		return exit
 	}

@@ -8,6 +8,9 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/bankml/bankml/ledger"
@@ -17,16 +20,66 @@ import (
 // serveCmd is `bankml serve MODEL`: the OpenAI, Ollama and llama-server HTTP APIs over one model (package
 // serve). The model is guarded, pinned and loaded before the port opens.
 type serveCmd struct {
-	Model    string `arg:"" name:"MODEL" help:"Path to a GGUF model file." type:"path"`
-	Manifest string `name:"manifest" help:"Provenance manifest (FORK.json), or the file's sha256 / sha256:<hex> digest, to pin the model against."`
-	Unpinned bool   `name:"unpinned" help:"Serve a model without a pin; every receipt then says pinned: false."`
-	Listen   string `name:"listen" default:"127.0.0.1:8080" help:"Address to listen on (loopback by default; another address exposes the model to the network)."`
-	Ctx      int    `short:"c" name:"ctx" aliases:"ctx-size" default:"0" help:"Context size per slot in tokens: 0 takes the model's training context, as llama-server sizes a slot; another size is rounded up to a multiple of 256 and capped at the training context."`
-	Threads  int    `short:"t" name:"threads" default:"${nproc}" help:"Matmul threads per slot (default: the number of logical CPUs)."`
-	History  string `name:"history" help:"Folder of the history ledger: every exchange is appended to DIR/history.jsonl (fsynced), committed by an RFC 6962 Merkle tree." type:"path"`
-	APIKey   string `name:"api-key" env:"BANKML_API_KEY" help:"API key every request but /health must carry (Authorization: Bearer KEY), as llama-server's --api-key."`
-	Parallel int    `name:"parallel" aliases:"np" default:"1" help:"Number of slots (requests generated at once)."`
-	Queue    int    `name:"queue" default:"64" help:"Requests allowed to wait for a slot; more get 429."`
+	Model    string  `arg:"" name:"MODEL" help:"Path to a GGUF model file." type:"path"`
+	Manifest string  `name:"manifest" help:"Provenance manifest (FORK.json), or the file's sha256 / sha256:<hex> digest, to pin the model against."`
+	Unpinned bool    `name:"unpinned" help:"Serve a model without a pin; every receipt then says pinned: false."`
+	Host     *string `name:"host" help:"Address to listen on, as llama-server's --host (default 127.0.0.1, loopback; another address exposes the model to the network)."`
+	Port     *int    `name:"port" help:"Port to listen on, as llama-server's --port (default 8080; 0 picks a free one)."`
+	Listen   *string `name:"listen" help:"HOST:PORT to listen on, instead of --host and --port (default 127.0.0.1:8080)."`
+	Ctx      int     `short:"c" name:"ctx-size" aliases:"ctx" default:"0" help:"Context size per slot in tokens, as llama-server's -c/--ctx-size: 0 takes the model's training context, as llama-server sizes a slot; another size is rounded up to a multiple of 256 and capped at the training context."`
+	Threads  int     `short:"t" name:"threads" default:"${nproc}" help:"Matmul threads per slot (default: the number of logical CPUs)."`
+	History  string  `name:"history" help:"Folder of the history ledger: every exchange is appended to DIR/history.jsonl (fsynced), committed by an RFC 6962 Merkle tree." type:"path"`
+	APIKey   string  `name:"api-key" env:"BANKML_API_KEY" help:"API key every request but /health, /v1/health and / must carry (Authorization: Bearer KEY or X-Api-Key), as llama-server's --api-key."`
+	Parallel int     `name:"parallel" aliases:"np" default:"1" help:"Number of slots (requests generated at once), as llama-server's -np/--parallel."`
+	Queue    int     `name:"queue" default:"64" help:"Requests allowed to wait for a slot; more get 429."`
+}
+
+// Defaults of --host and --port (llama-server's).
+const (
+	defaultHost = "127.0.0.1"
+	defaultPort = 8080
+)
+
+// address is the address to listen on: --listen HOST:PORT, or --host and --port (llama-server's spellings,
+// each defaulting to defaultHost and defaultPort). --listen with --host or --port is refused: one way only.
+func (c *serveCmd) address() (string, error) {
+	if c.Listen != nil {
+		if c.Host != nil || c.Port != nil {
+			return "", errors.New("serve: --listen and --host/--port both given: use --listen HOST:PORT or llama-server's --host and --port, not both")
+		}
+		if _, _, err := net.SplitHostPort(*c.Listen); err != nil {
+			return "", fmt.Errorf("serve: --listen %q: %w", *c.Listen, err)
+		}
+		return *c.Listen, nil
+	}
+	host, port := defaultHost, defaultPort
+	if c.Host != nil {
+		host = *c.Host
+	}
+	if c.Port != nil {
+		port = *c.Port
+	}
+	if port < 0 || port > 65535 {
+		return "", fmt.Errorf("serve: --port %d: must be in [0, 65535]", port)
+	}
+	return net.JoinHostPort(host, strconv.Itoa(port)), nil
+}
+
+// llamaServerArgs rewrites llama-server's two-letter single-dash flag -np (which the flag parser would read
+// as -n -p) to --parallel in the arguments of `bankml serve`; other commands' arguments are left alone.
+func llamaServerArgs(args []string) []string {
+	if len(args) == 0 || args[0] != "serve" {
+		return args
+	}
+	out := slices.Clone(args)
+	for i, a := range out {
+		if a == "-np" {
+			out[i] = "--parallel"
+		} else if v, ok := strings.CutPrefix(a, "-np="); ok {
+			out[i] = "--parallel=" + v
+		}
+	}
+	return out
 }
 
 func (c *serveCmd) Run(stderr errWriter) error {
@@ -37,15 +90,16 @@ func (c *serveCmd) Run(stderr errWriter) error {
 		return fmt.Errorf("serve: --parallel %d: must be at least 1", c.Parallel)
 	}
 	if c.Ctx < 0 {
-		return fmt.Errorf("serve: --ctx %d: must be 0 or positive", c.Ctx)
+		return fmt.Errorf("serve: --ctx-size %d: must be 0 or positive", c.Ctx)
 	}
 	if c.Queue < 1 {
 		return fmt.Errorf("serve: --queue %d: must be at least 1", c.Queue)
 	}
-	host, _, err := net.SplitHostPort(c.Listen)
+	addr, err := c.address()
 	if err != nil {
-		return fmt.Errorf("serve: --listen %q: %w", c.Listen, err)
+		return err
 	}
+	host, _, _ := net.SplitHostPort(addr)
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	// SIGTERM and SIGINT are caught from the start: during admission they stop the command before it
 	// listens; once it listens they shut it down gracefully (serve.Server.Serve).
@@ -93,7 +147,7 @@ func (c *serveCmd) Run(stderr errWriter) error {
 	}
 	defer s.Close()
 
-	ln, err := net.Listen("tcp", c.Listen)
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}

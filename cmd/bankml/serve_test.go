@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -33,10 +34,45 @@ func TestServeRefusesBeforeListening(t *testing.T) {
 		{[]string{"serve", bad, "--unpinned", "--listen", "127.0.0.1:0"}, 2, "refused"},
 		{[]string{"serve", model, "--unpinned", "--listen", "nonsense"}, 1, "--listen"},
 		{[]string{"serve", model, "--unpinned", "--parallel", "0"}, 1, "--parallel"},
+		{[]string{"serve", model, "--unpinned", "-np", "0"}, 1, "--parallel 0"},
+		{[]string{"serve", model, "--unpinned", "-c", "-5"}, 1, "--ctx-size -5"},
+		{[]string{"serve", model, "--unpinned", "--listen", "127.0.0.1:0", "--port", "9"}, 1, "--listen and --host/--port both given"},
+		{[]string{"serve", model, "--unpinned", "--listen", "127.0.0.1:0", "--host", "::1"}, 1, "--listen and --host/--port both given"},
+		{[]string{"serve", model, "--unpinned", "--port", "70000"}, 1, "--port 70000"},
 	} {
 		code, out, stderr := runCLI(c.args...)
 		if code != c.code || out != "" || !strings.Contains(stderr, c.msg) || strings.Contains(stderr, "listening") {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit %d naming %q", c.args, code, out, stderr, c.code, c.msg)
+		}
+	}
+}
+
+// TestServeAddress checks the listening address from llama-server's --host and --port (defaults 127.0.0.1
+// and 8080) or --listen, and the -np spelling of --parallel.
+func TestServeAddress(t *testing.T) {
+	str := func(s string) *string { return &s }
+	num := func(n int) *int { return &n }
+	for _, c := range []struct {
+		cmd  serveCmd
+		want string
+	}{
+		{serveCmd{}, "127.0.0.1:8080"},
+		{serveCmd{Host: str("0.0.0.0")}, "0.0.0.0:8080"},
+		{serveCmd{Port: num(9000)}, "127.0.0.1:9000"},
+		{serveCmd{Host: str("::1"), Port: num(0)}, "[::1]:0"},
+		{serveCmd{Listen: str("localhost:81")}, "localhost:81"},
+	} {
+		if got, err := c.cmd.address(); err != nil || got != c.want {
+			t.Errorf("%+v: %q, %v; want %q", c.cmd, got, err, c.want)
+		}
+	}
+	for _, c := range []struct{ in, want []string }{
+		{[]string{"serve", "m.gguf", "-np", "4", "-c", "512"}, []string{"serve", "m.gguf", "--parallel", "4", "-c", "512"}},
+		{[]string{"serve", "m.gguf", "-np=2"}, []string{"serve", "m.gguf", "--parallel=2"}},
+		{[]string{"run", "m.gguf", "-np"}, []string{"run", "m.gguf", "-np"}},
+	} {
+		if got := llamaServerArgs(c.in); !slices.Equal(got, c.want) {
+			t.Errorf("%v: %v, want %v", c.in, got, c.want)
 		}
 	}
 }
