@@ -1,5 +1,6 @@
 // Package serve is bankml's HTTP server: the OpenAI API (/v1/chat/completions, /v1/completions,
-// /v1/models), llama-server's extras (/health, /props, /tokenize, /detokenize, /apply-template, /metrics),
+// /v1/models), llama-server's own routes (/completion, /health, /props, /tokenize, /detokenize,
+// /apply-template, /metrics; native.go, extras.go),
 // the Ollama API (/api/*, in ollama*.go) and bankml's history (/bankml/ledger, /bankml/ledger/proof), over
 // one admitted model and package engine's slots.
 //
@@ -15,12 +16,19 @@
 // fields and defaults (server-schema.cpp, through sample.Params.ApplyServerLimits), its error bodies
 // (format_error_response: {"error": {"code", "message", "type"}}; exceed_context_size_error adds
 // n_prompt_tokens and n_ctx), its SSE framing (format_oai_sse: "data: JSON\n\n", then "data: [DONE]\n\n"),
-// its API-key middleware (middleware_validate_api_key: /health and /v1/health are public) and its
-// /metrics names (llamacpp:prompt_tokens_total, ...). OpenAI's chat.completion(.chunk) and
+// its non-OpenAI /completion answer (to_json_non_oaicompat, SSE without [DONE]), its API-key middleware
+// (middleware_validate_api_key: /health, /v1/health and the UI's / are public), its default CORS (the
+// Origin echoed, OPTIONS answered before routing), its 404 {"error": {"message": "File Not Found"}} for
+// unknown paths and wrong methods alike (server-http.cpp, cpp-httplib has no 405; under /api/ Ollama's gin
+// texts instead), its "Field 'name': ..." wording of a bad field, and its /metrics names
+// (llamacpp:prompt_tokens_total, ...). OpenAI's chat.completion(.chunk) and
 // text_completion shapes as llama-server produces them. The receipt of bankml-digest §3.5.
 //
-// Deliberate differences. Request fields of the wrong type are a 400 naming the field (llama-server's
-// json_value silently takes the default). Token ids outside the vocabulary are a 400 (llama-server reads out
+// Deliberate differences. Request fields of the wrong type are a 400 naming the field by its JSON path
+// (llama-server's json_value silently takes the default for some), malformed JSON and numbers past any
+// range a 400 (llama-server's json::parse throws: a 500). /completion refuses the fields bankml does not
+// reproduce (timings_per_token, return_progress, n_indent, t_max_predict_ms, n_cache_reuse, lora,
+// speculative.*) and answers one prompt per request. Token ids outside the vocabulary are a 400 (llama-server reads out
 // of bounds). Bodies over Options.MaxBodyBytes are a 413 and a full queue a 429 (llama-server has neither:
 // it defers without bound). response_format and tools are a 400 "not supported yet". Sampler settings
 // bankml does not reproduce exactly (mirostat, grammar, ...) are a 400 naming the parameter (sample.Params.
