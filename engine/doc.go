@@ -36,7 +36,7 @@
 // end-of-generation token, whose piece is rendered without special tokens),
 // server_slot_stats (timings: prompt_n, prompt_ms, predicted_n,
 // predicted_ms, cache_n), send_final_response (content, stopping_word,
-// probs_output less the stop word's tokens), and
+// stop_type, tokens_cached, probs_output less the stop word's tokens), and
 // server-schema.cpp's ignore_eos (a -Inf logit bias on every EOG token).
 //
 // Counts as llama-server counts them: Result.Tokens holds every sampled

@@ -301,8 +301,8 @@ func TestGenerationStops(t *testing.T) {
 			if !errors.Is(err, c.want) {
 				t.Fatalf("error %v, want %v", err, c.want)
 			}
-			if len(res.Tokens) != c.after || res.FinishReason != "" {
-				t.Fatalf("%d tokens, finish %q; want %d tokens and no finish reason", len(res.Tokens), res.FinishReason, c.after)
+			if len(res.Tokens) != c.after || res.FinishReason != "" || res.StopType != "none" {
+				t.Fatalf("%d tokens, finish %q, stop_type %q; want %d tokens, no finish reason, none", len(res.Tokens), res.FinishReason, res.StopType, c.after)
 			}
 		})
 	}
@@ -346,8 +346,12 @@ func TestContextLimit(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(res.Tokens) != 256-n || res.FinishReason != "length" || !res.Truncated {
-				t.Fatalf("%d tokens, finish %q, truncated %v; want %d, length, true", len(res.Tokens), res.FinishReason, res.Truncated, 256-n)
+			if len(res.Tokens) != 256-n || res.FinishReason != "length" || !res.Truncated || res.StopType != "limit" {
+				t.Fatalf("%d tokens, finish %q, truncated %v, stop_type %q; want %d, length, true, limit", len(res.Tokens), res.FinishReason, res.Truncated, res.StopType, 256-n)
+			}
+			// tokens_cached: the prompt and every sampled token but the last, never evaluated.
+			if res.NTokensCached != n+len(res.Tokens)-1 {
+				t.Fatalf("NTokensCached %d, want %d", res.NTokensCached, n+len(res.Tokens)-1)
 			}
 		})
 	}
