@@ -80,16 +80,7 @@ func (s *Server) handleNativeCompletion(w http.ResponseWriter, r *http.Request) 
 		s.nativeStream(w, r, x, call)
 		return
 	}
-	var entries []probEntry
-	newLine := false
-	res, err := s.eng.Generate(r.Context(), call.req, func(t engine.Token) error {
-		x.tokenSeen(time.Now())
-		newLine = newLine || strings.Contains(t.Text, "\n")
-		if !t.Pending && t.Probs != nil {
-			entries = append(entries, probEntry{t.Text, t.Probs})
-		}
-		return nil
-	})
+	res, entries, newLine, err := s.generateWhole(r, x, call.req)
 	if err != nil {
 		writeError(w, s.generationError(err))
 		return
@@ -98,9 +89,6 @@ func (s *Server) handleNativeCompletion(w http.ResponseWriter, r *http.Request) 
 	if err != nil {
 		writeError(w, err)
 		return
-	}
-	if len(res.Probs) < len(entries) { // the stop word's tokens are trimmed (send_final_response)
-		entries = entries[:len(res.Probs)]
 	}
 	out := s.nativeFinal(call, res, res.Text, res.Tokens, newLine)
 	if call.req.Sampling.NProbs > 0 && len(entries) > 0 {
@@ -136,21 +124,12 @@ func (s *Server) nativeStream(w http.ResponseWriter, r *http.Request, x *exchang
 		return sse.events(chunk)
 	})
 	if err != nil {
-		ae := s.generationError(err)
-		if !sse.started {
-			writeError(w, ae)
-			return
-		}
-		_ = sse.events(map[string]any{"error": ae.body()["error"]})
+		sse.fail(s.generationError(err))
 		return
 	}
 	rc, err := s.finish(x, usageOf(res), []byte(clientText(sent.String())))
 	if err != nil {
-		if !sse.started {
-			writeError(w, err)
-			return
-		}
-		_ = sse.events(map[string]any{"error": asAPIError(err).body()["error"]})
+		sse.fail(err)
 		return
 	}
 	out := nestedValues(call.responseFields, s.nativeFinal(call, res, "", nil, strings.Contains(sent.String(), "\n")))

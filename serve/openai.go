@@ -217,14 +217,7 @@ type probEntry struct {
 // completeJSON answers a non-streamed completion: one chat.completion or text_completion object with the
 // receipt as a top-level bankml_receipt field.
 func (s *Server) completeJSON(w http.ResponseWriter, r *http.Request, x *exchange, call *oaiCall) {
-	var entries []probEntry
-	res, err := s.eng.Generate(r.Context(), call.req, func(t engine.Token) error {
-		x.tokenSeen(time.Now())
-		if !t.Pending && t.Probs != nil {
-			entries = append(entries, probEntry{t.Text, t.Probs})
-		}
-		return nil
-	})
+	res, entries, _, err := s.generateWhole(r, x, call.req)
 	if err != nil {
 		writeError(w, s.generationError(err))
 		return
@@ -234,9 +227,6 @@ func (s *Server) completeJSON(w http.ResponseWriter, r *http.Request, x *exchang
 	if err != nil {
 		writeError(w, err)
 		return
-	}
-	if len(res.Probs) < len(entries) { // the stop word's tokens are trimmed (send_final_response)
-		entries = entries[:len(res.Probs)]
 	}
 	var logprobs any // null unless probabilities were asked for and exist
 	if call.req.Sampling.NProbs > 0 && len(entries) > 0 {
@@ -269,6 +259,24 @@ func (s *Server) completeJSON(w http.ResponseWriter, r *http.Request, x *exchang
 		out["object"] = "text_completion"
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// generateWhole runs a non-streamed generation for exchange x: every token stamps the first-token time;
+// entries are the released tokens' probabilities less the stop word's (send_final_response trims them),
+// newLine is has_new_line (some released text, process_token's text_to_send, held a "\n").
+func (s *Server) generateWhole(r *http.Request, x *exchange, req engine.Request) (res engine.Result, entries []probEntry, newLine bool, err error) {
+	res, err = s.eng.Generate(r.Context(), req, func(t engine.Token) error {
+		x.tokenSeen(time.Now())
+		newLine = newLine || strings.Contains(t.Text, "\n")
+		if !t.Pending && t.Probs != nil {
+			entries = append(entries, probEntry{t.Text, t.Probs})
+		}
+		return nil
+	})
+	if len(res.Probs) < len(entries) {
+		entries = entries[:len(res.Probs)]
+	}
+	return res, entries, newLine, err
 }
 
 // completeStream answers a streamed completion as llama-server's SSE: a chunk per released token (for chat,
@@ -319,12 +327,7 @@ func (s *Server) completeStream(w http.ResponseWriter, r *http.Request, x *excha
 		return sse.events(chunks...)
 	})
 	if err != nil {
-		ae := s.generationError(err)
-		if !sse.started {
-			writeError(w, ae)
-			return
-		}
-		_ = sse.events(map[string]any{"error": ae.body()["error"]})
+		sse.fail(s.generationError(err))
 		return
 	}
 	var final []any
@@ -346,11 +349,7 @@ func (s *Server) completeStream(w http.ResponseWriter, r *http.Request, x *excha
 	text := clientText(sent.String())
 	rc, ferr := s.finish(x, usageOf(res), []byte(text))
 	if ferr != nil {
-		if !sse.started {
-			writeError(w, ferr)
-			return
-		}
-		_ = sse.events(map[string]any{"error": asAPIError(ferr).body()["error"]})
+		sse.fail(ferr)
 		return
 	}
 	final = append(final, map[string]any{"bankml_receipt": rc})

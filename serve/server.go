@@ -205,9 +205,7 @@ func cors(next http.Handler) http.Handler {
 // "not_found_error", "code": 404}}).
 func notFound(w http.ResponseWriter, r *http.Request) {
 	if strings.HasPrefix(r.URL.Path, "/api/") {
-		w.Header().Set("Content-Type", "text/plain")
-		w.WriteHeader(http.StatusNotFound)
-		_, _ = io.WriteString(w, "404 page not found")
+		writeText(w, http.StatusNotFound, "404 page not found")
 		return
 	}
 	writeError(w, &APIError{Type: TypeNotFound, Message: "File Not Found"})
@@ -219,12 +217,17 @@ func notFound(w http.ResponseWriter, r *http.Request) {
 // Not Found as an unknown path).
 func methodNotAllowed(w http.ResponseWriter, r *http.Request) {
 	if strings.HasPrefix(r.URL.Path, "/api/") {
-		w.Header().Set("Content-Type", "text/plain")
-		w.WriteHeader(http.StatusMethodNotAllowed)
-		_, _ = io.WriteString(w, "405 method not allowed")
+		writeText(w, http.StatusMethodNotAllowed, "405 method not allowed")
 		return
 	}
 	notFound(w, r)
+}
+
+// writeText answers text as text/plain with status (gin's default answers).
+func writeText(w http.ResponseWriter, status int, text string) {
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(status)
+	_, _ = io.WriteString(w, text)
 }
 
 // requireAPIKey is llama-server's middleware_validate_api_key (server-http.cpp): with a key set, every path

@@ -56,3 +56,14 @@ func (s *sseWriter) done() error {
 	}
 	return s.rc.Flush()
 }
+
+// fail answers err on a stream: a plain JSON error answer (writeError) when no event was sent yet, as
+// llama-server answers an error that is the first result; else a "data: {"error": {...}}" event, after
+// which the stream ends.
+func (s *sseWriter) fail(err error) {
+	if !s.started {
+		writeError(s.w, err)
+		return
+	}
+	_ = s.events(map[string]any{"error": asAPIError(err).body()["error"]})
+}
