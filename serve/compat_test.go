@@ -8,8 +8,9 @@ import (
 )
 
 // TestUnknownRoutes checks the answers for a path no route serves and for a known path asked with another
-// method: llama-server's 404 File Not Found body everywhere but /api/ (cpp-httplib has no 405), Ollama's
-// gin texts under /api/ (404 "404 page not found", 405 "405 method not allowed").
+// method: llama-server's 404 File Not Found body everywhere but /api/ (cpp-httplib has no 405, and answers
+// HEAD as GET), Ollama's gin texts under /api/ (404 "404 page not found", 405 "405 method not allowed";
+// HEAD only where Ollama registers it).
 func TestUnknownRoutes(t *testing.T) {
 	ts := newTestServer(t, storiesPath(t), AdmitOptions{}, Options{})
 	const llamaNotFound = `{"error":{"code":404,"message":"File Not Found","type":"not_found_error"}}`
@@ -26,6 +27,10 @@ func TestUnknownRoutes(t *testing.T) {
 		{"POST", "/api/pull", 404, "text/plain", "404 page not found"},
 		{"GET", "/api/chat", 405, "text/plain", "405 method not allowed"},
 		{"POST", "/api/tags", 405, "text/plain", "405 method not allowed"},
+		{"HEAD", "/health", 200, "application/json; charset=utf-8", ""},
+		{"HEAD", "/v1/models", 200, "application/json; charset=utf-8", ""},
+		{"HEAD", "/api/tags", 200, "application/json; charset=utf-8", ""},
+		{"HEAD", "/api/ps", 405, "text/plain", ""},
 	} {
 		req, err := http.NewRequest(c.method, ts.url+c.path, strings.NewReader("{}"))
 		if err != nil {

@@ -124,7 +124,7 @@ func (s *Server) Handler() http.Handler { return s.router }
 // Ollama routes (mountOllama).
 func (s *Server) routes() chi.Router {
 	r := chi.NewRouter()
-	r.Use(s.countRequests, cors, s.requireAPIKey)
+	r.Use(s.countRequests, cors, s.requireAPIKey, headAsGet)
 	r.NotFound(notFound)
 	r.MethodNotAllowed(methodNotAllowed)
 
@@ -193,6 +193,20 @@ func cors(next http.Handler) http.Handler {
 			h.Set("Access-Control-Allow-Headers", corsHeaders)
 			h.Set("Content-Type", "text/html")
 			w.WriteHeader(http.StatusOK)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// headAsGet answers HEAD as GET (without the body) on llama-server's paths, as cpp-httplib routes HEAD to
+// the GET handlers; under /api/ a HEAD is served only where Ollama registers one (its other GET routes answer
+// HEAD with gin's 405).
+func headAsGet(next http.Handler) http.Handler {
+	asGet := middleware.GetHead(next)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodHead && !strings.HasPrefix(r.URL.Path, "/api/") {
+			asGet.ServeHTTP(w, r)
 			return
 		}
 		next.ServeHTTP(w, r)
