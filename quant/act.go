@@ -36,6 +36,51 @@ type q8Act struct {
 	// [dy_k x8 | dy_k+1 x8] operand of the plain-layout Q1_0 kernel. Filled
 	// by fillDy8.
 	dy8 []float32
+	// lut holds the Q1_0 lookup tables of the AVX-512 decode tile
+	// (tileQ1_0LAVX512), filled by fillLUT: per column (at c*4k) and Q8_0
+	// block i, for lane j = 0..7 (the reference's eight int32 lanes of four
+	// activations), sixteen floats at (8i+j)*16: entry n is
+	// float32(L)*dy[i] with L the lane sum of activations 32i+4j..+3 under
+	// weight bits n (bit e set: q, clear: -q with int8 wrap, nqs). The
+	// product is exact (|L| <= 512, dy an f16 value), Inf*0 = NaN included,
+	// so it is the reference's float(L_k)*dy_k. 2 KB per Q1_0 block.
+	lut   []float32
+	lutOK bool // lut is filled for every column
+}
+
+// fillLUT fills lut for every column at level l (the SIMD builder at
+// LevelAVX512, fillLUTColGo elsewhere), once all columns are set. Not safe
+// to call concurrently (Work.MatMul calls it before the workers start).
+func (a *q8Act) fillLUT(l Level) {
+	a.lut = grow(a.lut, 4*a.k*a.ncols)
+	for c := range a.ncols {
+		a.fillLUTCol(l, c)
+	}
+	a.lutOK = true
+}
+
+// fillLUTColGo is the element-wise statement of column c's tables (the
+// twin of q1LUTAVX512).
+func (a *q8Act) fillLUTColGo(c int) {
+	nsub := a.k / QK8_0
+	for s := range nsub {
+		i := c*nsub + s
+		q, nq := a.qs[32*i:32*i+32], a.nqs[32*i:32*i+32]
+		t := a.lut[128*i : 128*i+128]
+		for j := range 8 {
+			for n := range 16 {
+				var l int32
+				for e := range 4 {
+					if n>>e&1 != 0 {
+						l += int32(int8(q[4*j+e]))
+					} else {
+						l += int32(int8(nq[4*j+e]))
+					}
+				}
+				t[16*j+n] = float32(l) * a.dy[i]
+			}
+		}
+	}
 }
 
 // fillDy8 fills dy8 for every column.
@@ -75,6 +120,7 @@ func (a *q8Act) reset(k, ncols int) {
 	a.ncdy = grow(a.ncdy, n/QK8_0)
 	a.wOK = grow(a.wOK, ncols)
 	a.lanes = false
+	a.lutOK = false
 }
 
 // lanes4 fills magic4, ncdy and wOK of every column, once all columns are

@@ -43,6 +43,7 @@ func (l Level) VecDot(typ gguf.GGMLType) func(w, a []byte, nb int) float32 {
 			act.fromQ8_0(0, a)
 			if typ == gguf.Q1_0 {
 				var acc [128]float32
+				act.fillLUT(l)
 				tileQ1_0(l, codes, scales, nb, &act, 0, 1, out[:], acc[:])
 			} else {
 				tileQ2_0(l, codes, scales, nb, &act, 0, 1, out[:])

@@ -19,3 +19,5 @@ func vecDotF16(l Level, x, y []uint16) float32 { return VecDotF16(x, y) }
 func dotQ1_0Plain(w []byte, a *q8Act, c, nb int) float32 {
 	panic("quant: no plain-layout SIMD kernel on this platform")
 }
+
+func (a *q8Act) fillLUTCol(l Level, c int) { a.fillLUTColGo(c) }

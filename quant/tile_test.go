@@ -15,6 +15,9 @@ func packedDotsQ8(t *testing.T, l Level, p *packed, a *q8Act) []float32 {
 	out := make([]float32, a.ncols*p.rows)
 	tmp := make([]float32, 16*a.ncols)
 	acc := make([]float32, 128*a.ncols)
+	if p.typ == gguf.Q1_0 {
+		a.fillLUT(l) // the lookup-table tile's (decode) tables
+	}
 	for g := range p.groups {
 		codes, scales := p.group(g)
 		switch p.typ {

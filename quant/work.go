@@ -2,6 +2,7 @@ package quant
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/bankml/bankml/gguf"
@@ -267,6 +268,11 @@ func (w *Work) run(planes []Matrix, x []float32, n int, out []float32) {
 					j.path = pathPackedQ1
 					if n >= 2 && !w.q8.lanes {
 						w.q8.lanes4()
+					}
+					// The lookup-table tile for the columns the
+					// multi-column tile cannot take (decode: all).
+					if w.level == LevelAVX512 && !w.q8.lutOK && (n == 1 || slices.Contains(w.q8.wOK[:n], false)) {
+						w.q8.fillLUT(w.level)
 					}
 				}
 			case gguf.TQ2_0:
