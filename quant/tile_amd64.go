@@ -38,9 +38,6 @@ func tileQ2_0(l Level, codes, scales []byte, nb int, a *q8Act, c0, nc int, out [
 }
 
 //go:noescape
-func tileQ1_0AVX512(codes, scales *byte, nb int, qs *byte, nqsOff int, dy *float32, k int, nc int, acc *float32, out *float32)
-
-//go:noescape
 func tileQ1_0WAVX512(codes, scales *byte, nb int, qs *byte, dy *float32, magic4 *int32, ncdy *float32, k int, nc int, acc *float32, out *float32)
 
 //go:noescape
