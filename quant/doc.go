@@ -29,16 +29,17 @@
 //     layout the tiles read (q, -q, d as float, -Σq per block; Q8_K's bsums as
 //     lane offsets). tile_generic.go states each tile element by element; the
 //     plain kernels (VecDotQ1_0Q8_0 …) are the portable twins the generic
-//     level runs. Q1_0 decode at AVX-512 runs by lookup tables: per
-//     activation column (once per matmul, shared by every row) the sixteen
-//     exact products float(L)*dy of each Q8_0 block's eight lanes, one zmm
-//     per lane (q8Act.lut, 2 KB per Q1_0 block); per sixteen rows, block and
+//     level runs. Q1_0 at AVX-512 runs by lookup tables: per activation
+//     column (once per matmul, shared by every row) the sixteen exact
+//     products float(L)*dy of each Q8_0 block's eight lanes, one zmm per
+//     lane (q8Act.lut, 2 KB per Q1_0 block); per sixteen rows, block and
 //     lane, four vpermps of those tables indexed by the rows' weight nibbles
 //     (pack.go's Q1_0 layout: the rows' sub-block words, shifted by 4j) and
 //     three vaddps replace the reference's lane sum, conversion and FMA
 //     chain with the same roundings (the products being exact, fma(L, dy,
-//     blk) is blk + L*dy rounded once). Prompts (two or more columns) keep
-//     the multi-column tile. Plain Q8_0 and Q4_0 rows run dot_q8_amd64.s at the SIMD levels:
+//     blk) is blk + L*dy rounded once). A prompt's columns run in passes of
+//     lutCols columns whose tables stay in L2 (768 KiB).
+//     Plain Q8_0 and Q4_0 rows run dot_q8_amd64.s at the SIMD levels:
 //     the haswell vec_dot chain as compiled, four rows per activation block
 //     (Work.MatMul hands it a worker's whole row range).
 //   - Follows: ggml/src/ggml-cpu (vec.cpp, arch/x86/quants.c,

@@ -31,9 +31,8 @@ import (
 //     sign bit of weight 32k+i), so nibble j of a lane (bits 4j..4j+3) is
 //     the weight bits of the kernel's lane j for that row: shifted right by
 //     4j it is the vpermps index into the activation's lookup table (the
-//     AVX-512 decode tile), a vpermd index into the bytes-of-bits table (the
-//     multi-column tile), or the vpshufb/vpand source of the AVX2 sign
-//     masks. Packing it is a copy of four dwords per row and block.
+//     AVX-512 tile) or the vpshufb/vpand source of the AVX2 sign masks.
+//     Packing it is a copy of four dwords per row and block.
 //   - TQ2_0 (block of 256): sixteen vectors v = 8h+l (h = half, l = the
 //     kernel's lane 0..7) of 64 bytes; row r's dword at 4r is qs[32h+4l..+3]
 //     of that row, whose code plane n meets the activations

@@ -1,7 +1,7 @@
 package quant
 
 import (
-	"slices"
+	"fmt"
 	"unsafe"
 )
 
@@ -38,20 +38,18 @@ func tileQ2_0(l Level, codes, scales []byte, nb int, a *q8Act, c0, nc int, out [
 }
 
 //go:noescape
-func tileQ1_0WAVX512(codes, scales *byte, nb int, qs *byte, dy *float32, magic4 *int32, ncdy *float32, k int, nc int, acc *float32, out *float32)
-
-//go:noescape
 func tileQ1_0LAVX512(codes, scales *byte, nb int, lut *float32, out *float32)
 
 //go:noescape
 func q1LUTAVX512(qs *byte, nqsOff int, dy *float32, nsub int, lut *float32)
 
-// fillLUTCol fills column c's Q1_0 lookup tables (see q8Act.lut) at level l.
-func (a *q8Act) fillLUTCol(l Level, c int) {
+// fillLUTCol writes column c's Q1_0 lookup tables (see q8Act.lut) to lut
+// (4k floats) at level l.
+func (a *q8Act) fillLUTCol(l Level, c int, lut []float32) {
 	nsub := a.k / QK8_0
-	lut := a.lut[c*4*a.k : (c+1)*4*a.k]
+	lut = lut[:4*a.k]
 	if l != LevelAVX512 {
-		a.fillLUTColGo(c)
+		a.fillLUTColGo(c, lut)
 		return
 	}
 	q := &a.qs[c*a.k]
@@ -59,36 +57,25 @@ func (a *q8Act) fillLUTCol(l Level, c int) {
 	q1LUTAVX512(q, off, &a.dy[c*nsub], nsub, &lut[0])
 }
 
-// tileQ1_0 runs the level's Q1_0 tile on one packed group (see tileQ1_0Go);
-// acc is scratch for 128*nc floats. At LevelAVX512 the columns run the
-// multi-column tile when q8Act.lanes4 was called and allows every one of
-// them (Work.MatMul calls it for two or more columns), else the
-// lookup-table tile column by column, which needs q8Act.fillLUT (it panics
-// without the tables).
-func tileQ1_0(l Level, codes, scales []byte, nb int, a *q8Act, c0, nc int, out, acc []float32) {
+// tileQ1_0 runs the level's Q1_0 tile on one packed group (see tileQ1_0Go).
+// LevelAVX512 runs the lookup-table tile column by column: it needs the
+// tables of columns c0 .. c0+nc-1 (q8Act.fillLUT) and panics without them.
+func tileQ1_0(l Level, codes, scales []byte, nb int, a *q8Act, c0, nc int, out []float32) {
 	_ = out[16*nc-1]
-	_ = acc[128*nc-1]
 	_ = a.qs[(c0+nc)*a.k-1]
-	_ = a.nqs[(c0+nc)*a.k-1]
 	_ = codes[256*nb-1]
 	_ = scales[32*nb-1]
 	switch l {
 	case LevelAVX512:
-		if a.lanes {
-			if !slices.Contains(a.wOK[c0:c0+nc], false) {
-				i := c0 * a.k / QK8_0
-				tileQ1_0WAVX512(&codes[0], &scales[0], nb, &a.qs[c0*a.k], &a.dy[i], &a.magic4[c0*a.k/4], &a.ncdy[i], a.k, nc, &acc[0], &out[0])
-				return
-			}
+		if !a.lutOK || c0 < a.lutC0 || c0+nc > a.lutC0+a.lutN {
+			panic(fmt.Sprintf("quant: Q1_0 tile at avx512 on columns %d..%d without their lookup tables (q8Act.fillLUT)", c0, c0+nc-1))
 		}
-		if !a.lutOK {
-			panic("quant: Q1_0 tile at avx512 without the lookup tables (q8Act.fillLUT)")
-		}
-		_ = a.lut[(c0+nc)*4*a.k-1]
+		_ = a.lut[(c0+nc-a.lutC0)*4*a.k-1]
 		for c := range nc {
-			tileQ1_0LAVX512(&codes[0], &scales[0], nb, &a.lut[(c0+c)*4*a.k], &out[16*c])
+			tileQ1_0LAVX512(&codes[0], &scales[0], nb, &a.lut[(c0+c-a.lutC0)*4*a.k], &out[16*c])
 		}
 	case LevelAVX2:
+		_ = a.dy[(c0+nc)*a.k/QK8_0-1]
 		for c := range nc {
 			tileQ1_0AVX2(&codes[0], &scales[0], nb, &a.qs[(c0+c)*a.k], &a.dy[(c0+c)*a.k/QK8_0], &out[16*c])
 		}

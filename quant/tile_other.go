@@ -6,7 +6,7 @@ func tileQ2_0(l Level, codes, scales []byte, nb int, a *q8Act, c0, nc int, out [
 	tileQ2_0Go(codes, scales, nb, a, c0, nc, out)
 }
 
-func tileQ1_0(l Level, codes, scales []byte, nb int, a *q8Act, c0, nc int, out, acc []float32) {
+func tileQ1_0(l Level, codes, scales []byte, nb int, a *q8Act, c0, nc int, out []float32) {
 	tileQ1_0Go(codes, scales, nb, a, c0, nc, out)
 }
 
@@ -20,4 +20,4 @@ func dotQ1_0Plain(w []byte, a *q8Act, c, nb int) float32 {
 	panic("quant: no plain-layout SIMD kernel on this platform")
 }
 
-func (a *q8Act) fillLUTCol(l Level, c int) { a.fillLUTColGo(c) }
+func (a *q8Act) fillLUTCol(l Level, c int, lut []float32) { a.fillLUTColGo(c, lut) }

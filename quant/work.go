@@ -2,7 +2,6 @@ package quant
 
 import (
 	"fmt"
-	"slices"
 	"sync"
 
 	"github.com/bankml/bankml/gguf"
@@ -75,6 +74,13 @@ func (w *Work) Level() Level { return w.level }
 // packed weights of a group are decoded once per block for all of them.
 const tileCols = 16
 
+// lutCols is the number of activation columns whose Q1_0 lookup tables
+// (16k bytes each for rows of k) one pass over the groups uses at
+// LevelAVX512: as many as fit in 768 KiB (kept in L2 while every group
+// reads them; the columns of a prompt run in several passes), at least
+// one, at most tileCols.
+func lutCols(k int) int { return max(1, min(tileCols, 768<<10/(16*k))) }
+
 // matJob is one MatMul for the pool: units are packed groups of 16 rows, or
 // rows for unpacked matrices.
 type matJob struct {
@@ -92,6 +98,7 @@ type matJob struct {
 	qb     int                                                     // bytes per quantized column (plain block paths)
 	wnb    int                                                     // weight blocks per row
 	gemm   int                                                     // Q4_K repacked: columns < gemm run the gemm chain
+	c0, cn int                                                     // packed paths: the columns of this pool run
 }
 
 type matPath uint8
@@ -266,14 +273,6 @@ func (w *Work) run(planes []Matrix, x []float32, n int, out []float32) {
 				j.path = pathPackedQ2
 				if m.Type == gguf.Q1_0 {
 					j.path = pathPackedQ1
-					if n >= 2 && !w.q8.lanes {
-						w.q8.lanes4()
-					}
-					// The lookup-table tile for the columns the
-					// multi-column tile cannot take (decode: all).
-					if w.level == LevelAVX512 && !w.q8.lutOK && (n == 1 || slices.Contains(w.q8.wOK[:n], false)) {
-						w.q8.fillLUT(w.level)
-					}
 				}
 			case gguf.TQ2_0:
 				if !w.prep.q8k {
@@ -326,7 +325,19 @@ func (w *Work) run(planes []Matrix, x []float32, n int, out []float32) {
 		j.wnb = k / m.Type.BlockSize()
 		j.path = pathBlock
 	}
-	w.pool.Run(units, max(1, units/(16*w.pool.Size())), j)
+	j.c0, j.cn = 0, n
+	if j.path == pathPackedQ1 && w.level == LevelAVX512 {
+		// The lookup-table tile: the tables of lutCols(k) columns at a
+		// time, built here, then every group against them.
+		lc := lutCols(k)
+		for c0 := 0; c0 < n; c0 += lc {
+			j.c0, j.cn = c0, min(lc, n-c0)
+			w.q8.fillLUT(w.level, j.c0, j.cn)
+			w.pool.Run(units, max(1, units/(16*w.pool.Size())), j)
+		}
+	} else {
+		w.pool.Run(units, max(1, units/(16*w.pool.Size())), j)
+	}
 	j.m, j.planes, j.one[0], j.x, j.out, j.kernel, j.rows = nil, nil, Matrix{}, nil, nil, nil, nil
 }
 
@@ -431,7 +442,7 @@ func (j *matJob) rowDot(wr []byte, c int) float32 {
 func (j *matJob) doPacked(worker, lo, hi int) {
 	w, rows := j.w, j.m.Rows
 	nb := j.m.packedRows().nb
-	nc := min(j.n, tileCols)
+	nc := min(j.cn, tileCols)
 	np := len(j.planes)
 	sumLen := 0
 	if np > 1 {
@@ -443,13 +454,13 @@ func (j *matJob) doPacked(worker, lo, hi int) {
 	for g := lo; g < hi; g++ {
 		r0 := g * packRows
 		nr := min(packRows, rows-r0)
-		for c0 := 0; c0 < j.n; c0 += nc {
-			cn := min(nc, j.n-c0)
+		for c0 := j.c0; c0 < j.c0+j.cn; c0 += nc {
+			cn := min(nc, j.c0+j.cn-c0)
 			for p := range np {
 				codes, scales := j.planes[p].packedRows().group(g)
 				switch j.path {
 				case pathPackedQ1:
-					tileQ1_0(w.level, codes, scales, nb, &w.q8, c0, cn, tile, acc)
+					tileQ1_0(w.level, codes, scales, nb, &w.q8, c0, cn, tile)
 				case pathPackedQ2:
 					tileQ2_0(w.level, codes, scales, nb, &w.q8, c0, cn, tile)
 				case pathPackedTQ2:
