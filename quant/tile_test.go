@@ -1,8 +1,10 @@
 package quant
 
 import (
+	"encoding/binary"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/bankml/bankml/gguf"
@@ -154,4 +156,41 @@ func TestTilesMatchPlainKernels(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestQ1_0LUTMatchesGoTwin: the AVX-512 table builder (q1LUTAVX512) writes
+// the bits of fillLUTColGo, its element-wise statement, on quantized and raw
+// activation blocks (-128 and the edge f16 scales among them), for a pass of
+// columns that does not start at column 0.
+func TestQ1_0LUTMatchesGoTwin(t *testing.T) {
+	if LevelAVX512.Check() != nil {
+		t.Skip("no avx512 on this CPU")
+	}
+	r := rand.New(rand.NewPCG(85, 86))
+	const cols, n = 1024, 5
+	var a q8Act
+	a.reset(cols, n)
+	edge := []uint16{0x7c00, 0xfc00, 0x7e00, 0x8000, 0x0001, 0x7bff}
+	for c := range n {
+		raw := randActivations(r, cols/QK8_0)
+		for b := range cols / QK8_0 {
+			if r.IntN(4) == 0 {
+				binary.LittleEndian.PutUint16(raw[b*BlockQ8_0Size:], edge[r.IntN(len(edge))])
+			}
+			if r.IntN(4) == 0 {
+				raw[b*BlockQ8_0Size+2+r.IntN(QK8_0)] = 0x80
+			}
+		}
+		a.fromQ8_0(c, raw)
+	}
+	a.fillLUT(LevelAVX512, 1, n-1)
+	got := slices.Clone(a.lut[:4*cols*(n-1)])
+	a.lutOK = false
+	a.fillLUT(LevelGeneric, 1, n-1)
+	for i, v := range a.lut[:4*cols*(n-1)] {
+		if !bitsEq(got[i], v) {
+			t.Fatalf("column %d, entry %d: avx512 %#x, Go %#x", 1+i/(4*cols), i%(4*cols), math.Float32bits(got[i]), math.Float32bits(v))
+		}
+	}
+	t.Logf("%d of %d table entries equal", len(got), len(got))
 }
