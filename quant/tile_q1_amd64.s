@@ -99,15 +99,34 @@ lsub:
 	VADDPS      p, blk, blk \
 	VFMADD231PS blk, Z12, acc
 
-// func tileQ1_0LAVX512(codes, scales *byte, nb int, lut *float32, out *float32)
+// func tileQ1_0LAVX512(codes, scales *byte, nb int, lut *float32, acc *float32, first int, out *float32)
 //
-// out[r] for the sixteen rows of one packed group against the column whose
-// tables (q1LUTAVX512) start at lut.
-TEXT ·tileQ1_0LAVX512(SB), NOSPLIT, $0-40
+// nb blocks of one packed group (codes and scales at that block) against
+// the column whose tables for those blocks (q1LUTAVX512) start at lut. The
+// eight lane accumulators (acc, 128 floats, lane j at 64j bytes) start at
+// zero when first != 0, else at acc; with out nil they are stored back to
+// acc, else their hsum_float_8, the sixteen rows' results, is stored at
+// out. A row's blocks may so run in several calls (Work.MatMul runs a few
+// blocks of many groups at a time, their tables staying in L1).
+TEXT ·tileQ1_0LAVX512(SB), NOSPLIT, $0-56
 	MOVQ codes+0(FP), SI
 	MOVQ scales+8(FP), DI
 	MOVQ nb+16(FP), R8
 	MOVQ lut+24(FP), AX
+	MOVQ acc+32(FP), DX
+	MOVQ first+40(FP), R9
+	TESTQ R9, R9
+	JNZ   lzero
+	VMOVUPS 0(DX), Z0
+	VMOVUPS 64(DX), Z1
+	VMOVUPS 128(DX), Z2
+	VMOVUPS 192(DX), Z3
+	VMOVUPS 256(DX), Z4
+	VMOVUPS 320(DX), Z5
+	VMOVUPS 384(DX), Z6
+	VMOVUPS 448(DX), Z7
+	JMP     lblock
+lzero:
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -136,8 +155,22 @@ lblock:
 	DECQ R8
 	JNZ  lblock
 
+	MOVQ  out+48(FP), BX
+	TESTQ BX, BX
+	JNZ   lfin
+	VMOVUPS Z0, 0(DX)
+	VMOVUPS Z1, 64(DX)
+	VMOVUPS Z2, 128(DX)
+	VMOVUPS Z3, 192(DX)
+	VMOVUPS Z4, 256(DX)
+	VMOVUPS Z5, 320(DX)
+	VMOVUPS Z6, 384(DX)
+	VMOVUPS Z7, 448(DX)
+	VZEROUPPER
+	RET
+
+lfin:
 	// hsum_float_8: (a0+a4 + a2+a6) + (a1+a5 + a3+a7).
-	MOVQ out+32(FP), AX
 	VADDPS Z4, Z0, Z0
 	VADDPS Z5, Z1, Z1
 	VADDPS Z6, Z2, Z2
@@ -145,6 +178,6 @@ lblock:
 	VADDPS Z2, Z0, Z0
 	VADDPS Z3, Z1, Z1
 	VADDPS Z1, Z0, Z0
-	VMOVUPS Z0, (AX)
+	VMOVUPS Z0, (BX)
 	VZEROUPPER
 	RET

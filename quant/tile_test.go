@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/bankml/bankml/gguf"
+	"github.com/bankml/bankml/parallel"
 )
 
 // packedDots computes every (row, column) dot of a packed matrix at level l
@@ -193,4 +194,46 @@ func TestQ1_0LUTMatchesGoTwin(t *testing.T) {
 		}
 	}
 	t.Logf("%d of %d table entries equal", len(got), len(got))
+}
+
+// TestQ1_0PackedMatMulChunks: Work.MatMul on Repack'ed Q1_0 matrices at
+// every level against VecDotQ1_0Q8_0 (oracle-tested) of each row and
+// quantized column, on shapes that exercise the AVX-512 lookup-table path's
+// chunking: row blocks not a multiple of q1BlockChunk, more groups than
+// q1GroupChunk, more columns than one pass (lutCols), a pool of 2 workers.
+func TestQ1_0PackedMatMulChunks(t *testing.T) {
+	r := rand.New(rand.NewPCG(87, 88))
+	pool := parallel.New(2)
+	defer pool.Close()
+	checked := 0
+	for _, l := range Levels() {
+		for _, shape := range [][3]int{{33, 1536, 3}, {300, 1152, 1}, {277, 12288, 6}, {40, 4096, 13}} {
+			rows, cols, n := shape[0], shape[1], shape[2]
+			nb := cols / QK1_0
+			w := randLowbitBlocks(r, rows*nb, BlockQ1_0Size)
+			m := &Matrix{Name: "w", Type: gguf.Q1_0, Rows: rows, Cols: cols, Data: w}
+			if _, err := m.Repack(); err != nil {
+				t.Fatal(err)
+			}
+			x := randRow(r, n*cols)
+			ws, err := NewWork(l, pool)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := make([]float32, n*rows)
+			ws.MatMul(m, x, n, out)
+			xq := make([]byte, cols/QK8_0*BlockQ8_0Size)
+			for c := range n {
+				QuantizeRowQ8_0(x[c*cols:(c+1)*cols], xq)
+				for i := range rows {
+					want := VecDotQ1_0Q8_0(w[i*nb*BlockQ1_0Size:(i+1)*nb*BlockQ1_0Size], xq, nb)
+					if g := out[c*rows+i]; !bitsEq(g, want) {
+						t.Fatalf("%s rows=%d cols=%d n=%d: (%d,%d) = %#x, plain %#x", l, rows, cols, n, i, c, math.Float32bits(g), math.Float32bits(want))
+					}
+					checked++
+				}
+			}
+		}
+	}
+	t.Logf("%d outputs equal to the plain kernel's", checked)
 }

@@ -444,6 +444,10 @@ func (j *matJob) doPacked(worker, lo, hi int) {
 	nb := j.m.packedRows().nb
 	nc := min(j.cn, tileCols)
 	np := len(j.planes)
+	if j.path == pathPackedQ1 && w.level == LevelAVX512 && np == 1 {
+		j.doPackedQ1LUT(worker, lo, hi)
+		return
+	}
 	sumLen := 0
 	if np > 1 {
 		sumLen = 16 * nc
@@ -486,6 +490,28 @@ func (j *matJob) doPacked(worker, lo, hi int) {
 		}
 		if j.path == pathPackedTQ2 {
 			j.inexactTQ2(r0, nr)
+		}
+	}
+}
+
+// doPackedQ1LUT runs the Q1_0 lookup-table tile on groups [lo, hi) for
+// the pass's columns: q1GroupChunk groups at a time, each column in turn
+// through tileQ1_0LUTGroups.
+func (j *matJob) doPackedQ1LUT(worker, lo, hi int) {
+	w, rows := j.w, j.m.Rows
+	p := j.m.packedRows()
+	scr := grow(w.scr[worker], 16*q1GroupChunk+128*q1GroupChunk)
+	w.scr[worker] = scr
+	tile, acc := scr[:16*q1GroupChunk], scr[16*q1GroupChunk:]
+	for g0 := lo; g0 < hi; g0 += q1GroupChunk {
+		g1 := min(hi, g0+q1GroupChunk)
+		for c := j.c0; c < j.c0+j.cn; c++ {
+			tileQ1_0LUTGroups(p, &w.q8, c, g0, g1, acc, tile)
+			for g := g0; g < g1; g++ {
+				r0 := g * packRows
+				nr := min(packRows, rows-r0)
+				copy(j.out[c*rows+r0:c*rows+r0+nr], tile[16*(g-g0):16*(g-g0)+nr])
+			}
 		}
 	}
 }
