@@ -37,8 +37,10 @@
 //     (pack.go's Q1_0 layout: the rows' sub-block words, shifted by 4j) and
 //     three vaddps replace the reference's lane sum, conversion and FMA
 //     chain with the same roundings (the products being exact, fma(L, dy,
-//     blk) is blk + L*dy rounded once). A prompt's columns run in passes of
-//     lutCols columns whose tables stay in L2 (768 KiB).
+//     blk) is blk + L*dy rounded once). Each group runs 8 blocks at a time
+//     (its accumulators carried over) while up to 16 groups take turns, so
+//     that a chunk of tables is read from L1; a prompt's columns run in
+//     passes of lutCols columns whose tables stay in L2 (768 KiB).
 //     Plain Q8_0 and Q4_0 rows run dot_q8_amd64.s at the SIMD levels:
 //     the haswell vec_dot chain as compiled, four rows per activation block
 //     (Work.MatMul hands it a worker's whole row range).
