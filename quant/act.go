@@ -20,22 +20,61 @@ type q8Act struct {
 	qs, nqs  []byte
 	dy       []float32
 	nsum     []int32
-	// For the multi-column Q1_0 tile (tileQ1_0WAVX512), filled by lanes4:
-	// magic4 = 0x4b400000 - Σq over each four activations (column c at
-	// c*k/4: the int32 lane starts there, so that after vpdpbusd adds
-	// Σ 2·bit·q its bits are the float 12582912 + L), ncdy = -12582912*dy per
-	// block (exact: 13 significant bits), and wOK[c] when that tile may take
-	// column c: no -128 (whose int8 negation wraps in the reference, where
-	// Σ 2·bit·q - Σq does not) and every dy finite (the magic-number
-	// conversion needs C*dy finite).
-	magic4 []int32
-	ncdy   []float32
-	wOK    []bool
-	lanes  bool // magic4, ncdy and wOK are filled for every column
 	// dy8 holds each block's dy eight times (column c at c*k/4): the
 	// [dy_k x8 | dy_k+1 x8] operand of the plain-layout Q1_0 kernel. Filled
 	// by fillDy8.
 	dy8 []float32
+	// lut holds the Q1_0 lookup tables of the AVX-512 tile
+	// (tileQ1_0LAVX512) for columns lutC0 .. lutC0+lutN-1, filled by
+	// fillLUT: per column (column lutC0+c at c*4k) and Q8_0 block i of the
+	// column, for lane j = 0..7 (the reference's eight int32 lanes of four
+	// activations), sixteen floats at (8i+j)*16: entry n is float32(L)*dy
+	// with L the lane sum of activations 32i+4j..+3 under weight bits n (bit
+	// e set: q, clear: -q with int8 wrap, nqs). The product is exact
+	// (|L| <= 512, dy an f16 value), Inf*0 = NaN included, so it is the
+	// reference's float(L_k)*dy_k. 2 KB per Q1_0 block and column.
+	lut         []float32
+	lutC0, lutN int
+	lutOK       bool // lut holds columns lutC0 .. lutC0+lutN-1
+}
+
+// fillLUT fills lut with the tables of columns c0 .. c0+nc-1 at level l
+// (the SIMD builder at LevelAVX512, fillLUTColGo elsewhere), unless it
+// holds them. Not safe to call concurrently (Work.MatMul calls it before
+// the workers start).
+func (a *q8Act) fillLUT(l Level, c0, nc int) {
+	if a.lutOK && a.lutC0 == c0 && a.lutN == nc {
+		return
+	}
+	a.lut = grow(a.lut, 4*a.k*nc)
+	for c := range nc {
+		a.fillLUTCol(l, c0+c, a.lut[4*a.k*c:4*a.k*(c+1)])
+	}
+	a.lutC0, a.lutN, a.lutOK = c0, nc, true
+}
+
+// fillLUTColGo is the element-wise statement of column c's tables, written
+// to lut (4k floats; the twin of q1LUTAVX512).
+func (a *q8Act) fillLUTColGo(c int, lut []float32) {
+	nsub := a.k / QK8_0
+	for s := range nsub {
+		i := c*nsub + s
+		q, nq := a.qs[32*i:32*i+32], a.nqs[32*i:32*i+32]
+		t := lut[128*s : 128*s+128]
+		for j := range 8 {
+			for n := range 16 {
+				var l int32
+				for e := range 4 {
+					if n>>e&1 != 0 {
+						l += int32(int8(q[4*j+e]))
+					} else {
+						l += int32(int8(nq[4*j+e]))
+					}
+				}
+				t[16*j+n] = float32(l) * a.dy[i]
+			}
+		}
+	}
 }
 
 // fillDy8 fills dy8 for every column.
@@ -71,39 +110,7 @@ func (a *q8Act) reset(k, ncols int) {
 	a.nqs = grow(a.nqs, n)
 	a.dy = grow(a.dy, n/QK8_0)
 	a.nsum = grow(a.nsum, n/QK8_0)
-	a.magic4 = grow(a.magic4, n/4)
-	a.ncdy = grow(a.ncdy, n/QK8_0)
-	a.wOK = grow(a.wOK, ncols)
-	a.lanes = false
-}
-
-// lanes4 fills magic4, ncdy and wOK of every column, once all columns are
-// set (reset clears the flag; tileQ1_0 uses the multi-column tile only when
-// it is set). Not safe to call concurrently: Work.MatMul calls it before
-// handing the rows to the workers.
-func (a *q8Act) lanes4() {
-	for c := range a.ncols {
-		q := a.qs[c*a.k : (c+1)*a.k]
-		m4 := a.magic4[c*a.k/4 : (c+1)*a.k/4]
-		var has uint32
-		for i := range m4 {
-			v := binary.LittleEndian.Uint32(q[4*i:])
-			// A byte equal to 0x80: v^0x80808080 has a zero byte.
-			z := v ^ 0x80808080
-			has |= (z - 0x01010101) &^ z & 0x80808080
-			m4[i] = 0x4b400000 - (int32(int8(v)) + int32(int8(v>>8)) + int32(int8(v>>16)) + int32(int8(v>>24)))
-		}
-		ok := has == 0
-		nb := a.k / QK8_0
-		for i, d := range a.dy[c*nb : (c+1)*nb] {
-			if math.IsInf(float64(d), 0) || d != d {
-				ok = false
-			}
-			a.ncdy[c*nb+i] = -12582912 * d
-		}
-		a.wOK[c] = ok
-	}
-	a.lanes = true
+	a.lutOK = false
 }
 
 func (a *q8KAct) reset(k, ncols int) {

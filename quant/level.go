@@ -42,8 +42,8 @@ func (l Level) VecDot(typ gguf.GGMLType) func(w, a []byte, nb int) float32 {
 			act.reset(nb*typ.BlockSize(), 1)
 			act.fromQ8_0(0, a)
 			if typ == gguf.Q1_0 {
-				var acc [128]float32
-				tileQ1_0(l, codes, scales, nb, &act, 0, 1, out[:], acc[:])
+				act.fillLUT(l, 0, 1)
+				tileQ1_0(l, codes, scales, nb, &act, 0, 1, out[:])
 			} else {
 				tileQ2_0(l, codes, scales, nb, &act, 0, 1, out[:])
 			}

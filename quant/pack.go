@@ -26,10 +26,13 @@ import (
 //     1) of 64 bytes; row r's dword at 4r holds in byte j the four codes of
 //     weights 32s+16g+4n+j (n = 0..3) at bits 2n, so code plane n of a
 //     vector meets the four consecutive activations 32s+16g+4n ... +3.
-//   - Q1_0 (block of 128): 32 words w = 8k+j (k = Q8_0 sub-block, j = the
-//     kernel's lane 0..7) of 8 bytes; bit 4r+i is the sign bit of weight
-//     32k+4j+i of row r, so one word is the vpblendmb mask of a whole lane
-//     for sixteen rows.
+//   - Q1_0 (block of 128): four vectors v = k (k = Q8_0 sub-block) of 64
+//     bytes; row r's dword at 4r is its qs[4k..4k+3] as they are (bit i =
+//     sign bit of weight 32k+i), so nibble j of a lane (bits 4j..4j+3) is
+//     the weight bits of the kernel's lane j for that row: shifted right by
+//     4j it is the vpermps index into the activation's lookup table (the
+//     AVX-512 tile) or the vpshufb/vpand source of the AVX2 sign masks.
+//     Packing it is a copy of four dwords per row and block.
 //   - TQ2_0 (block of 256): sixteen vectors v = 8h+l (h = half, l = the
 //     kernel's lane 0..7) of 64 bytes; row r's dword at 4r is qs[32h+4l..+3]
 //     of that row, whose code plane n meets the activations
@@ -123,9 +126,6 @@ func packMatrix(typ gguf.GGMLType, data []byte, rows, nb int) *packed {
 		src := data[g*packRows*rb : (g*packRows+nr)*rb]
 		for b := range nb {
 			c := codes[b*cb : (b+1)*cb]
-			if typ == gguf.Q1_0 {
-				packQ1_0(src, rb, b*bs+2, nr, c)
-			}
 			for r := range nr {
 				blk := src[r*rb+b*bs : r*rb+(b+1)*bs]
 				var d []byte
@@ -134,6 +134,7 @@ func packMatrix(typ gguf.GGMLType, data []byte, rows, nb int) *packed {
 					packQ2_0(blk[2:18], c, r)
 					d = blk[:2]
 				case gguf.Q1_0:
+					packQ1_0(blk[2:18], c, r)
 					d = blk[:2]
 				case gguf.TQ2_0:
 					packTQ2_0(blk[:64], c, r)
@@ -168,53 +169,13 @@ func packQ2_0(qs, c []byte, r int) {
 	}
 }
 
-// packQ1_0 writes the 128 sign bits of one Q1_0 block of nr rows (row r's
-// qs at src[r*rb+off:]) into the block's code section c (32 words of 8
-// bytes, bit 4r+i of word 8k+j = weight 32k+4j+i of row r; rows past nr
-// stay zero).
-func packQ1_0(src []byte, rb, off, nr int, c []byte) {
-	var bits [packRows][4]uint32
-	for r := range nr {
-		qs := src[r*rb+off : r*rb+off+16]
-		for k := range 4 {
-			bits[r][k] = binary.LittleEndian.Uint32(qs[4*k:])
-		}
-	}
+// packQ1_0 writes row r's 16 bytes of sign bits of one Q1_0 block into the
+// block's code section c (four vectors of 64 bytes): sub-block k's four
+// bytes at 64k+4r.
+func packQ1_0(qs, c []byte, r int) {
 	for k := range 4 {
-		// a[p] byte j = nibble j of rows 2p (low) and 2p+1 (high): word j's
-		// byte p. An 8×8 byte transpose (three rounds of swaps) makes a[j]
-		// word j.
-		var a [8]uint64
-		for p := range a {
-			a[p] = spreadNibbles(bits[2*p][k]) | spreadNibbles(bits[2*p+1][k])<<4
-		}
-		for i := range 4 {
-			t := (a[i]>>32 ^ a[i+4]) & 0x00000000ffffffff
-			a[i] ^= t << 32
-			a[i+4] ^= t
-		}
-		for _, i := range [4]int{0, 1, 4, 5} {
-			t := (a[i]>>16 ^ a[i+2]) & 0x0000ffff0000ffff
-			a[i] ^= t << 16
-			a[i+2] ^= t
-		}
-		for i := 0; i < 8; i += 2 {
-			t := (a[i]>>8 ^ a[i+1]) & 0x00ff00ff00ff00ff
-			a[i] ^= t << 8
-			a[i+1] ^= t
-		}
-		for j, w := range a {
-			binary.LittleEndian.PutUint64(c[8*(8*k+j):], w)
-		}
+		copy(c[64*k+4*r:][:4], qs[4*k:4*k+4])
 	}
-}
-
-// spreadNibbles puts nibble j of x in the low half of byte j.
-func spreadNibbles(x uint32) uint64 {
-	v := uint64(x)
-	v = (v | v<<16) & 0x0000ffff0000ffff
-	v = (v | v<<8) & 0x00ff00ff00ff00ff
-	return (v | v<<4) & 0x0f0f0f0f0f0f0f0f
 }
 
 // packTQ2_0 writes row r's 64 code bytes of one TQ2_0 block into the block's

@@ -224,3 +224,60 @@ func BenchmarkVecDotQ1_0Q8_0(b *testing.B) {
 	}
 	_ = s
 }
+
+// TestQ1_0EdgeScalesMatchReference: the Q1_0 kernels at every level (the
+// AVX-512 lookup-table tile's products float(L)*dy among them) against the
+// haswell ggml_vec_dot_q1_0_q8_0, bit for bit, on activation blocks with
+// the edge scales (±Inf, NaN, ±0, f16 subnormals, the largest f16) and
+// activations of -128 (whose int8 negation wraps) and 0, next to ordinary
+// blocks: table-driven per scale, each in every sub-block position (one
+// edge scale per row). Not covered, and not equal at any level: a row
+// mixing edge scales where a NaN dy meets a blk already NaN (from an
+// earlier Inf*0 or another NaN): the reference's vfmadd then returns dy's
+// NaN (a multiplicand's NaN before the addend's), every bankml kernel
+// blk's.
+func TestQ1_0EdgeScalesMatchReference(t *testing.T) {
+	k := lowbitKernels(t)
+	r := rand.New(rand.NewPCG(19, 20))
+	scales := []struct {
+		name string
+		h    uint16
+	}{
+		{"+Inf", 0x7c00}, {"-Inf", 0xfc00}, {"NaN", 0x7e00}, {"-NaN", 0xfe01},
+		{"+0", 0x0000}, {"-0", 0x8000}, {"subnormal", 0x0001}, {"-subnormal", 0x83ff},
+		{"max", 0x7bff}, {"-max", 0xfbff}, {"-1", 0xbc00},
+	}
+	levels := Levels()
+	checked := 0
+	for _, sc := range scales {
+		for pos := range 4 {
+			for trial := range 20 {
+				const nb = 3
+				w := randLowbitBlocks(r, nb, BlockQ1_0Size)
+				a := randActivations(r, 4*nb)
+				for s := range 4 * nb {
+					blk := a[s*BlockQ8_0Size : (s+1)*BlockQ8_0Size]
+					if s%4 == pos || trial%5 == 0 {
+						binary.LittleEndian.PutUint16(blk, sc.h)
+					}
+					for i := range QK8_0 {
+						switch r.IntN(4) {
+						case 0:
+							blk[2+i] = 0x80 // -128
+						case 1:
+							blk[2+i] = 0
+						}
+					}
+				}
+				want := k.VecDotQ1_0Q8_0(nb*QK1_0, w, a)
+				for _, l := range levels {
+					if got := l.VecDot(gguf.Q1_0)(w, a, nb); !bitsEq(got, want) {
+						t.Fatalf("%s dy %s at sub-block %d: %g (%#x), reference %g (%#x)", l, sc.name, pos, got, math.Float32bits(got), want, math.Float32bits(want))
+					}
+					checked++
+				}
+			}
+		}
+	}
+	t.Logf("%d of %d outputs equal to the reference", checked, len(scales)*4*20*len(levels))
+}

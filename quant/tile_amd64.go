@@ -1,7 +1,7 @@
 package quant
 
 import (
-	"slices"
+	"fmt"
 	"unsafe"
 )
 
@@ -38,38 +38,91 @@ func tileQ2_0(l Level, codes, scales []byte, nb int, a *q8Act, c0, nc int, out [
 }
 
 //go:noescape
-func tileQ1_0AVX512(codes, scales *byte, nb int, qs *byte, nqsOff int, dy *float32, k int, nc int, acc *float32, out *float32)
+func tileQ1_0LAVX512(codes, scales *byte, nb int, lut *float32, acc *float32, first int, out *float32)
 
 //go:noescape
-func tileQ1_0WAVX512(codes, scales *byte, nb int, qs *byte, dy *float32, magic4 *int32, ncdy *float32, k int, nc int, acc *float32, out *float32)
+func q1LUTAVX512(qs *byte, nqsOff int, dy *float32, nsub int, lut *float32)
 
-// tileQ1_0 runs the level's Q1_0 tile on one packed group (see tileQ1_0Go);
-// acc is scratch for 128*nc floats.
-func tileQ1_0(l Level, codes, scales []byte, nb int, a *q8Act, c0, nc int, out, acc []float32) {
+// fillLUTCol writes column c's Q1_0 lookup tables (see q8Act.lut) to lut
+// (4k floats) at level l.
+func (a *q8Act) fillLUTCol(l Level, c int, lut []float32) {
+	nsub := a.k / QK8_0
+	lut = lut[:4*a.k]
+	if l != LevelAVX512 {
+		a.fillLUTColGo(c, lut)
+		return
+	}
+	q := &a.qs[c*a.k]
+	off := int(uintptr(unsafe.Pointer(&a.nqs[c*a.k])) - uintptr(unsafe.Pointer(q)))
+	q1LUTAVX512(q, off, &a.dy[c*nsub], nsub, &lut[0])
+}
+
+// tileQ1_0 runs the level's Q1_0 tile on one packed group (see tileQ1_0Go).
+// LevelAVX512 runs the lookup-table tile column by column: it needs the
+// tables of columns c0 .. c0+nc-1 (q8Act.fillLUT) and panics without them.
+// (Work.MatMul runs that tile by tileQ1_0LUTGroups instead.)
+func tileQ1_0(l Level, codes, scales []byte, nb int, a *q8Act, c0, nc int, out []float32) {
 	_ = out[16*nc-1]
-	_ = acc[128*nc-1]
 	_ = a.qs[(c0+nc)*a.k-1]
-	_ = a.nqs[(c0+nc)*a.k-1]
 	_ = codes[256*nb-1]
 	_ = scales[32*nb-1]
 	switch l {
 	case LevelAVX512:
-		if nc >= 2 && a.lanes {
-			if !slices.Contains(a.wOK[c0:c0+nc], false) {
-				i := c0 * a.k / QK8_0
-				tileQ1_0WAVX512(&codes[0], &scales[0], nb, &a.qs[c0*a.k], &a.dy[i], &a.magic4[c0*a.k/4], &a.ncdy[i], a.k, nc, &acc[0], &out[0])
-				return
-			}
+		if !a.lutOK || c0 < a.lutC0 || c0+nc > a.lutC0+a.lutN {
+			panic(fmt.Sprintf("quant: Q1_0 tile at avx512 on columns %d..%d without their lookup tables (q8Act.fillLUT)", c0, c0+nc-1))
 		}
-		q := &a.qs[c0*a.k]
-		off := int(uintptr(unsafe.Pointer(&a.nqs[c0*a.k])) - uintptr(unsafe.Pointer(q)))
-		tileQ1_0AVX512(&codes[0], &scales[0], nb, q, off, &a.dy[c0*a.k/QK8_0], a.k, nc, &acc[0], &out[0])
+		_ = a.lut[(c0+nc-a.lutC0)*4*a.k-1]
+		var acc [128]float32
+		for c := range nc {
+			tileQ1_0LAVX512(&codes[0], &scales[0], nb, &a.lut[(c0+c-a.lutC0)*4*a.k], &acc[0], 1, &out[16*c])
+		}
 	case LevelAVX2:
+		_ = a.dy[(c0+nc)*a.k/QK8_0-1]
 		for c := range nc {
 			tileQ1_0AVX2(&codes[0], &scales[0], nb, &a.qs[(c0+c)*a.k], &a.dy[(c0+c)*a.k/QK8_0], &out[16*c])
 		}
 	default:
 		tileQ1_0Go(codes, scales, nb, a, c0, nc, out)
+	}
+}
+
+// q1BlockChunk is the number of Q1_0 blocks tileQ1_0LUTGroups runs on each
+// group in turn: their tables (2 KB a block) stay in L1 for all the groups.
+const q1BlockChunk = 8
+
+// q1GroupChunk is the number of groups tileQ1_0LUTGroups takes at a time
+// (their accumulators, 512 bytes each, in acc).
+const q1GroupChunk = 16
+
+// tileQ1_0LUTGroups computes out[16(g-lo)+r] = row r of packed group g of p
+// against column c (tables in a.lut, q8Act.fillLUT), for the groups
+// [lo, hi), at LevelAVX512: q1GroupChunk groups at a time, q1BlockChunk
+// blocks of each in turn, so that a chunk of tables is read from L1 by
+// every group (the per-row float chain is unchanged: each group's
+// accumulators carry over between chunks). acc is scratch for
+// 128*q1GroupChunk floats.
+func tileQ1_0LUTGroups(p *packed, a *q8Act, c, lo, hi int, acc, out []float32) {
+	nb := p.nb
+	_ = out[16*(hi-lo)-1]
+	_ = acc[128*q1GroupChunk-1]
+	lut := a.lut[(c-a.lutC0)*4*a.k : (c-a.lutC0+1)*4*a.k]
+	for g0 := lo; g0 < hi; g0 += q1GroupChunk {
+		g1 := min(hi, g0+q1GroupChunk)
+		for b0 := 0; b0 < nb; b0 += q1BlockChunk {
+			n := min(q1BlockChunk, nb-b0)
+			first := 0
+			if b0 == 0 {
+				first = 1
+			}
+			for g := g0; g < g1; g++ {
+				codes, scales := p.group(g)
+				var o *float32
+				if b0+n == nb {
+					o = &out[16*(g-lo)]
+				}
+				tileQ1_0LAVX512(&codes[256*b0], &scales[32*b0], n, &lut[512*b0], &acc[128*(g-g0)], first, o)
+			}
+		}
 	}
 }
 

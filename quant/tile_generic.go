@@ -73,11 +73,11 @@ func tileQ1_0Go(codes, scales []byte, nb int, a *q8Act, c0, nc int, out []float3
 				for k := range 4 {
 					i := col*a.k/QK8_0 + 4*b + k
 					q, nq := a.qs[32*i+4*j:], a.nqs[32*i+4*j:]
-					w := binary.LittleEndian.Uint64(cb[8*(8*k+j):])
 					for r := range packRows {
+						w := binary.LittleEndian.Uint32(cb[64*k+4*r:]) >> (4 * j)
 						var l int32
 						for e := range 4 {
-							if w>>(4*r+e)&1 != 0 {
+							if w>>e&1 != 0 {
 								l += int32(int8(q[e]))
 							} else {
 								l += int32(int8(nq[e]))

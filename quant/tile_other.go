@@ -6,7 +6,7 @@ func tileQ2_0(l Level, codes, scales []byte, nb int, a *q8Act, c0, nc int, out [
 	tileQ2_0Go(codes, scales, nb, a, c0, nc, out)
 }
 
-func tileQ1_0(l Level, codes, scales []byte, nb int, a *q8Act, c0, nc int, out, acc []float32) {
+func tileQ1_0(l Level, codes, scales []byte, nb int, a *q8Act, c0, nc int, out []float32) {
 	tileQ1_0Go(codes, scales, nb, a, c0, nc, out)
 }
 
@@ -18,4 +18,12 @@ func vecDotF16(l Level, x, y []uint16) float32 { return VecDotF16(x, y) }
 
 func dotQ1_0Plain(w []byte, a *q8Act, c, nb int) float32 {
 	panic("quant: no plain-layout SIMD kernel on this platform")
+}
+
+func (a *q8Act) fillLUTCol(l Level, c int, lut []float32) { a.fillLUTColGo(c, lut) }
+
+const q1GroupChunk = 16
+
+func tileQ1_0LUTGroups(p *packed, a *q8Act, c, lo, hi int, acc, out []float32) {
+	panic("quant: no lookup-table Q1_0 tile on this platform")
 }

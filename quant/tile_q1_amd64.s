@@ -1,590 +1,183 @@
 #include "textflag.h"
 #include "tile_amd64.h"
 
-// Packed Q1_0 tile (see pack.go; tileQ1_0Go is the element-wise statement of
-// the same arithmetic). Sixteen rows in the sixteen dword lanes; for lane j
-// of sub-block k the packed word is the vpblendmb mask choosing q (bit set)
-// or -q (clear, int8 wrap as the reference's vpsubb) from the broadcast
-// activation dword, vpdpbusd with ones sums the four bytes (the reference's
-// vpmaddubsw/vpmaddwd lane), then blk = float(L0)*dy0,
-// blk = fma(float(Lk), dyk, blk), acc_j = fma(d, blk, acc_j); the row's
-// result is hsum_float_8 over j.
+// Packed Q1_0 tiles at AVX-512 (see pack.go; tileQ1_0Go is the element-wise
+// statement of the same arithmetic). Sixteen rows in the sixteen dword
+// lanes; per block and lane j, L_k the reference's lane sum of sub-block k,
+// blk = float(L0)*dy0, blk = fma(float(Lk), dyk, blk), acc_j = fma(d, blk,
+// acc_j); the row's result is hsum_float_8 over j, by lookup tables.
 
 DATA q1ones<>+0(SB)/4, $0x01010101
 GLOBL q1ones<>(SB), RODATA|NOPTR, $4
 
-// One lane (k, j): L in Z20 as float.
-#define Q1KJ(woff, qoff) \
-	KMOVQ        woff(SI), K1 \
+// The tile by lookup tables. For one activation column, q1LUTAVX512
+// stores per Q8_0 sub-block i and lane j the sixteen products
+// P[n] = float(L(n))*dy_i, L(n) the reference's lane sum of activations
+// 32i+4j..+3 under weight bits n (bit e set: q, clear: -q with int8 wrap),
+// one zmm at lut+(8i+j)*64 (2 KB per Q1_0 block). |L| <= 512 and dy an f16
+// value make the product exact, so the reference's
+// blk = fma(float(L_k), dy_k, blk) is blk + P exactly rounded once, and its
+// first blk = float(L_0)*dy_0 is P itself: tileQ1_0LAVX512 forms, per
+// block, lane j and sixteen rows, blk = P_0 + P_1 + P_2 + P_3 in that order
+// (each P one vpermps of the table by the rows' words shifted right by 4j,
+// vpermps reading the low four bits of each index), then
+// acc_j = fma(d, blk, acc_j) and the hsum_float_8 over j.
+
+DATA q1nib<>+0(SB)/8, $0xfedcba9876543210
+GLOBL q1nib<>(SB), RODATA|NOPTR, $8
+
+// Lane j's sixteen products of one sub-block: the activation dword at qoff
+// and its negation blended by q1nib (K1), summed by vpdpbusd with ones,
+// converted and multiplied by dy (Z29), stored at toff(DI).
+#define LUTLANE(qoff, toff, t) \
 	VPBROADCASTD qoff(AX), Z18 \
 	VPBROADCASTD qoff(AX)(R11*1), Z17 \
 	VPBLENDMB    Z18, Z17, K1, Z19 \
-	VPXORD       Z20, Z20, Z20 \
-	VPDPBUSD     Z19, Z30, Z20 \
-	VCVTDQ2PS    Z20, Z20
+	VPXORD       t, t, t \
+	VPDPBUSD     Z19, Z30, t \
+	VCVTDQ2PS    t, t \
+	VMULPS       Z29, t, t \
+	VMOVUPS      t, toff(DI)
 
-// func tileQ1_0AVX512(codes, scales *byte, nb int, qs *byte, nqsOff int, dy *float32, k int, nc int, acc *float32, out *float32)
+// func q1LUTAVX512(qs *byte, nqsOff int, dy *float32, nsub int, lut *float32)
 //
-// out[16c+r] for c < nc, r < 16; acc is scratch for nc*8*16 floats.
-// Column c's activations: qs+c*k (and -q at nqsOff bytes further), dy+c*k/32.
-TEXT ·tileQ1_0AVX512(SB), NOSPLIT, $0-80
-	MOVQ codes+0(FP), SI
-	MOVQ scales+8(FP), DI
-	MOVQ nb+16(FP), R8
-	MOVQ qs+24(FP), R9
-	MOVQ nqsOff+32(FP), R11
-	MOVQ dy+40(FP), R10
-	MOVQ k+48(FP), BX
-	MOVQ nc+56(FP), R13
-	MOVQ acc+64(FP), DX
-	MOVQ BX, CX
-	SHRQ $3, CX            // dy column stride in bytes
-
+// The tables of nsub sub-blocks: activations at qs (their int8 negations
+// nqsOff bytes further), scales at dy, 128 floats per sub-block at lut.
+// Mask q1nib has bit 4n+e = bit e of n: dword n of the blend takes q where
+// bit e of n is set.
+TEXT ·q1LUTAVX512(SB), NOSPLIT, $0-40
+	MOVQ qs+0(FP), AX
+	MOVQ nqsOff+8(FP), R11
+	MOVQ dy+16(FP), CX
+	MOVQ nsub+24(FP), R8
+	MOVQ lut+32(FP), DI
 	VPBROADCASTD q1ones<>(SB), Z30
-
-	// Zero the accumulators.
-	MOVQ DX, AX
-	MOVQ R13, R12
-	SHLQ $3, R12
-	VPXORD Z29, Z29, Z29
-zero:
-	VMOVUPS Z29, (AX)
-	ADDQ $64, AX
-	DECQ R12
-	JNZ  zero
-
-block:
-	VCVTPH2PS (DI), Z16
-	MOVQ R9, AX            // qs of column 0 at this block
-	MOVQ R10, R12          // dy
-	MOVQ DX, R14           // acc
-	MOVQ nc+56(FP), R13
-col:
-
-	Q1KJ(0, 0)
-	VMULPS.BCST 0(R12), Z20, Z21
-	Q1KJ(64, 32)
-	VFMADD231PS.BCST 4(R12), Z20, Z21
-	Q1KJ(128, 64)
-	VFMADD231PS.BCST 8(R12), Z20, Z21
-	Q1KJ(192, 96)
-	VFMADD231PS.BCST 12(R12), Z20, Z21
-	VMOVUPS 0(R14), Z22
-	VFMADD231PS Z21, Z16, Z22
-	VMOVUPS Z22, 0(R14)
-	Q1KJ(8, 4)
-	VMULPS.BCST 0(R12), Z20, Z21
-	Q1KJ(72, 36)
-	VFMADD231PS.BCST 4(R12), Z20, Z21
-	Q1KJ(136, 68)
-	VFMADD231PS.BCST 8(R12), Z20, Z21
-	Q1KJ(200, 100)
-	VFMADD231PS.BCST 12(R12), Z20, Z21
-	VMOVUPS 64(R14), Z22
-	VFMADD231PS Z21, Z16, Z22
-	VMOVUPS Z22, 64(R14)
-	Q1KJ(16, 8)
-	VMULPS.BCST 0(R12), Z20, Z21
-	Q1KJ(80, 40)
-	VFMADD231PS.BCST 4(R12), Z20, Z21
-	Q1KJ(144, 72)
-	VFMADD231PS.BCST 8(R12), Z20, Z21
-	Q1KJ(208, 104)
-	VFMADD231PS.BCST 12(R12), Z20, Z21
-	VMOVUPS 128(R14), Z22
-	VFMADD231PS Z21, Z16, Z22
-	VMOVUPS Z22, 128(R14)
-	Q1KJ(24, 12)
-	VMULPS.BCST 0(R12), Z20, Z21
-	Q1KJ(88, 44)
-	VFMADD231PS.BCST 4(R12), Z20, Z21
-	Q1KJ(152, 76)
-	VFMADD231PS.BCST 8(R12), Z20, Z21
-	Q1KJ(216, 108)
-	VFMADD231PS.BCST 12(R12), Z20, Z21
-	VMOVUPS 192(R14), Z22
-	VFMADD231PS Z21, Z16, Z22
-	VMOVUPS Z22, 192(R14)
-	Q1KJ(32, 16)
-	VMULPS.BCST 0(R12), Z20, Z21
-	Q1KJ(96, 48)
-	VFMADD231PS.BCST 4(R12), Z20, Z21
-	Q1KJ(160, 80)
-	VFMADD231PS.BCST 8(R12), Z20, Z21
-	Q1KJ(224, 112)
-	VFMADD231PS.BCST 12(R12), Z20, Z21
-	VMOVUPS 256(R14), Z22
-	VFMADD231PS Z21, Z16, Z22
-	VMOVUPS Z22, 256(R14)
-	Q1KJ(40, 20)
-	VMULPS.BCST 0(R12), Z20, Z21
-	Q1KJ(104, 52)
-	VFMADD231PS.BCST 4(R12), Z20, Z21
-	Q1KJ(168, 84)
-	VFMADD231PS.BCST 8(R12), Z20, Z21
-	Q1KJ(232, 116)
-	VFMADD231PS.BCST 12(R12), Z20, Z21
-	VMOVUPS 320(R14), Z22
-	VFMADD231PS Z21, Z16, Z22
-	VMOVUPS Z22, 320(R14)
-	Q1KJ(48, 24)
-	VMULPS.BCST 0(R12), Z20, Z21
-	Q1KJ(112, 56)
-	VFMADD231PS.BCST 4(R12), Z20, Z21
-	Q1KJ(176, 88)
-	VFMADD231PS.BCST 8(R12), Z20, Z21
-	Q1KJ(240, 120)
-	VFMADD231PS.BCST 12(R12), Z20, Z21
-	VMOVUPS 384(R14), Z22
-	VFMADD231PS Z21, Z16, Z22
-	VMOVUPS Z22, 384(R14)
-	Q1KJ(56, 28)
-	VMULPS.BCST 0(R12), Z20, Z21
-	Q1KJ(120, 60)
-	VFMADD231PS.BCST 4(R12), Z20, Z21
-	Q1KJ(184, 92)
-	VFMADD231PS.BCST 8(R12), Z20, Z21
-	Q1KJ(248, 124)
-	VFMADD231PS.BCST 12(R12), Z20, Z21
-	VMOVUPS 448(R14), Z22
-	VFMADD231PS Z21, Z16, Z22
-	VMOVUPS Z22, 448(R14)
-	ADDQ $512, R14
-	ADDQ CX, R12
-	ADDQ BX, AX
-	DECQ R13
-	JNZ  col
-
-	ADDQ $256, SI
-	ADDQ $32, DI
-	ADDQ $128, R9
-	ADDQ $16, R10
+	KMOVQ q1nib<>(SB), K1
+lsub:
+	VBROADCASTSS (CX), Z29
+	LUTLANE(0, 0, Z20)
+	LUTLANE(4, 64, Z21)
+	LUTLANE(8, 128, Z22)
+	LUTLANE(12, 192, Z23)
+	LUTLANE(16, 256, Z20)
+	LUTLANE(20, 320, Z21)
+	LUTLANE(24, 384, Z22)
+	LUTLANE(28, 448, Z23)
+	ADDQ $32, AX
+	ADDQ $4, CX
+	ADDQ $512, DI
 	DECQ R8
-	JNZ  block
-
-	// hsum_float_8 over the eight lane accumulators of each column.
-	MOVQ out+72(FP), AX
-	MOVQ DX, R14
-	MOVQ nc+56(FP), R13
-fin:
-	HSUM8AT(R14, AX)
-	ADDQ $64, AX
-	ADDQ $512, R14
-	DECQ R13
-	JNZ  fin
+	JNZ  lsub
 	VZEROUPPER
 	RET
 
-DATA q1twos<>+0(SB)/4, $0x02020202
-GLOBL q1twos<>(SB), RODATA|NOPTR, $4
+// Lane 0 of a block: blk = P_0 + P_1 + P_2 + P_3 looked up by the words
+// Z8..Z11 themselves (tables at AX + 512k), then acc = fma(d, blk, acc).
+#define LUTJ0(blk, p, acc) \
+	VPERMPS     0(AX), Z8, blk \
+	VPERMPS     512(AX), Z9, p \
+	VADDPS      p, blk, blk \
+	VPERMPS     1024(AX), Z10, p \
+	VADDPS      p, blk, blk \
+	VPERMPS     1536(AX), Z11, p \
+	VADDPS      p, blk, blk \
+	VFMADD231PS blk, Z12, acc
 
-// func tileQ1_0WAVX512(codes, scales *byte, nb int, qs *byte, dy *float32, magic4 *int32, ncdy *float32, k int, nc int, acc *float32, out *float32)
+// Lane j >= 1: the words shifted right by sh = 4j index the tables at
+// AX + 64j (o0) + 512k.
+#define LUTJ(sh, o0, o1, o2, o3, i0, i1, i2, i3, blk, p, acc) \
+	VPSRLD      $sh, Z8, i0 \
+	VPERMPS     o0(AX), i0, blk \
+	VPSRLD      $sh, Z9, i1 \
+	VPERMPS     o1(AX), i1, p \
+	VADDPS      p, blk, blk \
+	VPSRLD      $sh, Z10, i2 \
+	VPERMPS     o2(AX), i2, p \
+	VADDPS      p, blk, blk \
+	VPSRLD      $sh, Z11, i3 \
+	VPERMPS     o3(AX), i3, p \
+	VADDPS      p, blk, blk \
+	VFMADD231PS blk, Z12, acc
+
+// func tileQ1_0LAVX512(codes, scales *byte, nb int, lut *float32, acc *float32, first int, out *float32)
 //
-// The multi-column Q1_0 tile: per block and lane j the four sub-blocks'
-// weights are expanded once to bytes 2*bit (vmovdqu8 with the packed word as
-// zeroing mask) and shared by all nc columns. For each column the int32 lane
-// starts at 0x4b400000 - Σq (magic4) and vpdpbusd adds Σ 2·bit·q, so its bits
-// are the float F = 12582912 + L, L the reference's lane sum (unless a clear
-// bit meets q = -128, whose int8 negation wraps: the caller gives this tile
-// only columns without -128 and with finite dy, q8Act.wOK). Then
-// p = fma(F, dy, -12582912*dy) = L*dy exactly (the reference's float(L)*dy,
-// exact too), blk = p0, blk = blk + p_k (the reference's fma(float(L), dy,
-// blk), the product being exact), acc_j = fma(d, blk, acc_j): no vcvtdq2ps.
-// Column c's activations: qs+c*k, dy and ncdy +c*k/32, magic4+c*k/4; acc is
-// scratch for nc*128 floats.
-TEXT ·tileQ1_0WAVX512(SB), NOSPLIT, $0-88
+// nb blocks of one packed group (codes and scales at that block) against
+// the column whose tables for those blocks (q1LUTAVX512) start at lut. The
+// eight lane accumulators (acc, 128 floats, lane j at 64j bytes) start at
+// zero when first != 0, else at acc; with out nil they are stored back to
+// acc, else their hsum_float_8, the sixteen rows' results, is stored at
+// out. A row's blocks may so run in several calls (Work.MatMul runs a few
+// blocks of many groups at a time, their tables staying in L1).
+TEXT ·tileQ1_0LAVX512(SB), NOSPLIT, $0-56
 	MOVQ codes+0(FP), SI
 	MOVQ scales+8(FP), DI
 	MOVQ nb+16(FP), R8
-	MOVQ qs+24(FP), R9
-	MOVQ dy+32(FP), R10
-	MOVQ magic4+40(FP), R11
-	MOVQ ncdy+48(FP), CX
-	SUBQ R10, CX           // ncdy - dy: both advance alike
-	MOVQ k+56(FP), BX
-	VPBROADCASTD q1twos<>(SB), Z30
-
-	MOVQ acc+72(FP), DX
-	MOVQ nc+64(FP), R13
-	SHLQ $3, R13
-	VPXORD Z29, Z29, Z29
-wzero:
-	VMOVUPS Z29, (DX)
-	ADDQ $64, DX
-	DECQ R13
-	JNZ  wzero
-
-wblock:
-	VCVTPH2PS (DI), Z16
-
-	KMOVQ 0(SI), K1
-	VMOVDQU8.Z Z30, K1, Z0
-	KMOVQ 64(SI), K2
-	VMOVDQU8.Z Z30, K2, Z1
-	KMOVQ 128(SI), K3
-	VMOVDQU8.Z Z30, K3, Z2
-	KMOVQ 192(SI), K4
-	VMOVDQU8.Z Z30, K4, Z3
-	MOVQ R9, AX
-	MOVQ R11, R14
-	MOVQ acc+72(FP), DX
-	MOVQ nc+64(FP), R13
-wcol0:
-	MOVQ AX, R12
-	SUBQ R9, R12
-	SHRQ $3, R12
-	ADDQ R10, R12          // dy of this column
-	VPBROADCASTD 0(R14), Z4
-	VPDPBUSD.BCST 0(AX), Z0, Z4
-	VBROADCASTSS 0(R12), Z10
-	VFMADD213PS.BCST 0(R12)(CX*1), Z10, Z4
-	VPBROADCASTD 32(R14), Z5
-	VPDPBUSD.BCST 32(AX), Z1, Z5
-	VBROADCASTSS 4(R12), Z11
-	VFMADD213PS.BCST 4(R12)(CX*1), Z11, Z5
-	VPBROADCASTD 64(R14), Z6
-	VPDPBUSD.BCST 64(AX), Z2, Z6
-	VBROADCASTSS 8(R12), Z12
-	VFMADD213PS.BCST 8(R12)(CX*1), Z12, Z6
-	VPBROADCASTD 96(R14), Z7
-	VPDPBUSD.BCST 96(AX), Z3, Z7
-	VBROADCASTSS 12(R12), Z13
-	VFMADD213PS.BCST 12(R12)(CX*1), Z13, Z7
-	VADDPS Z5, Z4, Z4
-	VADDPS Z6, Z4, Z4
-	VADDPS Z7, Z4, Z4
-	VMOVUPS 0(DX), Z9
-	VFMADD231PS Z4, Z16, Z9
-	VMOVUPS Z9, 0(DX)
-	ADDQ $512, DX
-	ADDQ BX, AX
-	ADDQ BX, R14
-	DECQ R13
-	JNZ  wcol0
-	KMOVQ 8(SI), K1
-	VMOVDQU8.Z Z30, K1, Z0
-	KMOVQ 72(SI), K2
-	VMOVDQU8.Z Z30, K2, Z1
-	KMOVQ 136(SI), K3
-	VMOVDQU8.Z Z30, K3, Z2
-	KMOVQ 200(SI), K4
-	VMOVDQU8.Z Z30, K4, Z3
-	MOVQ R9, AX
-	MOVQ R11, R14
-	MOVQ acc+72(FP), DX
-	MOVQ nc+64(FP), R13
-wcol1:
-	MOVQ AX, R12
-	SUBQ R9, R12
-	SHRQ $3, R12
-	ADDQ R10, R12          // dy of this column
-	VPBROADCASTD 4(R14), Z4
-	VPDPBUSD.BCST 4(AX), Z0, Z4
-	VBROADCASTSS 0(R12), Z10
-	VFMADD213PS.BCST 0(R12)(CX*1), Z10, Z4
-	VPBROADCASTD 36(R14), Z5
-	VPDPBUSD.BCST 36(AX), Z1, Z5
-	VBROADCASTSS 4(R12), Z11
-	VFMADD213PS.BCST 4(R12)(CX*1), Z11, Z5
-	VPBROADCASTD 68(R14), Z6
-	VPDPBUSD.BCST 68(AX), Z2, Z6
-	VBROADCASTSS 8(R12), Z12
-	VFMADD213PS.BCST 8(R12)(CX*1), Z12, Z6
-	VPBROADCASTD 100(R14), Z7
-	VPDPBUSD.BCST 100(AX), Z3, Z7
-	VBROADCASTSS 12(R12), Z13
-	VFMADD213PS.BCST 12(R12)(CX*1), Z13, Z7
-	VADDPS Z5, Z4, Z4
-	VADDPS Z6, Z4, Z4
-	VADDPS Z7, Z4, Z4
-	VMOVUPS 64(DX), Z9
-	VFMADD231PS Z4, Z16, Z9
-	VMOVUPS Z9, 64(DX)
-	ADDQ $512, DX
-	ADDQ BX, AX
-	ADDQ BX, R14
-	DECQ R13
-	JNZ  wcol1
-	KMOVQ 16(SI), K1
-	VMOVDQU8.Z Z30, K1, Z0
-	KMOVQ 80(SI), K2
-	VMOVDQU8.Z Z30, K2, Z1
-	KMOVQ 144(SI), K3
-	VMOVDQU8.Z Z30, K3, Z2
-	KMOVQ 208(SI), K4
-	VMOVDQU8.Z Z30, K4, Z3
-	MOVQ R9, AX
-	MOVQ R11, R14
-	MOVQ acc+72(FP), DX
-	MOVQ nc+64(FP), R13
-wcol2:
-	MOVQ AX, R12
-	SUBQ R9, R12
-	SHRQ $3, R12
-	ADDQ R10, R12          // dy of this column
-	VPBROADCASTD 8(R14), Z4
-	VPDPBUSD.BCST 8(AX), Z0, Z4
-	VBROADCASTSS 0(R12), Z10
-	VFMADD213PS.BCST 0(R12)(CX*1), Z10, Z4
-	VPBROADCASTD 40(R14), Z5
-	VPDPBUSD.BCST 40(AX), Z1, Z5
-	VBROADCASTSS 4(R12), Z11
-	VFMADD213PS.BCST 4(R12)(CX*1), Z11, Z5
-	VPBROADCASTD 72(R14), Z6
-	VPDPBUSD.BCST 72(AX), Z2, Z6
-	VBROADCASTSS 8(R12), Z12
-	VFMADD213PS.BCST 8(R12)(CX*1), Z12, Z6
-	VPBROADCASTD 104(R14), Z7
-	VPDPBUSD.BCST 104(AX), Z3, Z7
-	VBROADCASTSS 12(R12), Z13
-	VFMADD213PS.BCST 12(R12)(CX*1), Z13, Z7
-	VADDPS Z5, Z4, Z4
-	VADDPS Z6, Z4, Z4
-	VADDPS Z7, Z4, Z4
-	VMOVUPS 128(DX), Z9
-	VFMADD231PS Z4, Z16, Z9
-	VMOVUPS Z9, 128(DX)
-	ADDQ $512, DX
-	ADDQ BX, AX
-	ADDQ BX, R14
-	DECQ R13
-	JNZ  wcol2
-	KMOVQ 24(SI), K1
-	VMOVDQU8.Z Z30, K1, Z0
-	KMOVQ 88(SI), K2
-	VMOVDQU8.Z Z30, K2, Z1
-	KMOVQ 152(SI), K3
-	VMOVDQU8.Z Z30, K3, Z2
-	KMOVQ 216(SI), K4
-	VMOVDQU8.Z Z30, K4, Z3
-	MOVQ R9, AX
-	MOVQ R11, R14
-	MOVQ acc+72(FP), DX
-	MOVQ nc+64(FP), R13
-wcol3:
-	MOVQ AX, R12
-	SUBQ R9, R12
-	SHRQ $3, R12
-	ADDQ R10, R12          // dy of this column
-	VPBROADCASTD 12(R14), Z4
-	VPDPBUSD.BCST 12(AX), Z0, Z4
-	VBROADCASTSS 0(R12), Z10
-	VFMADD213PS.BCST 0(R12)(CX*1), Z10, Z4
-	VPBROADCASTD 44(R14), Z5
-	VPDPBUSD.BCST 44(AX), Z1, Z5
-	VBROADCASTSS 4(R12), Z11
-	VFMADD213PS.BCST 4(R12)(CX*1), Z11, Z5
-	VPBROADCASTD 76(R14), Z6
-	VPDPBUSD.BCST 76(AX), Z2, Z6
-	VBROADCASTSS 8(R12), Z12
-	VFMADD213PS.BCST 8(R12)(CX*1), Z12, Z6
-	VPBROADCASTD 108(R14), Z7
-	VPDPBUSD.BCST 108(AX), Z3, Z7
-	VBROADCASTSS 12(R12), Z13
-	VFMADD213PS.BCST 12(R12)(CX*1), Z13, Z7
-	VADDPS Z5, Z4, Z4
-	VADDPS Z6, Z4, Z4
-	VADDPS Z7, Z4, Z4
-	VMOVUPS 192(DX), Z9
-	VFMADD231PS Z4, Z16, Z9
-	VMOVUPS Z9, 192(DX)
-	ADDQ $512, DX
-	ADDQ BX, AX
-	ADDQ BX, R14
-	DECQ R13
-	JNZ  wcol3
-	KMOVQ 32(SI), K1
-	VMOVDQU8.Z Z30, K1, Z0
-	KMOVQ 96(SI), K2
-	VMOVDQU8.Z Z30, K2, Z1
-	KMOVQ 160(SI), K3
-	VMOVDQU8.Z Z30, K3, Z2
-	KMOVQ 224(SI), K4
-	VMOVDQU8.Z Z30, K4, Z3
-	MOVQ R9, AX
-	MOVQ R11, R14
-	MOVQ acc+72(FP), DX
-	MOVQ nc+64(FP), R13
-wcol4:
-	MOVQ AX, R12
-	SUBQ R9, R12
-	SHRQ $3, R12
-	ADDQ R10, R12          // dy of this column
-	VPBROADCASTD 16(R14), Z4
-	VPDPBUSD.BCST 16(AX), Z0, Z4
-	VBROADCASTSS 0(R12), Z10
-	VFMADD213PS.BCST 0(R12)(CX*1), Z10, Z4
-	VPBROADCASTD 48(R14), Z5
-	VPDPBUSD.BCST 48(AX), Z1, Z5
-	VBROADCASTSS 4(R12), Z11
-	VFMADD213PS.BCST 4(R12)(CX*1), Z11, Z5
-	VPBROADCASTD 80(R14), Z6
-	VPDPBUSD.BCST 80(AX), Z2, Z6
-	VBROADCASTSS 8(R12), Z12
-	VFMADD213PS.BCST 8(R12)(CX*1), Z12, Z6
-	VPBROADCASTD 112(R14), Z7
-	VPDPBUSD.BCST 112(AX), Z3, Z7
-	VBROADCASTSS 12(R12), Z13
-	VFMADD213PS.BCST 12(R12)(CX*1), Z13, Z7
-	VADDPS Z5, Z4, Z4
-	VADDPS Z6, Z4, Z4
-	VADDPS Z7, Z4, Z4
-	VMOVUPS 256(DX), Z9
-	VFMADD231PS Z4, Z16, Z9
-	VMOVUPS Z9, 256(DX)
-	ADDQ $512, DX
-	ADDQ BX, AX
-	ADDQ BX, R14
-	DECQ R13
-	JNZ  wcol4
-	KMOVQ 40(SI), K1
-	VMOVDQU8.Z Z30, K1, Z0
-	KMOVQ 104(SI), K2
-	VMOVDQU8.Z Z30, K2, Z1
-	KMOVQ 168(SI), K3
-	VMOVDQU8.Z Z30, K3, Z2
-	KMOVQ 232(SI), K4
-	VMOVDQU8.Z Z30, K4, Z3
-	MOVQ R9, AX
-	MOVQ R11, R14
-	MOVQ acc+72(FP), DX
-	MOVQ nc+64(FP), R13
-wcol5:
-	MOVQ AX, R12
-	SUBQ R9, R12
-	SHRQ $3, R12
-	ADDQ R10, R12          // dy of this column
-	VPBROADCASTD 20(R14), Z4
-	VPDPBUSD.BCST 20(AX), Z0, Z4
-	VBROADCASTSS 0(R12), Z10
-	VFMADD213PS.BCST 0(R12)(CX*1), Z10, Z4
-	VPBROADCASTD 52(R14), Z5
-	VPDPBUSD.BCST 52(AX), Z1, Z5
-	VBROADCASTSS 4(R12), Z11
-	VFMADD213PS.BCST 4(R12)(CX*1), Z11, Z5
-	VPBROADCASTD 84(R14), Z6
-	VPDPBUSD.BCST 84(AX), Z2, Z6
-	VBROADCASTSS 8(R12), Z12
-	VFMADD213PS.BCST 8(R12)(CX*1), Z12, Z6
-	VPBROADCASTD 116(R14), Z7
-	VPDPBUSD.BCST 116(AX), Z3, Z7
-	VBROADCASTSS 12(R12), Z13
-	VFMADD213PS.BCST 12(R12)(CX*1), Z13, Z7
-	VADDPS Z5, Z4, Z4
-	VADDPS Z6, Z4, Z4
-	VADDPS Z7, Z4, Z4
-	VMOVUPS 320(DX), Z9
-	VFMADD231PS Z4, Z16, Z9
-	VMOVUPS Z9, 320(DX)
-	ADDQ $512, DX
-	ADDQ BX, AX
-	ADDQ BX, R14
-	DECQ R13
-	JNZ  wcol5
-	KMOVQ 48(SI), K1
-	VMOVDQU8.Z Z30, K1, Z0
-	KMOVQ 112(SI), K2
-	VMOVDQU8.Z Z30, K2, Z1
-	KMOVQ 176(SI), K3
-	VMOVDQU8.Z Z30, K3, Z2
-	KMOVQ 240(SI), K4
-	VMOVDQU8.Z Z30, K4, Z3
-	MOVQ R9, AX
-	MOVQ R11, R14
-	MOVQ acc+72(FP), DX
-	MOVQ nc+64(FP), R13
-wcol6:
-	MOVQ AX, R12
-	SUBQ R9, R12
-	SHRQ $3, R12
-	ADDQ R10, R12          // dy of this column
-	VPBROADCASTD 24(R14), Z4
-	VPDPBUSD.BCST 24(AX), Z0, Z4
-	VBROADCASTSS 0(R12), Z10
-	VFMADD213PS.BCST 0(R12)(CX*1), Z10, Z4
-	VPBROADCASTD 56(R14), Z5
-	VPDPBUSD.BCST 56(AX), Z1, Z5
-	VBROADCASTSS 4(R12), Z11
-	VFMADD213PS.BCST 4(R12)(CX*1), Z11, Z5
-	VPBROADCASTD 88(R14), Z6
-	VPDPBUSD.BCST 88(AX), Z2, Z6
-	VBROADCASTSS 8(R12), Z12
-	VFMADD213PS.BCST 8(R12)(CX*1), Z12, Z6
-	VPBROADCASTD 120(R14), Z7
-	VPDPBUSD.BCST 120(AX), Z3, Z7
-	VBROADCASTSS 12(R12), Z13
-	VFMADD213PS.BCST 12(R12)(CX*1), Z13, Z7
-	VADDPS Z5, Z4, Z4
-	VADDPS Z6, Z4, Z4
-	VADDPS Z7, Z4, Z4
-	VMOVUPS 384(DX), Z9
-	VFMADD231PS Z4, Z16, Z9
-	VMOVUPS Z9, 384(DX)
-	ADDQ $512, DX
-	ADDQ BX, AX
-	ADDQ BX, R14
-	DECQ R13
-	JNZ  wcol6
-	KMOVQ 56(SI), K1
-	VMOVDQU8.Z Z30, K1, Z0
-	KMOVQ 120(SI), K2
-	VMOVDQU8.Z Z30, K2, Z1
-	KMOVQ 184(SI), K3
-	VMOVDQU8.Z Z30, K3, Z2
-	KMOVQ 248(SI), K4
-	VMOVDQU8.Z Z30, K4, Z3
-	MOVQ R9, AX
-	MOVQ R11, R14
-	MOVQ acc+72(FP), DX
-	MOVQ nc+64(FP), R13
-wcol7:
-	MOVQ AX, R12
-	SUBQ R9, R12
-	SHRQ $3, R12
-	ADDQ R10, R12          // dy of this column
-	VPBROADCASTD 28(R14), Z4
-	VPDPBUSD.BCST 28(AX), Z0, Z4
-	VBROADCASTSS 0(R12), Z10
-	VFMADD213PS.BCST 0(R12)(CX*1), Z10, Z4
-	VPBROADCASTD 60(R14), Z5
-	VPDPBUSD.BCST 60(AX), Z1, Z5
-	VBROADCASTSS 4(R12), Z11
-	VFMADD213PS.BCST 4(R12)(CX*1), Z11, Z5
-	VPBROADCASTD 92(R14), Z6
-	VPDPBUSD.BCST 92(AX), Z2, Z6
-	VBROADCASTSS 8(R12), Z12
-	VFMADD213PS.BCST 8(R12)(CX*1), Z12, Z6
-	VPBROADCASTD 124(R14), Z7
-	VPDPBUSD.BCST 124(AX), Z3, Z7
-	VBROADCASTSS 12(R12), Z13
-	VFMADD213PS.BCST 12(R12)(CX*1), Z13, Z7
-	VADDPS Z5, Z4, Z4
-	VADDPS Z6, Z4, Z4
-	VADDPS Z7, Z4, Z4
-	VMOVUPS 448(DX), Z9
-	VFMADD231PS Z4, Z16, Z9
-	VMOVUPS Z9, 448(DX)
-	ADDQ $512, DX
-	ADDQ BX, AX
-	ADDQ BX, R14
-	DECQ R13
-	JNZ  wcol7
+	MOVQ lut+24(FP), AX
+	MOVQ acc+32(FP), DX
+	MOVQ first+40(FP), R9
+	TESTQ R9, R9
+	JNZ   lzero
+	VMOVUPS 0(DX), Z0
+	VMOVUPS 64(DX), Z1
+	VMOVUPS 128(DX), Z2
+	VMOVUPS 192(DX), Z3
+	VMOVUPS 256(DX), Z4
+	VMOVUPS 320(DX), Z5
+	VMOVUPS 384(DX), Z6
+	VMOVUPS 448(DX), Z7
+	JMP     lblock
+lzero:
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+lblock:
+	VCVTPH2PS (DI), Z12
+	VMOVDQU32 0(SI), Z8
+	VMOVDQU32 64(SI), Z9
+	VMOVDQU32 128(SI), Z10
+	VMOVDQU32 192(SI), Z11
+	LUTJ0(Z16, Z17, Z0)
+	LUTJ(4, 64, 576, 1088, 1600, Z25, Z27, Z29, Z31, Z18, Z19, Z1)
+	LUTJ(8, 128, 640, 1152, 1664, Z24, Z26, Z28, Z30, Z20, Z21, Z2)
+	LUTJ(12, 192, 704, 1216, 1728, Z25, Z27, Z29, Z31, Z22, Z23, Z3)
+	LUTJ(16, 256, 768, 1280, 1792, Z24, Z26, Z28, Z30, Z16, Z17, Z4)
+	LUTJ(20, 320, 832, 1344, 1856, Z25, Z27, Z29, Z31, Z18, Z19, Z5)
+	LUTJ(24, 384, 896, 1408, 1920, Z24, Z26, Z28, Z30, Z20, Z21, Z6)
+	LUTJ(28, 448, 960, 1472, 1984, Z25, Z27, Z29, Z31, Z22, Z23, Z7)
 	ADDQ $256, SI
 	ADDQ $32, DI
-	ADDQ $128, R9
-	ADDQ $16, R10
-	ADDQ $128, R11
+	ADDQ $2048, AX
 	DECQ R8
-	JNZ  wblock
+	JNZ  lblock
 
-	MOVQ out+80(FP), AX
-	MOVQ acc+72(FP), R14
-	MOVQ nc+64(FP), R13
-wfin:
-	HSUM8AT(R14, AX)
-	ADDQ $64, AX
-	ADDQ $512, R14
-	DECQ R13
-	JNZ  wfin
+	MOVQ  out+48(FP), BX
+	TESTQ BX, BX
+	JNZ   lfin
+	VMOVUPS Z0, 0(DX)
+	VMOVUPS Z1, 64(DX)
+	VMOVUPS Z2, 128(DX)
+	VMOVUPS Z3, 192(DX)
+	VMOVUPS Z4, 256(DX)
+	VMOVUPS Z5, 320(DX)
+	VMOVUPS Z6, 384(DX)
+	VMOVUPS Z7, 448(DX)
+	VZEROUPPER
+	RET
+
+lfin:
+	// hsum_float_8: (a0+a4 + a2+a6) + (a1+a5 + a3+a7).
+	VADDPS Z4, Z0, Z0
+	VADDPS Z5, Z1, Z1
+	VADDPS Z6, Z2, Z2
+	VADDPS Z7, Z3, Z3
+	VADDPS Z2, Z0, Z0
+	VADDPS Z3, Z1, Z1
+	VADDPS Z1, Z0, Z0
+	VMOVUPS Z0, (BX)
 	VZEROUPPER
 	RET

@@ -1,11 +1,14 @@
 package quant
 
 import (
+	"encoding/binary"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/bankml/bankml/gguf"
+	"github.com/bankml/bankml/parallel"
 )
 
 // packedDots computes every (row, column) dot of a packed matrix at level l
@@ -14,14 +17,16 @@ func packedDotsQ8(t *testing.T, l Level, p *packed, a *q8Act) []float32 {
 	t.Helper()
 	out := make([]float32, a.ncols*p.rows)
 	tmp := make([]float32, 16*a.ncols)
-	acc := make([]float32, 128*a.ncols)
+	if p.typ == gguf.Q1_0 {
+		a.fillLUT(l, 0, a.ncols) // the lookup-table tile's tables
+	}
 	for g := range p.groups {
 		codes, scales := p.group(g)
 		switch p.typ {
 		case gguf.Q2_0:
 			tileQ2_0(l, codes, scales, p.nb, a, 0, a.ncols, tmp)
 		case gguf.Q1_0:
-			tileQ1_0(l, codes, scales, p.nb, a, 0, a.ncols, tmp, acc)
+			tileQ1_0(l, codes, scales, p.nb, a, 0, a.ncols, tmp)
 		}
 		for c := range a.ncols {
 			for r := range packRows {
@@ -119,7 +124,7 @@ func TestTilesMatchPlainKernels(t *testing.T) {
 				raw := make([][]byte, n)
 				for c := range n {
 					raw[c] = randActivations(r, cols/QK8_0)
-					if shape[0] == 40 { // quantized columns only (the multi-column Q1_0 tile), one with d = Inf
+					if shape[0] == 40 { // quantized columns only, one with d = Inf
 						x := randRow(r, cols)
 						if c == 3 {
 							x[5] = 3e38
@@ -127,9 +132,6 @@ func TestTilesMatchPlainKernels(t *testing.T) {
 						QuantizeRowQ8_0(x, raw[c])
 					}
 					a.fromQ8_0(c, raw[c])
-				}
-				if r.IntN(2) == 0 || shape[0] == 40 {
-					a.lanes4() // the multi-column Q1_0 tile where every column allows it
 				}
 				got := packedDotsQ8(t, l, p, &a)
 				if tc.typ == gguf.Q1_0 && l == LevelAVX512 { // and the plain-layout kernel
@@ -155,4 +157,83 @@ func TestTilesMatchPlainKernels(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestQ1_0LUTMatchesGoTwin: the AVX-512 table builder (q1LUTAVX512) writes
+// the bits of fillLUTColGo, its element-wise statement, on quantized and raw
+// activation blocks (-128 and the edge f16 scales among them), for a pass of
+// columns that does not start at column 0.
+func TestQ1_0LUTMatchesGoTwin(t *testing.T) {
+	if LevelAVX512.Check() != nil {
+		t.Skip("no avx512 on this CPU")
+	}
+	r := rand.New(rand.NewPCG(85, 86))
+	const cols, n = 1024, 5
+	var a q8Act
+	a.reset(cols, n)
+	edge := []uint16{0x7c00, 0xfc00, 0x7e00, 0x8000, 0x0001, 0x7bff}
+	for c := range n {
+		raw := randActivations(r, cols/QK8_0)
+		for b := range cols / QK8_0 {
+			if r.IntN(4) == 0 {
+				binary.LittleEndian.PutUint16(raw[b*BlockQ8_0Size:], edge[r.IntN(len(edge))])
+			}
+			if r.IntN(4) == 0 {
+				raw[b*BlockQ8_0Size+2+r.IntN(QK8_0)] = 0x80
+			}
+		}
+		a.fromQ8_0(c, raw)
+	}
+	a.fillLUT(LevelAVX512, 1, n-1)
+	got := slices.Clone(a.lut[:4*cols*(n-1)])
+	a.lutOK = false
+	a.fillLUT(LevelGeneric, 1, n-1)
+	for i, v := range a.lut[:4*cols*(n-1)] {
+		if !bitsEq(got[i], v) {
+			t.Fatalf("column %d, entry %d: avx512 %#x, Go %#x", 1+i/(4*cols), i%(4*cols), math.Float32bits(got[i]), math.Float32bits(v))
+		}
+	}
+	t.Logf("%d of %d table entries equal", len(got), len(got))
+}
+
+// TestQ1_0PackedMatMulChunks: Work.MatMul on Repack'ed Q1_0 matrices at
+// every level against VecDotQ1_0Q8_0 (oracle-tested) of each row and
+// quantized column, on shapes that exercise the AVX-512 lookup-table path's
+// chunking: row blocks not a multiple of q1BlockChunk, more groups than
+// q1GroupChunk, more columns than one pass (lutCols), a pool of 2 workers.
+func TestQ1_0PackedMatMulChunks(t *testing.T) {
+	r := rand.New(rand.NewPCG(87, 88))
+	pool := parallel.New(2)
+	defer pool.Close()
+	checked := 0
+	for _, l := range Levels() {
+		for _, shape := range [][3]int{{33, 1536, 3}, {300, 1152, 1}, {277, 12288, 6}, {40, 4096, 13}} {
+			rows, cols, n := shape[0], shape[1], shape[2]
+			nb := cols / QK1_0
+			w := randLowbitBlocks(r, rows*nb, BlockQ1_0Size)
+			m := &Matrix{Name: "w", Type: gguf.Q1_0, Rows: rows, Cols: cols, Data: w}
+			if _, err := m.Repack(); err != nil {
+				t.Fatal(err)
+			}
+			x := randRow(r, n*cols)
+			ws, err := NewWork(l, pool)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := make([]float32, n*rows)
+			ws.MatMul(m, x, n, out)
+			xq := make([]byte, cols/QK8_0*BlockQ8_0Size)
+			for c := range n {
+				QuantizeRowQ8_0(x[c*cols:(c+1)*cols], xq)
+				for i := range rows {
+					want := VecDotQ1_0Q8_0(w[i*nb*BlockQ1_0Size:(i+1)*nb*BlockQ1_0Size], xq, nb)
+					if g := out[c*rows+i]; !bitsEq(g, want) {
+						t.Fatalf("%s rows=%d cols=%d n=%d: (%d,%d) = %#x, plain %#x", l, rows, cols, n, i, c, math.Float32bits(g), math.Float32bits(want))
+					}
+					checked++
+				}
+			}
+		}
+	}
+	t.Logf("%d outputs equal to the plain kernel's", checked)
 }

@@ -74,6 +74,13 @@ func (w *Work) Level() Level { return w.level }
 // packed weights of a group are decoded once per block for all of them.
 const tileCols = 16
 
+// lutCols is the number of activation columns whose Q1_0 lookup tables
+// (16k bytes each for rows of k) one pass over the groups uses at
+// LevelAVX512: as many as fit in 768 KiB (kept in L2 while every group
+// reads them; the columns of a prompt run in several passes), at least
+// one, at most tileCols.
+func lutCols(k int) int { return max(1, min(tileCols, 768<<10/(16*k))) }
+
 // matJob is one MatMul for the pool: units are packed groups of 16 rows, or
 // rows for unpacked matrices.
 type matJob struct {
@@ -91,6 +98,7 @@ type matJob struct {
 	qb     int                                                     // bytes per quantized column (plain block paths)
 	wnb    int                                                     // weight blocks per row
 	gemm   int                                                     // Q4_K repacked: columns < gemm run the gemm chain
+	c0, cn int                                                     // packed paths: the columns of this pool run
 }
 
 type matPath uint8
@@ -265,9 +273,6 @@ func (w *Work) run(planes []Matrix, x []float32, n int, out []float32) {
 				j.path = pathPackedQ2
 				if m.Type == gguf.Q1_0 {
 					j.path = pathPackedQ1
-					if n >= 2 && !w.q8.lanes {
-						w.q8.lanes4()
-					}
 				}
 			case gguf.TQ2_0:
 				if !w.prep.q8k {
@@ -320,7 +325,19 @@ func (w *Work) run(planes []Matrix, x []float32, n int, out []float32) {
 		j.wnb = k / m.Type.BlockSize()
 		j.path = pathBlock
 	}
-	w.pool.Run(units, max(1, units/(16*w.pool.Size())), j)
+	j.c0, j.cn = 0, n
+	if j.path == pathPackedQ1 && w.level == LevelAVX512 {
+		// The lookup-table tile: the tables of lutCols(k) columns at a
+		// time, built here, then every group against them.
+		lc := lutCols(k)
+		for c0 := 0; c0 < n; c0 += lc {
+			j.c0, j.cn = c0, min(lc, n-c0)
+			w.q8.fillLUT(w.level, j.c0, j.cn)
+			w.pool.Run(units, max(1, units/(16*w.pool.Size())), j)
+		}
+	} else {
+		w.pool.Run(units, max(1, units/(16*w.pool.Size())), j)
+	}
 	j.m, j.planes, j.one[0], j.x, j.out, j.kernel, j.rows = nil, nil, Matrix{}, nil, nil, nil, nil
 }
 
@@ -425,8 +442,12 @@ func (j *matJob) rowDot(wr []byte, c int) float32 {
 func (j *matJob) doPacked(worker, lo, hi int) {
 	w, rows := j.w, j.m.Rows
 	nb := j.m.packedRows().nb
-	nc := min(j.n, tileCols)
+	nc := min(j.cn, tileCols)
 	np := len(j.planes)
+	if j.path == pathPackedQ1 && w.level == LevelAVX512 && np == 1 {
+		j.doPackedQ1LUT(worker, lo, hi)
+		return
+	}
 	sumLen := 0
 	if np > 1 {
 		sumLen = 16 * nc
@@ -437,13 +458,13 @@ func (j *matJob) doPacked(worker, lo, hi int) {
 	for g := lo; g < hi; g++ {
 		r0 := g * packRows
 		nr := min(packRows, rows-r0)
-		for c0 := 0; c0 < j.n; c0 += nc {
-			cn := min(nc, j.n-c0)
+		for c0 := j.c0; c0 < j.c0+j.cn; c0 += nc {
+			cn := min(nc, j.c0+j.cn-c0)
 			for p := range np {
 				codes, scales := j.planes[p].packedRows().group(g)
 				switch j.path {
 				case pathPackedQ1:
-					tileQ1_0(w.level, codes, scales, nb, &w.q8, c0, cn, tile, acc)
+					tileQ1_0(w.level, codes, scales, nb, &w.q8, c0, cn, tile)
 				case pathPackedQ2:
 					tileQ2_0(w.level, codes, scales, nb, &w.q8, c0, cn, tile)
 				case pathPackedTQ2:
@@ -469,6 +490,28 @@ func (j *matJob) doPacked(worker, lo, hi int) {
 		}
 		if j.path == pathPackedTQ2 {
 			j.inexactTQ2(r0, nr)
+		}
+	}
+}
+
+// doPackedQ1LUT runs the Q1_0 lookup-table tile on groups [lo, hi) for
+// the pass's columns: q1GroupChunk groups at a time, each column in turn
+// through tileQ1_0LUTGroups.
+func (j *matJob) doPackedQ1LUT(worker, lo, hi int) {
+	w, rows := j.w, j.m.Rows
+	p := j.m.packedRows()
+	scr := grow(w.scr[worker], 16*q1GroupChunk+128*q1GroupChunk)
+	w.scr[worker] = scr
+	tile, acc := scr[:16*q1GroupChunk], scr[16*q1GroupChunk:]
+	for g0 := lo; g0 < hi; g0 += q1GroupChunk {
+		g1 := min(hi, g0+q1GroupChunk)
+		for c := j.c0; c < j.c0+j.cn; c++ {
+			tileQ1_0LUTGroups(p, &w.q8, c, g0, g1, acc, tile)
+			for g := g0; g < g1; g++ {
+				r0 := g * packRows
+				nr := min(packRows, rows-r0)
+				copy(j.out[c*rows+r0:c*rows+r0+nr], tile[16*(g-g0):16*(g-g0)+nr])
+			}
 		}
 	}
 }
