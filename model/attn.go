@@ -65,6 +65,20 @@ func vkqTileGo(vkq, vw, kq []float32) {
 	}
 }
 
+// vExpfTileGo is the exponentials of ggml_vec_soft_max_f32 over a tile's
+// faTile scores: kq[i] = ggml_v_expf(kq[i]-m), in vectors of 8 (vExpf).
+func vExpfTileGo(kq []float32, m float32) {
+	for g := 0; g < faTile; g += 8 {
+		large := false
+		for k := range 8 {
+			large = large || vExpfLarge(kq[g+k]-m)
+		}
+		for k := range 8 {
+			kq[g+k] = vExpf(kq[g+k]-m, large)
+		}
+	}
+}
+
 // widenF16Go is dst[i] = f32(src[i]).
 func widenF16Go(dst []float32, src []uint16) {
 	for i, h := range src {
@@ -161,18 +175,10 @@ func tiledKV(l quant.Level, qs []tileQuery, kc, vc []uint16, off, stride int, sc
 				t.S *= ms
 			}
 			t.M = mNew
+			vExpfTile(l, kq, t.M)
 			var sum float64
-			var vals [8]float32
 			for g := 0; g < faTile; g += 8 {
-				large := false
-				for k := range 8 {
-					large = large || vExpfLarge(kq[g+k]-t.M)
-				}
-				for k := range 8 {
-					vals[k] = vExpf(kq[g+k]-t.M, large)
-					kq[g+k] = vals[k]
-				}
-				sum += float64(hsum8(&vals))
+				sum += float64(hsum8((*[8]float32)(kq[g : g+8])))
 			}
 			t.S = float32(float64(t.S) + sum)
 			vkqTile(l, t.vkq, vw, kq)

@@ -15,6 +15,9 @@ func kqTileAVX2(kq, q, kt *float32, dk int)
 func vkqTileAVX2(vkq, vw, kq *float32, dv int)
 
 //go:noescape
+func vExpfTileAVX2(kq *float32, m float32)
+
+//go:noescape
 func widenF16AVX2(dst *float32, src *uint16, n int)
 
 // vAccF16 is vAccF16Go on l's kernels: blocks of 128 lanes at LevelAVX512,
@@ -83,4 +86,15 @@ func widenF16(l quant.Level, dst []float32, src []uint16) {
 	m := n &^ 7
 	widenF16AVX2(&dst[0], &src[0], m)
 	widenF16Go(dst[m:n], src[m:])
+}
+
+// vExpfTile is vExpfTileGo on l's kernels (ggml_v_expf in AVX2 at both SIMD
+// levels, as the reference computes it).
+func vExpfTile(l quant.Level, kq []float32, m float32) {
+	if l == quant.LevelGeneric {
+		vExpfTileGo(kq, m)
+		return
+	}
+	_ = kq[faTile-1]
+	vExpfTileAVX2(&kq[0], m)
 }

@@ -365,3 +365,94 @@ widenloop:
 	JNZ  widenloop
 	VZEROUPPER
 	RET
+
+// ggml_v_expf's constants (vec.h, AVX2+FMA), as model's vExpf spells them.
+DATA expc<>+0(SB)/4, $0x4b400000  // 0x1.8p23
+DATA expc<>+4(SB)/4, $0x3fb8aa3b  // 0x1.715476p+0
+DATA expc<>+8(SB)/4, $0x3f317200  // 0x1.62e4p-1
+DATA expc<>+12(SB)/4, $0x35bfbe8e // 0x1.7f7d1cp-20
+DATA expc<>+16(SB)/4, $0x3c072010 // 0x1.0e4020p-7
+DATA expc<>+20(SB)/4, $0x3d2b9f17 // 0x1.573e2ep-5
+DATA expc<>+24(SB)/4, $0x3e2aaf33 // 0x1.555e66p-3
+DATA expc<>+28(SB)/4, $0x3efffedb // 0x1.fffdb6p-2
+DATA expc<>+32(SB)/4, $0x3f7ffff6 // 0x1.ffffecp-1
+DATA expc<>+36(SB)/4, $0x3f800000 // 1.0's bits
+DATA expc<>+40(SB)/4, $0x7fffffff // |x|
+DATA expc<>+44(SB)/4, $0x42fc0000 // 126
+DATA expc<>+48(SB)/4, $0x43400000 // 192
+DATA expc<>+52(SB)/4, $0x82000000
+DATA expc<>+56(SB)/4, $0x7f000000
+GLOBL expc<>(SB), RODATA|NOPTR, $60
+
+// func vExpfTileAVX2(kq *float32, m float32)
+//
+// The tiled kernel's softmax exponentials: kq[i] = ggml_v_expf(kq[i]-m) for
+// the 64 scores, in 8 vectors of 8 (a vector with any |n| > 126 takes the
+// blend path in all its lanes), the lanes of model's vExpf.
+TEXT ·vExpfTileAVX2(SB), NOSPLIT, $0-12
+	MOVQ kq+0(FP), DI
+	VBROADCASTSS m+8(FP), Y15
+	VBROADCASTSS expc<>+0(SB), Y14
+	VBROADCASTSS expc<>+4(SB), Y13
+	MOVQ $8, CX
+
+expgroup:
+	VMOVUPS 0(DI), Y0
+	VSUBPS  Y15, Y0, Y0          // x = kq - m
+	VMOVAPS Y14, Y1
+	VFMADD231PS Y13, Y0, Y1      // z = fma(x, log2e, r)
+	VSUBPS  Y14, Y1, Y2          // n = z - r
+	VMOVAPS Y0, Y3
+	VBROADCASTSS expc<>+8(SB), Y10
+	VFNMADD231PS Y10, Y2, Y3     // fma(-n, ln2 hi, x)
+	VBROADCASTSS expc<>+12(SB), Y10
+	VFNMADD231PS Y10, Y2, Y3     // b = fma(-n, ln2 lo, ...)
+	VPSLLD  $23, Y1, Y4          // e
+	VPBROADCASTD expc<>+36(SB), Y10
+	VPADDD  Y10, Y4, Y5          // k
+	VMULPS  Y3, Y3, Y6           // u = b*b
+	VBROADCASTSS expc<>+20(SB), Y7
+	VBROADCASTSS expc<>+16(SB), Y10
+	VFMADD231PS Y10, Y3, Y7      // fma(c5, b, c4)
+	VBROADCASTSS expc<>+28(SB), Y8
+	VBROADCASTSS expc<>+24(SB), Y10
+	VFMADD231PS Y10, Y3, Y8      // fma(c3, b, c2)
+	VFMADD231PS Y7, Y6, Y8       // fma(., u, .)
+	VBROADCASTSS expc<>+32(SB), Y9
+	VMULPS  Y3, Y9, Y9           // c1*b
+	VFMADD231PS Y8, Y6, Y9       // j
+	VMOVAPS Y5, Y12
+	VFMADD231PS Y9, Y5, Y12      // fma(j, k, k)
+	VBROADCASTSS expc<>+40(SB), Y10
+	VANDPS  Y10, Y2, Y10         // |n|
+	VBROADCASTSS expc<>+44(SB), Y11
+	VCMPPS  $0x1e, Y11, Y10, Y11 // |n| > 126 (ordered)
+	VPTEST  Y11, Y11
+	JNZ     explarge
+	VMOVUPS Y12, 0(DI)
+	JMP     expnext
+
+explarge:
+	VXORPS  Y7, Y7, Y7
+	VCMPPS  $0x12, Y7, Y2, Y7    // n <= 0 (ordered)
+	VBROADCASTSS expc<>+52(SB), Y8
+	VANDPS  Y8, Y7, Y7           // g
+	VPBROADCASTD expc<>+56(SB), Y8
+	VPADDD  Y8, Y7, Y8           // s1 = g + 0x7f000000
+	VPSUBD  Y7, Y4, Y4           // s2 = e - g
+	VMOVAPS Y4, Y6
+	VFMADD231PS Y9, Y4, Y6       // fma(s2, j, s2)
+	VMULPS  Y8, Y6, Y6           // * s1
+	VMULPS  Y8, Y8, Y8           // s1*s1
+	VBLENDVPS Y11, Y6, Y12, Y12  // |n| > 126
+	VBROADCASTSS expc<>+48(SB), Y7
+	VCMPPS  $0x1e, Y7, Y10, Y7   // |n| > 192
+	VBLENDVPS Y7, Y8, Y12, Y12
+	VMOVUPS Y12, 0(DI)
+
+expnext:
+	ADDQ $32, DI
+	DECQ CX
+	JNZ  expgroup
+	VZEROUPPER
+	RET

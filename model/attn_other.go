@@ -13,3 +13,5 @@ func kqTile(l quant.Level, kq, q, kt []float32) { kqTileGo(kq, q, kt) }
 func vkqTile(l quant.Level, vkq, vw, kq []float32) { vkqTileGo(vkq, vw, kq) }
 
 func widenF16(l quant.Level, dst []float32, src []uint16) { widenF16Go(dst, src) }
+
+func vExpfTile(l quant.Level, kq []float32, m float32) { vExpfTileGo(kq, m) }

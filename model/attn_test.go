@@ -136,6 +136,18 @@ func TestTileKernelsMatchTwins(t *testing.T) {
 					if i := sameBits(gv, wv); i >= 0 && !(gv[i] != gv[i] && wv[i] != wv[i]) {
 						t.Fatalf("%s vkqTile hd=%d: lane %d = %g, twin %g", l, hd, i, gv[i], wv[i])
 					}
+					ge, we := make([]float32, faTile), make([]float32, faTile)
+					m := randF32(r, p, 3)
+					for i := range ge {
+						ge[i] = randF32(r, p, []float64{3, 60, 150}[i%3])
+						we[i] = ge[i]
+					}
+					in := append([]float32(nil), ge...)
+					vExpfTile(l, ge, m)
+					vExpfTileGo(we, m)
+					if i := sameBits(ge, we); i >= 0 && !(ge[i] != ge[i] && we[i] != we[i]) {
+						t.Fatalf("%s vExpfTile m=%g: exp(%g-m) = %g (%#x), twin %g (%#x)", l, m, in[i], ge[i], math.Float32bits(ge[i]), we[i], math.Float32bits(we[i]))
+					}
 					src := make([]uint16, hd)
 					for i := range src {
 						src[i] = randF16(r, 0.5, 1)
