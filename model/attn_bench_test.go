@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/bankml/bankml/fmath"
-	"github.com/bankml/bankml/gguf"
 	"github.com/bankml/bankml/quant"
 	"github.com/bankml/bankml/sample"
 )
@@ -34,14 +33,8 @@ func BenchmarkAttention8B(b *testing.B) {
 		scale := 1 / fmath.Sqrtf(128)
 		for _, l := range quant.Levels() {
 			b.Run(sh.name+"/"+l.String(), func(b *testing.B) {
-				m := &Model{Level: l}
-				m.HP.NHead, m.HP.NHeadKV, m.HP.HeadDim = c.nHead, c.nHeadKV, c.hd
-				ctx, err := m.NewContext(c.cells, 1)
-				if err != nil {
-					b.Fatal(err)
-				}
+				ctx := c.context(b, l)
 				defer ctx.Close()
-				ctx.attnThreads = 2
 				out := make([]float32, c.n*c.nHead*c.hd)
 				for b.Loop() {
 					ctx.attention(out, c.q, c.kc, c.vc, c.nPast, c.n, scale)
@@ -89,15 +82,7 @@ func BenchmarkPrompt8B(b *testing.B) {
 	if _, err := os.Stat(path); err != nil {
 		b.Skipf("%v (make it with bankml synth)", err)
 	}
-	f, err := gguf.Open(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
-	m, err := Load(f)
-	if err != nil {
-		b.Fatal(err)
-	}
+	m := loadModel(b, path)
 	defer m.Close()
 	prompt := make([]int32, 128)
 	for i := range prompt {

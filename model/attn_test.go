@@ -363,8 +363,9 @@ func TestOneChunkMatchesCellByCell(t *testing.T) {
 	}
 }
 
-// run is Context.attention on the case at level l (one pool thread).
-func (c *attnCase) run(t testing.TB, l quant.Level, scale float32) []float32 {
+// context is a Context at level l for the case's heads (one pool thread,
+// split-KV mirroring a reference on 2).
+func (c *attnCase) context(t testing.TB, l quant.Level) *Context {
 	t.Helper()
 	m := &Model{Level: l}
 	m.HP.NHead, m.HP.NHeadKV, m.HP.HeadDim = c.nHead, c.nHeadKV, c.hd
@@ -372,6 +373,13 @@ func (c *attnCase) run(t testing.TB, l quant.Level, scale float32) []float32 {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ctx.attnThreads = 2
+	return ctx
+}
+
+// run is Context.attention on the case at level l.
+func (c *attnCase) run(t testing.TB, l quant.Level, scale float32) []float32 {
+	ctx := c.context(t, l)
 	defer ctx.Close()
 	out := make([]float32, c.n*c.nHead*c.hd)
 	ctx.attention(out, c.q, c.kc, c.vc, c.nPast, c.n, scale)
