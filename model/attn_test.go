@@ -386,42 +386,10 @@ func (c *attnCase) run(t testing.TB, l quant.Level, scale float32) []float32 {
 	return out
 }
 
-// refSplitKV is splitKV as the model oracles first proved it, on refOneChunk.
-func refSplitKV(l quant.Level, q []float32, k, v func(int) []uint16, nKV, nek1, nth int, scale float32, out []float32) {
-	dv := len(out)
-	chunk := (nek1 + nth - 1) / nth
-	part, acc := make([]float32, dv), make([]float32, dv)
-	mFinal, sFinal := float32(negInf), float32(0)
-	for c := range nth {
-		ic0 := c * chunk
-		ic1 := min(ic0+chunk, nek1, nKV)
-		if ic0 >= ic1 {
-			continue
-		}
-		mc, sc := refOneChunk(l, q, k, v, ic0, ic1, scale, part)
-		if sc == 0 {
-			continue
-		}
-		mNew := max(mFinal, mc)
-		scaleOld, scaleNew := fmath.Expf(mFinal-mNew), fmath.Expf(mc-mNew)
-		for d := range dv {
-			acc[d] = fmath.FMA32(acc[d], scaleOld, float32(part[d]*scaleNew))
-		}
-		sFinal = fmath.FMA32(sFinal, scaleOld, float32(sc*scaleNew))
-		mFinal = mNew
-	}
-	if sFinal != 0 {
-		sInv := 1 / sFinal
-		for d := range dv {
-			acc[d] *= sInv
-		}
-	}
-	copy(out, acc)
-}
-
 // TestOneRowPathsMatchRowByRow runs Context.attention's one-row paths (the
 // one-row kernel for micro-batches under 64 rows, split-KV for decodes past
-// 512 padded cells, 2 chunks) against refOneChunk and refSplitKV.
+// 512 padded cells, 2 chunks) against refOneChunk (for split-KV, its
+// chunks merged by splitKV, the code the oracles proved).
 func TestOneRowPathsMatchRowByRow(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 10))
 	for _, cs := range attnCases {
@@ -440,7 +408,9 @@ func TestOneRowPathsMatchRowByRow(t *testing.T) {
 						q, k, v, nKV := c.refRow(j, h, scale)
 						o := want[(j*cs.nHead+h)*cs.hd:][:cs.hd]
 						if cs.n == 1 && nek1 >= 512 {
-							refSplitKV(l, q, k, v, nKV, nek1, 2, scale, o)
+							splitKV(o, nek1, 2, nKV, func(ic0, ic1 int, part []float32) (M, S float32) {
+								return refOneChunk(l, q, k, v, ic0, ic1, scale, part)
+							})
 							continue
 						}
 						_, s := refOneChunk(l, q, k, v, 0, nKV, scale, vkq)

@@ -127,21 +127,29 @@ func normalize(out, vkq []float32, S float32) {
 // ggml_flash_attn_ext_reduce_partials merges them in chunk order with fmaxf,
 // glibc expf and the contractions fma(acc, scale_old, round(part*scale_new)).
 func (a *attnRow) splitKV(out []float32, nek1, nth int, sc *chunkScratch) {
+	splitKV(out, nek1, nth, a.nKV, func(ic0, ic1 int, part []float32) (M, S float32) {
+		return a.oneChunk(ic0, ic1, part, sc)
+	})
+}
+
+// splitKV is attnRow.splitKV over the causal length nKV with chunk the
+// one-row kernel on cells [ic0, ic1) (its M, S and unnormalised part).
+func splitKV(out []float32, nek1, nth, nKV int, chunk func(ic0, ic1 int, part []float32) (M, S float32)) {
 	dv := len(out)
-	chunk := (nek1 + nth - 1) / nth
+	size := (nek1 + nth - 1) / nth
 	part := make([]float32, dv)
 	acc := make([]float32, dv)
 	mFinal, sFinal := float32(negInf), float32(0)
 	for c := range nth {
-		ic0 := c * chunk
+		ic0 := c * size
 		if ic0 >= nek1 {
 			continue
 		}
-		ic1 := min(ic0+chunk, nek1, a.nKV)
+		ic1 := min(ic0+size, nek1, nKV)
 		if ic0 >= ic1 {
 			continue // every cell masked: S = 0
 		}
-		mc, sum := a.oneChunk(ic0, ic1, part, sc)
+		mc, sum := chunk(ic0, ic1, part)
 		if sum == 0 {
 			continue
 		}
