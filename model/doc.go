@@ -46,8 +46,27 @@
 //     sinf into sincosf; libllama's YaRN attention factor is computed with
 //     separate multiplies and adds; reduce_partials fuses
 //     fma(acc, scale_old, part*scale_new).
-//   - Deliberate differences: the tiled kernel is computed row by row (each
-//     row's result is independent of its tile mates); at the SIMD levels
+//   - Attention kernels (attn.go, attn_amd64.s; each with a portable Go twin
+//     that runs at LevelGeneric, off amd64 and where a shape does not fit the
+//     assembly): one_chunk (decode, split-KV chunks, micro-batches under 64
+//     rows) computes every cell's score (quant's ggml_vec_dot_f16) and
+//     softmax weight first, then the f16 V accumulator over all the cells in
+//     one call (vAccF16: 128 lanes in AVX-512, 32 in AVX2+F16C, every lane's
+//     chain rounded to f16 after each step in cell order); the tiled kernel
+//     (micro-batches of 64 rows or more) runs in work items of one KV head
+//     and 64 query rows with all the GQA heads that read it, widens each KV
+//     tile once per item (K transposed) and runs per row KQ (eight 8-lane
+//     fused chains across the cells), ggml_v_expf on the 64 scores and VKQ
+//     (eight 8-lane chains across d, DV a multiple of 64) in AVX2+FMA at both
+//     SIMD levels; the rest (scaling, masks, maxima, the double sum) is Go.
+//     Bits: vfmadd231ps rounds once as fmath.FMA32, vcvtph2ps is exact,
+//     vcvtps2ph $0 rounds as fp16Soft but for NaN, so vAccF16 stops before a
+//     step that makes a NaN and its twin finishes the chunk, and a tiled row
+//     whose output holds a NaN is recomputed by the twins: NaN signs and
+//     payloads too are the twins' at every level.
+//   - Deliberate differences: the tiled kernel's work items group rows by KV
+//     head, not in the reference's Q tiles (each row's result is independent
+//     of its tile mates); at the SIMD levels
 //     (quant.DefaultLevel) Load packs the Q1_0, Q2_0 and TQ2_0 projections
 //     into quant's sixteen-row layout (Model.WaitPacked; LoadBackground packs after returning; the mapped pages
 //     of a packed matrix are released from the resident set, the file stays

@@ -141,6 +141,9 @@ func (c *Context) ubatch(tokens []int32, outputs int) []float32 {
 // 512, the tiled kernel for 64 rows or more (head size a multiple of 8), the
 // one-row kernel otherwise. Query head h reads KV head h/(NHead/NHeadKV)
 // (grouped-query attention: ggml broadcasts K and V over neq2/nek2 heads).
+// The tiled kernel runs in work items of one KV head and a block of faTile
+// query rows, all the heads of the group that read it: each KV tile is
+// widened once per item (tiledKV).
 func (c *Context) attention(out, q []float32, kc, vc []uint16, nPast, n int, scale float32) {
 	hp := c.m.HP
 	hd := hp.HeadDim
@@ -148,30 +151,50 @@ func (c *Context) attention(out, q []float32, kc, vc []uint16, nPast, n int, sca
 	used := nPast + n
 	nek1 := min(c.nCells, max(kvPad, (used+kvPad-1)/kvPad*kvPad))
 	group := hp.NHead / hp.NHeadKV
+	if n >= faTile && hd%8 == 0 {
+		nb := (n + faTile - 1) / faTile
+		// KV head major, so that the pool's contiguous ranges get equal work.
+		c.pool.For(hp.NHeadKV*nb, func(r0, r1 int) {
+			var ts tileScratch
+			qs := make([]tileQuery, 0, faTile*group)
+			vkq := make([]float32, faTile*group*hd)
+			for r := r0; r < r1; r++ {
+				hk, jb := r/nb, r%nb
+				qs = qs[:0]
+				for j := jb * faTile; j < min(n, (jb+1)*faTile); j++ {
+					for h := hk * group; h < (hk+1)*group; h++ {
+						o := j*nq + h*hd
+						qs = append(qs, tileQuery{q: q[o : o+hd], out: out[o : o+hd], nKV: nPast + j + 1,
+							vkq: vkq[len(qs)*hd : (len(qs)+1)*hd]})
+					}
+				}
+				tiledKV(c.m.Level, qs, kc, vc, hk*hd, nkv, scale, &ts)
+			}
+		})
+		return
+	}
 	c.pool.For(n*hp.NHead, func(r0, r1 int) {
-		qh, vkq16 := make([]uint16, hd), make([]uint16, hd)
-		vkq, kq := make([]float32, hd), make([]float32, faTile)
+		var sc chunkScratch
+		vkq := make([]float32, hd)
 		for r := r0; r < r1; r++ {
 			j, h := r/hp.NHead, r%hp.NHead
-			hk := h / group
 			a := attnRow{
-				q:     q[j*nq+h*hd : j*nq+(h+1)*hd],
-				k:     func(ic int) []uint16 { return kc[ic*nkv+hk*hd : ic*nkv+(hk+1)*hd] },
-				v:     func(ic int) []uint16 { return vc[ic*nkv+hk*hd : ic*nkv+(hk+1)*hd] },
-				nKV:   nPast + j + 1, // the causal mask
-				scale: scale,
-				level: c.m.Level,
+				q:      q[j*nq+h*hd : j*nq+(h+1)*hd],
+				kc:     kc,
+				vc:     vc,
+				off:    h / group * hd,
+				stride: nkv,
+				nKV:    nPast + j + 1, // the causal mask
+				scale:  scale,
+				level:  c.m.Level,
 			}
 			o := out[j*nq+h*hd : j*nq+(h+1)*hd]
-			switch {
-			case n == 1 && nek1 >= 512:
-				a.splitKV(o, nek1, c.attnThreads, qh, vkq16)
-			case n >= faTile && hd%8 == 0:
-				a.tiled(o, kq, vkq)
-			default:
-				_, s := a.oneChunk(0, a.nKV, vkq, qh, vkq16)
-				normalize(o, vkq, s)
+			if n == 1 && nek1 >= 512 {
+				a.splitKV(o, nek1, c.attnThreads, &sc)
+				continue
 			}
+			_, s := a.oneChunk(0, a.nKV, vkq, &sc)
+			normalize(o, vkq, s)
 		}
 	})
 }

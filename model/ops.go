@@ -35,14 +35,39 @@ func fp16Soft(f float32) uint16 {
 }
 
 // attnRow is one query row of one head attending to KV cells [0, nKV) of the
-// f16 cache (the causal mask allows exactly those); k and v return a cell's
-// DK and DV values.
+// f16 cache (the causal mask allows exactly those): cell ic's K and V are
+// kc and vc at ic*stride+off, len(q) values each.
 type attnRow struct {
-	q     []float32 // DK values, f32
-	k, v  func(ic int) []uint16
-	nKV   int
-	scale float32
-	level quant.Level // whose ggml_vec_dot_f16 runs Q·K (every level: the same bits)
+	q      []float32 // DK values, f32
+	kc, vc []uint16
+	off    int
+	stride int
+	nKV    int
+	scale  float32
+	level  quant.Level // whose kernels run (every level: the same bits)
+}
+
+// k returns cell ic's K values.
+func (a *attnRow) k(ic int) []uint16 {
+	o := ic*a.stride + a.off
+	return a.kc[o : o+len(a.q)]
+}
+
+// chunkScratch is oneChunk's working memory (grown on demand, reused).
+type chunkScratch struct {
+	qh, vkq16 []uint16
+	vs, ms    []float32
+}
+
+func (sc *chunkScratch) size(dk, dv, cells int) {
+	if cap(sc.qh) < dk {
+		sc.qh = make([]uint16, dk)
+	}
+	if cap(sc.vkq16) < dv {
+		sc.vkq16 = make([]uint16, dv)
+	}
+	sc.qh, sc.vkq16 = sc.qh[:dk], sc.vkq16[:dv]
+	sc.vs, sc.ms = grow32(sc.vs, cells), grow32(sc.ms, cells)
 }
 
 // oneChunk is ggml_compute_forward_flash_attn_ext_f16_one_chunk over the
@@ -50,9 +75,14 @@ type attnRow struct {
 // online softmax with glibc expf, the V accumulator kept in f16 and rounded
 // after every step (its scale and fused multiply-add as compiled). It returns
 // the running maximum M, the sum S and the unnormalised accumulator widened to
-// f32 in vkq (DV values). qh and vkq16 are scratch of DK and DV.
-func (a *attnRow) oneChunk(ic0, ic1 int, vkq []float32, qh, vkq16 []uint16) (M, S float32) {
+// f32 in vkq (DV values). The scores and softmax weights of all cells come
+// first (they do not depend on V), then the V accumulation runs over all
+// cells in one call (vAccF16: each lane's chain in cell order, as in the
+// reference's cell loop).
+func (a *attnRow) oneChunk(ic0, ic1 int, vkq []float32, sc *chunkScratch) (M, S float32) {
 	dv := len(vkq)
+	sc.size(len(a.q), dv, ic1-ic0)
+	qh, vkq16, vs, ms := sc.qh, sc.vkq16, sc.vs, sc.ms
 	quant.FP32ToFP16Row(a.q, qh)
 	for i := range vkq16 {
 		vkq16[i] = 0
@@ -62,27 +92,20 @@ func (a *attnRow) oneChunk(ic0, ic1 int, vkq []float32, qh, vkq16 []uint16) (M, 
 		s := a.level.VecDotF16(a.k(ic), qh)
 		s = s * a.scale
 		s += 0 // the mask value of an unmasked cell
-		vs := float32(1)
-		vrow := a.v(ic)
+		w, r := float32(1), float32(1)
 		if s > M {
 			mold := M
 			M = s
-			ms := fmath.Expf(mold - M)
-			for d := range dv {
-				vkq16[d] = fp16Soft(quant.FP16ToFP32(vkq16[d]) * ms)
-			}
-			S = float32(S*ms) + vs
+			r = fmath.Expf(mold - M)
+			S = float32(S*r) + w
 		} else {
-			vs = fmath.Expf(s - M)
-			S = S + vs
+			w = fmath.Expf(s - M)
+			S = S + w
 		}
-		for d := range dv {
-			vkq16[d] = fp16Soft(fmath.FMA32(quant.FP16ToFP32(vrow[d]), vs, quant.FP16ToFP32(vkq16[d])))
-		}
+		vs[ic-ic0], ms[ic-ic0] = w, r
 	}
-	for d := range dv {
-		vkq[d] = quant.FP16ToFP32(vkq16[d])
-	}
+	vAccF16(a.level, vkq16, a.vc, ic0*a.stride+a.off, a.stride, vs, ms)
+	widenF16(a.level, vkq, vkq16)
 	return M, S
 }
 
@@ -103,23 +126,31 @@ func normalize(out, vkq []float32, S float32) {
 // the reference's thread count — each chunk runs oneChunk, and
 // ggml_flash_attn_ext_reduce_partials merges them in chunk order with fmaxf,
 // glibc expf and the contractions fma(acc, scale_old, round(part*scale_new)).
-func (a *attnRow) splitKV(out []float32, nek1, nth int, qh, vkq16 []uint16) {
+func (a *attnRow) splitKV(out []float32, nek1, nth int, sc *chunkScratch) {
+	splitKV(out, nek1, nth, a.nKV, func(ic0, ic1 int, part []float32) (M, S float32) {
+		return a.oneChunk(ic0, ic1, part, sc)
+	})
+}
+
+// splitKV is attnRow.splitKV over the causal length nKV with chunk the
+// one-row kernel on cells [ic0, ic1) (its M, S and unnormalised part).
+func splitKV(out []float32, nek1, nth, nKV int, chunk func(ic0, ic1 int, part []float32) (M, S float32)) {
 	dv := len(out)
-	chunk := (nek1 + nth - 1) / nth
+	size := (nek1 + nth - 1) / nth
 	part := make([]float32, dv)
 	acc := make([]float32, dv)
 	mFinal, sFinal := float32(negInf), float32(0)
 	for c := range nth {
-		ic0 := c * chunk
+		ic0 := c * size
 		if ic0 >= nek1 {
 			continue
 		}
-		ic1 := min(ic0+chunk, nek1, a.nKV)
+		ic1 := min(ic0+size, nek1, nKV)
 		if ic0 >= ic1 {
 			continue // every cell masked: S = 0
 		}
-		mc, sc := a.oneChunk(ic0, ic1, part, qh, vkq16)
-		if sc == 0 {
+		mc, sum := chunk(ic0, ic1, part)
+		if sum == 0 {
 			continue
 		}
 		mNew := max(mFinal, mc)
@@ -128,7 +159,7 @@ func (a *attnRow) splitKV(out []float32, nek1, nth int, qh, vkq16 []uint16) {
 		for d := range dv {
 			acc[d] = fmath.FMA32(acc[d], scaleOld, float32(part[d]*scaleNew))
 		}
-		sFinal = fmath.FMA32(sFinal, scaleOld, float32(sc*scaleNew))
+		sFinal = fmath.FMA32(sFinal, scaleOld, float32(sum*scaleNew))
 		mFinal = mNew
 	}
 	if sFinal != 0 {
@@ -142,78 +173,6 @@ func (a *attnRow) splitKV(out []float32, nek1, nth int, qh, vkq16 []uint16) {
 
 // faTile is ggml_fa_tile_config's KV tile (and Q tile) size.
 const faTile = 64
-
-// tiled is ggml_compute_forward_flash_attn_ext_tiled for one query row (the
-// reference uses it when a micro-batch has 64 or more rows). Each row's result
-// does not depend on which rows share its tile, so it is computed row by row:
-// per KV tile of 64 cells, scores KQ = Q·K (f32 Q, K widened from f16, one
-// fused multiply-add chain over DK as simd_gemm), scaled, masked cells -inf;
-// the tile maximum, fmaxf and a glibc expf rescale; ggml_vec_soft_max_f32 with
-// ggml_v_expf on groups of 8 and a double sum added to the float S; then
-// VKQ += KQ·V as one fused chain over the 64 cells (simd_gemm). Tiles past the
-// row's last cell are fully masked and change nothing.
-func (a *attnRow) tiled(out []float32, kq, vkq []float32) {
-	dk, dv := len(a.q), len(out)
-	for i := range vkq {
-		vkq[i] = 0
-	}
-	M, S := float32(negInf), float32(0)
-	for ic := 0; ic < a.nKV; ic += faTile {
-		tileMax := float32(negInf)
-		for tk := range faTile {
-			c := ic + tk
-			if c >= a.nKV {
-				kq[tk] = float32(negInf)
-				continue
-			}
-			kr := a.k(c)
-			var acc float32
-			for d := range dk {
-				acc = fmath.FMA32(quant.FP16ToFP32(kr[d]), a.q[d], acc)
-			}
-			kq[tk] = float32(acc*a.scale) + 0
-			if kq[tk] > tileMax {
-				tileMax = kq[tk]
-			}
-		}
-		if tileMax == float32(negInf) {
-			continue
-		}
-		mNew := max(M, tileMax)
-		if mNew > M {
-			ms := fmath.Expf(M - mNew)
-			for d := range dv {
-				vkq[d] *= ms
-			}
-			S *= ms
-		}
-		M = mNew
-		var sum float64
-		var vals [8]float32
-		for g := 0; g < faTile; g += 8 {
-			large := false
-			for l := range 8 {
-				large = large || vExpfLarge(kq[g+l]-M)
-			}
-			for l := range 8 {
-				vals[l] = vExpf(kq[g+l]-M, large)
-				kq[g+l] = vals[l]
-			}
-			sum += float64(hsum8(&vals))
-		}
-		S = float32(float64(S) + sum)
-		for d := range dv {
-			acc := vkq[d]
-			for tk := range faTile {
-				// Masked cells weigh exactly 0 but still enter the chain, with
-				// the cache's values (zeros where never written), as in simd_gemm.
-				acc = fmath.FMA32(quant.FP16ToFP32(a.v(ic + tk)[d]), kq[tk], acc)
-			}
-			vkq[d] = acc
-		}
-	}
-	normalize(out, vkq, S)
-}
 
 // hsum8 is hsum_float_8's order of a horizontal sum of 8 lanes.
 func hsum8(v *[8]float32) float32 {

@@ -1,0 +1,133 @@
+package model
+
+import (
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"testing"
+	"time"
+
+	"github.com/bankml/bankml/fmath"
+	"github.com/bankml/bankml/quant"
+	"github.com/bankml/bankml/sample"
+)
+
+// BenchmarkAttention8B times Context.attention alone on one thread at
+// Qwen3-8B's attention shape (32 query heads, 8 KV heads, head size 128)
+// for a 128-row prompt micro-batch (the tiled kernel), a decode row after
+// 128 cells (one_chunk) and one after 1000 (split-KV, 2 chunks), at every
+// level, next to "rowwise": the kernels as they were before the assembly
+// (refTiled, refOneChunk: row by row, software FMA, f16 converted one value
+// at a time; Q·K at the best level). Ratios within one run count:
+//
+//	go test -run '^$' -bench Attention8B ./model/
+func BenchmarkAttention8B(b *testing.B) {
+	r := rand.New(rand.NewPCG(9, 10))
+	best := quant.Levels()[len(quant.Levels())-1]
+	for _, sh := range []struct {
+		name     string
+		nPast, n int
+	}{{"prompt128", 0, 128}, {"decode@128", 128, 1}, {"decode@1000", 1000, 1}} {
+		c := newAttnCase(r, 128, 32, 8, sh.nPast, sh.n, 0)
+		scale := 1 / fmath.Sqrtf(128)
+		for _, l := range quant.Levels() {
+			b.Run(sh.name+"/"+l.String(), func(b *testing.B) {
+				ctx := c.context(b, l)
+				defer ctx.Close()
+				out := make([]float32, c.n*c.nHead*c.hd)
+				for b.Loop() {
+					ctx.attention(out, c.q, c.kc, c.vc, c.nPast, c.n, scale)
+				}
+			})
+		}
+		if sh.nPast >= 512 {
+			continue // split-KV's chunks: the same one_chunk kernel
+		}
+		b.Run(sh.name+"/rowwise", func(b *testing.B) {
+			out := make([]float32, c.n*c.nHead*c.hd)
+			vkq := make([]float32, c.hd)
+			for b.Loop() {
+				for j := range c.n {
+					for h := range c.nHead {
+						q, k, v, nKV := c.refRow(j, h, scale)
+						o := out[(j*c.nHead+h)*c.hd:][:c.hd]
+						if c.n >= faTile {
+							refTiled(q, k, v, nKV, scale, o)
+						} else {
+							_, s := refOneChunk(best, q, k, v, 0, nKV, scale, vkq)
+							normalize(o, vkq, s)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkPrompt8B evaluates a 128-token prompt and 16 decode tokens on a
+// Bonsai-8B-shaped file ($BANKML_BENCH_MODEL, default /tmp/b8-Q1_0.gguf) on
+// 2 threads, once per iteration, and reports the prompt's and a decode
+// token's times. With $BANKML_ATTN_PROFILE set to a folder, the first
+// iteration writes a CPU profile of each phase there (prompt.pprof,
+// decode.pprof: the attention's share is the cumulative share of
+// Context.attention's closures, `go tool pprof -top -cum`):
+//
+//	BANKML_ATTN_PROFILE=/tmp go test -run '^$' -bench Prompt8B -benchtime 1x ./model/
+func BenchmarkPrompt8B(b *testing.B) {
+	path := os.Getenv("BANKML_BENCH_MODEL")
+	if path == "" {
+		path = "/tmp/b8-Q1_0.gguf"
+	}
+	if _, err := os.Stat(path); err != nil {
+		b.Skipf("%v (make it with bankml synth)", err)
+	}
+	m := loadModel(b, path)
+	defer m.Close()
+	prompt := make([]int32, 128)
+	for i := range prompt {
+		prompt[i] = int32(100 + i*4099%150000)
+	}
+	dir := os.Getenv("BANKML_ATTN_PROFILE")
+	profile := func(name string, run func()) time.Duration {
+		if dir != "" {
+			pf, err := os.Create(filepath.Join(dir, name))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer pf.Close()
+			if err := pprof.StartCPUProfile(pf); err != nil {
+				b.Fatal(err)
+			}
+			defer pprof.StopCPUProfile()
+		}
+		t0 := time.Now()
+		run()
+		return time.Since(t0)
+	}
+	var tp, td time.Duration
+	for b.Loop() {
+		c, err := m.NewContext(512, 2)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var logits []float32
+		tp += profile("prompt.pprof", func() {
+			if logits, err = c.Decode(prompt); err != nil {
+				b.Fatal(err)
+			}
+		})
+		td += profile("decode.pprof", func() {
+			for range 16 {
+				if logits, err = c.Decode([]int32{sample.Greedy(logits)}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		c.Close()
+		dir = ""
+	}
+	n := float64(b.N)
+	b.ReportMetric(tp.Seconds()/n, "prompt-s")
+	b.ReportMetric(td.Seconds()/n/16, "decode-s/token")
+}
