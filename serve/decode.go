@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"reflect"
 	"strconv"
 	"strings"
 	"unicode"
@@ -21,13 +22,134 @@ func decodeJSON(body []byte, v any) error {
 		return badRequest("the request body is empty: expected a JSON object")
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(v); err != nil {
+	dec.UseNumber()
+	var tree any
+	if err := dec.Decode(&tree); err != nil {
 		return jsonError(body, err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return badRequest("invalid JSON: data after the top-level value at byte %d", dec.InputOffset())
 	}
+	if fixed, changed := truncateInts(tree, reflect.TypeOf(v)); changed {
+		if b, err := json.Marshal(fixed); err == nil {
+			body = b
+		}
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return jsonError(body, err)
+	}
 	return nil
+}
+
+// truncateInts rewrites, in tree (a JSON value decoded with UseNumber), every number with a fraction or an
+// exponent that lands in an integer field of t to that number truncated toward zero, when the truncated
+// value fits the field's type: nlohmann::json's get<int>() on a float, which llama-server's field_num<T>::eval
+// (tools/server/server-schema.cpp:598,600) calls, is a C++ float→integer conversion (2.0 → 2, 3.5 → 3,
+// -3.5 → -3). Numbers past the type's range are left alone for encoding/json to refuse as out of range (C++
+// leaves that conversion undefined). Fields whose type decodes itself (json.Unmarshaler, json.RawMessage:
+// prompt token arrays, which llama-server reads only as integers) are left alone. changed reports whether
+// tree was rewritten.
+func truncateInts(tree any, t reflect.Type) (out any, changed bool) {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil || reflect.PointerTo(t).Implements(unmarshaler) || t.Implements(unmarshaler) {
+		return tree, false
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		n, ok := tree.(json.Number)
+		if !ok || !strings.ContainsAny(string(n), ".eE") {
+			return tree, false
+		}
+		f, err := strconv.ParseFloat(string(n), 64)
+		if err != nil {
+			return tree, false
+		}
+		f = math.Trunc(f) + 0 // -0.5 → 0, not -0
+		if !intFits(t, f) {
+			return tree, false
+		}
+		return json.Number(strconv.FormatFloat(f, 'f', -1, 64)), true
+	case reflect.Slice, reflect.Array:
+		a, ok := tree.([]any)
+		if !ok {
+			return tree, false
+		}
+		for i := range a {
+			var c bool
+			if a[i], c = truncateInts(a[i], t.Elem()); c {
+				changed = true
+			}
+		}
+		return a, changed
+	case reflect.Map:
+		m, ok := tree.(map[string]any)
+		if !ok {
+			return tree, false
+		}
+		for k := range m {
+			var c bool
+			if m[k], c = truncateInts(m[k], t.Elem()); c {
+				changed = true
+			}
+		}
+		return m, changed
+	case reflect.Struct:
+		m, ok := tree.(map[string]any)
+		if !ok {
+			return tree, false
+		}
+		for k := range m {
+			if ft := jsonFieldType(t, k); ft != nil {
+				var c bool
+				if m[k], c = truncateInts(m[k], ft); c {
+					changed = true
+				}
+			}
+		}
+		return m, changed
+	}
+	return tree, false
+}
+
+var unmarshaler = reflect.TypeFor[json.Unmarshaler]()
+
+// intFits reports whether f, a whole number, is in the range of integer type t.
+func intFits(t reflect.Type, f float64) bool {
+	bits := t.Bits()
+	switch t.Kind() {
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return f >= 0 && f < math.Ldexp(1, bits)
+	}
+	return f >= -math.Ldexp(1, bits-1) && f < math.Ldexp(1, bits-1)
+}
+
+// jsonFieldType is the type of the field of struct t that encoding/json stores the object key key in (its
+// json tag name or Go name, promoted fields of embedded structs included, exact match before a
+// case-insensitive one), or nil when none does.
+func jsonFieldType(t reflect.Type, key string) reflect.Type {
+	var fold reflect.Type
+	for _, f := range reflect.VisibleFields(t) {
+		if !f.IsExported() || (f.Anonymous && f.Tag.Get("json") == "" && f.Type.Kind() == reflect.Struct) {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		if name == key {
+			return f.Type
+		}
+		if fold == nil && strings.EqualFold(name, key) {
+			fold = f.Type
+		}
+	}
+	return fold
 }
 
 // jsonError turns an encoding/json error into a 400 naming the problem.
@@ -71,21 +193,12 @@ func jsonField(path string) string {
 	return strings.Join(keep, ".")
 }
 
-// outOfRange reports whether num, a JSON number encoding/json could not store in a Go value of kind, is a
-// number of the right sort that does not fit (1e400 for a float32, 3000000000 or 1e10 for an int32)
-// rather than one of the wrong sort (1.5 for an integer).
-func outOfRange(kind, num string) bool {
-	switch {
-	case strings.HasPrefix(kind, "float"):
-		return true // the only number a float field refuses is one past its range
-	case strings.HasPrefix(kind, "int"), strings.HasPrefix(kind, "uint"):
-		f, err := strconv.ParseFloat(num, 64)
-		if err != nil { // past even float64's range
-			return true
-		}
-		return f == math.Trunc(f) && (f >= 0 || strings.HasPrefix(kind, "int"))
-	}
-	return false
+// outOfRange reports whether num, a JSON number encoding/json could not store in a Go value of kind, is
+// refused for its size (1e400 for a float32; 3000000000, 1e10 or -1 for an int32 or a uint): a number that
+// fits an integer field after truncation never reaches encoding/json as a float (truncateInts), so every
+// number a numeric field refuses is past its range.
+func outOfRange(kind, _ string) bool {
+	return strings.HasPrefix(kind, "float") || strings.HasPrefix(kind, "int") || strings.HasPrefix(kind, "uint")
 }
 
 // jsonRange names the range of a Go numeric kind for a client.

@@ -57,7 +57,7 @@ func TestRefusals(t *testing.T) {
 		{"wrong type", "/v1/completions", `{"prompt": "x", "max_tokens": "ten"}`, 400, TypeInvalidRequest, "Field 'max_tokens': expected an integer, got string"},
 		{"wrong type, sampling", "/v1/completions", `{"prompt": "x", "top_k": "40"}`, 400, TypeInvalidRequest, "Field 'top_k': expected an integer, got string"},
 		{"wrong type, nested", "/v1/chat/completions", `{` + msgs + `, "stream_options": {"include_usage": 1}}`, 400, TypeInvalidRequest, "Field 'stream_options.include_usage': expected a boolean, got number"},
-		{"fraction for an integer", "/v1/completions", `{"prompt": "x", "top_k": 1.5}`, 400, TypeInvalidRequest, "Field 'top_k': expected an integer, got number 1.5"},
+		{"fraction past an integer's range", "/completion", `{"prompt": "x", "n_predict": 1e19}`, 400, TypeInvalidRequest, "Field 'n_predict': number 1e19 is out of range for an integer"},
 		{"float out of range", "/v1/completions", `{"prompt": "x", "temperature": 1e400}`, 400, TypeInvalidRequest, "Field 'temperature': number 1e400 is out of range for a 32-bit float"},
 		{"integer out of range", "/v1/completions", `{"prompt": "x", "top_k": 3000000000}`, 400, TypeInvalidRequest, "Field 'top_k': number 3000000000 is out of range for an integer in [-2147483648, 2147483647]"},
 		{"n 2", "/v1/chat/completions", `{` + msgs + `, "n": 2}`, 400, TypeInvalidRequest, "n = 1 only"},
