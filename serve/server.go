@@ -29,8 +29,8 @@ const (
 
 // Options configure a Server. Zero values take the defaults named.
 type Options struct {
-	NCtx      int // context per slot in tokens (--ctx); 0: the model's default as llama-server sizes a slot
-	Threads   int // matmul workers per slot (-t); 0: 1
+	NCtx      int // the KV cache's size in tokens across all slots, as llama-server's -c/n_ctx; 0: the training context. Each slot gets SlotContext's share.
+	Threads   int // matmul workers per slot (-t; llama-server's threads serve all slots' one batch); 0: 1
 	Parallel  int // slots (--parallel); 0: 1
 	QueueSize int // requests allowed to wait for a slot; 0: DefaultQueueSize; negative: none wait
 
@@ -40,6 +40,33 @@ type Options struct {
 	Grace        time.Duration  // 0: DefaultGrace
 	Version      string         // bankml's version, for receipts, /props and /api/version
 	Log          *slog.Logger   // nil: discard
+}
+
+// SlotContext is the context of one slot, in tokens, that llama-server gives with -c nCtx and -np parallel
+// on a model trained on nCtxTrain tokens: n_ctx (nCtxTrain when 0) padded up to a multiple of 256, then,
+// the KV cache not being unified (llama-server's default once -np is given; bankml has no --kv-unified),
+// n_ctx/parallel padded up to a multiple of 256 (llama_context's n_ctx_seq, src/llama-context.cpp:289–302),
+// capped at nCtxTrain (server_context's n_ctx_slot). -c 4096 -np 4 gives 1024 per slot, -c 1000 -np 3
+// gives 512. Errors: a negative size, parallel < 1, or a share of 0 tokens (llama.cpp's "n_ctx_seq == 0").
+func SlotContext(nCtx, parallel, nCtxTrain int) (int, error) {
+	const pad = 256 // GGML_PAD(…, 256)
+	switch {
+	case nCtx < 0:
+		return 0, fmt.Errorf("context size %d: must not be negative", nCtx)
+	case parallel < 1:
+		return 0, fmt.Errorf("%d slots: must be at least 1", parallel)
+	case nCtx == 0:
+		nCtx = nCtxTrain
+	}
+	total := (nCtx + pad - 1) / pad * pad
+	seq := total
+	if parallel > 1 {
+		seq = (total/parallel + pad - 1) / pad * pad
+		if seq == 0 {
+			return 0, fmt.Errorf("context size %d shared by %d slots leaves each none (llama.cpp: n_ctx_seq == 0)", total, parallel)
+		}
+	}
+	return min(seq, nCtxTrain), nil
 }
 
 // Server answers the OpenAI, Ollama and llama-server HTTP APIs with one admitted model. Create it with New,
@@ -90,8 +117,12 @@ func New(m *Model, o Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
+	nSlot, err := SlotContext(o.NCtx, o.Parallel, m.Model.HP.NCtxTrain)
+	if err != nil {
+		return nil, fmt.Errorf("serve: %w", err)
+	}
 	eng, err := engine.New(m.Model, m.Tokenizer, m.Template, engine.Options{
-		NCtx: o.NCtx, Threads: o.Threads, Parallel: o.Parallel, QueueSize: o.QueueSize, SuppressTokens: suppress,
+		NCtx: nSlot, Threads: o.Threads, Parallel: o.Parallel, QueueSize: o.QueueSize, SuppressTokens: suppress,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)

@@ -26,8 +26,8 @@ type serveCmd struct {
 	Host     *string `name:"host" help:"Address to listen on, as llama-server's --host (default 127.0.0.1, loopback; another address exposes the model to the network)."`
 	Port     *int    `name:"port" help:"Port to listen on, as llama-server's --port (default 8080; 0 picks a free one)."`
 	Listen   *string `name:"listen" help:"HOST:PORT to listen on, instead of --host and --port (default 127.0.0.1:8080)."`
-	Ctx      int     `short:"c" name:"ctx-size" aliases:"ctx" default:"0" help:"Context size per slot in tokens, as llama-server's -c/--ctx-size: 0 takes the model's training context, as llama-server sizes a slot; another size is rounded up to a multiple of 256 and capped at the training context."`
-	Threads  int     `short:"t" name:"threads" default:"${nproc}" help:"Matmul threads per slot (default: the number of logical CPUs)."`
+	Ctx      int     `short:"c" name:"ctx-size" aliases:"ctx" default:"0" help:"KV cache size in tokens across all slots, as llama-server's -c/--ctx-size: 0 takes the model's training context; rounded up to a multiple of 256; with -np P each slot gets a P-th of it, rounded up to a multiple of 256 and capped at the training context (llama-server without --kv-unified)."`
+	Threads  int     `short:"t" name:"threads" default:"${nproc}" help:"Matmul threads of each slot (default: the number of logical CPUs); llama-server's -t threads serve all slots' one batch, bankml's slots each run their own -t threads."`
 	History  string  `name:"history" help:"Folder of the history ledger: every exchange is appended to DIR/history.jsonl (fsynced), committed by an RFC 6962 Merkle tree." type:"path"`
 	APIKey   string  `name:"api-key" env:"BANKML_API_KEY" help:"API key every request but /health, /v1/health and / must carry (Authorization: Bearer KEY or X-Api-Key), as llama-server's --api-key."`
 	Parallel int     `name:"parallel" aliases:"np" default:"1" help:"Number of slots (requests generated at once), as llama-server's -np/--parallel."`
