@@ -13,9 +13,16 @@ import (
 	"github.com/bankml/bankml/sample"
 )
 
-// handleHealth is llama-server's GET /health: {"status": "ok"} (the model is loaded before the port opens,
-// so there is no loading state). It needs no API key.
+// handleHealth is llama-server's GET /health: {"status": "ok"} while the server can answer. The model is
+// loaded before the port opens, so there is no loading state; the one state in which bankml cannot answer
+// is a model file that changed on disk (Model.Recheck), and then /health is a 503 unavailable_error naming
+// what changed, as llama-server's middleware_server_state answers 503 unavailable_error while it cannot
+// serve (tools/server/server-http.cpp:307–324). It needs no API key, and is not counted as a refusal.
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
+	if err := s.m.Recheck(); err != nil {
+		writeError(w, err)
+		return
+	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 

@@ -141,15 +141,27 @@ func TestModelChanged(t *testing.T) {
 	if a := parseAnswer(t, b); !a.receipt.Pinned {
 		t.Errorf("a model pinned by its digest has a receipt with pinned false: %s", a.receiptBytes)
 	}
+	for _, p := range []string{"/health", "/v1/health"} {
+		if st, b := ts.get(t, p); st != 200 || string(b) != `{"status":"ok"}` {
+			t.Errorf("%s before touching the model: %d %s", p, st, b)
+		}
+	}
 	later := time.Now().Add(time.Hour)
 	if err := os.Chtimes(path, later, later); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{"/v1/completions", "/v1/chat/completions"} {
-		st, b = ts.post(t, p, []byte(`{"prompt": "Once", "messages": [{"role": "user", "content": "x"}]}`))
+	for _, c := range []struct{ method, path string }{
+		{"POST", "/v1/completions"}, {"POST", "/v1/chat/completions"}, {"POST", "/completion"},
+		{"GET", "/health"}, {"GET", "/v1/health"},
+	} {
+		if c.method == "GET" {
+			st, b = ts.get(t, c.path)
+		} else {
+			st, b = ts.post(t, c.path, []byte(`{"prompt": "Once", "messages": [{"role": "user", "content": "x"}]}`))
+		}
 		e := parseError(t, b)
-		if st != 503 || e.Error.Type != TypeUnavailable || !strings.Contains(e.Error.Message, "the model file was modified") {
-			t.Errorf("%s after touching the model: %d %s", p, st, b)
+		if st != 503 || e.Error.Code != 503 || e.Error.Type != TypeUnavailable || !strings.Contains(e.Error.Message, "the model file was modified") {
+			t.Errorf("%s %s after touching the model: %d %s", c.method, c.path, st, b)
 		}
 	}
 	if h := l.Head(); h.Size != 1 {
