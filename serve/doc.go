@@ -60,7 +60,8 @@
 //     paramError(err), s.render(body) (chat.ParseRequest + Template.Apply, 400 on the request's faults).
 //   - writeError(w, err), writeJSON(w, status, v), *APIError (Status, Type, Message; HTTPStatus()),
 //     badRequest, notSupportedYet, decodeJSON(body, v): the error bodies and request decoding.
-//   - s.metrics.refusedFor(reason), s.metrics.processing (a gauge to Inc/Dec around a generation).
+//   - s.metrics.refusedFor(reason) (requests_processing and requests_deferred are read from the engine's
+//     busy slots and queue at each scrape).
 //   - s.m (*Model: Name, Path, SHA256, Identity, Pin, Guard, File, Tokenizer, Template, Model), s.opt
 //     (Options), s.nCtx(), s.started, s.fingerprint().
 package serve

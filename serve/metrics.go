@@ -21,15 +21,17 @@ type metrics struct {
 	predicted     prometheus.Counter // llamacpp:tokens_predicted_total
 	predictedSecs prometheus.Counter // llamacpp:tokens_predicted_seconds_total
 	nTokensMax    prometheus.Gauge   // llamacpp:n_tokens_max
-	processing    prometheus.Gauge   // llamacpp:requests_processing
-	deferred      prometheus.Gauge   // llamacpp:requests_deferred
 	requests      *prometheus.CounterVec
 	refused       *prometheus.CounterVec
 	mu            sync.Mutex // guards maxSeenTokens
 	maxSeenTokens float64
 }
 
-func newMetrics(queueLen, ledgerSize func() float64) *metrics {
+// newMetrics registers the collectors. busySlots and queueLen give llamacpp:requests_processing and
+// llamacpp:requests_deferred as llama-server computes them for SERVER_TASK_TYPE_METRICS
+// (server-context.cpp:2503–2514: the slots whose is_processing() holds; the deferred tasks): a request
+// waiting for a slot is deferred, not processing. ledgerSize may be nil (no ledger).
+func newMetrics(busySlots, queueLen, ledgerSize func() float64) *metrics {
 	m := &metrics{reg: prometheus.NewRegistry()}
 	c := func(name, help string) prometheus.Counter {
 		x := prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
@@ -47,7 +49,9 @@ func newMetrics(queueLen, ledgerSize func() float64) *metrics {
 	m.predicted = c("llamacpp:tokens_predicted_total", "Number of generation tokens processed")
 	m.predictedSecs = c("llamacpp:tokens_predicted_seconds_total", "Total time spent generating tokens")
 	m.nTokensMax = g("llamacpp:n_tokens_max", "Largest observed sequence length (prompt + generation)")
-	m.processing = g("llamacpp:requests_processing", "Number of requests processing")
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "llamacpp:requests_processing", Help: "Number of requests processing",
+	}, busySlots))
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "llamacpp:requests_deferred", Help: "Number of requests deferred",
 	}, queueLen))

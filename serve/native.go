@@ -74,8 +74,6 @@ func (s *Server) handleNativeCompletion(w http.ResponseWriter, r *http.Request) 
 		writeError(w, err)
 		return
 	}
-	s.metrics.processing.Inc()
-	defer s.metrics.processing.Dec()
 	if call.stream {
 		s.nativeStream(w, r, x, call)
 		return

@@ -366,9 +366,7 @@ func (a *ollamaAPI) run(w http.ResponseWriter, r *http.Request, job *ollamaJob, 
 		}
 		return stream.line(answer(t.Text, false))
 	}
-	a.s.metrics.processing.Inc()
 	res, err := eng.Generate(ctx, req, onToken)
-	a.s.metrics.processing.Dec()
 	if err != nil {
 		if ctx.Err() != nil { // the client went away or the server is stopping: no answer, nothing recorded
 			return

@@ -198,8 +198,6 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, k kind) {
 		writeError(w, err)
 		return
 	}
-	s.metrics.processing.Inc()
-	defer s.metrics.processing.Dec()
 	if call.stream {
 		s.completeStream(w, r, x, call)
 		return

@@ -135,7 +135,16 @@ func New(m *Model, o Options) (*Server, error) {
 	if o.Ledger != nil {
 		ledgerSize = func() float64 { return float64(o.Ledger.Head().Size) }
 	}
-	s.metrics = newMetrics(func() float64 { return float64(eng.QueueLen()) }, ledgerSize)
+	busy := func() float64 {
+		n := 0
+		for _, si := range eng.Slots() {
+			if si.Busy {
+				n++
+			}
+		}
+		return float64(n)
+	}
+	s.metrics = newMetrics(busy, func() float64 { return float64(eng.QueueLen()) }, ledgerSize)
 	s.stop, s.cancelStop = context.WithCancel(context.Background())
 	s.router = s.routes()
 	return s, nil

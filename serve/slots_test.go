@@ -1,8 +1,13 @@
 package serve
 
 import (
+	"context"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/bankml/bankml/engine"
 )
 
 // TestSlotContext checks the per-slot context against llama_context's n_ctx_seq rule (src/llama-context.cpp:
@@ -49,4 +54,74 @@ func TestSlotContextServed(t *testing.T) {
 	if st != 200 || !strings.Contains(string(b), `"n_ctx":256`) {
 		t.Errorf("/props: %d %s", st, b)
 	}
+}
+
+// metricValue is the value of the unlabelled sample name in a /metrics scrape, or -1.
+func metricValue(t *testing.T, ts *testServer, name string) float64 {
+	t.Helper()
+	st, b := ts.get(t, "/metrics")
+	if st != 200 {
+		t.Fatalf("/metrics: %d %s", st, b)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("%s: %v", line, err)
+			}
+			return f
+		}
+	}
+	return -1
+}
+
+// TestRequestsProcessing checks llamacpp:requests_processing and llamacpp:requests_deferred as llama-server
+// counts them (server-context.cpp:2503–2514): the busy slots, and the requests waiting for one. One slot is
+// held by a generation whose token callback blocks; two HTTP requests then wait for it.
+func TestRequestsProcessing(t *testing.T) {
+	ts := newTestServer(t, storiesPath(t), AdmitOptions{}, Options{Parallel: 1, QueueSize: 4})
+	check := func(when string, processing, deferred float64) {
+		t.Helper()
+		if p, d := metricValue(t, ts, "llamacpp:requests_processing"), metricValue(t, ts, "llamacpp:requests_deferred"); p != processing || d != deferred {
+			t.Errorf("%s: requests_processing %v, requests_deferred %v; want %v, %v", when, p, d, processing, deferred)
+		}
+	}
+	check("idle", 0, 0)
+	hold, started := make(chan struct{}), make(chan struct{}, 1)
+	held := make(chan error, 1)
+	go func() {
+		req := engine.Request{Prompt: engine.Prompt{Text: "Once"}, Sampling: ts.base, NPredict: 2, Slot: -1}
+		_, err := ts.eng.Generate(context.Background(), req, func(engine.Token) error {
+			select {
+			case started <- struct{}{}:
+			default:
+			}
+			<-hold
+			return nil
+		})
+		held <- err
+	}()
+	<-started
+	check("one slot held", 1, 0)
+	answers := make(chan int, 2)
+	for range 2 {
+		go func() {
+			st, _ := ts.post(t, "/completion", []byte(`{"prompt": "Once", "n_predict": 2}`))
+			answers <- st
+		}()
+	}
+	for deadline := time.Now().Add(10 * time.Second); ts.eng.QueueLen() < 2 && time.Now().Before(deadline); {
+		time.Sleep(2 * time.Millisecond)
+	}
+	check("one slot held, two waiting", 1, 2)
+	close(hold)
+	if err := <-held; err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if st := <-answers; st != 200 {
+			t.Errorf("a waiting request: %d", st)
+		}
+	}
+	check("idle again", 0, 0)
 }
