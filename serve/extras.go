@@ -143,7 +143,7 @@ func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {
 	}
 	tokens := []int32{}
 	if len(req.Content) > 0 && string(req.Content) != "null" {
-		if tokens, err = s.tokenizeMixed(req.Content, deref(req.AddSpecial, false), deref(req.ParseSpecial, true)); err != nil {
+		if tokens, err = s.tokenizeMixed("content", req.Content, deref(req.AddSpecial, false), deref(req.ParseSpecial, true)); err != nil {
 			writeError(w, err)
 			return
 		}
@@ -173,15 +173,17 @@ func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {
 }
 
 // tokenizeMixed is llama-server's tokenize_mixed (server-common.cpp): a string is tokenized (addSpecial
-// only for a string in first position), a number is a token id. Ids out of the vocabulary are a 400.
-func (s *Server) tokenizeMixed(raw json.RawMessage, addSpecial, parseSpecial bool) ([]int32, error) {
+// only for a string in first position), a number is a token id. Ids out of the vocabulary are a 400 naming
+// field (the request field raw came from: "content" for /tokenize, "prompt" for the completions) and the
+// element ("prompt[1]: token id 99999 outside the vocabulary [0, 512)").
+func (s *Server) tokenizeMixed(field string, raw json.RawMessage, addSpecial, parseSpecial bool) ([]int32, error) {
 	var str string
 	if err := json.Unmarshal(raw, &str); err == nil {
 		return s.m.Tokenizer.Tokenize(str, addSpecial, parseSpecial), nil
 	}
 	var parts []json.RawMessage
 	if err := json.Unmarshal(raw, &parts); err != nil {
-		return nil, badRequest("content: expected a string or an array of strings and token ids")
+		return nil, badRequest("%s: expected a string or an array of strings and token ids", field)
 	}
 	var out []int32
 	for i, p := range parts {
@@ -191,7 +193,7 @@ func (s *Server) tokenizeMixed(raw json.RawMessage, addSpecial, parseSpecial boo
 		}
 		id, err := s.tokenID(p)
 		if err != nil {
-			return nil, badRequest("content[%d]: %v", i, err)
+			return nil, badRequest("%s[%d]: %v", field, i, err)
 		}
 		out = append(out, id)
 	}

@@ -166,7 +166,7 @@ func (s *Server) completionPrompt(raw json.RawMessage) ([]int32, error) {
 	if strs > 1 && strs == len(parts) {
 		return nil, badRequest("Field 'prompt': several prompts: bankml serve answers one prompt per request (n = 1 only)")
 	}
-	toks, err := s.tokenizeMixed(raw, true, true)
+	toks, err := s.tokenizeMixed("prompt", raw, true, true)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -139,12 +140,22 @@ func paramError(err error) *APIError {
 
 // logitBias reads llama-server's logit_bias (server-schema.cpp): [[token, bias], ...] or {"token": bias},
 // where a token is an id or a string (every token of its tokenization gets the bias) and a bias is a number
-// or false (-Inf, a ban). Entries of another shape and ids outside the vocabulary are skipped, as there.
+// or false (-Inf, a ban). Entries of another shape and ids outside the vocabulary are skipped, as there. A
+// bias past a 32-bit float's range (1e39) is a 400 "out of range", as for every float field (llama-server's
+// get<float>() would make it ±Inf).
 func (s *Server) logitBias(raw json.RawMessage) ([]sample.LogitBias, error) {
 	nVocab := s.m.Tokenizer.NVocab()
+	var tooBig error // a bias past a 32-bit float's range, refused as the float fields refuse one
 	parseBias := func(v json.RawMessage) (float32, bool) {
-		var f float64
-		if json.Unmarshal(v, &f) == nil {
+		var n json.Number
+		if v = bytes.TrimSpace(v); len(v) > 0 && v[0] != '"' && json.Unmarshal(v, &n) == nil { // a JSON number, not a string
+			f, err := strconv.ParseFloat(string(n), 64)
+			if err != nil || math.IsInf(float64(float32(f)), 0) {
+				if tooBig == nil {
+					tooBig = badRequest("Field 'logit_bias': number %s is out of range for %s", n, jsonRange("float32"))
+				}
+				return 0, false
+			}
 			return float32(f), true
 		}
 		var b bool
@@ -180,6 +191,9 @@ func (s *Server) logitBias(raw json.RawMessage) ([]sample.LogitBias, error) {
 				addText(text, bias)
 			}
 		}
+		if tooBig != nil {
+			return nil, tooBig
+		}
 		return out, nil
 	}
 	var obj map[string]json.RawMessage
@@ -200,6 +214,9 @@ func (s *Server) logitBias(raw json.RawMessage) ([]sample.LogitBias, error) {
 			continue
 		}
 		addText(k, bias)
+	}
+	if tooBig != nil {
+		return nil, tooBig
 	}
 	return out, nil
 }

@@ -60,6 +60,11 @@ func TestRefusals(t *testing.T) {
 		{"fraction past an integer's range", "/completion", `{"prompt": "x", "n_predict": 1e19}`, 400, TypeInvalidRequest, "Field 'n_predict': number 1e19 is out of range for an integer"},
 		{"float out of range", "/v1/completions", `{"prompt": "x", "temperature": 1e400}`, 400, TypeInvalidRequest, "Field 'temperature': number 1e400 is out of range for a 32-bit float"},
 		{"integer out of range", "/v1/completions", `{"prompt": "x", "top_k": 3000000000}`, 400, TypeInvalidRequest, "Field 'top_k': number 3000000000 is out of range for an integer in [-2147483648, 2147483647]"},
+		{"token id past the vocabulary", "/completion", `{"prompt": [1, 99999]}`, 400, TypeInvalidRequest, "prompt[1]: token id 99999 outside the vocabulary [0, 512)"},
+		{"token id past the vocabulary, OpenAI", "/v1/completions", `{"prompt": ["Once", 99999]}`, 400, TypeInvalidRequest, "prompt[1]: token id 99999 outside the vocabulary"},
+		{"token id past the vocabulary, tokenize", "/tokenize", `{"content": [99999]}`, 400, TypeInvalidRequest, "content[0]: token id 99999 outside the vocabulary"},
+		{"logit_bias past float32", "/completion", `{"prompt": "x", "logit_bias": [[5, 1e39]]}`, 400, TypeInvalidRequest, "Field 'logit_bias': number 1e39 is out of range for a 32-bit float"},
+		{"logit_bias past float64", "/v1/completions", `{"prompt": "x", "logit_bias": {"5": -1e400}}`, 400, TypeInvalidRequest, "Field 'logit_bias': number -1e400 is out of range for a 32-bit float"},
 		{"n 2", "/v1/chat/completions", `{` + msgs + `, "n": 2}`, 400, TypeInvalidRequest, "n = 1 only"},
 		{"response_format", "/v1/chat/completions", `{` + msgs + `, "response_format": {"type": "json_object"}}`, 400, TypeInvalidRequest, "response_format: not supported yet"},
 		{"tools", "/v1/chat/completions", `{` + msgs + `, "tools": [{"type": "function", "function": {"name": "f"}}]}`, 400, TypeInvalidRequest, "tools: not supported yet"},
@@ -89,6 +94,18 @@ func TestRefusals(t *testing.T) {
 	}
 	if h := l.Head(); h.Size != 0 {
 		t.Errorf("refused requests were recorded: %+v", h)
+	}
+}
+
+// TestLogitBiasAccepted checks the logit_bias entries llama-server's parse_bias takes or skips without an
+// error (server-schema.cpp:442–470): a number in float range, false, a string bias (skipped), an id outside
+// the vocabulary (skipped), a pair of another length (skipped).
+func TestLogitBiasAccepted(t *testing.T) {
+	ts := newTestServer(t, storiesPath(t), AdmitOptions{}, Options{})
+	for _, lb := range []string{`[[5, 3.4e38]]`, `[[5, false]]`, `[[5, "1e39"]]`, `[[99999, 1]]`, `[[5, 1, 2]]`, `{"5": -2.5, "Once": false}`, `{"5": "1e39"}`} {
+		if st, b := ts.post(t, "/completion", []byte(`{"prompt": "x", "n_predict": 1, "logit_bias": `+lb+`}`)); st != 200 {
+			t.Errorf("logit_bias %s: %d %s", lb, st, b)
+		}
 	}
 }
 

@@ -65,8 +65,13 @@ var benchTypes = []benchType{
 }
 
 func (b *benchKernelsCmd) Run(stdout io.Writer) error {
-	if b.Rounds < 1 || b.RefRows < 1 || b.BWBytes < 0 {
-		return fmt.Errorf("bench kernels: --rounds %d, --ref-rows %d: both must be at least 1 (and --bw-mib at least 0)", b.Rounds, b.RefRows)
+	switch {
+	case b.Rounds < 1:
+		return fmt.Errorf("bench kernels: --rounds %d: must be at least 1", b.Rounds)
+	case b.RefRows < 1:
+		return fmt.Errorf("bench kernels: --ref-rows %d: must be at least 1", b.RefRows)
+	case b.BWBytes < 0:
+		return fmt.Errorf("bench kernels: --bw-mib %d: must be 0 (skip the bandwidth measurement) or positive", b.BWBytes)
 	}
 	if _, err := quant.LevelFromEnv(); err != nil {
 		return fmt.Errorf("bench kernels: %w", err)

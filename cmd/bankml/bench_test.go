@@ -43,15 +43,16 @@ func TestBenchKernelsPrintsTheTable(t *testing.T) {
 	}
 }
 
-// TestBenchKernelsRefusesBadFlags: --rounds and --ref-rows below 1, unknown
-// shapes and types are usage errors.
+// TestBenchKernelsRefusesBadFlags: --rounds and --ref-rows below 1, a negative
+// --bw-mib, unknown shapes and types are usage errors naming the flag.
 func TestBenchKernelsRefusesBadFlags(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
-		{[]string{"--rounds", "0"}, "at least 1"},
-		{[]string{"--ref-rows", "0"}, "at least 1"},
+		{[]string{"--rounds", "0"}, "--rounds 0: must be at least 1"},
+		{[]string{"--ref-rows", "0"}, "--ref-rows 0: must be at least 1"},
+		{[]string{"--bw-mib", "-5"}, "--bw-mib -5: must be 0"},
 		{[]string{"--shapes", "qkv"}, "unknown \"qkv\""},
 		{[]string{"--types", "q4_0"}, "unknown \"q4_0\""},
 	} {

@@ -239,3 +239,19 @@ func TestRunAdmitsThroughGuardAndPin(t *testing.T) {
 		}
 	}
 }
+
+// TestInvalidCPULevelIsAUsageError: a BANKML_CPU naming no level is a usage error (exit 1, README's exit
+// table), found before the model is read, for run and serve; the file itself can be run (not exit 2).
+func TestInvalidCPULevelIsAUsageError(t *testing.T) {
+	model := storiesPath(t)
+	t.Setenv("BANKML_CPU", "bogus")
+	for _, args := range [][]string{
+		{"run", model, "-p", "Once", "-n", "2"},
+		{"serve", model, "--unpinned", "--port", "0"},
+	} {
+		code, _, stderr := runCLI(args...)
+		if code != 1 || !strings.Contains(stderr, `BANKML_CPU=bogus`) || !strings.Contains(stderr, `unknown CPU level "bogus"`) {
+			t.Errorf("%s: exit %d, stderr %q; want exit 1 naming BANKML_CPU", args[0], code, stderr)
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/alecthomas/kong"
 
+	"github.com/bankml/bankml/quant"
 	"github.com/bankml/bankml/sample"
 	"github.com/bankml/bankml/tokenizer"
 )
@@ -76,6 +77,11 @@ func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error 
 		sp.Seed = uint32(r.Seed)
 	}
 	if err := sp.Check(); err != nil {
+		return fmt.Errorf("run: %w", err)
+	}
+	// An invalid BANKML_CPU is a usage error (exit 1), found before the file is read: the model's file is
+	// not what cannot be run (exit 2).
+	if _, err := quant.LevelFromEnv(); err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
 	if !r.Chat && (r.System != "" || r.SingleTurn) {

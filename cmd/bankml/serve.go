@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/bankml/bankml/ledger"
+	"github.com/bankml/bankml/quant"
 	"github.com/bankml/bankml/serve"
 )
 
@@ -94,6 +95,9 @@ func (c *serveCmd) Run(stderr errWriter) error {
 	}
 	if c.Queue < 1 {
 		return fmt.Errorf("serve: --queue %d: must be at least 1", c.Queue)
+	}
+	if _, err := quant.LevelFromEnv(); err != nil { // a usage error (exit 1), not a model refused (exit 2)
+		return fmt.Errorf("serve: %w", err)
 	}
 	addr, err := c.address()
 	if err != nil {
