@@ -33,7 +33,10 @@
 //     tiles, simd_gemm chains, ggml_v_expf softmax summed in double; split-KV:
 //     one chunk per reference thread and ggml_flash_attn_ext_reduce_partials)
 //     and ggml_vec_swiglu_f32 (ggml_v_expf on groups of 8, glibc expf on the
-//     rest); tools/server for the slot's context size (ContextSize), the
+//     rest; at the SIMD levels runs of 64 through the attention kernels'
+//     vExpfTile, each row cut into 1024-value chunks over the pool, which
+//     leaves every group and the tail where the reference has them);
+//     tools/server for the slot's context size (ContextSize), the
 //     prompt limit (CheckPrompt) and the cached-prefix rule (ReusablePrefix).
 //     Prompts run in micro-batches of 512 (n_ubatch), and on the last layer
 //     only the output rows go through the feed-forward (inp_out_ids): the

@@ -105,10 +105,18 @@ func (c *Context) ubatch(tokens []int32, outputs int) []float32 {
 		c.work.MatMulShared(cur[:rows*d], rows, l.FFNGate.product(gate), l.FFNUp.product(up))
 		c.emit("ffn_gate", il, gate)
 		c.emit("ffn_up", il, up)
-		for j := range rows { // ggml_vec_swiglu_f32 runs row by row
-			r := gate[j*hp.NFF : (j+1)*hp.NFF]
-			swiglu(r, r, up[j*hp.NFF:(j+1)*hp.NFF])
-		}
+		// ggml_vec_swiglu_f32 runs row by row; each row is cut into chunks of
+		// swigluChunk values (a multiple of 8, so every 8-wide group and the
+		// row's scalar tail are the reference's) spread over the pool.
+		perRow := (hp.NFF + swigluChunk - 1) / swigluChunk
+		c.pool.For(rows*perRow, func(lo, hi int) {
+			for u := lo; u < hi; u++ {
+				j, i0 := u/perRow, u%perRow*swigluChunk
+				i1 := min(i0+swigluChunk, hp.NFF)
+				r := gate[j*hp.NFF+i0 : j*hp.NFF+i1]
+				swiglu(c.m.Level, r, r, up[j*hp.NFF+i0:j*hp.NFF+i1])
+			}
+		})
 		c.emit("ffn_swiglu", il, gate)
 		c.work.MatMulPlanes(l.FFNDown.Planes, gate, rows, or[:rows*d])
 		c.emit("ffn_out", il, or[:rows*d])

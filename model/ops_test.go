@@ -7,6 +7,7 @@ import (
 
 	"github.com/bankml/bankml/internal/reference"
 	"github.com/bankml/bankml/internal/testdata"
+	"github.com/bankml/bankml/quant"
 )
 
 // TestSwiGLUMatchesReference compares swiglu with the reference's
@@ -19,25 +20,34 @@ func TestSwiGLUMatchesReference(t *testing.T) {
 		testdata.Absent(t, "reference not installed (run scripts/install-reference.sh): %v", err)
 	}
 	r := rand.New(rand.NewPCG(11, 12))
+	lengths := []int{200, 1000, 1024, 1029, 12288}
 	for n := 1; n <= 100; n++ {
-		for trial := range 50 {
-			x, g := make([]float32, n), make([]float32, n)
-			for i := range x {
-				scale := 4.0
-				if trial%5 == 0 {
-					scale = 120 // |x| past 87 and 126·ln2: overflow and blend paths
+		lengths = append(lengths, n)
+	}
+	for _, l := range quant.Levels() {
+		checked := 0
+		for _, n := range lengths {
+			for trial := range 50 {
+				x, g := make([]float32, n), make([]float32, n)
+				for i := range x {
+					scale := 4.0
+					if trial%5 == 0 {
+						scale = 120 // |x| past 87 and 126·ln2: overflow and blend paths
+					}
+					x[i] = float32(r.NormFloat64() * scale)
+					g[i] = float32(r.NormFloat64())
 				}
-				x[i] = float32(r.NormFloat64() * scale)
-				g[i] = float32(r.NormFloat64())
-			}
-			got, want := make([]float32, n), make([]float32, n)
-			swiglu(got, x, g)
-			k.SwiGLU(want, x, g)
-			for i := range got {
-				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-					t.Fatalf("n=%d x=%g g=%g: %g (%#x), reference %g (%#x)", n, x[i], g[i], got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
+				got, want := make([]float32, n), make([]float32, n)
+				swiglu(l, got, x, g)
+				k.SwiGLU(want, x, g)
+				for i := range got {
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("%v n=%d x=%g g=%g: %g (%#x), reference %g (%#x)", l, n, x[i], g[i], got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
+					}
 				}
+				checked += n
 			}
 		}
+		t.Logf("%v: swiglu %d of %d values bit-equal to ggml_vec_swiglu_f32", l, checked, checked)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/bankml/bankml/fmath"
+	"github.com/bankml/bankml/quant"
 )
 
 // vExpf is one lane of ggml_v_expf (vec.h, AVX2+FMA), ggml's own vectorised
@@ -46,11 +47,31 @@ func vExpfLarge(x float32) bool {
 	return n > 126 || n < -126
 }
 
+// swigluChunk is how many values of a row one pool unit of the graph's
+// swiglu takes (a multiple of faTile, hence of 8).
+const swigluChunk = 1024
+
 // swiglu is ggml_vec_swiglu_f32 of the haswell variant: y = silu(x)*g with
 // silu(x) = x/(1+exp(-x)); groups of 8 use ggml_v_expf, the rest glibc expf.
-func swiglu(y, x, g []float32) {
+// At the SIMD levels the exponentials of whole runs of 64 values come from
+// vExpfTile (ggml_v_expf of -x - 0, which is -x exactly, on the same groups of
+// 8: the same bits as vExpf); y may be x.
+func swiglu(l quant.Level, y, x, g []float32) {
 	n := len(y)
 	i := 0
+	if l != quant.LevelGeneric {
+		var e [faTile]float32
+		for ; i+faTile <= n; i += faTile {
+			for k := range faTile {
+				e[k] = -x[i+k]
+			}
+			vExpfTile(l, e[:], 0)
+			for k := range faTile {
+				xv := x[i+k]
+				y[i+k] = (xv / (1 + e[k])) * g[i+k]
+			}
+		}
+	}
 	for ; i+7 < n; i += 8 {
 		large := false
 		for l := range 8 {
