@@ -75,13 +75,7 @@ func BenchmarkAttention8B(b *testing.B) {
 //
 //	BANKML_ATTN_PROFILE=/tmp go test -run '^$' -bench Prompt8B -benchtime 1x ./model/
 func BenchmarkPrompt8B(b *testing.B) {
-	path := os.Getenv("BANKML_BENCH_MODEL")
-	if path == "" {
-		path = "/tmp/b8-Q1_0.gguf"
-	}
-	if _, err := os.Stat(path); err != nil {
-		b.Skipf("%v (make it with bankml synth)", err)
-	}
+	path := bonsai8BPath(b)
 	m := loadModel(b, path)
 	defer m.Close()
 	prompt := make([]int32, 128)

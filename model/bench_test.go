@@ -136,13 +136,7 @@ func BenchmarkQwen3Speed(b *testing.B) {
 //
 //	go test -run '^$' -bench Bonsai8B -benchtime 1x ./model/
 func BenchmarkBonsai8B(b *testing.B) {
-	path := os.Getenv("BANKML_BENCH_MODEL")
-	if path == "" {
-		path = "/tmp/b8-Q1_0.gguf"
-	}
-	if _, err := os.Stat(path); err != nil {
-		b.Skipf("%v (make it with bankml synth, see TestQwen3Bonsai8BMatchesReference)", err)
-	}
+	path := bonsai8BPath(b)
 	threads := 2
 	if s := os.Getenv("BANKML_BENCH_THREADS"); s != "" {
 		if n, err := strconv.Atoi(s); err == nil && n > 0 {
@@ -196,6 +190,21 @@ func BenchmarkBonsai8B(b *testing.B) {
 	b.ReportMetric(float64(peakRSS())/(1<<20), "peak-RSS-MiB")
 }
 
+// bonsai8BPath is the Bonsai-8B-shaped file the 8B benchmarks run on:
+// $BANKML_BENCH_MODEL, default /tmp/b8-Q1_0.gguf; the benchmark is skipped
+// when it is missing (see TestQwen3Bonsai8BMatchesReference for the command
+// that makes it).
+func bonsai8BPath(b *testing.B) string {
+	path := os.Getenv("BANKML_BENCH_MODEL")
+	if path == "" {
+		path = "/tmp/b8-Q1_0.gguf"
+	}
+	if _, err := os.Stat(path); err != nil {
+		b.Skipf("%v (make it with bankml synth, see TestQwen3Bonsai8BMatchesReference)", err)
+	}
+	return path
+}
+
 // peakRSS is the process's peak resident set size in bytes (VmHWM of
 // /proc/self/status), or 0 when unknown.
 func peakRSS() uint64 {
@@ -222,13 +231,7 @@ func peakRSS() uint64 {
 //
 //	go test -run '^$' -bench LoadBonsai8B ./model/
 func BenchmarkLoadBonsai8B(b *testing.B) {
-	path := os.Getenv("BANKML_BENCH_MODEL")
-	if path == "" {
-		path = "/tmp/b8-Q1_0.gguf"
-	}
-	if _, err := os.Stat(path); err != nil {
-		b.Skipf("%v (make it with bankml synth, see TestQwen3Bonsai8BMatchesReference)", err)
-	}
+	path := bonsai8BPath(b)
 	for _, l := range []struct {
 		name string
 		load func(*gguf.File) (*Model, error)
