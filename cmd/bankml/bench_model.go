@@ -206,7 +206,7 @@ func (b *benchModelCmd) file(stdout io.Writer, lib *reference.Lib, path string, 
 	var rows []benchModelRow
 	for _, th := range threads {
 		row := benchModelRow{typ: typ, threads: th, refPrompt: len(refPrompt), refGen: refGen, refRounds: refRounds,
-			weightBytes: weightBytes, packedBytes: packedBytes, load: load, dispatchesPerToken: m.HP.NLayer*8 + 1}
+			weightBytes: weightBytes, packedBytes: packedBytes, load: load, dispatchesPerToken: m.HP.NLayer*9 + 1}
 		row.dispatchNs = dispatchCost(th)
 		// Warm-up, untimed: page in the weights for both.
 		if _, err := benchBankml(m, prompt[:1], 2, th); err != nil {
@@ -407,7 +407,7 @@ func (b *benchModelCmd) table(stdout io.Writer, rows []benchModelRow, bw map[int
 		"on a machine shared with other work they hold where wall-clock ratios follow each runtime's share of the cores).\n"+
 		"decode floor: the median bandwidth over the bytes of the projection weights (every matrix but token_embd, read\n"+
 		"once per token). ns/weight byte: bankml's median decode token time over those bytes. dispatch: pool Runs per\n"+
-		"decoded token (7 matmul Runs and 1 attention Run per layer, 1 output) times one empty Run's median on that many\n"+
+		"decoded token (7 matmul Runs, 1 attention Run and 1 swiglu Run per layer, 1 output) times one empty Run's median on that many\n"+
 		"threads, and its share of bankml's median decode token. tokens equal: leading greedy tokens of bankml equal to\n"+
 		"the reference's (its first round; for Q2_0 on its shorter prompt).\n", b.Prompt, b.Gen-1)
 }
