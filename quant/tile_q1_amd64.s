@@ -19,9 +19,10 @@ GLOBL q1ones<>(SB), RODATA|NOPTR, $4
 // blk = fma(float(L_k), dy_k, blk) is blk + P exactly rounded once, and its
 // first blk = float(L_0)*dy_0 is P itself: tileQ1_0LAVX512 forms, per
 // block, lane j and sixteen rows, blk = P_0 + P_1 + P_2 + P_3 in that order
-// (each P one vpermps of the table by the rows' words shifted right by 4j,
-// vpermps reading the low four bits of each index), then
-// acc_j = fma(d, blk, acc_j) and the hsum_float_8 over j.
+// (each P one vpermps of the table by the rows' nibbles j, vpermps reading
+// the low four bits of each index: the words loaded j/2 bytes further, and
+// for odd j shifted right by 4), then acc_j = fma(d, blk, acc_j) and the
+// hsum_float_8 over j.
 
 DATA q1nib<>+0(SB)/8, $0xfedcba9876543210
 GLOBL q1nib<>(SB), RODATA|NOPTR, $8
@@ -71,37 +72,51 @@ lsub:
 	VZEROUPPER
 	RET
 
-// Lane 0 of a block: blk = P_0 + P_1 + P_2 + P_3 looked up by the words
-// Z8..Z11 themselves (tables at AX + 512k), then acc = fma(d, blk, acc).
-#define LUTJ0(blk, p, acc) \
-	VPERMPS     0(AX), Z8, blk \
-	VPERMPS     512(AX), Z9, p \
-	VADDPS      p, blk, blk \
-	VPERMPS     1024(AX), Z10, p \
-	VADDPS      p, blk, blk \
-	VPERMPS     1536(AX), Z11, p \
-	VADDPS      p, blk, blk \
-	VFMADD231PS blk, Z12, acc
+// Lanes 2m and 2m+1 of a block: the four sub-blocks' words loaded m bytes
+// further (the dword of row r then starts at its byte m: its low nibble is
+// lane 2m's index, its second nibble, after VPSRLD $4, lane 2m+1's), tables
+// at AX + 64(2m) (lo) and AX + 64(2m+1) (hi), + 512k for sub-block k.
+#define LUTPAIR(m, lo, hi, acc0, acc1) \
+	VMOVDQU32   (m)(SI), Z8 \
+	VMOVDQU32   (64+m)(SI), Z9 \
+	VMOVDQU32   (128+m)(SI), Z10 \
+	VMOVDQU32   (192+m)(SI), Z11 \
+	VPERMPS     (lo)(AX), Z8, Z16 \
+	VPSRLD      $4, Z8, Z24 \
+	VPERMPS     (hi)(AX), Z24, Z18 \
+	VPERMPS     (lo+512)(AX), Z9, Z17 \
+	VADDPS      Z17, Z16, Z16 \
+	VPSRLD      $4, Z9, Z25 \
+	VPERMPS     (hi+512)(AX), Z25, Z19 \
+	VADDPS      Z19, Z18, Z18 \
+	VPERMPS     (lo+1024)(AX), Z10, Z17 \
+	VADDPS      Z17, Z16, Z16 \
+	VPSRLD      $4, Z10, Z26 \
+	VPERMPS     (hi+1024)(AX), Z26, Z19 \
+	VADDPS      Z19, Z18, Z18 \
+	VPERMPS     (lo+1536)(AX), Z11, Z17 \
+	VADDPS      Z17, Z16, Z16 \
+	VPSRLD      $4, Z11, Z27 \
+	VPERMPS     (hi+1536)(AX), Z27, Z19 \
+	VADDPS      Z19, Z18, Z18 \
+	VFMADD231PS Z16, Z12, acc0 \
+	VFMADD231PS Z18, Z12, acc1
 
-// Lane j >= 1: the words shifted right by sh = 4j index the tables at
-// AX + 64j (o0) + 512k.
-#define LUTJ(sh, o0, o1, o2, o3, i0, i1, i2, i3, blk, p, acc) \
-	VPSRLD      $sh, Z8, i0 \
-	VPERMPS     o0(AX), i0, blk \
-	VPSRLD      $sh, Z9, i1 \
-	VPERMPS     o1(AX), i1, p \
-	VADDPS      p, blk, blk \
-	VPSRLD      $sh, Z10, i2 \
-	VPERMPS     o2(AX), i2, p \
-	VADDPS      p, blk, blk \
-	VPSRLD      $sh, Z11, i3 \
-	VPERMPS     o3(AX), i3, p \
-	VADDPS      p, blk, blk \
-	VFMADD231PS blk, Z12, acc
+// The tile prefetches, per block, the codes and scales eight blocks
+// further (Q1PF, Q1PFS bytes) into L2: the same group's next visit, since
+// tileQ1_0LUTGroups visits 16 groups in turn, q1BlockChunk = 8 blocks
+// each, and the hardware prefetchers do not run that far ahead of 16
+// interleaved streams. On Qwen3-8B-shaped Q1_0 matrices out of cache
+// (217 MB, 2 threads) this and LUTPAIR's loads read 5-15 % faster than the
+// tile without them (same run, alternating).
+#define Q1PF 2048
+#define Q1PFS 256
 
 // func tileQ1_0LAVX512(codes, scales *byte, nb int, lut *float32, acc *float32, first int, out *float32)
 //
-// nb blocks of one packed group (codes and scales at that block) against
+// nb blocks of one packed group (codes and scales at that block; LUTPAIR
+// reads up to 3 bytes past the last code section, which in a packed group
+// are its scales) against
 // the column whose tables for those blocks (q1LUTAVX512) start at lut. The
 // eight lane accumulators (acc, 128 floats, lane j at 64j bytes) start at
 // zero when first != 0, else at acc; with out nil they are stored back to
@@ -136,19 +151,16 @@ lzero:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 lblock:
+	PREFETCHT1 Q1PF(SI)
+	PREFETCHT1 Q1PF+64(SI)
+	PREFETCHT1 Q1PF+128(SI)
+	PREFETCHT1 Q1PF+192(SI)
+	PREFETCHT1 Q1PFS(DI)
 	VCVTPH2PS (DI), Z12
-	VMOVDQU32 0(SI), Z8
-	VMOVDQU32 64(SI), Z9
-	VMOVDQU32 128(SI), Z10
-	VMOVDQU32 192(SI), Z11
-	LUTJ0(Z16, Z17, Z0)
-	LUTJ(4, 64, 576, 1088, 1600, Z25, Z27, Z29, Z31, Z18, Z19, Z1)
-	LUTJ(8, 128, 640, 1152, 1664, Z24, Z26, Z28, Z30, Z20, Z21, Z2)
-	LUTJ(12, 192, 704, 1216, 1728, Z25, Z27, Z29, Z31, Z22, Z23, Z3)
-	LUTJ(16, 256, 768, 1280, 1792, Z24, Z26, Z28, Z30, Z16, Z17, Z4)
-	LUTJ(20, 320, 832, 1344, 1856, Z25, Z27, Z29, Z31, Z18, Z19, Z5)
-	LUTJ(24, 384, 896, 1408, 1920, Z24, Z26, Z28, Z30, Z20, Z21, Z6)
-	LUTJ(28, 448, 960, 1472, 1984, Z25, Z27, Z29, Z31, Z22, Z23, Z7)
+	LUTPAIR(0, 0, 64, Z0, Z1)
+	LUTPAIR(1, 128, 192, Z2, Z3)
+	LUTPAIR(2, 256, 320, Z4, Z5)
+	LUTPAIR(3, 384, 448, Z6, Z7)
 	ADDQ $256, SI
 	ADDQ $32, DI
 	ADDQ $2048, AX
