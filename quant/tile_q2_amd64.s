@@ -41,6 +41,11 @@ zero:
 	SUBQ R10, R11          // nsum - dy: both advance alike
 
 block:
+	PREFETCHT1 2048(SI)
+	PREFETCHT1 2112(SI)
+	PREFETCHT1 2176(SI)
+	PREFETCHT1 2240(SI)
+	PREFETCHT1 256(DI)
 	// Sixteen code planes: vector v = 2s+g, plane n = (v >> 2n) & 3.
 	VMOVDQU64 0(SI), Z0
 	VPSRLD    $2, Z0, Z1
