@@ -38,7 +38,7 @@ func tileQ2_0(l Level, codes, scales []byte, nb int, a *q8Act, c0, nc int, out [
 }
 
 //go:noescape
-func tileQ1_0LAVX512(codes, scales *byte, nb int, lut *float32, acc *float32, first int, out *float32)
+func tileQ1_0LAVX512(codes, scales *byte, nb int, lut *float32, acc *float32, first int, out *float32, pfc, pfs *byte)
 
 //go:noescape
 func q1LUTAVX512(qs *byte, nqsOff int, dy *float32, nsub int, lut *float32)
@@ -74,7 +74,7 @@ func tileQ1_0(l Level, codes, scales []byte, nb int, a *q8Act, c0, nc int, out [
 		_ = a.lut[(c0+nc-a.lutC0)*4*a.k-1]
 		var acc [128]float32
 		for c := range nc {
-			tileQ1_0LAVX512(&codes[0], &scales[0], nb, &a.lut[(c0+c-a.lutC0)*4*a.k], &acc[0], 1, &out[16*c])
+			tileQ1_0LAVX512(&codes[0], &scales[0], nb, &a.lut[(c0+c-a.lutC0)*4*a.k], &acc[0], 1, &out[16*c], &codes[0], &scales[0])
 		}
 	case LevelAVX2:
 		_ = a.dy[(c0+nc)*a.k/QK8_0-1]
@@ -101,7 +101,13 @@ const q1GroupChunk = 16
 // every group (the per-row float chain is unchanged: each group's
 // accumulators carry over between chunks). acc is scratch for
 // 128*q1GroupChunk floats.
-func tileQ1_0LUTGroups(p *packed, a *q8Act, c, lo, hi int, acc, out []float32) {
+//
+// Each visit of a group prefetches into L2 what the next visit at its place
+// in the walk reads: the group's next q1BlockChunk blocks, or after its last
+// chunk the first blocks of the group q1GroupChunk further when that is
+// below end (the end of the caller's range of groups; nothing is prefetched
+// past it, since another worker may take those groups).
+func tileQ1_0LUTGroups(p *packed, a *q8Act, c, lo, hi, end int, acc, out []float32) {
 	nb := p.nb
 	_ = out[16*(hi-lo)-1]
 	_ = acc[128*q1GroupChunk-1]
@@ -120,7 +126,15 @@ func tileQ1_0LUTGroups(p *packed, a *q8Act, c, lo, hi int, acc, out []float32) {
 				if b0+n == nb {
 					o = &out[16*(g-lo)]
 				}
-				tileQ1_0LAVX512(&codes[256*b0], &scales[32*b0], n, &lut[512*b0], &acc[128*(g-g0)], first, o)
+				pfc, pfs := &codes[256*b0], &scales[32*b0] // nothing new
+				switch {
+				case b0+n < nb:
+					pfc, pfs = &codes[256*(b0+n)], &scales[32*(b0+n)]
+				case g+q1GroupChunk < end:
+					nc, ns := p.group(g + q1GroupChunk)
+					pfc, pfs = &nc[0], &ns[0]
+				}
+				tileQ1_0LAVX512(&codes[256*b0], &scales[32*b0], n, &lut[512*b0], &acc[128*(g-g0)], first, o, pfc, pfs)
 			}
 		}
 	}

@@ -102,17 +102,14 @@ lsub:
 	VFMADD231PS Z16, Z12, acc0 \
 	VFMADD231PS Z18, Z12, acc1
 
-// The tile prefetches, per block, the codes and scales eight blocks
-// further (Q1PF, Q1PFS bytes) into L2: the same group's next visit, since
-// tileQ1_0LUTGroups visits 16 groups in turn, q1BlockChunk = 8 blocks
-// each, and the hardware prefetchers do not run that far ahead of 16
-// interleaved streams. On Qwen3-8B-shaped Q1_0 matrices out of cache
-// (217 MB, 2 threads) this and LUTPAIR's loads read 5-15 % faster than the
-// tile without them (same run, alternating).
-#define Q1PF 2048
-#define Q1PFS 256
+// The tile prefetches into L2, per block, 256 code bytes at pfc and 32
+// scale bytes at pfs (both advancing a block at a time): the caller points
+// them at what its next visit of this place in the walk reads
+// (tileQ1_0LUTGroups: the same group eight blocks on, or the next chunk of
+// groups), which the hardware prefetchers do not reach among 16
+// interleaved streams.
 
-// func tileQ1_0LAVX512(codes, scales *byte, nb int, lut *float32, acc *float32, first int, out *float32)
+// func tileQ1_0LAVX512(codes, scales *byte, nb int, lut *float32, acc *float32, first int, out *float32, pfc, pfs *byte)
 //
 // nb blocks of one packed group (codes and scales at that block; LUTPAIR
 // reads up to 3 bytes past the last code section, which in a packed group
@@ -123,7 +120,9 @@ lsub:
 // acc, else their hsum_float_8, the sixteen rows' results, is stored at
 // out. A row's blocks may so run in several calls (Work.MatMul runs a few
 // blocks of many groups at a time, their tables staying in L1).
-TEXT ·tileQ1_0LAVX512(SB), NOSPLIT, $0-56
+TEXT ·tileQ1_0LAVX512(SB), NOSPLIT, $0-72
+	MOVQ pfc+56(FP), R10
+	MOVQ pfs+64(FP), R11
 	MOVQ codes+0(FP), SI
 	MOVQ scales+8(FP), DI
 	MOVQ nb+16(FP), R8
@@ -151,11 +150,11 @@ lzero:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 lblock:
-	PREFETCHT1 Q1PF(SI)
-	PREFETCHT1 Q1PF+64(SI)
-	PREFETCHT1 Q1PF+128(SI)
-	PREFETCHT1 Q1PF+192(SI)
-	PREFETCHT1 Q1PFS(DI)
+	PREFETCHT1 0(R10)
+	PREFETCHT1 64(R10)
+	PREFETCHT1 128(R10)
+	PREFETCHT1 192(R10)
+	PREFETCHT1 (R11)
 	VCVTPH2PS (DI), Z12
 	LUTPAIR(0, 0, 64, Z0, Z1)
 	LUTPAIR(1, 128, 192, Z2, Z3)
@@ -164,6 +163,8 @@ lblock:
 	ADDQ $256, SI
 	ADDQ $32, DI
 	ADDQ $2048, AX
+	ADDQ $256, R10
+	ADDQ $32, R11
 	DECQ R8
 	JNZ  lblock
 

@@ -506,7 +506,7 @@ func (j *matJob) doPackedQ1LUT(worker, lo, hi int) {
 	for g0 := lo; g0 < hi; g0 += q1GroupChunk {
 		g1 := min(hi, g0+q1GroupChunk)
 		for c := j.c0; c < j.c0+j.cn; c++ {
-			tileQ1_0LUTGroups(p, &w.q8, c, g0, g1, acc, tile)
+			tileQ1_0LUTGroups(p, &w.q8, c, g0, g1, hi, acc, tile)
 			for g := g0; g < g1; g++ {
 				r0 := g * packRows
 				nr := min(packRows, rows-r0)
