@@ -102,11 +102,15 @@ const q1GroupChunk = 16
 // accumulators carry over between chunks). acc is scratch for
 // 128*q1GroupChunk floats.
 //
-// Each visit of a group prefetches into L2 what the next visit at its place
-// in the walk reads: the group's next q1BlockChunk blocks, or after its last
-// chunk the first blocks of the group q1GroupChunk further when that is
-// below end (the end of the caller's range of groups; nothing is prefetched
-// past it, since another worker may take those groups).
+// Each visit of a group prefetches into L2 what the walk's next visit
+// reads: the next group's same blocks, after the chunk's last group the
+// first group's next blocks, after the last chunk the first blocks of
+// the next chunk of groups when that starts below end (the end of the
+// caller's range of groups: nothing is prefetched past it, since another
+// worker may take those groups). On Qwen3-8B-shaped matrices out of cache (217 MB, 2
+// threads, one process alternating the choices) this one-visit distance
+// streamed 8-9 % faster than prefetching the same group's next chunk (16
+// visits ahead) and about 25 % faster than no prefetch.
 func tileQ1_0LUTGroups(p *packed, a *q8Act, c, lo, hi, end int, acc, out []float32) {
 	nb := p.nb
 	_ = out[16*(hi-lo)-1]
@@ -128,10 +132,14 @@ func tileQ1_0LUTGroups(p *packed, a *q8Act, c, lo, hi, end int, acc, out []float
 				}
 				pfc, pfs := &codes[256*b0], &scales[32*b0] // nothing new
 				switch {
+				case g+1 < g1:
+					nc, ns := p.group(g + 1)
+					pfc, pfs = &nc[256*b0], &ns[32*b0]
 				case b0+n < nb:
-					pfc, pfs = &codes[256*(b0+n)], &scales[32*(b0+n)]
-				case g+q1GroupChunk < end:
-					nc, ns := p.group(g + q1GroupChunk)
+					nc, ns := p.group(g0)
+					pfc, pfs = &nc[256*(b0+n)], &ns[32*(b0+n)]
+				case g1 < end:
+					nc, ns := p.group(g1)
 					pfc, pfs = &nc[0], &ns[0]
 				}
 				tileQ1_0LAVX512(&codes[256*b0], &scales[32*b0], n, &lut[512*b0], &acc[128*(g-g0)], first, o, pfc, pfs)

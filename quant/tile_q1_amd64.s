@@ -104,9 +104,8 @@ lsub:
 
 // The tile prefetches into L2, per block, 256 code bytes at pfc and 32
 // scale bytes at pfs (both advancing a block at a time): the caller points
-// them at what its next visit of this place in the walk reads
-// (tileQ1_0LUTGroups: the same group eight blocks on, or the next chunk of
-// groups), which the hardware prefetchers do not reach among 16
+// them at what its next call reads (tileQ1_0LUTGroups: the walk's next
+// visit), which the hardware prefetchers do not foresee among 16
 // interleaved streams.
 
 // func tileQ1_0LAVX512(codes, scales *byte, nb int, lut *float32, acc *float32, first int, out *float32, pfc, pfs *byte)
