@@ -24,8 +24,8 @@ type q8Act struct {
 	// [dy_k x8 | dy_k+1 x8] operand of the plain-layout Q1_0 kernel. Filled
 	// by fillDy8.
 	dy8 []float32
-	// lut holds the Q1_0 lookup tables of the AVX-512 tile
-	// (tileQ1_0LAVX512) for columns lutC0 .. lutC0+lutN-1, filled by
+	// lut holds the Q1_0 lookup tables of the lookup-table tiles
+	// (tileQ1_0LAVX512, tileQ1_0LAVX2) for columns lutC0 .. lutC0+lutN-1, filled by
 	// fillLUT: per column (column lutC0+c at c*4k) and Q8_0 block i of the
 	// column, for lane j = 0..7 (the reference's eight int32 lanes of four
 	// activations), sixteen floats at (8i+j)*16: entry n is float32(L)*dy
@@ -39,7 +39,8 @@ type q8Act struct {
 }
 
 // fillLUT fills lut with the tables of columns c0 .. c0+nc-1 at level l
-// (the SIMD builder at LevelAVX512, fillLUTColGo elsewhere), unless it
+// (the SIMD builders at LevelAVX512 and LevelAVX2, fillLUTColGo
+// elsewhere), unless it
 // holds them. Not safe to call concurrently (Work.MatMul calls it before
 // the workers start).
 func (a *q8Act) fillLUT(l Level, c0, nc int) {
@@ -54,7 +55,7 @@ func (a *q8Act) fillLUT(l Level, c0, nc int) {
 }
 
 // fillLUTColGo is the element-wise statement of column c's tables, written
-// to lut (4k floats; the twin of q1LUTAVX512).
+// to lut (4k floats; the twin of q1LUTAVX512 and q1LUTAVX2).
 func (a *q8Act) fillLUTColGo(c int, lut []float32) {
 	nsub := a.k / QK8_0
 	for s := range nsub {

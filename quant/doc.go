@@ -29,15 +29,18 @@
 //     layout the tiles read (q, -q, d as float, -Σq per block; Q8_K's bsums as
 //     lane offsets). tile_generic.go states each tile element by element; the
 //     plain kernels (VecDotQ1_0Q8_0 …) are the portable twins the generic
-//     level runs. Q1_0 at AVX-512 runs by lookup tables: per activation
+//     level runs. Q1_0 at AVX-512 and AVX2 runs by lookup tables: per activation
 //     column (once per matmul, shared by every row) the sixteen exact
 //     products float(L)*dy of each Q8_0 block's eight lanes, one zmm per
 //     lane (q8Act.lut, 2 KB per Q1_0 block); per sixteen rows, block and
 //     lane, four vpermps of those tables indexed by the rows' weight nibbles
-//     (pack.go's Q1_0 layout: the rows' sub-block words, shifted by 4j) and
-//     three vaddps replace the reference's lane sum, conversion and FMA
-//     chain with the same roundings (the products being exact, fma(L, dy,
-//     blk) is blk + L*dy rounded once). Each group runs 8 blocks at a time
+//     (pack.go's Q1_0 layout: the rows' sub-block words, loaded j/2 bytes
+//     further and for odd j shifted by 4) and three vaddps replace the
+//     reference's lane sum, conversion and FMA chain with the same
+//     roundings (the products being exact, fma(L, dy, blk) is blk + L*dy
+//     rounded once). AVX2's vpermps reads eight entries: there a product is
+//     the vblendvps of two lookups, eight rows per ymm, the group in two
+//     halves. Each group runs 8 blocks at a time
 //     (its accumulators carried over) while up to 16 groups take turns, so
 //     that a chunk of tables is read from L1; a prompt's columns run in
 //     passes of lutCols columns whose tables stay in L2 (768 KiB).

@@ -37,8 +37,18 @@ func tileQ2_0(l Level, codes, scales []byte, nb int, a *q8Act, c0, nc int, out [
 	}
 }
 
+// hasQ1LUT reports whether level l runs Q1_0 by the lookup-table tiles
+// (tileQ1_0LUTGroups): LevelAVX512 and LevelAVX2.
+func hasQ1LUT(l Level) bool { return l == LevelAVX512 || l == LevelAVX2 }
+
+//go:noescape
+func tileQ1_0LAVX2(codes, scales *byte, nb int, lut *float32, acc *float32, first int, out *float32, pfc, pfs *byte)
+
 //go:noescape
 func tileQ1_0LAVX512(codes, scales *byte, nb int, lut *float32, acc *float32, first int, out *float32, pfc, pfs *byte)
+
+//go:noescape
+func q1LUTAVX2(qs *byte, nqsOff int, dy *float32, nsub int, lut *float32)
 
 //go:noescape
 func q1LUTAVX512(qs *byte, nqsOff int, dy *float32, nsub int, lut *float32)
@@ -48,13 +58,17 @@ func q1LUTAVX512(qs *byte, nqsOff int, dy *float32, nsub int, lut *float32)
 func (a *q8Act) fillLUTCol(l Level, c int, lut []float32) {
 	nsub := a.k / QK8_0
 	lut = lut[:4*a.k]
-	if l != LevelAVX512 {
+	if !hasQ1LUT(l) {
 		a.fillLUTColGo(c, lut)
 		return
 	}
 	q := &a.qs[c*a.k]
 	off := int(uintptr(unsafe.Pointer(&a.nqs[c*a.k])) - uintptr(unsafe.Pointer(q)))
-	q1LUTAVX512(q, off, &a.dy[c*nsub], nsub, &lut[0])
+	if l == LevelAVX512 {
+		q1LUTAVX512(q, off, &a.dy[c*nsub], nsub, &lut[0])
+	} else {
+		q1LUTAVX2(q, off, &a.dy[c*nsub], nsub, &lut[0])
+	}
 }
 
 // tileQ1_0 runs the level's Q1_0 tile on one packed group (see tileQ1_0Go).
@@ -96,11 +110,11 @@ const q1GroupChunk = 16
 
 // tileQ1_0LUTGroups computes out[16(g-lo)+r] = row r of packed group g of p
 // against column c (tables in a.lut, q8Act.fillLUT), for the groups
-// [lo, hi), at LevelAVX512: q1GroupChunk groups at a time, q1BlockChunk
-// blocks of each in turn, so that a chunk of tables is read from L1 by
-// every group (the per-row float chain is unchanged: each group's
-// accumulators carry over between chunks). acc is scratch for
-// 128*q1GroupChunk floats.
+// [lo, hi), at l (LevelAVX512 or LevelAVX2: hasQ1LUT): q1GroupChunk
+// groups at a time, q1BlockChunk blocks of each in turn, so that a chunk
+// of tables is read from L1 by every group (the per-row float chain is
+// unchanged: each group's accumulators carry over between chunks). acc is
+// scratch for 128*q1GroupChunk floats.
 //
 // Each visit of a group prefetches into L2 what the walk's next visit
 // reads: the next group's same blocks, after the chunk's last group the
@@ -111,7 +125,7 @@ const q1GroupChunk = 16
 // threads, one process alternating the choices) this one-visit distance
 // streamed 8-9 % faster than prefetching the same group's next chunk (16
 // visits ahead) and about 25 % faster than no prefetch.
-func tileQ1_0LUTGroups(p *packed, a *q8Act, c, lo, hi, end int, acc, out []float32) {
+func tileQ1_0LUTGroups(l Level, p *packed, a *q8Act, c, lo, hi, end int, acc, out []float32) {
 	nb := p.nb
 	_ = out[16*(hi-lo)-1]
 	_ = acc[128*q1GroupChunk-1]
@@ -142,7 +156,11 @@ func tileQ1_0LUTGroups(p *packed, a *q8Act, c, lo, hi, end int, acc, out []float
 					nc, ns := p.group(g1)
 					pfc, pfs = &nc[0], &ns[0]
 				}
-				tileQ1_0LAVX512(&codes[256*b0], &scales[32*b0], n, &lut[512*b0], &acc[128*(g-g0)], first, o, pfc, pfs)
+				if l == LevelAVX512 {
+					tileQ1_0LAVX512(&codes[256*b0], &scales[32*b0], n, &lut[512*b0], &acc[128*(g-g0)], first, o, pfc, pfs)
+				} else {
+					tileQ1_0LAVX2(&codes[256*b0], &scales[32*b0], n, &lut[512*b0], &acc[128*(g-g0)], first, o, pfc, pfs)
+				}
 			}
 		}
 	}

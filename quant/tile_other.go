@@ -24,6 +24,8 @@ func (a *q8Act) fillLUTCol(l Level, c int, lut []float32) { a.fillLUTColGo(c, lu
 
 const q1GroupChunk = 16
 
-func tileQ1_0LUTGroups(p *packed, a *q8Act, c, lo, hi, end int, acc, out []float32) {
+func hasQ1LUT(l Level) bool { return false }
+
+func tileQ1_0LUTGroups(l Level, p *packed, a *q8Act, c, lo, hi, end int, acc, out []float32) {
 	panic("quant: no lookup-table Q1_0 tile on this platform")
 }

@@ -76,7 +76,7 @@ const tileCols = 16
 
 // lutCols is the number of activation columns whose Q1_0 lookup tables
 // (16k bytes each for rows of k) one pass over the groups uses at
-// LevelAVX512: as many as fit in 768 KiB (kept in L2 while every group
+// LevelAVX512 and LevelAVX2: as many as fit in 768 KiB (kept in L2 while every group
 // reads them; the columns of a prompt run in several passes), at least
 // one, at most tileCols.
 func lutCols(k int) int { return max(1, min(tileCols, 768<<10/(16*k))) }
@@ -326,7 +326,7 @@ func (w *Work) run(planes []Matrix, x []float32, n int, out []float32) {
 		j.path = pathBlock
 	}
 	j.c0, j.cn = 0, n
-	if j.path == pathPackedQ1 && w.level == LevelAVX512 {
+	if j.path == pathPackedQ1 && hasQ1LUT(w.level) {
 		// The lookup-table tile: the tables of lutCols(k) columns at a
 		// time, built here, then every group against them.
 		lc := lutCols(k)
@@ -444,7 +444,7 @@ func (j *matJob) doPacked(worker, lo, hi int) {
 	nb := j.m.packedRows().nb
 	nc := min(j.cn, tileCols)
 	np := len(j.planes)
-	if j.path == pathPackedQ1 && w.level == LevelAVX512 && np == 1 {
+	if j.path == pathPackedQ1 && hasQ1LUT(w.level) && np == 1 {
 		j.doPackedQ1LUT(worker, lo, hi)
 		return
 	}
@@ -506,7 +506,7 @@ func (j *matJob) doPackedQ1LUT(worker, lo, hi int) {
 	for g0 := lo; g0 < hi; g0 += q1GroupChunk {
 		g1 := min(hi, g0+q1GroupChunk)
 		for c := j.c0; c < j.c0+j.cn; c++ {
-			tileQ1_0LUTGroups(p, &w.q8, c, g0, g1, hi, acc, tile)
+			tileQ1_0LUTGroups(w.level, p, &w.q8, c, g0, g1, hi, acc, tile)
 			for g := g0; g < g1; g++ {
 				r0 := g * packRows
 				nr := min(packRows, rows-r0)
