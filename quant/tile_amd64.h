@@ -1,4 +1,4 @@
-// Macros shared by the AVX-512 tiles.
+// Macros shared by the amd64 tiles.
 
 // hsum_float_8 over the eight lane accumulators at acc (8 zmm, lane j at
 // 64j): (a0+a4 + a2+a6) + (a1+a5 + a3+a7), stored at dst.
@@ -15,3 +15,19 @@
 	VADDPS  Z3, Z1, Z1 \
 	VADDPS  Z1, Z0, Z0 \
 	VMOVUPS Z0, (dst)
+
+// Prefetch into L2 the 256 (PF256) or 1024 (PF1024) bytes starting off
+// bytes past r: a packed Q2_0 or TQ2_0 group's codes a few blocks ahead
+// (the tiles walk a group's blocks in order; the hardware prefetchers do
+// not run that far ahead).
+#define PF256(off, r) \
+	PREFETCHT1 off(r) \
+	PREFETCHT1 off+64(r) \
+	PREFETCHT1 off+128(r) \
+	PREFETCHT1 off+192(r)
+
+#define PF1024(off, r) \
+	PF256(off, r) \
+	PF256(off+256, r) \
+	PF256(off+512, r) \
+	PF256(off+768, r)

@@ -1,4 +1,5 @@
 #include "textflag.h"
+#include "tile_amd64.h"
 
 // The AVX2 (haswell-class, no VNNI) versions of the packed tiles, one
 // activation column: each half of a 16-row group (rows 0-7, 8-15) in the
@@ -44,10 +45,7 @@ half2:
 	MOVQ nsum+40(FP), DX
 	VXORPS Y15, Y15, Y15
 block2:
-	PREFETCHT1 2048(SI)
-	PREFETCHT1 2112(SI)
-	PREFETCHT1 2176(SI)
-	PREFETCHT1 2240(SI)
+	PF256(2048, SI)
 	PREFETCHT1 256(DI)
 	VCVTPH2PS (DI)(R13*1), Y14
 	VMOVDQU 0(SI)(R12*1), Y0
@@ -646,22 +644,7 @@ halft:
 	VXORPS Y14, Y14, Y14
 	VXORPS Y15, Y15, Y15
 blockt:
-	PREFETCHT1 2048(SI)
-	PREFETCHT1 2112(SI)
-	PREFETCHT1 2176(SI)
-	PREFETCHT1 2240(SI)
-	PREFETCHT1 2304(SI)
-	PREFETCHT1 2368(SI)
-	PREFETCHT1 2432(SI)
-	PREFETCHT1 2496(SI)
-	PREFETCHT1 2560(SI)
-	PREFETCHT1 2624(SI)
-	PREFETCHT1 2688(SI)
-	PREFETCHT1 2752(SI)
-	PREFETCHT1 2816(SI)
-	PREFETCHT1 2880(SI)
-	PREFETCHT1 2944(SI)
-	PREFETCHT1 3008(SI)
+	PF1024(2048, SI)
 	PREFETCHT1 64(DI)
 	VCVTPH2PS (DI)(R13*1), Y5
 	VBROADCASTSS (CX), Y0
@@ -1038,5 +1021,212 @@ blockt:
 	ADDQ $16, R13
 	CMPQ R12, $64
 	JNE  halft
+	VZEROUPPER
+	RET
+
+// The Q1_0 lookup-table tile at AVX2 (see tile_q1_amd64.s for the tables
+// and the arithmetic: the same tables, the same chain per lane and row,
+// blk = P_0 + P_1 + P_2 + P_3 in that order, acc_j = fma(d, blk, acc_j),
+// then hsum_float_8). A ymm holds eight rows, so a 16-row group runs in two
+// halves (rows 0-7, then 8-15), each with its eight lane accumulators in
+// Y0..Y7. vpermps at AVX2 reads three index bits and eight entries: a
+// product P[n] is the blend (vblendvps, by bit 3 of n moved to the sign
+// bit) of the lookups in the table's low and high eight entries. The
+// rows' nibble 2m is the low nibble of their words loaded m bytes further
+// on, nibble 2m+1 the same words shifted right by 4.
+
+// Lane j's product of sub-block k for the half's eight rows, from their
+// words (loaded j/2 bytes further; idx = the words for even j, the words
+// >> 4 for odd j; mask = idx's bit 3 moved to the sign bit): the blend of
+// the lookups in the table's entries 0-7 (at t) and 8-15 (at t+32).
+#define LUTP2(t, idx, mask, dst) \
+	VPERMPS   t(AX), idx, Y11 \
+	VPERMPS   t+32(AX), idx, Y12 \
+	VBLENDVPS mask, Y12, Y11, dst
+
+// Sub-block k (words at 64k+m) of lanes 2m and 2m+1 (tables at AX + 512k
+// + lo and + hi), added to blk_even in Y13 and blk_odd in Y14.
+#define LUTSUB2(k, m, lo, hi) \
+	VMOVDQU (64*k+m)(SI)(R12*1), Y9 \
+	VPSLLD  $28, Y9, Y10 \
+	LUTP2(512*k+lo, Y9, Y10, Y11) \
+	VADDPS  Y11, Y13, Y13 \
+	VPSRLD  $4, Y9, Y10 \
+	VPSLLD  $24, Y9, Y9 \
+	LUTP2(512*k+hi, Y10, Y9, Y11) \
+	VADDPS  Y11, Y14, Y14
+
+// Lanes 2m and 2m+1 of a block: blk = P_0 + P_1 + P_2 + P_3 in that order
+// per lane, then acc = fma(d, blk, acc) (d in Y8).
+#define LUTPAIR2(m, lo, hi, acc0, acc1) \
+	VMOVDQU     (m)(SI)(R12*1), Y9 \
+	VPSLLD      $28, Y9, Y10 \
+	LUTP2(lo, Y9, Y10, Y13) \
+	VPSRLD      $4, Y9, Y10 \
+	VPSLLD      $24, Y9, Y9 \
+	LUTP2(hi, Y10, Y9, Y14) \
+	LUTSUB2(1, m, lo, hi) \
+	LUTSUB2(2, m, lo, hi) \
+	LUTSUB2(3, m, lo, hi) \
+	VFMADD231PS Y13, Y8, acc0 \
+	VFMADD231PS Y14, Y8, acc1
+
+// func tileQ1_0LAVX2(codes, scales *byte, nb int, lut *float32, acc *float32, first int, out *float32, pfc, pfs *byte)
+//
+// tileQ1_0LAVX512's contract at AVX2: nb blocks of one packed group (codes
+// and scales at that block; the loads read up to 3 bytes past the last
+// code section, which in a packed group are its scales) against the tables
+// at lut; the accumulators (acc, 128 floats, lane j of row r at 16j+r)
+// start at zero when first != 0, else at acc; with out nil they are stored
+// back to acc, else the sixteen rows' hsum_float_8 is stored at out. pfc
+// and pfs: code and scale bytes to prefetch into L2, 256 and 32 a block
+// (during the first half).
+TEXT ·tileQ1_0LAVX2(SB), NOSPLIT, $0-72
+	XORQ R12, R12          // 32*half: byte offset of the half in each vector
+	XORQ R13, R13          // 16*half: in the scales
+half:
+	MOVQ codes+0(FP), SI
+	MOVQ scales+8(FP), DI
+	MOVQ nb+16(FP), R8
+	MOVQ lut+24(FP), AX
+	MOVQ acc+32(FP), DX
+	MOVQ pfc+56(FP), R10
+	MOVQ pfs+64(FP), R11
+	ADDQ R12, DX           // lane j of the half's rows at DX + 64j
+	MOVQ first+40(FP), R9
+	TESTQ R9, R9
+	JNZ   zero
+	VMOVUPS 0(DX), Y0
+	VMOVUPS 64(DX), Y1
+	VMOVUPS 128(DX), Y2
+	VMOVUPS 192(DX), Y3
+	VMOVUPS 256(DX), Y4
+	VMOVUPS 320(DX), Y5
+	VMOVUPS 384(DX), Y6
+	VMOVUPS 448(DX), Y7
+	JMP     block
+zero:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+block:
+	TESTQ R12, R12
+	JNZ   nopf
+	PREFETCHT1 0(R10)
+	PREFETCHT1 64(R10)
+	PREFETCHT1 128(R10)
+	PREFETCHT1 192(R10)
+	PREFETCHT1 (R11)
+nopf:
+	VCVTPH2PS (DI)(R13*1), Y8
+	LUTPAIR2(0, 0, 64, Y0, Y1)
+	LUTPAIR2(1, 128, 192, Y2, Y3)
+	LUTPAIR2(2, 256, 320, Y4, Y5)
+	LUTPAIR2(3, 384, 448, Y6, Y7)
+	ADDQ $256, SI
+	ADDQ $32, DI
+	ADDQ $2048, AX
+	ADDQ $256, R10
+	ADDQ $32, R11
+	DECQ R8
+	JNZ  block
+
+	MOVQ  out+48(FP), BX
+	TESTQ BX, BX
+	JNZ   fin
+	VMOVUPS Y0, 0(DX)
+	VMOVUPS Y1, 64(DX)
+	VMOVUPS Y2, 128(DX)
+	VMOVUPS Y3, 192(DX)
+	VMOVUPS Y4, 256(DX)
+	VMOVUPS Y5, 320(DX)
+	VMOVUPS Y6, 384(DX)
+	VMOVUPS Y7, 448(DX)
+	JMP     next
+fin:
+	// hsum_float_8: (a0+a4 + a2+a6) + (a1+a5 + a3+a7).
+	VADDPS Y4, Y0, Y0
+	VADDPS Y5, Y1, Y1
+	VADDPS Y6, Y2, Y2
+	VADDPS Y7, Y3, Y3
+	VADDPS Y2, Y0, Y0
+	VADDPS Y3, Y1, Y1
+	VADDPS Y1, Y0, Y0
+	VMOVUPS Y0, (BX)(R12*1)
+next:
+	ADDQ $32, R12
+	ADDQ $16, R13
+	CMPQ R12, $64
+	JB   half
+	VZEROUPPER
+	RET
+
+// The tables at AVX2 (q1LUTAVX512's, in the same layout): lane j's
+// sixteen products of one sub-block as two ymm, entries 0-7 then 8-15;
+// q1blend0/1 select, in dword n of each half, byte e of q where bit e of n
+// (n = 0..7, 8..15) is set, else of its negation.
+DATA q1blend0<>+0(SB)/8, $0x000000ff00000000
+DATA q1blend0<>+8(SB)/8, $0x0000ffff0000ff00
+DATA q1blend0<>+16(SB)/8, $0x00ff00ff00ff0000
+DATA q1blend0<>+24(SB)/8, $0x00ffffff00ffff00
+GLOBL q1blend0<>(SB), RODATA|NOPTR, $32
+DATA q1blend1<>+0(SB)/8, $0xff0000ffff000000
+DATA q1blend1<>+8(SB)/8, $0xff00ffffff00ff00
+DATA q1blend1<>+16(SB)/8, $0xffff00ffffff0000
+DATA q1blend1<>+24(SB)/8, $0xffffffffffffff00
+GLOBL q1blend1<>(SB), RODATA|NOPTR, $32
+
+#define LUTLANE2(qoff, toff) \
+	VPBROADCASTD qoff(AX), Y0 \
+	VPBROADCASTD qoff(AX)(R11*1), Y1 \
+	VPBLENDVB    Y4, Y0, Y1, Y2 \
+	VPMADDUBSW   Y2, Y6, Y2 \
+	VPMADDWD     Y7, Y2, Y2 \
+	VCVTDQ2PS    Y2, Y2 \
+	VMULPS       Y3, Y2, Y2 \
+	VMOVUPS      Y2, toff(DI) \
+	VPBLENDVB    Y5, Y0, Y1, Y2 \
+	VPMADDUBSW   Y2, Y6, Y2 \
+	VPMADDWD     Y7, Y2, Y2 \
+	VCVTDQ2PS    Y2, Y2 \
+	VMULPS       Y3, Y2, Y2 \
+	VMOVUPS      Y2, toff+32(DI)
+
+// func q1LUTAVX2(qs *byte, nqsOff int, dy *float32, nsub int, lut *float32)
+//
+// q1LUTAVX512 at AVX2: the tables of nsub sub-blocks, activations at qs
+// (their int8 negations nqsOff bytes further), scales at dy, 128 floats
+// per sub-block at lut. Lane sums by vpmaddubsw (ones as the unsigned
+// operand: at most 2*128 in int16) and vpmaddwd with ones.
+TEXT ·q1LUTAVX2(SB), NOSPLIT, $0-40
+	MOVQ qs+0(FP), AX
+	MOVQ nqsOff+8(FP), R11
+	MOVQ dy+16(FP), CX
+	MOVQ nsub+24(FP), R8
+	MOVQ lut+32(FP), DI
+	VMOVDQU q1blend0<>(SB), Y4
+	VMOVDQU q1blend1<>(SB), Y5
+	VPBROADCASTD avx2ones8<>(SB), Y6
+	VPBROADCASTD avx2ones16<>(SB), Y7
+lsub:
+	VBROADCASTSS (CX), Y3
+	LUTLANE2(0, 0)
+	LUTLANE2(4, 64)
+	LUTLANE2(8, 128)
+	LUTLANE2(12, 192)
+	LUTLANE2(16, 256)
+	LUTLANE2(20, 320)
+	LUTLANE2(24, 384)
+	LUTLANE2(28, 448)
+	ADDQ $32, AX
+	ADDQ $4, CX
+	ADDQ $512, DI
+	DECQ R8
+	JNZ  lsub
 	VZEROUPPER
 	RET

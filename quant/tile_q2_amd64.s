@@ -1,4 +1,5 @@
 #include "textflag.h"
+#include "tile_amd64.h"
 
 // Packed Q2_0 tiles (see pack.go, tile_generic.go: tileQ2_0Go is the
 // element-wise statement of the same arithmetic). Per packed block, sixteen
@@ -41,10 +42,7 @@ zero:
 	SUBQ R10, R11          // nsum - dy: both advance alike
 
 block:
-	PREFETCHT1 2048(SI)
-	PREFETCHT1 2112(SI)
-	PREFETCHT1 2176(SI)
-	PREFETCHT1 2240(SI)
+	PF256(2048, SI)
 	PREFETCHT1 256(DI)
 	// Sixteen code planes: vector v = 2s+g, plane n = (v >> 2n) & 3.
 	VMOVDQU64 0(SI), Z0
