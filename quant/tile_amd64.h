@@ -31,3 +31,11 @@
 	PF256(off+256, r) \
 	PF256(off+512, r) \
 	PF256(off+768, r)
+
+// One Q1_0 block's prefetch for the lookup-table tiles: the 256 code bytes
+// at rc and the 32 scale bytes at rs, then both pointers on by a block.
+#define PFQ1NEXT(rc, rs) \
+	PF256(0, rc) \
+	PREFETCHT1 (rs) \
+	ADDQ $256, rc \
+	ADDQ $32, rs
