@@ -38,6 +38,7 @@ type Options struct {
 	Ledger       *ledger.Ledger // the history (--history DIR); nil keeps none
 	MaxBodyBytes int64          // 0: DefaultMaxBodyBytes
 	Grace        time.Duration  // 0: DefaultGrace
+	Timeout      time.Duration  // each socket read and write of an exchange (-to/--timeout; withIOTimeouts); 0: DefaultTimeout
 	Version      string         // bankml's version, for receipts, /props and /api/version
 	Log          *slog.Logger   // nil: discard
 }
@@ -104,6 +105,9 @@ func New(m *Model, o Options) (*Server, error) {
 	if o.Grace <= 0 {
 		o.Grace = DefaultGrace
 	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
 	if o.Parallel <= 0 {
 		o.Parallel = 1
 	}
@@ -157,7 +161,8 @@ func (s *Server) Close() error {
 	return s.eng.Close()
 }
 
-// Handler is the server's HTTP handler (every route, behind the middleware).
+// Handler is the server's HTTP handler (every route, behind the middleware), without Serve's timeouts
+// (Options.Timeout).
 func (s *Server) Handler() http.Handler { return s.router }
 
 // routes builds the router: the OpenAI routes, the llama-server extras, bankml's ledger routes, and the
@@ -372,8 +377,8 @@ func (s *Server) recheck() error {
 // each line written whole) and waits for their handlers to return. It returns nil after a shutdown.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	hs := &http.Server{
-		Handler:           s.router,
-		ReadHeaderTimeout: 30 * time.Second,
+		Handler:           withIOTimeouts(s.router, s.opt.Timeout),
+		ReadHeaderTimeout: min(30*time.Second, s.opt.Timeout), // bankml's own bound on a request's head
 		BaseContext:       func(net.Listener) context.Context { return s.stop },
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}

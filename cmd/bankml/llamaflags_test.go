@@ -62,6 +62,8 @@ func TestLlamaModelAndIgnoredFlags(t *testing.T) {
 		{[]string{"serve", "-m", model, "--unpinned", "-ngl", "99", "-np", "0"}, 1, []string{"bankml: -ngl 99 ignored", "--parallel 0"}, "listening"},
 		{[]string{"serve", "--model", model, "-fa", "nope"}, 1, []string{`-fa/--flash-attn "nope"`}, "listening"},
 		{[]string{"serve", model, "-m", model + ".other"}, 1, []string{"the model is given twice"}, "listening"},
+		{[]string{"serve", model, "--unpinned", "-to", "0"}, 1, []string{"-to/--timeout 0: must be in [1, 2147483647] seconds"}, "listening"},
+		{[]string{"serve", model, "--unpinned", "--timeout=-5"}, 1, []string{"-to/--timeout -5"}, "listening"},
 		{[]string{"serve", "--unpinned"}, 1, []string{`expected "<MODEL>"`}, "listening"},
 	} {
 		args := c.args

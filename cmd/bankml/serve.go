@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"os/signal"
 	"strconv"
 	"syscall"
+	"time"
 
 	"github.com/bankml/bankml/ledger"
 	"github.com/bankml/bankml/quant"
@@ -31,6 +33,7 @@ type serveCmd struct {
 	History  string  `name:"history" help:"Folder of the history ledger: every exchange is appended to DIR/history.jsonl (fsynced), committed by an RFC 6962 Merkle tree." type:"path"`
 	APIKey   string  `name:"api-key" env:"BANKML_API_KEY" help:"API key every request but /health, /v1/health and / must carry (Authorization: Bearer KEY or X-Api-Key), as llama-server's --api-key."`
 	Parallel int     `name:"parallel" aliases:"np" default:"1" help:"Number of slots (requests generated at once), as llama-server's -np/--parallel."`
+	Timeout  int     `name:"timeout" default:"3600" placeholder:"N" help:"Seconds each socket read of a request and each write of its answer may wait, as llama-server's -to/--timeout (its default 3600): a timeout per operation, so long generations and long streams are not cut; a client silent or not reading for N seconds is dropped."`
 	Queue    int     `name:"queue" default:"64" help:"Requests allowed to wait for a slot; more get 429."`
 
 	Ignored llamaIgnored `embed:""`
@@ -86,6 +89,9 @@ func (c *serveCmd) Run(stderr errWriter) error {
 	if c.Ctx < 0 {
 		return fmt.Errorf("serve: --ctx-size %d: must be 0 or positive", c.Ctx)
 	}
+	if c.Timeout < 1 || c.Timeout > math.MaxInt32 {
+		return fmt.Errorf("serve: -to/--timeout %d: must be in [1, %d] seconds", c.Timeout, math.MaxInt32)
+	}
 	if c.Queue < 1 {
 		return fmt.Errorf("serve: --queue %d: must be at least 1", c.Queue)
 	}
@@ -137,7 +143,7 @@ func (c *serveCmd) Run(stderr errWriter) error {
 	}
 	s, err := serve.New(m, serve.Options{
 		NCtx: c.Ctx, Threads: c.Threads, Parallel: c.Parallel, QueueSize: c.Queue,
-		APIKey: c.APIKey, Ledger: l, Version: version, Log: log,
+		APIKey: c.APIKey, Ledger: l, Version: version, Log: log, Timeout: time.Duration(c.Timeout) * time.Second,
 	})
 	if err != nil {
 		return cannotRun(err)
