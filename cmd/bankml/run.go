@@ -21,7 +21,7 @@ type runCmd struct {
 	Model     string   `arg:"" optional:"" name:"MODEL" help:"Path to a GGUF model file (or -m/--model FNAME)." type:"path"`
 	ModelFlag string   `short:"m" name:"model" placeholder:"FNAME" help:"Path to a GGUF model file, as llama-cli's -m/--model, instead of MODEL." type:"path"`
 	Prompt    *rawText `short:"p" name:"prompt" help:"Prompt text (special-token text such as <s> is parsed, as llama-cli does); read from standard input when absent."`
-	NPredict  int      `short:"n" name:"n-predict" default:"-1" help:"Number of tokens to generate; -1 generates until an end-of-generation token or a full context."`
+	NPredict  int      `short:"n" name:"n-predict" default:"-1" help:"Number of tokens to generate, as llama.cpp's -n/--n-predict: -1 (infinity) and -2 (until context filled) both generate until an end-of-generation token or a full context (bankml has no context shift, which llama.cpp also leaves off by default)."`
 	Temp      float32  `name:"temp" default:"0" help:"Temperature; 0 is greedy (exact with llama.cpp)."`
 	TopK      int      `name:"top-k" default:"40" help:"Top-k sampling (0 = off); used when temp > 0."`
 	TopP      float32  `name:"top-p" default:"0.95" help:"Top-p sampling (1 = off); used when temp > 0."`
@@ -78,6 +78,9 @@ func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error 
 	}
 	if r.Ctx < 0 {
 		return fmt.Errorf("run: --ctx-size %d: must be 0 or positive", r.Ctx)
+	}
+	if r.NPredict < -2 {
+		return fmt.Errorf("run: -n/--n-predict %d: must be -1 (infinity), -2 (until context filled) or a count of 0 or more", r.NPredict)
 	}
 	// llama.cpp's sampler chain with its defaults (min_p 0.05, ...) and these
 	// flags; --temp 0 stays the plain argmax.
