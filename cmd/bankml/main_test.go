@@ -252,6 +252,7 @@ func TestInvalidCPULevelIsAUsageError(t *testing.T) {
 	for _, args := range [][]string{
 		{"run", model, "-p", "Once", "-n", "2"},
 		{"serve", model, "--unpinned", "--port", "0"},
+		{"perplexity", model, "../../perplexity/testdata/heldout-stories.txt", "-c", "128"},
 	} {
 		code, _, stderr := runCLI(args...)
 		if code != 1 || !strings.Contains(stderr, `BANKML_CPU=bogus`) || !strings.Contains(stderr, `unknown CPU level "bogus"`) {
