@@ -18,19 +18,22 @@ func TestUnknownRoutes(t *testing.T) {
 		method, path string
 		status       int
 		ctype, body  string
+		allow        string // the Allow header (gin's, on a 405 under /api/)
 	}{
-		{"GET", "/nope", 404, "application/json; charset=utf-8", llamaNotFound},
-		{"POST", "/v1/embeddings", 404, "application/json; charset=utf-8", llamaNotFound},
-		{"GET", "/v1/completions", 404, "application/json; charset=utf-8", llamaNotFound},
-		{"DELETE", "/health", 404, "application/json; charset=utf-8", llamaNotFound},
-		{"GET", "/api/nope", 404, "text/plain", "404 page not found"},
-		{"POST", "/api/pull", 404, "text/plain", "404 page not found"},
-		{"GET", "/api/chat", 405, "text/plain", "405 method not allowed"},
-		{"POST", "/api/tags", 405, "text/plain", "405 method not allowed"},
-		{"HEAD", "/health", 200, "application/json; charset=utf-8", ""},
-		{"HEAD", "/v1/models", 200, "application/json; charset=utf-8", ""},
-		{"HEAD", "/api/tags", 200, "application/json; charset=utf-8", ""},
-		{"HEAD", "/api/ps", 405, "text/plain", ""},
+		{"GET", "/nope", 404, "application/json; charset=utf-8", llamaNotFound, ""},
+		{"POST", "/v1/embeddings", 404, "application/json; charset=utf-8", llamaNotFound, ""},
+		{"GET", "/v1/completions", 404, "application/json; charset=utf-8", llamaNotFound, ""},
+		{"DELETE", "/health", 404, "application/json; charset=utf-8", llamaNotFound, ""},
+		{"GET", "/api/nope", 404, "text/plain", "404 page not found", ""},
+		{"POST", "/api/pull", 404, "text/plain", "404 page not found", ""},
+		{"GET", "/api/chat", 405, "text/plain", "405 method not allowed", "POST"},
+		{"POST", "/api/tags", 405, "text/plain", "405 method not allowed", "HEAD, GET"},
+		{"DELETE", "/api/version", 405, "text/plain", "405 method not allowed", "HEAD, GET"},
+		{"PUT", "/api/ps", 405, "text/plain", "405 method not allowed", "GET"},
+		{"HEAD", "/health", 200, "application/json; charset=utf-8", "", ""},
+		{"HEAD", "/v1/models", 200, "application/json; charset=utf-8", "", ""},
+		{"HEAD", "/api/tags", 200, "application/json; charset=utf-8", "", ""},
+		{"HEAD", "/api/ps", 405, "text/plain", "", "GET"},
 	} {
 		req, err := http.NewRequest(c.method, ts.url+c.path, strings.NewReader("{}"))
 		if err != nil {
@@ -45,8 +48,8 @@ func TestUnknownRoutes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st := resp.StatusCode; st != c.status || string(b) != c.body || resp.Header.Get("Content-Type") != c.ctype {
-			t.Errorf("%s %s: %d %q (%s), want %d %q (%s)", c.method, c.path, resp.StatusCode, b, resp.Header.Get("Content-Type"), c.status, c.body, c.ctype)
+		if st := resp.StatusCode; st != c.status || string(b) != c.body || resp.Header.Get("Content-Type") != c.ctype || resp.Header.Get("Allow") != c.allow {
+			t.Errorf("%s %s: %d %q (%s, Allow %q), want %d %q (%s, Allow %q)", c.method, c.path, resp.StatusCode, b, resp.Header.Get("Content-Type"), resp.Header.Get("Allow"), c.status, c.body, c.ctype, c.allow)
 		}
 	}
 }

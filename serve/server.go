@@ -271,16 +271,34 @@ func notFound(w http.ResponseWriter, r *http.Request) {
 }
 
 // methodNotAllowed answers a known path asked with another method. Under /api/ it is Ollama's answer (gin
-// with HandleMethodNotAllowed, as Ollama's GenerateRoutes sets it: 405, the text "405 method not allowed");
-// elsewhere llama-server's, which has no 405 (cpp-httplib finds no handler for the method: the same 404 File
-// Not Found as an unknown path).
+// with HandleMethodNotAllowed, as Ollama's GenerateRoutes sets it: 405, the text "405 method not allowed",
+// and the Allow header RFC 9110 §15.5.6 requires: the path's methods joined by ", " in the order of gin's
+// method trees, which is the order Ollama first registers each method in, ollamaMethodOrder); elsewhere
+// llama-server's, which has no 405 (cpp-httplib finds no handler for the method: the same 404 File Not
+// Found as an unknown path).
 func methodNotAllowed(w http.ResponseWriter, r *http.Request) {
 	if strings.HasPrefix(r.URL.Path, "/api/") {
+		if rctx := chi.RouteContext(r.Context()); rctx != nil && rctx.Routes != nil {
+			var allowed []string
+			for _, m := range ollamaMethodOrder {
+				if m != r.Method && rctx.Routes.Match(chi.NewRouteContext(), m, r.URL.Path) {
+					allowed = append(allowed, m)
+				}
+			}
+			if len(allowed) > 0 {
+				w.Header().Set("Allow", strings.Join(allowed, ", "))
+			}
+		}
 		writeText(w, http.StatusMethodNotAllowed, "405 method not allowed")
 		return
 	}
 	notFound(w, r)
 }
+
+// ollamaMethodOrder is the order of gin's method trees in Ollama's router: the order server/routes.go's
+// GenerateRoutes first registers each method in (HEAD "/", GET "/", POST "/api/pull", DELETE "/api/delete",
+// ...), which orders the methods of gin's Allow header.
+var ollamaMethodOrder = []string{http.MethodHead, http.MethodGet, http.MethodPost, http.MethodDelete, http.MethodPut}
 
 // writeText answers text as text/plain with status (gin's default answers).
 func writeText(w http.ResponseWriter, status int, text string) {
