@@ -68,13 +68,8 @@ func TestIOTimeouts(t *testing.T) {
 		_, err := io.ReadAll(r.Body)
 		readErr <- err
 	}), d))
-	defer srv.Close()
-	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	fmt.Fprintf(conn, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nonly part of it")
+	t.Cleanup(srv.Close)
+	sendRaw(t, srv, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nonly part of it")
 	select {
 	case err := <-readErr:
 		if err == nil {
@@ -100,13 +95,8 @@ func TestIOTimeouts(t *testing.T) {
 			}
 		}
 	}), d))
-	defer srv2.Close()
-	conn2, err := net.Dial("tcp", srv2.Listener.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn2.Close()
-	fmt.Fprintf(conn2, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	t.Cleanup(srv2.Close)
+	conn2 := sendRaw(t, srv2, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
 	_, _ = bufio.NewReader(conn2).Peek(1) // the answer started; nothing more is read
 	select {
 	case err := <-writeErr:
@@ -116,4 +106,18 @@ func TestIOTimeouts(t *testing.T) {
 	case <-time.After(30 * d):
 		t.Error("a stalled reader did not time out")
 	}
+}
+
+// sendRaw opens a connection to srv and writes req to it as it is; the connection closes with the test.
+func sendRaw(t *testing.T, srv *httptest.Server, req string) net.Conn {
+	t.Helper()
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	if _, err := io.WriteString(conn, req); err != nil {
+		t.Fatal(err)
+	}
+	return conn
 }
