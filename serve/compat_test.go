@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
@@ -18,19 +19,22 @@ func TestUnknownRoutes(t *testing.T) {
 		method, path string
 		status       int
 		ctype, body  string
+		allow        string // the Allow header (gin's, on a 405 under /api/)
 	}{
-		{"GET", "/nope", 404, "application/json; charset=utf-8", llamaNotFound},
-		{"POST", "/v1/embeddings", 404, "application/json; charset=utf-8", llamaNotFound},
-		{"GET", "/v1/completions", 404, "application/json; charset=utf-8", llamaNotFound},
-		{"DELETE", "/health", 404, "application/json; charset=utf-8", llamaNotFound},
-		{"GET", "/api/nope", 404, "text/plain", "404 page not found"},
-		{"POST", "/api/pull", 404, "text/plain", "404 page not found"},
-		{"GET", "/api/chat", 405, "text/plain", "405 method not allowed"},
-		{"POST", "/api/tags", 405, "text/plain", "405 method not allowed"},
-		{"HEAD", "/health", 200, "application/json; charset=utf-8", ""},
-		{"HEAD", "/v1/models", 200, "application/json; charset=utf-8", ""},
-		{"HEAD", "/api/tags", 200, "application/json; charset=utf-8", ""},
-		{"HEAD", "/api/ps", 405, "text/plain", ""},
+		{"GET", "/nope", 404, "application/json; charset=utf-8", llamaNotFound, ""},
+		{"POST", "/v1/embeddings", 404, "application/json; charset=utf-8", llamaNotFound, ""},
+		{"GET", "/v1/completions", 404, "application/json; charset=utf-8", llamaNotFound, ""},
+		{"DELETE", "/health", 404, "application/json; charset=utf-8", llamaNotFound, ""},
+		{"GET", "/api/nope", 404, "text/plain", "404 page not found", ""},
+		{"POST", "/api/pull", 404, "text/plain", "404 page not found", ""},
+		{"GET", "/api/chat", 405, "text/plain", "405 method not allowed", "POST"},
+		{"POST", "/api/tags", 405, "text/plain", "405 method not allowed", "HEAD, GET"},
+		{"DELETE", "/api/version", 405, "text/plain", "405 method not allowed", "HEAD, GET"},
+		{"PUT", "/api/ps", 405, "text/plain", "405 method not allowed", "GET"},
+		{"HEAD", "/health", 200, "application/json; charset=utf-8", "", ""},
+		{"HEAD", "/v1/models", 200, "application/json; charset=utf-8", "", ""},
+		{"HEAD", "/api/tags", 200, "application/json; charset=utf-8", "", ""},
+		{"HEAD", "/api/ps", 405, "text/plain", "", "GET"},
 	} {
 		req, err := http.NewRequest(c.method, ts.url+c.path, strings.NewReader("{}"))
 		if err != nil {
@@ -45,8 +49,8 @@ func TestUnknownRoutes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st := resp.StatusCode; st != c.status || string(b) != c.body || resp.Header.Get("Content-Type") != c.ctype {
-			t.Errorf("%s %s: %d %q (%s), want %d %q (%s)", c.method, c.path, resp.StatusCode, b, resp.Header.Get("Content-Type"), c.status, c.body, c.ctype)
+		if st := resp.StatusCode; st != c.status || string(b) != c.body || resp.Header.Get("Content-Type") != c.ctype || resp.Header.Get("Allow") != c.allow {
+			t.Errorf("%s %s: %d %q (%s, Allow %q), want %d %q (%s, Allow %q)", c.method, c.path, resp.StatusCode, b, resp.Header.Get("Content-Type"), resp.Header.Get("Allow"), c.status, c.body, c.ctype, c.allow)
 		}
 	}
 }
@@ -111,6 +115,40 @@ func TestAPIKeyPublicPaths(t *testing.T) {
 	} {
 		if st, b := ts.get(t, path); st != want {
 			t.Errorf("GET %s without a key: %d %s, want %d", path, st, b, want)
+		}
+	}
+}
+
+// TestOllamaOptionErrorsNameTheOption: a bad entry of an Ollama request's "options" is a 400 naming it by
+// its JSON path, as the other field errors are named ("Field 'stream': ..."), whether encoding/json or the
+// option mapping refuses it.
+func TestOllamaOptionErrorsNameTheOption(t *testing.T) {
+	ts := newTestServer(t, storiesPath(t), AdmitOptions{}, Options{})
+	const gen = `{"model":"stories260K.gguf","prompt":"x","options":`
+	const chat = `{"model":"stories260K.gguf","messages":[{"role":"user","content":"x"}],"options":`
+	for _, c := range []struct{ path, body, want string }{
+		{"/api/generate", gen + `{"top_k":"x"}}`, "Field 'options.top_k': must be an integer, not a string"},
+		{"/api/chat", chat + `{"top_k":"x"}}`, "Field 'options.top_k': must be an integer, not a string"},
+		{"/api/generate", gen + `{"top_k":1e400}}`, "Field 'options.top_k': number 1e400 is out of range for a 64-bit float"},
+		{"/api/generate", gen + `{"seed": 1, "temperature" : -1e400}}`, "Field 'options.temperature': number -1e400 is out of range for a 64-bit float"},
+		{"/api/chat", chat + `{"a\"b":1e999}}`, `Field 'options.a"b': number 1e999 is out of range for a 64-bit float`},
+		{"/api/generate", gen + `{"num_predict":[1]}}`, "Field 'options.num_predict': must be an integer, not an array"},
+		{"/api/generate", gen + `{"mirostat":1}}`, "Field 'options.mirostat': mirostat is not reproduced exactly by bankml; use 0"},
+		{"/api/generate", gen + `{"num_ctx":100000000}}`, "Field 'options.num_ctx': 100000000 exceeds the server's context"},
+		{"/api/generate", gen + `"x"}`, "Field 'options': expected an object, got string"},
+		{"/api/generate", `{"model":"stories260K.gguf","prompt":"x","stream":"x"}`, "Field 'stream': expected a boolean, got string"},
+	} {
+		resp, err := http.Post(ts.url+c.path, "application/json", strings.NewReader(c.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v struct {
+			Error string `json:"error"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&v)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != 400 || !strings.HasPrefix(v.Error, c.want) {
+			t.Errorf("%s %s: %d %q (%v), want 400 %q", c.path, c.body, resp.StatusCode, v.Error, err, c.want)
 		}
 	}
 }

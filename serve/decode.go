@@ -161,6 +161,11 @@ func jsonError(body []byte, err error) *APIError {
 		return badRequest("invalid JSON at byte %d (line %d): %v", se.Offset, lineOf(body, se.Offset), se)
 	case errors.As(err, &te):
 		field := jsonField(te.Field)
+		if num, isNum := strings.CutPrefix(te.Value, "number "); isNum && field != "" && te.Type.Kind() == reflect.Float64 {
+			if key, ok := mapKeyOf(body, te.Offset, num); ok && !strings.HasSuffix("."+field, "."+key) {
+				field += "." + key // a map's entry ("options": {"top_k": 1e400}): encoding/json names the map only
+			}
+		}
 		if field == "" {
 			return badRequest("invalid request: expected a JSON object, got %s", te.Value)
 		}
@@ -177,6 +182,68 @@ func jsonError(body []byte, err error) *APIError {
 		return ae
 	}
 	return badRequest("invalid request: %v", err)
+}
+
+// mapKeyOf is the object key of the JSON number lit that encoding/json could not store in a map entry
+// ("options": {"top_k": 1e400}): encoding/json names the map only, and its Offset is past the map's end, so
+// the last occurrence of lit before off that is an object member's value gives the key. ok is false when
+// there is none (the number is an array element, or body is not as expected).
+func mapKeyOf(body []byte, off int64, lit string) (key string, ok bool) {
+	if lit == "" || off <= 0 || off > int64(len(body)) {
+		return "", false
+	}
+	isNum := func(c byte) bool { return strings.IndexByte("0123456789+-.eE", c) >= 0 }
+	for end := int(off); ; {
+		at := bytes.LastIndex(body[:end], []byte(lit))
+		if at < 0 {
+			return "", false
+		}
+		end = at
+		if after := at + len(lit); after < len(body) && isNum(body[after]) {
+			continue
+		}
+		if key, ok := keyBefore(body[:at]); ok {
+			return key, true
+		}
+	}
+}
+
+// keyBefore is the object key whose ':' ends b (after white space): the JSON string before it.
+func keyBefore(b []byte) (key string, ok bool) {
+	i := len(b)
+	skip := func() {
+		for i > 0 && strings.IndexByte(" \t\r\n", b[i-1]) >= 0 {
+			i--
+		}
+	}
+	skip()
+	if i == 0 || b[i-1] != ':' {
+		return "", false
+	}
+	i--
+	skip()
+	if i == 0 || b[i-1] != '"' {
+		return "", false
+	}
+	end := i
+	for i--; i > 0; i-- {
+		if b[i-1] == '"' {
+			n := 0 // backslashes before the quote: an odd count escapes it
+			for j := i - 2; j >= 0 && b[j] == '\\'; j-- {
+				n++
+			}
+			if n%2 == 0 {
+				break
+			}
+		}
+	}
+	if i == 0 {
+		return "", false
+	}
+	if err := json.Unmarshal(b[i-1:end], &key); err != nil {
+		return "", false
+	}
+	return key, true
 }
 
 // jsonField is the JSON path of a field as encoding/json reports it ("stream_options.include_usage"),

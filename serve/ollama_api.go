@@ -3,6 +3,7 @@ package serve
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"github.com/ollama/ollama/api"
 
 	"github.com/bankml/bankml/engine"
+	"github.com/bankml/bankml/sample"
 )
 
 // OllamaVersion is the Ollama release whose API bankml follows
@@ -126,14 +128,28 @@ func (a *ollamaAPI) settings(w http.ResponseWriter, opts map[string]any) (ollama
 	s, err := parseOllamaOptions(opts, a.base())
 	if err != nil {
 		a.s.metrics.refusedFor("invalid")
-		ollamaError(w, http.StatusBadRequest, err.Error())
+		ollamaError(w, http.StatusBadRequest, optionMessage(err))
 		return s, false
 	}
 	if n := a.engine().NCtx(); s.NumCtx > n {
-		ollamaError(w, http.StatusBadRequest, fmt.Sprintf("option \"num_ctx\": %d exceeds the server's context of %d tokens per slot (bankml serve --ctx)", s.NumCtx, n))
+		ollamaError(w, http.StatusBadRequest, fmt.Sprintf("Field 'options.num_ctx': %d exceeds the server's context of %d tokens per slot (bankml serve --ctx)", s.NumCtx, n))
 		return s, false
 	}
 	return s, true
+}
+
+// optionMessage is the 400's message for an option parseOllamaOptions refused, naming it by its JSON path
+// as the other field errors do ("Field 'options.top_k': must be an integer, not a string").
+func optionMessage(err error) string {
+	var oe *OptionError
+	var pe *sample.ParamError
+	switch {
+	case errors.As(err, &oe):
+		return fmt.Sprintf("Field 'options.%s': %s", oe.Option, oe.Reason)
+	case errors.As(err, &pe):
+		return fmt.Sprintf("Field 'options.%s': %s (%v)", pe.Param, pe.Reason, pe.Err)
+	}
+	return err.Error()
 }
 
 // chatPrompt renders messages with the chat template as llama-server's

@@ -38,6 +38,7 @@ type Options struct {
 	Ledger       *ledger.Ledger // the history (--history DIR); nil keeps none
 	MaxBodyBytes int64          // 0: DefaultMaxBodyBytes
 	Grace        time.Duration  // 0: DefaultGrace
+	Timeout      time.Duration  // each socket read and write of an exchange (-to/--timeout; withIOTimeouts); 0: DefaultTimeout
 	Version      string         // bankml's version, for receipts, /props and /api/version
 	Log          *slog.Logger   // nil: discard
 }
@@ -104,6 +105,9 @@ func New(m *Model, o Options) (*Server, error) {
 	if o.Grace <= 0 {
 		o.Grace = DefaultGrace
 	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
 	if o.Parallel <= 0 {
 		o.Parallel = 1
 	}
@@ -157,7 +161,8 @@ func (s *Server) Close() error {
 	return s.eng.Close()
 }
 
-// Handler is the server's HTTP handler (every route, behind the middleware).
+// Handler is the server's HTTP handler (every route, behind the middleware), without Serve's timeouts
+// (Options.Timeout).
 func (s *Server) Handler() http.Handler { return s.router }
 
 // routes builds the router: the OpenAI routes, the llama-server extras, bankml's ledger routes, and the
@@ -266,16 +271,34 @@ func notFound(w http.ResponseWriter, r *http.Request) {
 }
 
 // methodNotAllowed answers a known path asked with another method. Under /api/ it is Ollama's answer (gin
-// with HandleMethodNotAllowed, as Ollama's GenerateRoutes sets it: 405, the text "405 method not allowed");
-// elsewhere llama-server's, which has no 405 (cpp-httplib finds no handler for the method: the same 404 File
-// Not Found as an unknown path).
+// with HandleMethodNotAllowed, as Ollama's GenerateRoutes sets it: 405, the text "405 method not allowed",
+// and the Allow header RFC 9110 §15.5.6 requires: the path's methods joined by ", " in the order of gin's
+// method trees, which is the order Ollama first registers each method in, ollamaMethodOrder); elsewhere
+// llama-server's, which has no 405 (cpp-httplib finds no handler for the method: the same 404 File Not
+// Found as an unknown path).
 func methodNotAllowed(w http.ResponseWriter, r *http.Request) {
 	if strings.HasPrefix(r.URL.Path, "/api/") {
+		if rctx := chi.RouteContext(r.Context()); rctx != nil && rctx.Routes != nil {
+			var allowed []string
+			for _, m := range ollamaMethodOrder {
+				if m != r.Method && rctx.Routes.Match(chi.NewRouteContext(), m, r.URL.Path) {
+					allowed = append(allowed, m)
+				}
+			}
+			if len(allowed) > 0 {
+				w.Header().Set("Allow", strings.Join(allowed, ", "))
+			}
+		}
 		writeText(w, http.StatusMethodNotAllowed, "405 method not allowed")
 		return
 	}
 	notFound(w, r)
 }
+
+// ollamaMethodOrder is the order of gin's method trees in Ollama's router: the order server/routes.go's
+// GenerateRoutes first registers each method in (HEAD "/", GET "/", POST "/api/pull", DELETE "/api/delete",
+// ...), which orders the methods of gin's Allow header.
+var ollamaMethodOrder = []string{http.MethodHead, http.MethodGet, http.MethodPost, http.MethodDelete, http.MethodPut}
 
 // writeText answers text as text/plain with status (gin's default answers).
 func writeText(w http.ResponseWriter, status int, text string) {
@@ -372,8 +395,8 @@ func (s *Server) recheck() error {
 // each line written whole) and waits for their handlers to return. It returns nil after a shutdown.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	hs := &http.Server{
-		Handler:           s.router,
-		ReadHeaderTimeout: 30 * time.Second,
+		Handler:           withIOTimeouts(s.router, s.opt.Timeout),
+		ReadHeaderTimeout: min(30*time.Second, s.opt.Timeout), // bankml's own bound on a request's head
 		BaseContext:       func(net.Listener) context.Context { return s.stop },
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}

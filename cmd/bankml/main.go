@@ -103,7 +103,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, opts ...func(
 		fmt.Fprintln(stderr, "bankml:", err)
 		return 1
 	}
-	ctx, err := parser.Parse(llamaServerArgs(args))
+	first := ""
+	if len(args) > 0 {
+		first = args[0]
+	}
+	ctx, err := parser.Parse(llamaArgs(args, valueFlags(parser.Model, first)))
 	if exit >= 0 { // --help and friends
 		return exit
 	}

@@ -135,6 +135,10 @@ func TestRunArguments(t *testing.T) {
 		// prompt leaves 251 tokens before the cache fills.
 		{[]string{"-n", "9223372036854775807", "-c", "16", "--ignore-eos"}, 0, "generated: 251 tokens"},
 		{[]string{"-n", "0"}, 0, "generated: 0 tokens"},
+		// -2 is llama.cpp's "until context filled": what -1 does without a context shift (off by default).
+		{[]string{"-n", "-2", "-c", "16", "--ignore-eos"}, 0, "generated: 251 tokens"},
+		{[]string{"-n", "-3"}, 1, "-n/--n-predict -3: must be -1 (infinity), -2 (until context filled)"},
+		{[]string{"-n", "-9223372036854775808"}, 1, "-n/--n-predict -9223372036854775808"},
 		{[]string{"-c", "9223372036854775807"}, 1, "context size"},
 		{[]string{"-c", "1000000000", "-n", "1"}, 0, "capped at the model's training context (2048)"},
 		{[]string{"-c", "-5"}, 1, "--ctx-size"},
@@ -248,6 +252,7 @@ func TestInvalidCPULevelIsAUsageError(t *testing.T) {
 	for _, args := range [][]string{
 		{"run", model, "-p", "Once", "-n", "2"},
 		{"serve", model, "--unpinned", "--port", "0"},
+		{"perplexity", model, "../../perplexity/testdata/heldout-stories.txt", "-c", "128"},
 	} {
 		code, _, stderr := runCLI(args...)
 		if code != 1 || !strings.Contains(stderr, `BANKML_CPU=bogus`) || !strings.Contains(stderr, `unknown CPU level "bogus"`) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/bankml/bankml/model"
 	"github.com/bankml/bankml/perplexity"
+	"github.com/bankml/bankml/quant"
 )
 
 type perplexityCmd struct {
@@ -42,6 +43,10 @@ func (p *perplexityCmd) Run(stdout io.Writer, stderr errWriter) error {
 	}
 	if p.Ctx < 2 || p.Batch < 1 {
 		return fmt.Errorf("perplexity: --ctx-size %d and --batch-size %d: want a context of at least 2 and a batch of at least 1", p.Ctx, p.Batch)
+	}
+	// An invalid BANKML_CPU is a usage error (exit 1), as for run and serve, found before any file is read.
+	if _, err := quant.LevelFromEnv(); err != nil {
+		return fmt.Errorf("perplexity: %w", err)
 	}
 	text, err := os.ReadFile(p.File)
 	if err != nil {

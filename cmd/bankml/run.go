@@ -18,9 +18,10 @@ import (
 )
 
 type runCmd struct {
-	Model     string   `arg:"" name:"MODEL" help:"Path to a GGUF model file." type:"path"`
+	Model     string   `arg:"" optional:"" name:"MODEL" help:"Path to a GGUF model file (or -m/--model FNAME)." type:"path"`
+	ModelFlag string   `short:"m" name:"model" placeholder:"FNAME" help:"Path to a GGUF model file, as llama-cli's -m/--model, instead of MODEL." type:"path"`
 	Prompt    *rawText `short:"p" name:"prompt" help:"Prompt text (special-token text such as <s> is parsed, as llama-cli does); read from standard input when absent."`
-	NPredict  int      `short:"n" name:"n-predict" default:"-1" help:"Number of tokens to generate; -1 generates until an end-of-generation token or a full context."`
+	NPredict  int      `short:"n" name:"n-predict" default:"-1" help:"Number of tokens to generate, as llama.cpp's -n/--n-predict: -1 (infinity) and -2 (until context filled) both generate until an end-of-generation token or a full context (bankml has no context shift, which llama.cpp also leaves off by default)."`
 	Temp      float32  `name:"temp" default:"0" help:"Temperature; 0 is greedy (exact with llama.cpp)."`
 	TopK      int      `name:"top-k" default:"40" help:"Top-k sampling (0 = off); used when temp > 0."`
 	TopP      float32  `name:"top-p" default:"0.95" help:"Top-p sampling (1 = off); used when temp > 0."`
@@ -34,6 +35,8 @@ type runCmd struct {
 	Chat       bool    `name:"chat" help:"Chat: each user message is rendered with the model's chat template together with the conversation so far, the answer is generated to an end-of-generation token, and the next turn reuses the cached prefix (as llama-cli does through llama-server). On a terminal an interactive loop (/exit or Ctrl-D ends it, Ctrl-C stops an answer); otherwise each line of standard input is one user message (a line ending in \\ continues on the next). -p gives the first user message."`
 	System     rawText `name:"system" help:"System message of the conversation (with --chat; llama-cli's -sys)."`
 	SingleTurn bool    `name:"single-turn" help:"With --chat: answer one user message (-p or the first one read) and exit (llama-cli's -st)."`
+
+	Ignored llamaIgnored `embed:""`
 
 	// onTurn, when set (by tests), sees every finished chat turn.
 	onTurn func(chatTurn)
@@ -60,12 +63,24 @@ func (r *rawText) Decode(ctx *kong.DecodeContext) error {
 // cannotRun marks errors that mean "this file cannot be run" (exit status 2).
 func cannotRun(err error) error { return &exitError{code: 2, err: err} }
 
+// Validate (kong's hook after parsing) takes the model from MODEL or -m/--model (resolveModel).
+func (r *runCmd) Validate() (err error) {
+	r.Model, err = resolveModel(r.Model, r.ModelFlag)
+	return err
+}
+
 func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error {
+	if err := r.Ignored.warn("run", stderr); err != nil {
+		return err
+	}
 	if r.Threads < 1 {
 		return fmt.Errorf("run: --threads %d: must be at least 1", r.Threads)
 	}
 	if r.Ctx < 0 {
 		return fmt.Errorf("run: --ctx-size %d: must be 0 or positive", r.Ctx)
+	}
+	if r.NPredict < -2 {
+		return fmt.Errorf("run: -n/--n-predict %d: must be -1 (infinity), -2 (until context filled) or a count of 0 or more", r.NPredict)
 	}
 	// llama.cpp's sampler chain with its defaults (min_p 0.05, ...) and these
 	// flags; --temp 0 stays the plain argmax.

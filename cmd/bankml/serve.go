@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"os/signal"
-	"slices"
 	"strconv"
-	"strings"
 	"syscall"
+	"time"
 
 	"github.com/bankml/bankml/ledger"
 	"github.com/bankml/bankml/quant"
@@ -21,7 +21,8 @@ import (
 // serveCmd is `bankml serve MODEL`: the OpenAI, Ollama and llama-server HTTP APIs over one model (package
 // serve). The model is guarded, pinned and loaded before the port opens.
 type serveCmd struct {
-	Model    string  `arg:"" name:"MODEL" help:"Path to a GGUF model file." type:"path"`
+	Model    string  `arg:"" optional:"" name:"MODEL" help:"Path to a GGUF model file (or -m/--model FNAME)." type:"path"`
+	ModelFlg string  `short:"m" name:"model" placeholder:"FNAME" help:"Path to a GGUF model file, as llama-server's -m/--model, instead of MODEL." type:"path"`
 	Manifest string  `name:"manifest" help:"Provenance manifest (FORK.json), or the file's sha256 / sha256:<hex> digest, to pin the model against."`
 	Unpinned bool    `name:"unpinned" help:"Serve a model without a pin; every receipt then says pinned: false."`
 	Host     *string `name:"host" help:"Address to listen on, as llama-server's --host (default 127.0.0.1, loopback; another address exposes the model to the network)."`
@@ -32,7 +33,10 @@ type serveCmd struct {
 	History  string  `name:"history" help:"Folder of the history ledger: every exchange is appended to DIR/history.jsonl (fsynced), committed by an RFC 6962 Merkle tree." type:"path"`
 	APIKey   string  `name:"api-key" env:"BANKML_API_KEY" help:"API key every request but /health, /v1/health and / must carry (Authorization: Bearer KEY or X-Api-Key), as llama-server's --api-key."`
 	Parallel int     `name:"parallel" aliases:"np" default:"1" help:"Number of slots (requests generated at once), as llama-server's -np/--parallel."`
+	Timeout  int     `name:"timeout" default:"3600" placeholder:"N" help:"Seconds each socket read of a request and each write of its answer may wait, as llama-server's -to/--timeout (its default 3600): a timeout per operation, so long generations and long streams are not cut; a client silent or not reading for N seconds is dropped."`
 	Queue    int     `name:"queue" default:"64" help:"Requests allowed to wait for a slot; more get 429."`
+
+	Ignored llamaIgnored `embed:""`
 }
 
 // Defaults of --host and --port (llama-server's).
@@ -66,24 +70,16 @@ func (c *serveCmd) address() (string, error) {
 	return net.JoinHostPort(host, strconv.Itoa(port)), nil
 }
 
-// llamaServerArgs rewrites llama-server's two-letter single-dash flag -np (which the flag parser would read
-// as -n -p) to --parallel in the arguments of `bankml serve`; other commands' arguments are left alone.
-func llamaServerArgs(args []string) []string {
-	if len(args) == 0 || args[0] != "serve" {
-		return args
-	}
-	out := slices.Clone(args)
-	for i, a := range out {
-		if a == "-np" {
-			out[i] = "--parallel"
-		} else if v, ok := strings.CutPrefix(a, "-np="); ok {
-			out[i] = "--parallel=" + v
-		}
-	}
-	return out
+// Validate (kong's hook after parsing) takes the model from MODEL or -m/--model (resolveModel).
+func (c *serveCmd) Validate() (err error) {
+	c.Model, err = resolveModel(c.Model, c.ModelFlg)
+	return err
 }
 
 func (c *serveCmd) Run(stderr errWriter) error {
+	if err := c.Ignored.warn("serve", stderr); err != nil {
+		return err
+	}
 	if c.Threads < 1 {
 		return fmt.Errorf("serve: --threads %d: must be at least 1", c.Threads)
 	}
@@ -92,6 +88,9 @@ func (c *serveCmd) Run(stderr errWriter) error {
 	}
 	if c.Ctx < 0 {
 		return fmt.Errorf("serve: --ctx-size %d: must be 0 or positive", c.Ctx)
+	}
+	if c.Timeout < 1 || c.Timeout > math.MaxInt32 {
+		return fmt.Errorf("serve: -to/--timeout %d: must be in [1, %d] seconds", c.Timeout, math.MaxInt32)
 	}
 	if c.Queue < 1 {
 		return fmt.Errorf("serve: --queue %d: must be at least 1", c.Queue)
@@ -144,7 +143,7 @@ func (c *serveCmd) Run(stderr errWriter) error {
 	}
 	s, err := serve.New(m, serve.Options{
 		NCtx: c.Ctx, Threads: c.Threads, Parallel: c.Parallel, QueueSize: c.Queue,
-		APIKey: c.APIKey, Ledger: l, Version: version, Log: log,
+		APIKey: c.APIKey, Ledger: l, Version: version, Log: log, Timeout: time.Duration(c.Timeout) * time.Second,
 	})
 	if err != nil {
 		return cannotRun(err)

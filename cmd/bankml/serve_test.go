@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -48,7 +47,7 @@ func TestServeRefusesBeforeListening(t *testing.T) {
 }
 
 // TestServeAddress checks the listening address from llama-server's --host and --port (defaults 127.0.0.1
-// and 8080) or --listen, and the -np spelling of --parallel.
+// and 8080) or --listen.
 func TestServeAddress(t *testing.T) {
 	str := func(s string) *string { return &s }
 	num := func(n int) *int { return &n }
@@ -64,15 +63,6 @@ func TestServeAddress(t *testing.T) {
 	} {
 		if got, err := c.cmd.address(); err != nil || got != c.want {
 			t.Errorf("%+v: %q, %v; want %q", c.cmd, got, err, c.want)
-		}
-	}
-	for _, c := range []struct{ in, want []string }{
-		{[]string{"serve", "m.gguf", "-np", "4", "-c", "512"}, []string{"serve", "m.gguf", "--parallel", "4", "-c", "512"}},
-		{[]string{"serve", "m.gguf", "-np=2"}, []string{"serve", "m.gguf", "--parallel=2"}},
-		{[]string{"run", "m.gguf", "-np"}, []string{"run", "m.gguf", "-np"}},
-	} {
-		if got := llamaServerArgs(c.in); !slices.Equal(got, c.want) {
-			t.Errorf("%v: %v, want %v", c.in, got, c.want)
 		}
 	}
 }
