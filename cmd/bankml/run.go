@@ -21,6 +21,7 @@ type runCmd struct {
 	Model     string   `arg:"" optional:"" name:"MODEL" help:"Path to a GGUF model file (or -m/--model FNAME)." type:"path"`
 	ModelFlag string   `short:"m" name:"model" placeholder:"FNAME" help:"Path to a GGUF model file, as llama-cli's -m/--model, instead of MODEL." type:"path"`
 	Prompt    *rawText `short:"p" name:"prompt" help:"Prompt text (special-token text such as <s> is parsed, as llama-cli does); read from standard input when absent."`
+	Escape    bool     `short:"e" name:"escape" negatable:"" default:"true" help:"Process the escapes \\n \\r \\t \\' \\\" \\\\ and \\xHH in the prompt (-p, or the prompt read from standard input; with --chat only -p's first message), as llama.cpp's -e/--escape, on by default; --no-escape takes it as is. --system and chat messages read from standard input are never processed, as in llama-cli."`
 	NPredict  int      `short:"n" name:"n-predict" default:"-1" help:"Number of tokens to generate, as llama.cpp's -n/--n-predict: -1 (infinity) and -2 (until context filled) both generate until an end-of-generation token or a full context (bankml has no context shift, which llama.cpp also leaves off by default)."`
 	Temp      float32  `name:"temp" default:"0" help:"Temperature; 0 is greedy (exact with llama.cpp)."`
 	TopK      int      `name:"top-k" default:"40" help:"Top-k sampling (0 = off); used when temp > 0."`
@@ -102,6 +103,10 @@ func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error 
 	if !r.Chat && (r.System != "" || r.SingleTurn) {
 		return errors.New("run: --system and --single-turn need --chat")
 	}
+	if r.Prompt != nil && r.Escape { // common_params_parse escapes params.prompt (common/arg.cpp)
+		p := rawText(processEscapes(string(*r.Prompt)))
+		r.Prompt = &p
+	}
 	prompt := ""
 	if r.Chat {
 		// The conversation reads its messages itself (runchat.go).
@@ -115,7 +120,10 @@ func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error 
 		if err != nil {
 			return fmt.Errorf("run: reading the prompt from standard input: %w", err)
 		}
-		prompt = strings.TrimSuffix(string(b), "\n")
+		prompt = strings.TrimSuffix(string(b), "\n") // as llama.cpp's -f FNAME drops one trailing newline
+		if r.Escape {                                // and then escapes it as it escapes -p (common/arg.cpp)
+			prompt = processEscapes(prompt)
+		}
 	}
 
 	f, err := admit("run", r.Model, r.Manifest, stderr)
