@@ -83,6 +83,9 @@ func (c *serveCmd) Run(stderr errWriter) error {
 	if c.Parallel < 1 {
 		return fmt.Errorf("serve: --parallel %d: must be at least 1", c.Parallel)
 	}
+	if c.Parallel > maxSeq { // llama_context refuses n_seq_max (llama-server's -np) above it
+		return fmt.Errorf("serve: -np/--parallel %d: at most %d slots (llama.cpp's LLAMA_MAX_SEQ)", c.Parallel, maxSeq)
+	}
 	if c.Ctx < 0 {
 		return fmt.Errorf("serve: --ctx-size %d: must be 0 or positive", c.Ctx)
 	}
@@ -138,6 +141,9 @@ func (c *serveCmd) Run(stderr errWriter) error {
 		}
 		fmt.Fprintf(stderr, "history: %s, %d entries, root %s\n", c.History, opened.Size, opened.Root)
 	}
+	if err := c.checkSlots(m.Model.HP.NCtxTrain); err != nil {
+		return err
+	}
 	s, err := serve.New(m, serve.Options{
 		NCtx: c.Ctx, Threads: int(c.Threads), Parallel: c.Parallel, QueueSize: c.Queue,
 		APIKey: c.APIKey, Ledger: l, Version: version, Log: log, Timeout: time.Duration(c.Timeout) * time.Second,
@@ -167,5 +173,19 @@ func (c *serveCmd) Run(stderr errWriter) error {
 		return err
 	}
 	fmt.Fprintln(stderr, "stopped")
+	return nil
+}
+
+// maxSeq is llama.cpp's LLAMA_MAX_SEQ (src/llama-cparams.h:8): llama_context's constructor throws "n_seq_max
+// must be <= 256" (src/llama-context.cpp:101), and llama-server's -np is its n_seq_max.
+const maxSeq = 256
+
+// checkSlots refuses, as a usage error (exit 1), a -c/--ctx-size and -np/--parallel that leave a slot no
+// context on a model trained on nCtxTrain tokens (serve.SlotContext; llama.cpp's "n_ctx_seq == 0",
+// src/llama-context.cpp:297): the flags are wrong, not the model.
+func (c *serveCmd) checkSlots(nCtxTrain int) error {
+	if _, err := serve.SlotContext(c.Ctx, c.Parallel, nCtxTrain); err != nil {
+		return fmt.Errorf("serve: -c/--ctx-size %d with -np/--parallel %d: %w", c.Ctx, c.Parallel, err)
+	}
 	return nil
 }
