@@ -13,13 +13,13 @@ import (
 )
 
 type perplexityCmd struct {
-	Model    string `arg:"" name:"MODEL" help:"Path to a GGUF model file." type:"path"`
-	File     string `arg:"" name:"FILE" help:"Text file to score (llama-perplexity -f; one trailing newline is dropped, as it does)." type:"path"`
-	Ctx      int    `short:"c" name:"ctx-size" default:"512" help:"Tokens per chunk (llama-perplexity's -c, default 512); the second half of each chunk is scored."`
-	Batch    int    `short:"b" name:"batch-size" default:"2048" help:"Tokens per decode (llama-perplexity's -b); capped at the chunk size (each chunk is its own sequence)."`
-	Chunks   int    `name:"chunks" default:"-1" help:"Score at most this many chunks (-1: all; 0 is refused)."`
-	Threads  int    `short:"t" name:"threads" default:"${nproc}" help:"Number of threads (the result does not depend on it)."`
-	Manifest string `name:"manifest" help:"Provenance manifest (FORK.json), or the file's sha256, to pin the model against."`
+	Model    string      `arg:"" name:"MODEL" help:"Path to a GGUF model file." type:"path"`
+	File     string      `arg:"" name:"FILE" help:"Text file to score (llama-perplexity -f; one trailing newline is dropped, as it does)." type:"path"`
+	Ctx      int         `short:"c" name:"ctx-size" default:"512" help:"Tokens per chunk (llama-perplexity's -c, default 512); the second half of each chunk is scored."`
+	Batch    int         `short:"b" name:"batch-size" default:"2048" help:"Tokens per decode (llama-perplexity's -b); capped at the chunk size (each chunk is its own sequence)."`
+	Chunks   int         `name:"chunks" default:"-1" help:"Score at most this many chunks (-1: all; 0 is refused)."`
+	Threads  threadCount `short:"t" name:"threads" default:"${nproc}" help:"Number of threads (the result does not depend on it); 0 or less takes the number of logical CPUs, as llama.cpp; at most 512, ggml's GGML_MAX_N_THREADS)."`
+	Manifest string      `name:"manifest" help:"Provenance manifest (FORK.json), or the file's sha256, to pin the model against."`
 }
 
 // modelEval scores with a bankml context: one sequence, emptied per chunk.
@@ -35,9 +35,6 @@ func (e modelEval) DecodeOutputs(t []int32, n int) ([]float32, error) {
 func (e modelEval) NVocab() int { return e.nVocab }
 
 func (p *perplexityCmd) Run(stdout io.Writer, stderr errWriter) error {
-	if p.Threads < 1 {
-		return fmt.Errorf("perplexity: --threads %d: must be at least 1", p.Threads)
-	}
 	if p.Chunks == 0 || p.Chunks < -1 {
 		return fmt.Errorf("perplexity: --chunks %d: want a positive count, or -1 for all", p.Chunks)
 	}
@@ -72,7 +69,7 @@ func (p *perplexityCmd) Run(stdout io.Writer, stderr errWriter) error {
 	if p.Ctx > m.HP.NCtxTrain {
 		fmt.Fprintf(stderr, "warning: the model was trained on only %d context tokens (%d specified)\n", m.HP.NCtxTrain, p.Ctx)
 	}
-	c, err := m.NewContext(p.Ctx, p.Threads)
+	c, err := m.NewContext(p.Ctx, int(p.Threads))
 	if err != nil {
 		return fmt.Errorf("perplexity: %w", err)
 	}

@@ -24,18 +24,18 @@ import (
 // quantizeCmd is `bankml quantize IN.gguf OUT.gguf --type T`: a float (or quantized) model to ternary, streamed
 // one tensor at a time (package ternary).
 type quantizeCmd struct {
-	In         string   `arg:"" name:"IN.gguf" help:"Model to convert (any tensor type bankml reads)." type:"path"`
-	Out        string   `arg:"" name:"OUT.gguf" optional:"" help:"File to write, through a temporary file beside it (not needed with --dry-run)." type:"path"`
-	Type       string   `name:"type" required:"" enum:"tq2_0,tq1_0,q2_0,ptqtp" help:"Target: tq2_0, tq1_0 or q2_0 (ggml's absmax encoders, byte-identical to llama.cpp's), or ptqtp (K trit-planes per matrix, Fucina's PTQTP)."`
-	Planes     int      `name:"planes" help:"ptqtp: trit-planes per matrix, 1 to 3 (default 2)."`
-	DownPlanes int      `name:"down-planes" help:"ptqtp: planes for ffn_down matrices (default --planes)."`
-	OPlanes    int      `name:"o-planes" help:"ptqtp: planes for attn_output matrices (default --planes)."`
-	GroupSize  int      `name:"group-size" help:"ptqtp: weights per group: 256 (TQ2_0 planes, the default; Fucina's format) or 64 (Q2_0 planes, bankml only)."`
-	Include    []string `name:"include" placeholder:"PATTERN" help:"Convert only the eligible matrices whose name contains PATTERN (repeatable, comma-separated); replaces the default, which keeps token_embd and output.weight."`
-	Exclude    []string `name:"exclude" placeholder:"PATTERN" help:"Keep the matrices whose name contains PATTERN (repeatable, comma-separated)."`
-	DryRun     bool     `name:"dry-run" help:"Print the per-tensor plan and write nothing."`
-	Threads    int      `name:"threads" short:"t" default:"${nproc}" help:"Worker threads (the output does not depend on them)."`
-	Force      bool     `name:"force" help:"Overwrite OUT if it exists (a regular file only)."`
+	In         string      `arg:"" name:"IN.gguf" help:"Model to convert (any tensor type bankml reads)." type:"path"`
+	Out        string      `arg:"" name:"OUT.gguf" optional:"" help:"File to write, through a temporary file beside it (not needed with --dry-run)." type:"path"`
+	Type       string      `name:"type" required:"" enum:"tq2_0,tq1_0,q2_0,ptqtp" help:"Target: tq2_0, tq1_0 or q2_0 (ggml's absmax encoders, byte-identical to llama.cpp's), or ptqtp (K trit-planes per matrix, Fucina's PTQTP)."`
+	Planes     int         `name:"planes" help:"ptqtp: trit-planes per matrix, 1 to 3 (default 2)."`
+	DownPlanes int         `name:"down-planes" help:"ptqtp: planes for ffn_down matrices (default --planes)."`
+	OPlanes    int         `name:"o-planes" help:"ptqtp: planes for attn_output matrices (default --planes)."`
+	GroupSize  int         `name:"group-size" help:"ptqtp: weights per group: 256 (TQ2_0 planes, the default; Fucina's format) or 64 (Q2_0 planes, bankml only)."`
+	Include    []string    `name:"include" placeholder:"PATTERN" help:"Convert only the eligible matrices whose name contains PATTERN (repeatable, comma-separated); replaces the default, which keeps token_embd and output.weight."`
+	Exclude    []string    `name:"exclude" placeholder:"PATTERN" help:"Keep the matrices whose name contains PATTERN (repeatable, comma-separated)."`
+	DryRun     bool        `name:"dry-run" help:"Print the per-tensor plan and write nothing."`
+	Threads    threadCount `name:"threads" short:"t" default:"${nproc}" help:"Worker threads (the output does not depend on them); 0 or less takes the number of logical CPUs, as llama.cpp; at most 512, ggml's GGML_MAX_N_THREADS)."`
+	Force      bool        `name:"force" help:"Overwrite OUT if it exists (a regular file only)."`
 }
 
 // Run plans the conversion, prints the plan (--dry-run) or streams the model to OUT with a progress bar on a
@@ -70,7 +70,7 @@ func (c *quantizeCmd) Run(stdout io.Writer, stderr errWriter) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
-	pool := parallel.New(c.Threads)
+	pool := parallel.New(int(c.Threads))
 	defer pool.Close()
 	bar := newBar(stderr, int64(plan.InBytes), "quantize "+filepath.Base(c.Out))
 	say := func(line string) {

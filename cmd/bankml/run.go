@@ -18,18 +18,19 @@ import (
 )
 
 type runCmd struct {
-	Model     string   `arg:"" optional:"" name:"MODEL" help:"Path to a GGUF model file (or -m/--model FNAME)." type:"path"`
-	ModelFlag string   `short:"m" name:"model" placeholder:"FNAME" help:"Path to a GGUF model file, as llama-cli's -m/--model, instead of MODEL." type:"path"`
-	Prompt    *rawText `short:"p" name:"prompt" help:"Prompt text (special-token text such as <s> is parsed, as llama-cli does); read from standard input when absent."`
-	NPredict  int      `short:"n" name:"n-predict" default:"-1" help:"Number of tokens to generate, as llama.cpp's -n/--n-predict: -1 (infinity) and -2 (until context filled) both generate until an end-of-generation token or a full context (bankml has no context shift, which llama.cpp also leaves off by default)."`
-	Temp      float32  `name:"temp" default:"0" help:"Temperature; 0 is greedy (exact with llama.cpp)."`
-	TopK      int      `name:"top-k" default:"40" help:"Top-k sampling (0 = off); used when temp > 0."`
-	TopP      float32  `name:"top-p" default:"0.95" help:"Top-p sampling (1 = off); used when temp > 0."`
-	Seed      int64    `name:"seed" default:"-1" help:"Seed of the sampler's random draw; -1 picks one at random."`
-	Threads   int      `short:"t" name:"threads" default:"${nproc}" help:"Number of threads (default: the number of logical CPUs)."`
-	Ctx       int      `short:"c" name:"ctx-size" default:"0" help:"Context size in tokens: 0 (the default) takes the model's training context, as llama-server's defaults give a slot; another size is rounded up to a multiple of 256 and capped at the training context, as llama-server does."`
-	IgnoreEOS bool     `name:"ignore-eos" help:"Keep generating past end-of-generation tokens."`
-	Manifest  string   `name:"manifest" help:"Provenance manifest (FORK.json), or the file's sha256 / sha256:<hex> digest, to pin the model against; without it the model runs unpinned and says so."`
+	Model     string      `arg:"" optional:"" name:"MODEL" help:"Path to a GGUF model file (or -m/--model FNAME)." type:"path"`
+	ModelFlag string      `short:"m" name:"model" placeholder:"FNAME" help:"Path to a GGUF model file, as llama-cli's -m/--model, instead of MODEL." type:"path"`
+	Prompt    *rawText    `short:"p" name:"prompt" help:"Prompt text (special-token text such as <s> is parsed, as llama-cli does); read from standard input when absent."`
+	Escape    bool        `short:"e" name:"escape" negatable:"" default:"true" help:"Process the escapes \\n \\r \\t \\' \\\" \\\\ and \\xHH in the prompt (-p, or the prompt read from standard input; with --chat only -p's first message), as llama.cpp's -e/--escape, on by default; --no-escape takes it as is. --system and chat messages read from standard input are never processed, as in llama-cli."`
+	NPredict  int         `short:"n" name:"n-predict" default:"-1" help:"Number of tokens to generate, as llama.cpp's -n/--n-predict: -1 (infinity) and -2 (until context filled) both generate until an end-of-generation token or a full context (bankml has no context shift, which llama.cpp also leaves off by default)."`
+	Temp      float32     `name:"temp" default:"0" help:"Temperature; 0 is greedy (exact with llama.cpp)."`
+	TopK      int         `name:"top-k" default:"40" help:"Top-k sampling (0 = off); used when temp > 0."`
+	TopP      float32     `name:"top-p" default:"0.95" help:"Top-p sampling (1 = off); used when temp > 0."`
+	Seed      int64       `name:"seed" default:"-1" help:"Seed of the sampler's random draw; -1 picks one at random."`
+	Threads   threadCount `short:"t" name:"threads" default:"${nproc}" help:"Number of threads (default: the number of logical CPUs); 0 or less takes the number of logical CPUs, as llama.cpp; at most 512, ggml's GGML_MAX_N_THREADS)."`
+	Ctx       int         `short:"c" name:"ctx-size" default:"0" help:"Context size in tokens: 0 (the default) takes the model's training context, as llama-server's defaults give a slot; another size is rounded up to a multiple of 256 and capped at the training context, as llama-server does."`
+	IgnoreEOS bool        `name:"ignore-eos" help:"Keep generating past end-of-generation tokens."`
+	Manifest  string      `name:"manifest" help:"Provenance manifest (FORK.json), or the file's sha256 / sha256:<hex> digest, to pin the model against; without it the model runs unpinned and says so."`
 
 	// Conversation mode (runchat.go).
 	Chat       bool    `name:"chat" help:"Chat: each user message is rendered with the model's chat template together with the conversation so far, the answer is generated to an end-of-generation token, and the next turn reuses the cached prefix (as llama-cli does through llama-server). On a terminal an interactive loop (/exit or Ctrl-D ends it, Ctrl-C stops an answer); otherwise each line of standard input is one user message (a line ending in \\ continues on the next). -p gives the first user message."`
@@ -73,9 +74,6 @@ func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error 
 	if err := r.Ignored.warn("run", stderr); err != nil {
 		return err
 	}
-	if r.Threads < 1 {
-		return fmt.Errorf("run: --threads %d: must be at least 1", r.Threads)
-	}
 	if r.Ctx < 0 {
 		return fmt.Errorf("run: --ctx-size %d: must be 0 or positive", r.Ctx)
 	}
@@ -102,6 +100,10 @@ func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error 
 	if !r.Chat && (r.System != "" || r.SingleTurn) {
 		return errors.New("run: --system and --single-turn need --chat")
 	}
+	if r.Prompt != nil && r.Escape { // common_params_parse escapes params.prompt (common/arg.cpp)
+		p := rawText(processEscapes(string(*r.Prompt)))
+		r.Prompt = &p
+	}
 	prompt := ""
 	if r.Chat {
 		// The conversation reads its messages itself (runchat.go).
@@ -115,7 +117,10 @@ func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error 
 		if err != nil {
 			return fmt.Errorf("run: reading the prompt from standard input: %w", err)
 		}
-		prompt = strings.TrimSuffix(string(b), "\n")
+		prompt = strings.TrimSuffix(string(b), "\n") // as llama.cpp's -f FNAME drops one trailing newline
+		if r.Escape {                                // and then escapes it as it escapes -p (common/arg.cpp)
+			prompt = processEscapes(prompt)
+		}
 	}
 
 	f, err := admit("run", r.Model, r.Manifest, stderr)
@@ -137,7 +142,7 @@ func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error 
 	if capped {
 		fmt.Fprintf(stderr, "warning: the context (%d) is capped at the model's training context (%d), as llama-server caps a slot\n", r.Ctx, nCtx)
 	}
-	c, err := m.NewContext(nCtx, r.Threads)
+	c, err := m.NewContext(nCtx, int(r.Threads))
 	if err != nil {
 		return fmt.Errorf("run: %w", err)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"os"
@@ -34,6 +35,8 @@ func TestServeRefusesBeforeListening(t *testing.T) {
 		{[]string{"serve", model, "--unpinned", "--listen", "nonsense"}, 1, "--listen"},
 		{[]string{"serve", model, "--unpinned", "--parallel", "0"}, 1, "--parallel"},
 		{[]string{"serve", model, "--unpinned", "-np", "0"}, 1, "--parallel 0"},
+		{[]string{"serve", model, "--unpinned", "-np", "100000"}, 1, "-np/--parallel 100000: at most 256 slots"},
+		{[]string{"serve", model, "--unpinned", "-np", "257", "-c", "1000000"}, 1, "-np/--parallel 257: at most 256 slots"},
 		{[]string{"serve", model, "--unpinned", "-c", "-5"}, 1, "--ctx-size -5"},
 		{[]string{"serve", model, "--unpinned", "--listen", "127.0.0.1:0", "--port", "9"}, 1, "--listen and --host/--port both given"},
 		{[]string{"serve", model, "--unpinned", "--listen", "127.0.0.1:0", "--host", "::1"}, 1, "--listen and --host/--port both given"},
@@ -42,6 +45,30 @@ func TestServeRefusesBeforeListening(t *testing.T) {
 		code, out, stderr := runCLI(c.args...)
 		if code != c.code || out != "" || !strings.Contains(stderr, c.msg) || strings.Contains(stderr, "listening") {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit %d naming %q", c.args, code, out, stderr, c.code, c.msg)
+		}
+	}
+}
+
+// TestServeCheckSlots: -c and -np that leave a slot no context are a usage error (exit 1), not a model that
+// cannot be run (exit 2); cases from serve.TestSlotContext's worked llama.cpp rule.
+func TestServeCheckSlots(t *testing.T) {
+	for _, c := range []struct {
+		ctx, parallel, train int
+		want                 string // in the error; "" none
+	}{
+		{0, 1, 4096, ""},
+		{0, 4, 4096, ""},
+		{256, 256, 8192, ""},
+		{256, 300, 8192, "-c/--ctx-size 256 with -np/--parallel 300: context size 256 shared by 300 slots leaves each none"},
+		{0, 1000, 512, "leaves each none"},
+	} {
+		err := (&serveCmd{Ctx: c.ctx, Parallel: c.parallel}).checkSlots(c.train)
+		var ee *exitError
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("-c %d -np %d, train %d: %v", c.ctx, c.parallel, c.train, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want) || errors.As(err, &ee)):
+			t.Errorf("-c %d -np %d, train %d: %v; want a usage error naming %q", c.ctx, c.parallel, c.train, err, c.want)
 		}
 	}
 }

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/alecthomas/kong"
+)
+
+// TestThreadCount: -t/--threads as common/arg.cpp:1514–1521 reads it (0 or less: std::thread::hardware_concurrency,
+// here runtime.NumCPU), bounded by ggml's GGML_MAX_N_THREADS (ggml/include/ggml.h:225: 512).
+func TestThreadCount(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want int
+		err  string
+	}{
+		{nil, 7, ""}, // the default, decoded as given
+		{[]string{"-t", "1"}, 1, ""},
+		{[]string{"-t", "512"}, 512, ""},
+		{[]string{"--threads=3"}, 3, ""},
+		{[]string{"-t", "0"}, runtime.NumCPU(), ""},
+		{[]string{"-t", "-1"}, runtime.NumCPU(), ""},
+		{[]string{"-t", "-2147483648"}, runtime.NumCPU(), ""},
+		{[]string{"-t", "513"}, 0, "-t/--threads 513: at most 512"},
+		{[]string{"-t", "1000000000"}, 0, "-t/--threads 1000000000: at most 512"},
+		{[]string{"-t", "99999999999999999999"}, 0, "not an integer"},
+		{[]string{"-t", "two"}, 0, `-t/--threads "two": not an integer`},
+		{[]string{"-t", "1.5"}, 0, "not an integer"},
+	} {
+		var c struct {
+			Threads threadCount `short:"t" name:"threads" default:"7"`
+		}
+		p, err := kong.New(&c, kong.WithHyphenPrefixedParameters(true), kong.Exit(func(int) {}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = p.Parse(tc.args)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%v: error %v, want %q", tc.args, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || int(c.Threads) != tc.want {
+			t.Errorf("%v: %d, %v; want %d", tc.args, c.Threads, err, tc.want)
+		}
+	}
+}
+
+// TestThreadsBoundEveryCommand: every command with -t refuses a count above GGML_MAX_N_THREADS at parse time,
+// a usage error (exit 1) naming -t, before any file is read (serve never starts).
+func TestThreadsBoundEveryCommand(t *testing.T) {
+	model := storiesPath(t)
+	out := t.TempDir() + "/out.gguf"
+	for _, args := range [][]string{
+		{"run", model, "-p", "Once", "-n", "4", "-t", "1000000000"},
+		{"run", model, "--chat", "-t", "513"},
+		{"serve", model, "--unpinned", "-t", "1000000000"},
+		{"perplexity", model, model, "-t", "1000000000"},
+		{"quantize", model, out, "--type", "tq2_0", "--threads", "513"},
+	} {
+		code, _, stderr := runCLI(args...)
+		if code != 1 || !strings.Contains(stderr, "-t/--threads") || !strings.Contains(stderr, "at most 512") {
+			t.Errorf("bankml %v: exit %d, stderr %q; want exit 1 naming -t/--threads", args, code, stderr)
+		}
+	}
+}
