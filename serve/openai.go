@@ -419,7 +419,7 @@ func timingsJSON(t engine.Timings) map[string]any {
 		"prompt_per_second":      t.PromptPerSecond(),
 		"predicted_n":            t.PredictedN,
 		"predicted_ms":           t.PredictedMS,
-		"predicted_per_token_ms": perTok(t.PredictedMS, t.PredictedN-1),
+		"predicted_per_token_ms": perTok(t.PredictedMS, t.PredictedSteps()),
 		"predicted_per_second":   t.PredictedPerSecond(),
 	}
 }
