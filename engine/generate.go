@@ -165,12 +165,18 @@ func (t Timings) PromptPerSecond() float64 {
 	return 1e3 / t.PromptMS * float64(t.PromptN)
 }
 
-// PredictedPerSecond is predicted_per_second (0 when unknown).
+// PredictedSteps is server_slot_stats::n_gen_steps (tools/server/server-common.h): the decode steps
+// between the first sampled token and the last, PredictedN-1 (0 when PredictedN <= 1). PredictedMS spans
+// exactly these steps.
+func (t Timings) PredictedSteps() int { return max(t.PredictedN-1, 0) }
+
+// PredictedPerSecond is predicted_per_second, server_slot_stats::n_gen_tps: 1e3/PredictedMS times
+// PredictedSteps (not PredictedN), 0 when PredictedMS is not positive; so 0 for one token or none.
 func (t Timings) PredictedPerSecond() float64 {
 	if t.PredictedMS <= 0 {
 		return 0
 	}
-	return 1e3 / t.PredictedMS * float64(t.PredictedN)
+	return 1e3 / t.PredictedMS * float64(t.PredictedSteps())
 }
 
 // Result is a finished (or stopped) completion.

@@ -280,8 +280,8 @@ func (s *Server) generateWhole(r *http.Request, x *exchange, req engine.Request)
 // completeStream answers a streamed completion as llama-server's SSE: a chunk per released token (for chat,
 // a first delta {"role": "assistant", "content": null} with the first token; tokens that release no text
 // send no chat chunk), a final chunk with finish_reason (and for text completions the usage), for chat with
-// stream_options.include_usage a usage chunk with empty choices, then bankml's receipt event and
-// "data: [DONE]". Errors before the first chunk are answered as plain JSON errors (llama-server treats the
+// stream_options.include_usage a usage chunk with empty choices, then bankml's receipt as one more chunk
+// (same id, object, created, model; "choices": []; bankml_receipt) and "data: [DONE]". Errors before the first chunk are answered as plain JSON errors (llama-server treats the
 // first result so); later ones as an SSE error event.
 func (s *Server) completeStream(w http.ResponseWriter, r *http.Request, x *exchange, call *oaiCall) {
 	sse := newSSE(w)
@@ -350,7 +350,17 @@ func (s *Server) completeStream(w http.ResponseWriter, r *http.Request, x *excha
 		sse.fail(ferr)
 		return
 	}
-	final = append(final, map[string]any{"bankml_receipt": rc})
+	// The receipt rides in a chunk of the stream's own kind with empty choices (as OpenAI's usage chunk),
+	// so that clients that read choices of every chunk (openai-node's documented loop) accept it.
+	var rchunk map[string]any
+	if call.kind == kindChat {
+		rchunk = s.chatBase(call)
+	} else {
+		rchunk = s.textChunk(call, "", nil, nil)
+	}
+	rchunk["choices"] = []any{}
+	rchunk["bankml_receipt"] = rc
+	final = append(final, rchunk)
 	if err := sse.events(final...); err != nil {
 		return
 	}
@@ -419,7 +429,7 @@ func timingsJSON(t engine.Timings) map[string]any {
 		"prompt_per_second":      t.PromptPerSecond(),
 		"predicted_n":            t.PredictedN,
 		"predicted_ms":           t.PredictedMS,
-		"predicted_per_token_ms": perTok(t.PredictedMS, t.PredictedN-1),
+		"predicted_per_token_ms": perTok(t.PredictedMS, t.PredictedSteps()),
 		"predicted_per_second":   t.PredictedPerSecond(),
 	}
 }

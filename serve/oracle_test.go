@@ -74,6 +74,34 @@ func parseAnswer(t testing.TB, b []byte) answer {
 	return a
 }
 
+// checkReceiptChunk wants the receipt event to be a chunk like the one before it (OpenAI's
+// chat.completion.chunk or text_completion, as a usage chunk with stream_options.include_usage is): the same
+// id, object, model and system_fingerprint, a created no earlier, and "choices": [] (an array, empty), so
+// that clients reading every chunk's choices (openai-node) accept it.
+func checkReceiptChunk(t testing.TB, prev, receipt string) {
+	t.Helper()
+	type envelope struct {
+		ID          string           `json:"id"`
+		Object      string           `json:"object"`
+		Created     int64            `json:"created"`
+		Model       string           `json:"model"`
+		Fingerprint string           `json:"system_fingerprint"`
+		Choices     *[]any           `json:"choices"`
+		Receipt     *json.RawMessage `json:"bankml_receipt"`
+	}
+	var p, r envelope
+	if err := json.Unmarshal([]byte(prev), &p); err != nil {
+		t.Fatalf("%v: %s", err, prev)
+	}
+	if err := json.Unmarshal([]byte(receipt), &r); err != nil {
+		t.Fatalf("%v: %s", err, receipt)
+	}
+	if r.ID == "" || r.ID != p.ID || r.Object != p.Object || r.Model != p.Model || r.Fingerprint != p.Fingerprint ||
+		r.Created < p.Created || r.Choices == nil || len(*r.Choices) != 0 {
+		t.Errorf("the receipt chunk %s is not a chunk of the stream with empty choices (the one before: %s)", receipt, prev)
+	}
+}
+
 // parseStream reads an SSE answer: every "data: " event up to [DONE], which must be last, with the receipt
 // the event just before it.
 func parseStream(t testing.TB, b []byte) answer {
@@ -93,7 +121,7 @@ func parseStream(t testing.TB, b []byte) answer {
 		}
 		events = append(events, d)
 	}
-	if len(events) < 2 || events[len(events)-1] != "[DONE]" {
+	if len(events) < 3 || events[len(events)-1] != "[DONE]" {
 		t.Fatalf("stream does not end with the receipt and [DONE]: %s", b)
 	}
 	var rc struct {
@@ -106,6 +134,7 @@ func parseStream(t testing.TB, b []byte) answer {
 	if err := json.Unmarshal(rc.Receipt, &a.receipt); err != nil {
 		t.Fatal(err)
 	}
+	checkReceiptChunk(t, events[len(events)-3], events[len(events)-2])
 	for _, e := range events[:len(events)-2] {
 		var v struct {
 			Choices []struct {

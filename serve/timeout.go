@@ -21,27 +21,35 @@ const DefaultTimeout = 3600 * time.Second
 //
 // The read deadline is cleared when the body is read to its end (or closed), so that the server's
 // background read, which watches for the client going away while an answer is generated, is not cut.
-// The write deadline is cleared when a request starts and set once more when its handler returns, for
-// net/http's final flush.
+// When a read of the body fails (a timeout), the deadline is left in the past: net/http, before it
+// writes the answer's head, reads what is left of a small unread body to keep the connection, and that
+// read must fail at once, so that the answer (400 for a generating route) goes out with "Connection:
+// close" and the connection is closed, as cpp-httplib answers a body read that timed out (400, and no
+// keep-alive after an error: Server::write_response_core). A body the handler left unread is given d
+// once more, when the answer starts, for that same read of net/http (cpp-httplib drains an unconsumed
+// body under its read timeout too, end of Server::process_request). The write deadline is cleared when a
+// request starts and set once more when its handler returns, for net/http's final flush.
 func withIOTimeouts(next http.Handler, d time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rc := http.NewResponseController(w)
 		_ = rc.SetWriteDeadline(time.Time{}) // a previous exchange's deadline on this connection
-		if r.Body != nil && r.Body != http.NoBody {
-			r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc, d: d}
-		}
 		tw := &deadlineWriter{ResponseWriter: w, rc: rc, d: d}
+		if r.Body != nil && r.Body != http.NoBody {
+			tw.body = &deadlineBody{ReadCloser: r.Body, rc: rc, d: d}
+			r.Body = tw.body
+		}
 		next.ServeHTTP(tw, r)
 		tw.extend()
 	})
 }
 
-// deadlineBody moves the connection's read deadline d ahead before each Read, and clears it at the end.
+// deadlineBody moves the connection's read deadline d ahead before each Read; it clears the deadline at
+// the body's end and leaves it passed after a failed Read.
 type deadlineBody struct {
 	io.ReadCloser
 	rc   *http.ResponseController
 	d    time.Duration
-	done bool
+	done bool // read to its end, closed, failed, or left unread: the deadline is no longer moved
 }
 
 func (b *deadlineBody) Read(p []byte) (int, error) {
@@ -50,8 +58,12 @@ func (b *deadlineBody) Read(p []byte) (int, error) {
 	}
 	_ = b.rc.SetReadDeadline(time.Now().Add(b.d))
 	n, err := b.ReadCloser.Read(p)
-	if err != nil {
+	switch {
+	case err == io.EOF:
 		b.clear()
+	case err != nil:
+		b.done = true
+		_ = b.rc.SetReadDeadline(time.Unix(1, 0)) // every later read fails at once
 	}
 	return n, err
 }
@@ -68,14 +80,40 @@ func (b *deadlineBody) clear() {
 	}
 }
 
-// deadlineWriter moves the connection's write deadline d ahead before each write and flush.
-type deadlineWriter struct {
-	http.ResponseWriter
-	rc *http.ResponseController
-	d  time.Duration
+// maxDrain is how much of a body left unread deadlineBody.unread reads, as net/http's
+// maxPostHandlerReadBytes (256 KiB) before it writes an answer's head.
+const maxDrain = 256 << 10
+
+// unread reads up to maxDrain bytes of the rest of a body the handler left unread, with d to do it, before
+// the answer starts, as net/http would do with no deadline when it writes the answer's head. After a failed
+// read the deadline stays passed, so that net/http's own read fails at once and the connection is closed
+// after the answer; after the end, net/http's background read has cleared it; with more left, net/http reads
+// up to maxDrain more under the same deadline and closes the connection. Once only: the background read
+// must keep no deadline.
+func (b *deadlineBody) unread() {
+	if b.done {
+		return
+	}
+	b.done = true
+	_ = b.rc.SetReadDeadline(time.Now().Add(b.d))
+	_, _ = io.CopyN(io.Discard, b.ReadCloser, maxDrain)
 }
 
-func (w *deadlineWriter) extend() { _ = w.rc.SetWriteDeadline(time.Now().Add(w.d)) }
+// deadlineWriter moves the connection's write deadline d ahead before each write and flush; before the
+// first, it gives a body left unread d (deadlineBody.unread).
+type deadlineWriter struct {
+	http.ResponseWriter
+	rc   *http.ResponseController
+	d    time.Duration
+	body *deadlineBody // nil: no body
+}
+
+func (w *deadlineWriter) extend() {
+	if w.body != nil {
+		w.body.unread()
+	}
+	_ = w.rc.SetWriteDeadline(time.Now().Add(w.d))
+}
 
 func (w *deadlineWriter) WriteHeader(code int) {
 	w.extend()

@@ -121,3 +121,57 @@ func sendRaw(t *testing.T, srv *httptest.Server, req string) net.Conn {
 	}
 	return conn
 }
+
+// TestStalledBodyAnswered: a client that announces a Content-Length, sends part of the body and then
+// nothing is answered and dropped within about the timeout, as cpp-httplib does (its body read times out:
+// 400 with "Connection: close", Server::process_request and write_response_core). A /completion body
+// that stops gets the 400; a body a route does not read (GET /health) gets its answer once the read of
+// what is left times out; either way the connection is closed after the answer.
+func TestStalledBodyAnswered(t *testing.T) {
+	const d = 300 * time.Millisecond
+	s := newTestServer(t, storiesPath(t), AdmitOptions{}, Options{})
+	srv := httptest.NewServer(withIOTimeouts(s.Handler(), d))
+	t.Cleanup(srv.Close)
+	for _, c := range []struct {
+		req    string
+		status int
+	}{
+		{"POST /completion HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"prompt\": \"Once", http.StatusBadRequest},
+		{"GET /health HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"a\": ", http.StatusOK},
+	} {
+		const n = 3 // connections at once, each answered
+		errs := make(chan error, n)
+		for range n {
+			conn := sendRaw(t, srv, c.req)
+			go func() { errs <- stalledAnswer(conn, c.status, 20*d) }()
+		}
+		for range n {
+			if err := <-errs; err != nil {
+				t.Errorf("%q: %v", c.req, err)
+			}
+		}
+	}
+}
+
+// stalledAnswer reads one answer from conn, wants status and "Connection: close", and then the end of the
+// connection, all within limit.
+func stalledAnswer(conn net.Conn, status int, limit time.Duration) error {
+	_ = conn.SetReadDeadline(time.Now().Add(limit))
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		return fmt.Errorf("no answer: %w", err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return fmt.Errorf("answer body: %w", err)
+	}
+	if resp.StatusCode != status || !resp.Close {
+		return fmt.Errorf("answer %d (close %v) %s; want %d and Connection: close", resp.StatusCode, resp.Close, body, status)
+	}
+	if _, err := br.ReadByte(); err != io.EOF {
+		return fmt.Errorf("after the answer: %v, want the connection closed (EOF)", err)
+	}
+	return nil
+}

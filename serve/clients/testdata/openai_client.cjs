@@ -26,7 +26,9 @@ async function run(client, c) {
     chunks++;
     if (chunk.bankml_receipt) receipt = chunk.bankml_receipt;
     if (chunk.usage) usage = chunk.usage;
-    for (const choice of chunk.choices || []) {
+    // Every chunk must carry choices (an array), as openai-node's documented loop
+    // `chunk.choices[0]?.delta?.content` reads them: this throws on a chunk without.
+    for (const choice of chunk.choices) {
       const piece = c.kind === 'chat' ? (choice.delta && choice.delta.content) : choice.text;
       if (piece) text += piece;
       if (choice.finish_reason) finish = choice.finish_reason;
