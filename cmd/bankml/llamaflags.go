@@ -35,34 +35,44 @@ var llamaShort = map[string]map[string]string{
 }
 
 // llamaArgs rewrites llama.cpp's multi-letter single-dash flags (llamaShort; "-ngl 99" and "-ngl=99") to
-// their long spellings in the arguments of `bankml run` and `bankml serve`; other commands' arguments are
-// left alone. takesValue reports whether a token is a flag that takes a value: the token after it is that
-// value (-p -ngl prompts the text "-ngl") and is left alone.
+// their long spellings in the arguments of `bankml run` and `bankml serve`, and, for every command, splits
+// a one-letter flag that takes a value written with "=" (-p=Once, -n=4) into the flag and its value, which
+// kong would otherwise read as the value "=Once" (llama.cpp has no "=" form for single-dash flags; it
+// refuses them, bankml takes them as meant). takesValue reports whether a token is a flag that takes a
+// value: the token after it is that value (-p -ngl prompts the text "-ngl"; -p -n=4 the text "-n=4") and is
+// left alone.
 func llamaArgs(args []string, takesValue func(string) bool) []string {
 	if len(args) == 0 {
 		return args
 	}
-	short, ok := llamaShort[args[0]]
-	if !ok {
-		return args
-	}
-	out := slices.Clone(args)
-	for i := 1; i < len(out); i++ {
-		a := out[i]
+	short := llamaShort[args[0]] // nil for the other commands
+	out := make([]string, 0, len(args)+2)
+	out = append(out, args[0])
+	for i := 1; i < len(args); i++ {
+		a := args[i]
 		if a == "--" {
+			out = append(out, args[i:]...)
 			break
 		}
 		if i > 1 && takesValue(args[i-1]) {
+			out = append(out, a)
 			continue
 		}
 		name, value, eq := strings.Cut(a, "=")
 		if long, ok := short[name]; ok {
 			if eq {
-				out[i] = long + "=" + value
+				out = append(out, long+"="+value)
 			} else {
-				out[i] = long
+				out = append(out, long)
 			}
+			continue
 		}
+		if eq && len(name) == 2 && name[0] == '-' && name[1] != '-' && takesValue(name) {
+			// kong would read -p=x as -p with the value "=x".
+			out = append(out, name, value)
+			continue
+		}
+		out = append(out, a)
 	}
 	return out
 }

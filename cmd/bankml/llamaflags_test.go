@@ -7,9 +7,10 @@ import (
 )
 
 // TestLlamaArgs checks the rewrite of llama.cpp's multi-letter single-dash flags (common/arg.cpp's
-// spellings) before kong parses, and that a flag's value is never rewritten.
+// spellings) before kong parses, the split of one-letter flags written with "=", and that a flag's value is
+// never rewritten.
 func TestLlamaArgs(t *testing.T) {
-	takesValue := func(s string) bool { return s == "-p" || s == "--prompt" || s == "-ngl" }
+	takesValue := func(s string) bool { return s == "-p" || s == "--prompt" || s == "-ngl" || s == "-n" }
 	for _, c := range []struct{ in, want []string }{
 		{[]string{"serve", "m.gguf", "-np", "4", "-c", "512"}, []string{"serve", "m.gguf", "--parallel", "4", "-c", "512"}},
 		{[]string{"serve", "m.gguf", "-np=2"}, []string{"serve", "m.gguf", "--parallel=2"}},
@@ -21,6 +22,11 @@ func TestLlamaArgs(t *testing.T) {
 		{[]string{"run", "m.gguf", "-ngl", "-fa"}, []string{"run", "m.gguf", "--n-gpu-layers", "-fa"}},
 		{[]string{"run", "m.gguf", "--", "-ngl"}, []string{"run", "m.gguf", "--", "-ngl"}},
 		{[]string{"tokenize", "m.gguf", "-ngl"}, []string{"tokenize", "m.gguf", "-ngl"}},
+		{[]string{"run", "m.gguf", "-p=Once", "-n=4"}, []string{"run", "m.gguf", "-p", "Once", "-n", "4"}},
+		{[]string{"run", "m.gguf", "-p=a=b", "-p="}, []string{"run", "m.gguf", "-p", "a=b", "-p", ""}},
+		{[]string{"run", "m.gguf", "-p", "-n=4"}, []string{"run", "m.gguf", "-p", "-n=4"}}, // a prompt
+		{[]string{"tokenize", "m.gguf", "-p=Once"}, []string{"tokenize", "m.gguf", "-p", "Once"}},
+		{[]string{"run", "m.gguf", "-x=1", "--prompt=-p=1"}, []string{"run", "m.gguf", "-x=1", "--prompt=-p=1"}},
 	} {
 		if got := llamaArgs(c.in, takesValue); !slices.Equal(got, c.want) {
 			t.Errorf("%v: %v, want %v", c.in, got, c.want)
