@@ -161,8 +161,8 @@ func jsonError(body []byte, err error) *APIError {
 		return badRequest("invalid JSON at byte %d (line %d): %v", se.Offset, lineOf(body, se.Offset), se)
 	case errors.As(err, &te):
 		field := jsonField(te.Field)
-		if num, isNum := strings.CutPrefix(te.Value, "number "); isNum && field != "" && te.Type.Kind() == reflect.Float64 {
-			if key, ok := mapKeyOf(body, te.Offset, num); ok && !strings.HasSuffix("."+field, "."+key) {
+		if strings.HasPrefix(te.Value, "number ") && field != "" && te.Type.Kind() == reflect.Float64 {
+			if key, ok := mapKeyOf(body, field); ok {
 				field += "." + key // a map's entry ("options": {"top_k": 1e400}): encoding/json names the map only
 			}
 		}
@@ -184,66 +184,40 @@ func jsonError(body []byte, err error) *APIError {
 	return badRequest("invalid request: %v", err)
 }
 
-// mapKeyOf is the object key of the JSON number lit that encoding/json could not store in a map entry
-// ("options": {"top_k": 1e400}): encoding/json names the map only, and its Offset is past the map's end, so
-// the last occurrence of lit before off that is an object member's value gives the key. ok is false when
-// there is none (the number is an array element, or body is not as expected).
-func mapKeyOf(body []byte, off int64, lit string) (key string, ok bool) {
-	if lit == "" || off <= 0 || off > int64(len(body)) {
-		return "", false
-	}
-	isNum := func(c byte) bool { return strings.IndexByte("0123456789+-.eE", c) >= 0 }
-	for end := int(off); ; {
-		at := bytes.LastIndex(body[:end], []byte(lit))
-		if at < 0 {
+// mapKeyOf is the key of the first entry, in the body's order, of the JSON object at path field (dotted,
+// as jsonField gives it) whose number is out of float64's range: the entry encoding/json could not store
+// in a map ("options": {"top_k": 1e400}), which its error names by the map only. ok is false when field is
+// not an object holding such a number.
+func mapKeyOf(body []byte, field string) (key string, ok bool) {
+	raw := json.RawMessage(body)
+	for _, part := range strings.Split(field, ".") {
+		var m map[string]json.RawMessage
+		if json.Unmarshal(raw, &m) != nil || m[part] == nil {
 			return "", false
 		}
-		end = at
-		if after := at + len(lit); after < len(body) && isNum(body[after]) {
-			continue
-		}
-		if key, ok := keyBefore(body[:at]); ok {
-			return key, true
-		}
+		raw = m[part]
 	}
-}
-
-// keyBefore is the object key whose ':' ends b (after white space): the JSON string before it.
-func keyBefore(b []byte) (key string, ok bool) {
-	i := len(b)
-	skip := func() {
-		for i > 0 && strings.IndexByte(" \t\r\n", b[i-1]) >= 0 {
-			i--
-		}
-	}
-	skip()
-	if i == 0 || b[i-1] != ':' {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
 		return "", false
 	}
-	i--
-	skip()
-	if i == 0 || b[i-1] != '"' {
-		return "", false
-	}
-	end := i
-	for i--; i > 0; i-- {
-		if b[i-1] == '"' {
-			n := 0 // backslashes before the quote: an odd count escapes it
-			for j := i - 2; j >= 0 && b[j] == '\\'; j-- {
-				n++
-			}
-			if n%2 == 0 {
-				break
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			return "", false
+		}
+		if n, isNum := v.(json.Number); isNum {
+			if _, err := n.Float64(); err != nil {
+				return t.(string), true
 			}
 		}
 	}
-	if i == 0 {
-		return "", false
-	}
-	if err := json.Unmarshal(b[i-1:end], &key); err != nil {
-		return "", false
-	}
-	return key, true
+	return "", false
 }
 
 // jsonField is the JSON path of a field as encoding/json reports it ("stream_options.include_usage"),
