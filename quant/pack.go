@@ -32,8 +32,7 @@ import (
 //     the weight bits of the kernel's lane j for that row: it is the
 //     vpermps index into the activation's lookup table (the lookup-table
 //     tiles read it as the low nibble of the words loaded j/2 bytes
-//     further, shifted right by 4 for odd j) or, shifted right by 4j, the
-//     vpshufb/vpand source of the AVX2 sign masks (tileQ1_0AVX2).
+//     further, shifted right by 4 for odd j).
 //     Packing it is a copy of four dwords per row and block.
 //   - TQ2_0 (block of 256): sixteen vectors v = 8h+l (h = half, l = the
 //     kernel's lane 0..7) of 64 bytes; row r's dword at 4r is qs[32h+4l..+3]

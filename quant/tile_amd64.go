@@ -9,9 +9,6 @@ import (
 func tileQ2_0AVX2(codes, scales *byte, nb int, qs *byte, dy *float32, nsum *int32, out *float32)
 
 //go:noescape
-func tileQ1_0AVX2(codes, scales *byte, nb int, qs *byte, dy *float32, out *float32)
-
-//go:noescape
 func tileTQ2_0AVX2(codes, scales *byte, nb int, qs *byte, d *float32, nbs *int32, out *float32)
 
 //go:noescape
@@ -72,31 +69,30 @@ func (a *q8Act) fillLUTCol(l Level, c int, lut []float32) {
 }
 
 // tileQ1_0 runs the level's Q1_0 tile on one packed group (see tileQ1_0Go).
-// LevelAVX512 runs the lookup-table tile column by column: it needs the
-// tables of columns c0 .. c0+nc-1 (q8Act.fillLUT) and panics without them.
-// (Work.MatMul runs that tile by tileQ1_0LUTGroups instead.)
+// The SIMD levels (hasQ1LUT) run the lookup-table tile column by column:
+// they need the tables of columns c0 .. c0+nc-1 (q8Act.fillLUT) and panic
+// without them. (Work.MatMul runs that tile by tileQ1_0LUTGroups instead.)
 func tileQ1_0(l Level, codes, scales []byte, nb int, a *q8Act, c0, nc int, out []float32) {
 	_ = out[16*nc-1]
 	_ = a.qs[(c0+nc)*a.k-1]
 	_ = codes[256*nb-1]
 	_ = scales[32*nb-1]
-	switch l {
-	case LevelAVX512:
-		if !a.lutOK || c0 < a.lutC0 || c0+nc > a.lutC0+a.lutN {
-			panic(fmt.Sprintf("quant: Q1_0 tile at avx512 on columns %d..%d without their lookup tables (q8Act.fillLUT)", c0, c0+nc-1))
-		}
-		_ = a.lut[(c0+nc-a.lutC0)*4*a.k-1]
-		var acc [128]float32
-		for c := range nc {
-			tileQ1_0LAVX512(&codes[0], &scales[0], nb, &a.lut[(c0+c-a.lutC0)*4*a.k], &acc[0], 1, &out[16*c], &codes[0], &scales[0])
-		}
-	case LevelAVX2:
-		_ = a.dy[(c0+nc)*a.k/QK8_0-1]
-		for c := range nc {
-			tileQ1_0AVX2(&codes[0], &scales[0], nb, &a.qs[(c0+c)*a.k], &a.dy[(c0+c)*a.k/QK8_0], &out[16*c])
-		}
-	default:
+	if !hasQ1LUT(l) {
 		tileQ1_0Go(codes, scales, nb, a, c0, nc, out)
+		return
+	}
+	if !a.lutOK || c0 < a.lutC0 || c0+nc > a.lutC0+a.lutN {
+		panic(fmt.Sprintf("quant: Q1_0 tile at %s on columns %d..%d without their lookup tables (q8Act.fillLUT)", l, c0, c0+nc-1))
+	}
+	_ = a.lut[(c0+nc-a.lutC0)*4*a.k-1]
+	var acc [128]float32
+	for c := range nc {
+		lut := &a.lut[(c0+c-a.lutC0)*4*a.k]
+		if l == LevelAVX512 {
+			tileQ1_0LAVX512(&codes[0], &scales[0], nb, lut, &acc[0], 1, &out[16*c], &codes[0], &scales[0])
+		} else {
+			tileQ1_0LAVX2(&codes[0], &scales[0], nb, lut, &acc[0], 1, &out[16*c], &codes[0], &scales[0])
+		}
 	}
 }
 
