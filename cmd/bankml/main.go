@@ -107,7 +107,13 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, opts ...func(
 	if len(args) > 0 {
 		first = args[0]
 	}
-	ctx, err := parser.Parse(llamaArgs(args, valueFlags(parser.Model, first)))
+	args, warnings, err := llamaArgs(args, valueFlags(parser.Model, first))
+	if err != nil {
+		fmt.Fprintf(stderr, "bankml: %v (see bankml %s --help)\n", err, first)
+		return 1
+	}
+	c.Run.Ignored.lines, c.Serve.Ignored.lines = warnings, warnings
+	ctx, err := parser.Parse(args)
 	if exit >= 0 { // --help and friends
 		return exit
 	}
