@@ -153,6 +153,7 @@ func llamaArgs(args []string, takesValue func(string) bool) (out, warnings []str
 	llama := cmd == "run" || cmd == "serve"
 	out = make([]string, 0, len(args)+2)
 	out = append(out, cmd)
+	seen := map[string]bool{}
 	for i := 1; i < len(args); i++ {
 		a := args[i]
 		if a == "--" {
@@ -165,6 +166,10 @@ func llamaArgs(args []string, takesValue func(string) bool) (out, warnings []str
 		}
 		name, value, eq := strings.Cut(a, "=")
 		if llama {
+			if seen[name] { // arg.cpp warns when the same spelling is given again; the last one counts
+				warnings = append(warnings, name+" is given more than once: the last one counts, as in llama.cpp")
+			}
+			seen[name] = true
 			if f := lookupLlama(name, cmd); f != nil {
 				var w string
 				var skip bool

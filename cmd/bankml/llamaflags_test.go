@@ -86,6 +86,13 @@ func TestLlamaArgs(t *testing.T) {
 		{in: []string{"serve", "m.gguf", "-cram", "0"}, err: "serve: llama.cpp's -cram (--cache-ram) is not supported by bankml serve"},
 		{in: []string{"run", "m.gguf", "-dio"}, err: "run: unknown flag -dio: bankml's single-dash flags are one letter"},
 		{in: []string{"run", "m.gguf", "-pOnce"}, err: "run: unknown flag -pOnce"},
+		// A flag given again: arg.cpp warns for each repeat of the same spelling (arg.cpp:826), the last one counts.
+		{in: []string{"run", "m.gguf", "-n", "3", "-n", "2", "--temp", "1", "-n=1"}, want: []string{"run", "m.gguf", "-n", "3", "-n", "2", "--temp", "1", "-n", "1"},
+			warn: "-n is given more than once: the last one counts, as in llama.cpp|-n is given more than once: the last one counts, as in llama.cpp"},
+		{in: []string{"run", "m.gguf", "-n", "3", "--n-predict", "2", "-p", "-n"}, want: []string{"run", "m.gguf", "-n", "3", "--n-predict", "2", "-p", "-n"}}, // other spellings, a value
+		{in: []string{"serve", "m.gguf", "-ngl", "1", "-ngl", "2"}, want: []string{"serve", "m.gguf"},
+			warn: "-ngl 1 ignored: bankml runs on the CPU only|-ngl is given more than once: the last one counts, as in llama.cpp|-ngl 2 ignored: bankml runs on the CPU only"},
+		{in: []string{"tokenize", "m.gguf", "-p", "a", "-p", "b"}, want: []string{"tokenize", "m.gguf", "-p", "a", "-p", "b"}}, // not llama.cpp's parser
 		// A value missing: arg.cpp takes the next argument as the value (then checks it) and errors at the end.
 		{in: []string{"run", "m.gguf", "-fa", "-p", "Once"}, err: `run: -fa/--flash-attn "-p": must be on, off or auto (-fa takes the next argument as its value: give one before -p)`},
 		{in: []string{"run", "m.gguf", "-ngl", "-p", "Once"}, err: `run: -ngl/--gpu-layers/--n-gpu-layers "-p": must be a number, auto or all (-ngl takes the next argument`},
@@ -135,6 +142,7 @@ func TestLlamaModelAndIgnoredFlags(t *testing.T) {
 		{[]string{"run", "-m", model, "-fa", "yes"}, 1, []string{`-fa/--flash-attn "yes"`}, "generated"},
 		{[]string{"run", "-m", model, "-cb"}, 0, []string{"bankml: -cb ignored"}, ""},
 		{[]string{"run", "-m", model, "-nocb"}, 0, []string{"bankml: -nocb ignored"}, ""},
+		{[]string{"run", "-m", model, "-p", "Hi", "-n", "5"}, 0, []string{"bankml: -p is given more than once: the last one counts, as in llama.cpp\nbankml: -n is given more than once", "prompt: 5 tokens", "generated: 2 tokens"}, "ignored"},
 		{[]string{"run", "-m", model, "-cb", "-nocb"}, 0, []string{"bankml: -cb ignored", "bankml: -nocb ignored"}, ""},
 		{[]string{"run", "-m", model, "-fa", "-p", "Once"}, 1, []string{`-fa/--flash-attn "-p": must be on, off or auto`, "(see bankml run --help)"}, "generated"},
 		{[]string{"run", "-m", model, "-hf", "a/b"}, 1, []string{"-hf: bankml downloads nothing"}, "generated"},
