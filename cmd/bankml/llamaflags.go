@@ -166,6 +166,9 @@ func llamaArgs(args []string, takesValue func(string) bool) (out, warnings []str
 		}
 		name, value, eq := strings.Cut(a, "=")
 		if llama {
+			if strings.HasPrefix(name, "--") { // arg.cpp reads "_" in a "--" flag as "-"
+				name = strings.ReplaceAll(name, "_", "-")
+			}
 			if seen[name] { // arg.cpp warns when the same spelling is given again; the last one counts
 				warnings = append(warnings, name+" is given more than once: the last one counts, as in llama.cpp")
 			}

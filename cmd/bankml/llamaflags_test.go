@@ -93,6 +93,12 @@ func TestLlamaArgs(t *testing.T) {
 		{in: []string{"serve", "m.gguf", "-ngl", "1", "-ngl", "2"}, want: []string{"serve", "m.gguf"},
 			warn: "-ngl 1 ignored: bankml runs on the CPU only|-ngl is given more than once: the last one counts, as in llama.cpp|-ngl 2 ignored: bankml runs on the CPU only"},
 		{in: []string{"tokenize", "m.gguf", "-p", "a", "-p", "b"}, want: []string{"tokenize", "m.gguf", "-p", "a", "-p", "b"}}, // not llama.cpp's parser
+		// "_" in a "--" flag reads as "-" (arg.cpp:821), not in a value nor in a single-dash flag.
+		{in: []string{"run", "m.gguf", "--ctx_size", "256", "--n_predict=4", "--top_k", "5", "--prompt", "a_b", "--ignore_eos", "--single_turn", "--system_prompt", "x"},
+			want: []string{"run", "m.gguf", "--ctx-size", "256", "--n-predict=4", "--top-k", "5", "--prompt", "a_b", "--ignore-eos", "--single-turn", "--system", "x"}},
+		{in: []string{"serve", "m.gguf", "--n_gpu_layers", "1", "--api_key", "k", "--ctx-size", "1", "--ctx_size", "2"}, want: []string{"serve", "m.gguf", "--api-key", "k", "--ctx-size", "1", "--ctx-size", "2"},
+			warn: "-ngl 1 ignored: bankml runs on the CPU only|--ctx-size is given more than once: the last one counts, as in llama.cpp"},
+		{in: []string{"tokenize", "m.gguf", "--no_parse_special"}, want: []string{"tokenize", "m.gguf", "--no_parse_special"}},
 		// A value missing: arg.cpp takes the next argument as the value (then checks it) and errors at the end.
 		{in: []string{"run", "m.gguf", "-fa", "-p", "Once"}, err: `run: -fa/--flash-attn "-p": must be on, off or auto (-fa takes the next argument as its value: give one before -p)`},
 		{in: []string{"run", "m.gguf", "-ngl", "-p", "Once"}, err: `run: -ngl/--gpu-layers/--n-gpu-layers "-p": must be a number, auto or all (-ngl takes the next argument`},
@@ -143,6 +149,7 @@ func TestLlamaModelAndIgnoredFlags(t *testing.T) {
 		{[]string{"run", "-m", model, "-cb"}, 0, []string{"bankml: -cb ignored"}, ""},
 		{[]string{"run", "-m", model, "-nocb"}, 0, []string{"bankml: -nocb ignored"}, ""},
 		{[]string{"run", "-m", model, "-p", "Hi", "-n", "5"}, 0, []string{"bankml: -p is given more than once: the last one counts, as in llama.cpp\nbankml: -n is given more than once", "prompt: 5 tokens", "generated: 2 tokens"}, "ignored"},
+		{[]string{"run", "--model", model, "--ctx_size", "256", "--n_predict", "1", "--n-predict", "3", "--ignore_eos"}, 0, []string{"bankml: --n-predict is given more than once", "generated: 2 tokens"}, "ignored"},
 		{[]string{"run", "-m", model, "-cb", "-nocb"}, 0, []string{"bankml: -cb ignored", "bankml: -nocb ignored"}, ""},
 		{[]string{"run", "-m", model, "-fa", "-p", "Once"}, 1, []string{`-fa/--flash-attn "-p": must be on, off or auto`, "(see bankml run --help)"}, "generated"},
 		{[]string{"run", "-m", model, "-hf", "a/b"}, 1, []string{"-hf: bankml downloads nothing"}, "generated"},
