@@ -6,7 +6,7 @@
 //	bankml version
 //	bankml run MODEL -p PROMPT [-n N] [--temp T] [--seed S] [-t THREADS]
 //	bankml run MODEL --chat [--system TEXT] [-p FIRST-MESSAGE] [--single-turn]
-//	bankml bench kernels [--rows N] [--rounds R]
+//	bankml bench kernels [--ref-rows N] [--rounds R]
 //
 // Exit status: 0 on success, 1 on an I/O or usage error, 2 when the model
 // cannot be run (malformed file, architecture or tensor type not supported
