@@ -218,6 +218,12 @@ func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error 
 	if _, err := stdout.Write(append(dec.Close(), '\n')); err != nil {
 		return err
 	}
+	if generated == n && (r.NPredict < 0 || r.NPredict > n) {
+		// llama-completion's main loop (tools/completion/completion.cpp): with tokens still to predict and
+		// no context shift (its default), a full context stops the generation with a warning; exit 0.
+		fmt.Fprintf(stderr, "run: context full (%d tokens: the prompt's %d and %d generated) and context shift is disabled (as llama.cpp's default) => stopping\n",
+			nCtx, len(ids), generated)
+	}
 	rate := "n/a"
 	if decodes > 0 {
 		rate = fmt.Sprintf("%.1f tok/s", float64(decodes)/tGen.Seconds())
