@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -452,16 +453,21 @@ func valueFlags(app *kong.Application, cmd string) func(string) bool {
 }
 
 // resolveModel is the model's path from a command's positional MODEL and llama.cpp's -m/--model FNAME
-// (kong has made both absolute): one of them, or both when they name the same path. Neither, or two
-// different paths, is a usage error naming them.
+// (kong has made both absolute): one of them, or both when they name the same path. Neither, two
+// different paths, or a directory is a usage error naming them (a missing file is left to the command's
+// I/O error).
 func resolveModel(positional, flag string) (string, error) {
+	path, label := positional, "MODEL"
 	switch {
 	case positional == "" && flag == "":
 		return "", errors.New(`expected "<MODEL>" or -m/--model FNAME: the GGUF file to load`)
 	case positional != "" && flag != "" && positional != flag:
 		return "", fmt.Errorf("the model is given twice, as MODEL %q and as -m/--model %q: give one", positional, flag)
-	case positional != "":
-		return positional, nil
+	case positional == "":
+		path, label = flag, "-m/--model"
 	}
-	return flag, nil
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return "", fmt.Errorf("%s: %s is a directory; pass a GGUF file", label, path)
+	}
+	return path, nil
 }

@@ -126,6 +126,7 @@ func TestLlamaArgs(t *testing.T) {
 // refuses too).
 func TestLlamaModelAndIgnoredFlags(t *testing.T) {
 	model := storiesPath(t)
+	dir := t.TempDir()
 	gen := []string{"-p", "Once upon a time", "-n", "2"}
 	for _, c := range []struct {
 		args []string
@@ -139,6 +140,10 @@ func TestLlamaModelAndIgnoredFlags(t *testing.T) {
 		{[]string{"run", model, "-m", model}, 0, []string{"generated: 2 tokens"}, "twice"},
 		{[]string{"run", model, "-m", model + ".other"}, 1, []string{"the model is given twice", "-m/--model"}, "generated"},
 		{[]string{"run"}, 1, []string{`expected "<MODEL>"`}, "generated"},
+		{[]string{"run", dir}, 1, []string{"bankml: run: MODEL: " + dir + " is a directory; pass a GGUF file (see bankml --help)\n"}, "d---"},
+		{[]string{"run", "-m", dir}, 1, []string{"bankml: run: -m/--model: " + dir + " is a directory; pass a GGUF file"}, "generated"},
+		{[]string{"serve", dir, "--unpinned"}, 1, []string{"bankml: serve: MODEL: " + dir + " is a directory; pass a GGUF file"}, "listening"},
+		{[]string{"serve", "--model=" + dir, "--unpinned"}, 1, []string{"bankml: serve: -m/--model: " + dir + " is a directory; pass a GGUF file"}, "listening"},
 		{[]string{"run", "-m", model, "-ngl", "99"}, 0, []string{"bankml: -ngl 99 ignored: bankml runs on the CPU only\n", "generated"}, ""},
 		{[]string{"run", "-m", model, "--gpu-layers", "all"}, 0, []string{"bankml: -ngl all ignored"}, ""},
 		{[]string{"run", "-m", model, "--n-gpu-layers=auto"}, 0, []string{"bankml: -ngl auto ignored"}, ""},
