@@ -160,6 +160,8 @@ func TestLlamaModelAndIgnoredFlags(t *testing.T) {
 		{[]string{"run", "-m", model, "-hf", "a/b"}, 1, []string{"-hf: bankml downloads nothing"}, "generated"},
 		{[]string{"run", "-m", model, "-tb", "2", "-ctk", "f16"}, 0, []string{"bankml: -tb 2 ignored", "bankml: -ctk f16 ignored", "generated: 2 tokens"}, ""},
 		{[]string{"run", "-m", model, "-cnv", "-st", "-sys", "Be brief."}, 0, []string{"turn 1:"}, "generated"},
+		{[]string{"run", "-m", model, "-cnv", "-sp"}, 1, []string{"run: --special (-sp) prints control tokens of a plain run only, not with --chat"}, "turn"},
+		{[]string{"run", "-m", model, "-sp"}, 0, []string{"generated: 2 tokens"}, "ignored"},
 		{[]string{"run", "-m", model, "-sys", "Be brief."}, 1, []string{"--system (-sys) and --single-turn (-st) need --chat (-cnv)"}, "generated"},
 		{[]string{"run", "-m", model, "--mlock", "--no-mmap"}, 0, []string{"bankml: --mlock ignored", "bankml: --no-mmap ignored"}, ""},
 		{[]string{"run", "-m", model, "-lm", "mmap+mlock"}, 0, []string{"bankml: -lm mmap+mlock ignored"}, ""},

@@ -201,8 +201,8 @@ func TestRunRefusesInconsistentModels(t *testing.T) {
 		}
 	}
 	code, _, stderr := runCLI("run", dir, "-p", "hi")
-	if code != 1 || !strings.Contains(stderr, "not a regular file") {
-		t.Errorf("a directory: exit %d, stderr %q; want 1 and \"not a regular file\"", code, stderr)
+	if want := "MODEL: " + dir + " is a directory; pass a GGUF file"; code != 1 || !strings.Contains(stderr, want) {
+		t.Errorf("a directory: exit %d, stderr %q; want 1 and %q", code, stderr, want)
 	}
 }
 
