@@ -54,17 +54,18 @@ var (
 // llamaFlags is the table llamaArgs reads (common/arg.cpp's names; its line for each in the comment).
 var llamaFlags = []llamaFlag{
 	// Flags bankml has under another spelling.
-	{names: []string{"-sys", "--system-prompt"}, cmds: onRun, to: "--system"},                                          // arg.cpp:1773
-	{names: []string{"-cnv", "--conversation"}, cmds: onRun, to: "--chat"},                                             // arg.cpp:1898
-	{names: []string{"-no-cnv", "--no-conversation"}, cmds: onRun, to: "--no-chat"},                                    // arg.cpp:1898
-	{names: []string{"-st"}, cmds: onRun, to: "--single-turn"},                                                         // arg.cpp:1909
-	{names: []string{"-sp", "--special"}, cmds: onRun, to: "--special"},                                                // arg.cpp:1891
-	{names: []string{"-s"}, cmds: onRun, to: "--seed"},                                                                 // arg.cpp:1990
-	{names: []string{"--temperature"}, cmds: onRun, to: "--temp"},                                                      // arg.cpp:2011
-	{names: []string{"--predict"}, cmds: onRun, to: "--n-predict"},                                                     // arg.cpp:1654
-	{names: []string{"-np"}, cmds: onServe, to: "--parallel"},                                                          // arg.cpp:2540
-	{names: []string{"-to"}, cmds: onServe, to: "--timeout"},                                                           // arg.cpp:3547
-	{names: []string{"-sp", "--special"}, cmds: onServe, refuse: "bankml serve's answers carry no special-token text"}, // arg.cpp:1891
+	{names: []string{"-sys", "--system-prompt"}, cmds: onRun, to: "--system"},                                                // arg.cpp:1773
+	{names: []string{"-cnv", "--conversation"}, cmds: onRun, to: "--chat"},                                                   // arg.cpp:1898
+	{names: []string{"-no-cnv", "--no-conversation"}, cmds: onRun, to: "--no-chat"},                                          // arg.cpp:1898
+	{names: []string{"-st"}, cmds: onRun, to: "--single-turn"},                                                               // arg.cpp:1909
+	{names: []string{"-sp", "--special"}, cmds: onRun, to: "--special"},                                                      // arg.cpp:1891
+	{names: []string{"-s"}, cmds: onRun, to: "--seed"},                                                                       // arg.cpp:1990
+	{names: []string{"--temperature"}, cmds: onRun, to: "--temp"},                                                            // arg.cpp:2011
+	{names: []string{"--predict"}, cmds: onRun, to: "--n-predict"},                                                           // arg.cpp:1654
+	{names: []string{"-np", "--parallel"}, cmds: onServe, to: "--parallel"},                                                  // arg.cpp:2540
+	{names: []string{"-np", "--parallel"}, cmds: onRun, value: "N", check: checkInt, why: "bankml run decodes one sequence"}, // arg.cpp:2551
+	{names: []string{"-to"}, cmds: onServe, to: "--timeout"},                                                                 // arg.cpp:3547
+	{names: []string{"-sp", "--special"}, cmds: onServe, refuse: "bankml serve's answers carry no special-token text"},       // arg.cpp:1891
 
 	// Flags that only tune what bankml does not have.
 	{names: []string{"-ngl", "--gpu-layers", "--n-gpu-layers"}, cmds: onBoth, value: "N", check: checkGPULayers, why: "bankml runs on the CPU only"},                                                                          // arg.cpp:2784

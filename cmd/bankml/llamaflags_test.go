@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/alecthomas/kong"
 )
 
 // TestLlamaArgs checks the rewrite of llama.cpp's flags (common/arg.cpp's spellings, table llamaFlags)
@@ -78,7 +80,10 @@ func TestLlamaArgs(t *testing.T) {
 		{in: []string{"run", "-hff", "m.gguf"}, err: "run: -hff: bankml downloads nothing"},
 		{in: []string{"serve", "m.gguf", "-kvu"}, err: "serve: -kvu: each bankml slot has its own KV cache"},
 		{in: []string{"serve", "m.gguf", "-sp"}, err: "serve: -sp: bankml serve's answers carry no special-token text"},
-		{in: []string{"run", "m.gguf", "-np", "-to"}, err: "run: -np is a flag of bankml serve only"},
+		{in: []string{"run", "m.gguf", "-to", "5"}, err: "run: -to is a flag of bankml serve only"},
+		{in: []string{"run", "m.gguf", "-np", "-to"}, err: `run: -np/--parallel "-to": must be an integer`},
+		{in: []string{"run", "m.gguf", "--parallel", "2"}, want: []string{"run", "m.gguf"}, warn: "-np 2 ignored: bankml run decodes one sequence"},
+		{in: []string{"serve", "m.gguf", "--parallel", "2"}, want: []string{"serve", "m.gguf", "--parallel", "2"}},
 		{in: []string{"serve", "m.gguf", "-sys", "x"}, err: "serve: -sys is a flag of bankml run only"},
 		{in: []string{"serve", "m.gguf", "-cnv"}, err: "serve: -cnv is a flag of bankml run only"},
 		{in: []string{"run", "m.gguf", "-kvu"}, err: "run: -kvu is a flag of bankml serve only"},
@@ -187,6 +192,50 @@ func TestLlamaModelAndIgnoredFlags(t *testing.T) {
 		}
 		if !ok {
 			t.Errorf("%v: exit %d, stderr %q; want exit %d, %q, not %q", c.args, code, stderr, c.code, c.want, c.not)
+		}
+	}
+}
+
+// TestLlamaFlagsTableAgreesWithKong checks the table against the commands' kong flags: every flag a
+// mapped entry names exists in each of its commands, no ignored or refused spelling shadows a flag the
+// command has itself, and a spelling of one command's entry that the other command has itself is in
+// that command's entry too (lookupLlama would refuse it as the other command's).
+func TestLlamaFlagsTableAgreesWithKong(t *testing.T) {
+	parser, err := kong.New(&cli{}, kong.Vars{"nproc": "1", "version": "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	native := map[string]map[string]bool{}
+	for _, c := range parser.Model.Children {
+		set := map[string]bool{}
+		for _, f := range c.Flags {
+			set["--"+f.Name] = true
+			if f.Tag.Negatable != "" {
+				set["--no-"+f.Name] = true
+			}
+			for _, a := range f.Aliases {
+				set["--"+a] = true
+			}
+			if f.Short != 0 {
+				set["-"+string(f.Short)] = true
+			}
+		}
+		native[c.Name] = set
+	}
+	for _, f := range llamaFlags {
+		for _, cmd := range onBoth {
+			ours := slices.Contains(f.cmds, cmd)
+			if ours && f.to != "" && !native[cmd][f.to] {
+				t.Errorf("%v: %s has no flag %s", f.names, cmd, f.to)
+			}
+			for _, n := range f.names {
+				if !native[cmd][n] || (ours && f.to == n) {
+					continue
+				}
+				if e := lookupLlama(n, cmd); e == nil || e.to != n {
+					t.Errorf("%v: %s's own flag %s is taken by the table", f.names, cmd, n)
+				}
+			}
 		}
 	}
 }
