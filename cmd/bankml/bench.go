@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"runtime"
 	"slices"
 	"strings"
@@ -323,4 +324,25 @@ func minMedMax(v []float64) [3]float64 {
 	s := slices.Clone(v)
 	slices.Sort(s)
 	return [3]float64{s[0], s[len(s)/2], s[len(s)-1]}
+}
+
+// Help implements kong.HelpProvider: `bankml bench` with flags runs bench all, whose flags kong lists under
+// `bench all --help` only; bench's own help names them.
+func (benchCmd) Help() string {
+	return "bankml bench alone runs bench all, which takes bench kernels' flags prefixed --kernels- (" +
+		strings.Join(flagNames(benchKernelsCmd{}, "--kernels-"), ", ") + ") and bench model's prefixed --model- (" +
+		strings.Join(flagNames(benchModelCmd{}, "--model-"), ", ") + "): bankml bench all --help describes them, " +
+		"bankml bench kernels --help and bankml bench model --help describe each one's without the prefix."
+}
+
+// flagNames are the kong flag names (the name tags) of a command struct's fields, with prefix.
+func flagNames(cmd any, prefix string) []string {
+	var names []string
+	t := reflect.TypeOf(cmd)
+	for i := range t.NumField() {
+		if n := t.Field(i).Tag.Get("name"); n != "" && t.Field(i).IsExported() {
+			names = append(names, prefix+n)
+		}
+	}
+	return names
 }

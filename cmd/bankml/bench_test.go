@@ -1,6 +1,7 @@
 package main
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 
@@ -146,6 +147,24 @@ func TestBenchModelRefusesBadFlags(t *testing.T) {
 		code, _, stderr := runCLI(append([]string{"bench", "model"}, tc.args...)...)
 		if code != 1 || !strings.Contains(stderr, tc.want) {
 			t.Errorf("%v: exit %d, stderr %q", tc.args, code, stderr)
+		}
+	}
+}
+
+// TestBenchHelpNamesAllFlags checks that `bankml bench --help` names every flag kong lists under
+// `bankml bench all --help` (the --kernels- and --model- flags bench alone takes), and where each
+// subcommand's are described.
+func TestBenchHelpNamesAllFlags(t *testing.T) {
+	_, all, _ := runCLI("bench", "all", "--help")
+	flags := regexp.MustCompile(`--(kernels|model)-[a-z0-9-]+`).FindAllString(all, -1)
+	if len(flags) < 10 {
+		t.Fatalf("bench all --help lists %d prefixed flags: %q", len(flags), all)
+	}
+	code, bench, _ := runCLI("bench", "--help")
+	bench = strings.Join(strings.Fields(bench), " ") // kong wraps the text
+	for _, want := range append(flags, "bankml bench all --help", "bankml bench kernels --help", "bankml bench model --help") {
+		if code != 0 || !strings.Contains(bench, want) {
+			t.Errorf("bench --help (exit %d) lacks %q:\n%s", code, want, bench)
 		}
 	}
 }

@@ -1,19 +1,29 @@
 package main
 
-// llama.cpp command-line compatibility of `bankml run` and `bankml serve`: what a llama-cli / llama-server
-// user types, following common/arg.cpp at the reference's commit.
+// llama.cpp command-line compatibility of `bankml run` and `bankml serve`: what a llama-cli /
+// llama-completion / llama-server user types, following common/arg.cpp at the reference's commit.
 //
 //   - -m/--model FNAME names the model, as the positional MODEL does (resolveModel).
-//   - llama.cpp's multi-letter single-dash flags (-np, -ngl, -fa, -cb, -nocb, -to, -lm), which kong would read
-//     as clusters of one-letter flags (-ngl as -n -g -l), are rewritten to their long spellings before kong
-//     parses (llamaArgs).
-//   - Flags that mean nothing for a CPU-only bankml are accepted, their values checked as llama.cpp checks
-//     them, and each prints one warning line to stderr naming it and why it is ignored (llamaIgnored).
+//   - llama.cpp's flags are rewritten before kong parses (llamaArgs), by the table llamaFlags: a flag with a
+//     bankml equivalent becomes bankml's spelling (-sys is --system, -cnv is --chat, -np is --parallel); a
+//     flag that only tunes what bankml does not have (GPUs, batch sizes, the file's loading) is taken out,
+//     its value checked as arg.cpp checks it, with one warning line on stderr naming it and why; a flag
+//     bankml cannot honour (-hf: a download) is a usage error naming it and why. Any other multi-letter
+//     single-dash flag is a usage error too: kong would read it as a cluster of one-letter flags (-ngl as
+//     -n -g -l), a misread.
+//   - As in arg.cpp (common_params_parse's parse_cli_args): a flag taking a value takes the next token
+//     whatever it is, and one at the end of the line is a usage error ("expected value for argument"); a
+//     flag given again warns and the last one counts; "_" in a "--" flag's name reads as "-" (--ctx_size).
+//
+// Deliberate differences: bankml takes "--flag=value" and "-f=value" (arg.cpp refuses both), and numbers
+// are checked whole (arg.cpp's std::stoi takes "12abc" as 12).
 
 import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,61 +31,400 @@ import (
 	"github.com/alecthomas/kong"
 )
 
-// llamaShort maps llama.cpp's multi-letter single-dash spellings to the long flag kong knows, per command.
-// Only spellings of flags the command has are listed (-np and -to are llama-server's only).
-var llamaShort = map[string]map[string]string{
-	"run": {
-		"-ngl": "--n-gpu-layers", "-fa": "--flash-attn", "-cb": "--cont-batching", "-nocb": "--no-cont-batching",
-		"-lm": "--load-mode",
-	},
-	"serve": {
-		"-np": "--parallel", "-ngl": "--n-gpu-layers", "-fa": "--flash-attn", "-cb": "--cont-batching",
-		"-nocb": "--no-cont-batching", "-lm": "--load-mode", "-to": "--timeout",
-	},
+// llamaFlag is one of common/arg.cpp's flags in a bankml command's table: mapped to bankml's own flag
+// (to), accepted and ignored with a warning (why), or refused (refuse).
+type llamaFlag struct {
+	names []string // arg.cpp's spellings; the first is the one messages give
+	cmds  []string // the commands that take it: "run" (llama-cli, llama-completion), "serve" (llama-server)
+	to    string   // bankml's flag the token is rewritten to; kong parses its value
+	value string   // ignored or refused: the placeholder of the value it takes ("" when none)
+	// check, for an ignored flag with a value, refuses a value arg.cpp refuses (the error says what is
+	// accepted), and may return a note to append to the warning; nil takes any value.
+	check  func(v string) (note string, err error)
+	why    string // ignored: the warning's reason
+	refuse string // refused: why, in the usage error
 }
 
-// llamaArgs rewrites llama.cpp's multi-letter single-dash flags (llamaShort; "-ngl 99" and "-ngl=99") to
-// their long spellings in the arguments of `bankml run` and `bankml serve`, and, for every command, splits
-// a one-letter flag that takes a value written with "=" (-p=Once, -n=4) into the flag and its value, which
-// kong would otherwise read as the value "=Once" (llama.cpp has no "=" form for single-dash flags; it
-// refuses them, bankml takes them as meant). takesValue reports whether a token is a flag that takes a
-// value: the token after it is that value (-p -ngl prompts the text "-ngl"; -p -n=4 the text "-n=4") and is
-// left alone.
-func llamaArgs(args []string, takesValue func(string) bool) []string {
-	if len(args) == 0 {
-		return args
+var (
+	onRun   = []string{"run"}
+	onServe = []string{"serve"}
+	onBoth  = []string{"run", "serve"}
+)
+
+// llamaFlags is the table llamaArgs reads (common/arg.cpp's names; its line for each in the comment).
+var llamaFlags = []llamaFlag{
+	// Flags bankml has under another spelling.
+	{names: []string{"-sys", "--system-prompt"}, cmds: onRun, to: "--system"},                                                // arg.cpp:1773
+	{names: []string{"-cnv", "--conversation"}, cmds: onRun, to: "--chat"},                                                   // arg.cpp:1898
+	{names: []string{"-no-cnv", "--no-conversation"}, cmds: onRun, to: "--no-chat"},                                          // arg.cpp:1898
+	{names: []string{"-st"}, cmds: onRun, to: "--single-turn"},                                                               // arg.cpp:1909
+	{names: []string{"-sp", "--special"}, cmds: onRun, to: "--special"},                                                      // arg.cpp:1891
+	{names: []string{"-s"}, cmds: onRun, to: "--seed"},                                                                       // arg.cpp:1990
+	{names: []string{"--temperature"}, cmds: onRun, to: "--temp"},                                                            // arg.cpp:2011
+	{names: []string{"--predict"}, cmds: onRun, to: "--n-predict"},                                                           // arg.cpp:1654
+	{names: []string{"-np", "--parallel"}, cmds: onServe, to: "--parallel"},                                                  // arg.cpp:2540
+	{names: []string{"-np", "--parallel"}, cmds: onRun, value: "N", check: checkInt, why: "bankml run decodes one sequence"}, // arg.cpp:2551
+	{names: []string{"-to"}, cmds: onServe, to: "--timeout"},                                                                 // arg.cpp:3547
+	{names: []string{"-sp", "--special"}, cmds: onServe, refuse: "bankml serve's answers carry no special-token text"},       // arg.cpp:1891
+
+	// Flags that only tune what bankml does not have.
+	{names: []string{"-ngl", "--gpu-layers", "--n-gpu-layers"}, cmds: onBoth, value: "N", check: checkGPULayers, why: "bankml runs on the CPU only"},                                                                          // arg.cpp:2784
+	{names: []string{"-fa", "--flash-attn"}, cmds: onBoth, value: "on|off|auto", check: checkFlashAttn, why: "bankml always runs flash attention, as llama.cpp's default auto does on the CPU"},                               // arg.cpp:1751
+	{names: []string{"-cb", "--cont-batching"}, cmds: onBoth, why: "each bankml slot decodes on its own (no shared batch to switch)"},                                                                                         // arg.cpp:2566
+	{names: []string{"-nocb", "--no-cont-batching"}, cmds: onBoth, why: "each bankml slot decodes on its own (no shared batch to switch)"},                                                                                    // arg.cpp:2566
+	{names: []string{"-lm", "--load-mode"}, cmds: onBoth, value: "MODE", check: oneOf("auto", "none", "mmap", "mlock", "mmap+mlock", "dio"), why: "bankml memory-maps the model file (only memory use differs, not results)"}, // arg.cpp:2686
+	{names: []string{"--mlock"}, cmds: onBoth, why: "bankml memory-maps the model file and does not lock it in RAM (only memory use differs, not results)"},                                                                   // older llama.cpp
+	{names: []string{"--no-mmap"}, cmds: onBoth, why: "bankml memory-maps the model file (only memory use differs, not results)"},                                                                                             // older llama.cpp
+	{names: []string{"-tb", "--threads-batch"}, cmds: onBoth, value: "N", check: checkInt, why: "bankml evaluates the prompt with the -t threads"},                                                                            // arg.cpp:1523
+	{names: []string{"-b", "--batch-size"}, cmds: onBoth, value: "N", check: checkInt, why: "bankml evaluates a prompt in micro-batches of 512 tokens, as llama.cpp's defaults -b 2048 -ub 512 do"},                           // arg.cpp:1665
+	{names: []string{"-ub", "--ubatch-size"}, cmds: onBoth, value: "N", check: checkInt, why: "bankml evaluates a prompt in micro-batches of 512 tokens, as llama.cpp's defaults -b 2048 -ub 512 do"},                         // arg.cpp:1672
+	{names: []string{"-ctk", "--cache-type-k"}, cmds: onBoth, value: "f16", check: checkCacheType, why: "bankml's KV cache is f16, llama.cpp's default"},                                                                      // arg.cpp:2433
+	{names: []string{"-ctv", "--cache-type-v"}, cmds: onBoth, value: "f16", check: checkCacheType, why: "bankml's KV cache is f16, llama.cpp's default"},                                                                      // arg.cpp:2446
+	{names: []string{"-kvo", "--kv-offload"}, cmds: onBoth, why: "bankml runs on the CPU only (no KV cache to offload)"},                                                                                                      // arg.cpp:2410
+	{names: []string{"-nkvo", "--no-kv-offload"}, cmds: onBoth, why: "bankml runs on the CPU only (no KV cache to offload)"},                                                                                                  // arg.cpp:2410
+	{names: []string{"-dev", "--device"}, cmds: onBoth, value: "none", check: checkDevice, why: "bankml runs on the CPU only"},                                                                                                // arg.cpp:2733
+	{names: []string{"-sm", "--split-mode"}, cmds: onBoth, value: "none|layer|row|tensor", check: oneOf("none", "layer", "row", "tensor"), why: "bankml runs on the CPU only (no GPUs to split over)"},                        // arg.cpp:2802
+	{names: []string{"-ts", "--tensor-split"}, cmds: onBoth, value: "N0,N1,...", check: checkTensorSplit, why: "bankml runs on the CPU only (no GPUs to split over)"},                                                         // arg.cpp:2826
+	{names: []string{"-mg", "--main-gpu"}, cmds: onBoth, value: "INDEX", check: checkInt, why: "bankml runs on the CPU only"},                                                                                                 // arg.cpp:2853
+	{names: []string{"-fit", "--fit"}, cmds: onBoth, value: "on|off", check: checkOnOff, why: "bankml runs on the CPU only (no device memory to fit)"},                                                                        // arg.cpp:2863
+	{names: []string{"-cmoe", "--cpu-moe"}, cmds: onBoth, why: "bankml keeps every tensor on the CPU already"},                                                                                                                // arg.cpp:2755
+	{names: []string{"-ncmoe", "--n-cpu-moe"}, cmds: onBoth, value: "N", check: checkInt, why: "bankml keeps every tensor on the CPU already"},                                                                                // arg.cpp:2762
+	{names: []string{"-ot", "--override-tensor"}, cmds: onBoth, value: "PATTERN=CPU,...", check: checkOverrideTensor, why: "bankml keeps every tensor on the CPU already"},                                                    // arg.cpp:2749
+	{names: []string{"-dt", "--defrag-thold"}, cmds: onBoth, value: "N", why: "deprecated; llama.cpp ignores it too"},                                                                                                         // arg.cpp:2529
+	{names: []string{"-lv", "--verbosity", "--log-verbosity"}, cmds: onBoth, value: "N", check: checkInt, why: "bankml has no log levels"},                                                                                    // arg.cpp:3934
+	{names: []string{"-co", "--color"}, cmds: onRun, value: "on|off|auto", check: checkColor, why: "bankml prints no colours"},                                                                                                // arg.cpp:1496
+	{names: []string{"-no-kvu", "--no-kv-unified"}, cmds: onServe, why: "each bankml slot has its own KV cache, as llama-server's without --kv-unified"},                                                                      // arg.cpp:1720
+
+	// Flags bankml cannot honour.
+	{names: []string{"-kvu", "--kv-unified"}, cmds: onServe, refuse: "each bankml slot has its own KV cache of -c/-np tokens (llama-server's --no-kv-unified); one cache shared by all slots is not implemented"}, // arg.cpp:1720
+	{names: []string{"-hf", "-hfr", "--hf-repo"}, cmds: onBoth, value: "REPO", refuse: llamaNoDownload},                                                                                                           // arg.cpp:3055
+	{names: []string{"-hff", "--hf-file"}, cmds: onBoth, value: "FILE", refuse: llamaNoDownload},                                                                                                                  // arg.cpp:3065
+	{names: []string{"-hft", "--hf-token"}, cmds: onBoth, value: "TOKEN", refuse: llamaNoDownload},                                                                                                                // arg.cpp:3072
+	{names: []string{"-mu", "--model-url"}, cmds: onBoth, value: "URL", refuse: llamaNoDownload},                                                                                                                  // arg.cpp:3039
+	{names: []string{"-dr", "--docker-repo"}, cmds: onBoth, value: "REPO", refuse: llamaNoDownload},                                                                                                               // arg.cpp:3046
+}
+
+const llamaNoDownload = "bankml downloads nothing: pass a local GGUF file as MODEL or -m FNAME"
+
+// llamaOther lists arg.cpp's other multi-letter single-dash flags of llama-cli, llama-completion and
+// llama-server, with their long names, which bankml does not take: each is a usage error naming it.
+var llamaOther = map[string]string{
+	"-cl": "--cache-list", "-Cr": "--cpu-range", "-Cb": "--cpu-mask-batch", "-Crb": "--cpu-range-batch",
+	"-lcs": "--lookup-cache-static", "-lcd": "--lookup-cache-dynamic", "-ctxcp": "--ctx-checkpoints",
+	"-cms": "--checkpoint-min-step", "-cram": "--cache-ram", "-sysf": "--system-prompt-file",
+	"-bf": "--binary-file", "-ptc": "--print-token-count", "-if": "--interactive-first",
+	"-mli": "--multiline-input", "-jf": "--json-schema-file", "-bs": "--backend-sampling",
+	"-gan": "--grp-attn-n", "-gaw": "--grp-attn-w", "-nr": "--no-repack", "-mm": "--mmproj",
+	"-mmu": "--mmproj-url", "-mmdev": "--mmproj-device", "-lzm": "--lazy-mode", "-fitt": "--fit-target",
+	"-fitc": "--fit-ctx", "-ag": "--agent", "-no-ag": "--no-agent", "-rea": "--reasoning",
+	"-sps": "--slot-prompt-similarity", "-hfd": "--hf-repo-draft", "-hfrd": "--hf-repo-draft",
+	"-td": "--threads-draft", "-tbd": "--threads-batch-draft", "-Cd": "--cpu-mask-draft",
+	"-Crd": "--cpu-range-draft", "-Cbd": "--cpu-mask-batch-draft", "-ctkd": "--cache-type-k-draft",
+	"-ctvd": "--cache-type-v-draft", "-otd": "--override-tensor-draft", "-cmoed": "--cpu-moe-draft",
+	"-ncmoed": "--n-cpu-moe-draft", "-devd": "--device-draft", "-ngld": "--gpu-layers-draft",
+	"-md": "--model-draft",
+}
+
+// lookupLlama is the table's entry for a flag's name (any command's), or nil.
+func lookupLlama(name, cmd string) *llamaFlag {
+	var other *llamaFlag
+	for i := range llamaFlags {
+		f := &llamaFlags[i]
+		if slices.Contains(f.names, name) {
+			if slices.Contains(f.cmds, cmd) {
+				return f
+			}
+			other = f
+		}
 	}
-	short := llamaShort[args[0]] // nil for the other commands
-	out := make([]string, 0, len(args)+2)
-	out = append(out, args[0])
+	return other
+}
+
+// llamaArgs rewrites the arguments of `bankml run` and `bankml serve` by the table llamaFlags before kong
+// parses them (see the file's comment), and, for every command, splits a one-letter flag that takes a value
+// written with "=" (-p=Once, -n=4) into the flag and its value, which kong would otherwise read as the
+// value "=Once". takesValue reports whether a token is one of kong's flags that takes a value: the token
+// after it is that value, whatever it is (-p -ngl prompts the text "-ngl", as in llama.cpp), and is left
+// alone. It returns the arguments for kong, the warning lines for stderr (without "bankml: ") in order, and
+// a usage error naming the flag for a refused flag, a value arg.cpp refuses, or a value missing at the end.
+func llamaArgs(args []string, takesValue func(string) bool) (out, warnings []string, err error) {
+	if len(args) == 0 {
+		return args, nil, nil
+	}
+	cmd := args[0]
+	llama := cmd == "run" || cmd == "serve"
+	out = make([]string, 0, len(args)+2)
+	out = append(out, cmd)
+	seen := map[string]bool{}
 	for i := 1; i < len(args); i++ {
 		a := args[i]
 		if a == "--" {
 			out = append(out, args[i:]...)
 			break
 		}
-		if i > 1 && takesValue(args[i-1]) {
-			out = append(out, a)
+		if !isFlagToken(a) {
+			out = append(out, a) // MODEL, or what kong makes of it
 			continue
 		}
 		name, value, eq := strings.Cut(a, "=")
-		if long, ok := short[name]; ok {
-			if eq {
-				out = append(out, long+"="+value)
-			} else {
-				out = append(out, long)
+		if llama {
+			if strings.HasPrefix(name, "--") { // arg.cpp reads "_" in a "--" flag as "-"
+				name = strings.ReplaceAll(name, "_", "-")
 			}
-			continue
+			if seen[name] { // arg.cpp warns when the same spelling is given again; the last one counts
+				warnings = append(warnings, name+" is given more than once: the last one counts, as in llama.cpp")
+			}
+			seen[name] = true
+			if f := lookupLlama(name, cmd); f != nil {
+				var w string
+				var skip bool
+				if w, out, skip, err = f.apply(cmd, name, value, eq, args[i+1:], out, takesValue); err != nil {
+					return nil, nil, err
+				}
+				if w != "" {
+					warnings = append(warnings, w)
+				}
+				if skip {
+					i++
+				}
+				continue
+			}
+			if !strings.HasPrefix(name, "--") && len(name) > 2 {
+				if long, ok := llamaOther[name]; ok {
+					return nil, nil, fmt.Errorf("%s: llama.cpp's %s (%s) is not supported by bankml %s", cmd, name, long, cmd)
+				}
+				return nil, nil, fmt.Errorf("%s: unknown flag %s: bankml's single-dash flags are one letter, or llama.cpp's that --help lists", cmd, name)
+			}
 		}
-		if eq && len(name) == 2 && name[0] == '-' && name[1] != '-' && takesValue(name) {
-			// kong would read -p=x as -p with the value "=x".
-			out = append(out, name, value)
-			continue
+		switch {
+		case eq && len(name) == 2 && name[1] != '-' && takesValue(name):
+			out = append(out, name, value) // kong would read -p=x as -p with the value "=x"
+		case eq:
+			out = append(out, name+"="+value)
+		default:
+			out = append(out, name)
+			if takesValue(name) {
+				if i+1 == len(args) {
+					return nil, nil, fmt.Errorf("%s: %s: expected a value", cmd, name)
+				}
+				out = append(out, args[i+1])
+				i++
+			}
 		}
-		out = append(out, a)
 	}
-	return out
+	return out, warnings, nil
 }
+
+// isFlagToken reports whether an argument that is not a value is a flag: "-" and a letter, or "--" and a
+// name ("-1" and "-" are not).
+func isFlagToken(a string) bool {
+	if strings.HasPrefix(a, "--") {
+		return len(a) > 2
+	}
+	return len(a) > 1 && a[0] == '-' && (a[1] >= 'a' && a[1] <= 'z' || a[1] >= 'A' && a[1] <= 'Z')
+}
+
+// apply does what the table says for the flag f given as name (=value when eq; rest are the arguments
+// after it): it appends bankml's spelling to out, or checks an ignored flag's value and returns its warning
+// line, or refuses. skip reports whether it took the next argument as the value.
+func (f *llamaFlag) apply(cmd, name, value string, eq bool, rest, out []string, takesValue func(string) bool) (warning string, _ []string, skip bool, err error) {
+	if !slices.Contains(f.cmds, cmd) {
+		return "", nil, false, fmt.Errorf("%s: %s is a flag of bankml %s only", cmd, name, f.cmds[0])
+	}
+	if f.refuse != "" {
+		return "", nil, false, fmt.Errorf("%s: %s: %s", cmd, name, f.refuse)
+	}
+	if f.to != "" {
+		if eq {
+			return "", append(out, f.to+"="+value), false, nil
+		}
+		out = append(out, f.to)
+		if takesValue(f.to) {
+			if len(rest) == 0 {
+				return "", nil, false, fmt.Errorf("%s: %s: expected a value", cmd, name)
+			}
+			return "", append(out, rest[0]), true, nil
+		}
+		return "", out, false, nil
+	}
+	shown := f.names[0]
+	if f.value == "" {
+		if eq {
+			return "", nil, false, fmt.Errorf("%s: %s takes no value", cmd, name)
+		}
+		return shown + " ignored: " + f.why, out, false, nil
+	}
+	v := value
+	if !eq {
+		if len(rest) == 0 {
+			return "", nil, false, fmt.Errorf("%s: %s: expected a value (%s)", cmd, name, f.value)
+		}
+		v, skip = rest[0], true
+	}
+	note := ""
+	if f.check != nil {
+		if note, err = f.check(v); err != nil {
+			hint := ""
+			if !eq && isFlagToken(v) {
+				hint = fmt.Sprintf(" (%s takes the next argument as its value: give one before %s)", name, v)
+			}
+			return "", nil, false, fmt.Errorf("%s: %s %q: %w%s", cmd, strings.Join(f.names, "/"), v, err, hint)
+		}
+	}
+	return fmt.Sprintf("%s %s ignored: %s%s", shown, v, f.why, note), out, skip, nil
+}
+
+// The value checks of the ignored flags, as arg.cpp's handlers make them.
+
+func checkInt(v string) (string, error) {
+	if _, err := strconv.Atoi(v); err != nil {
+		return "", errors.New("must be an integer")
+	}
+	return "", nil
+}
+
+func checkGPULayers(v string) (string, error) { // arg.cpp:2784
+	if _, err := strconv.Atoi(v); err != nil && v != "auto" && v != "all" {
+		return "", errors.New("must be a number, auto or all")
+	}
+	return "", nil
+}
+
+// The spellings of common/arg.cpp's is_truthy, is_falsey and is_autoy.
+var (
+	llamaTruthy = []string{"on", "enabled", "true", "1"}
+	llamaFalsey = []string{"off", "disabled", "false", "0"}
+	llamaAutoy  = []string{"auto", "-1"}
+)
+
+func checkFlashAttn(v string) (string, error) { // arg.cpp:1751
+	switch {
+	case slices.Contains(llamaTruthy, v), slices.Contains(llamaAutoy, v):
+		return "", nil
+	case slices.Contains(llamaFalsey, v):
+		return "; llama.cpp with -fa off takes another attention path whose results may differ in the last bits from bankml's", nil
+	}
+	return "", errors.New("must be on, off or auto")
+}
+
+func checkColor(v string) (string, error) { // arg.cpp:1496
+	if slices.Contains(llamaTruthy, v) || slices.Contains(llamaFalsey, v) || slices.Contains(llamaAutoy, v) {
+		return "", nil
+	}
+	return "", errors.New("must be on, off or auto")
+}
+
+func checkOnOff(v string) (string, error) { // arg.cpp:2863
+	if slices.Contains(llamaTruthy, v) || slices.Contains(llamaFalsey, v) {
+		return "", nil
+	}
+	return "", errors.New("must be on or off")
+}
+
+func oneOf(values ...string) func(string) (string, error) {
+	return func(v string) (string, error) {
+		if !slices.Contains(values, v) {
+			return "", fmt.Errorf("must be one of %s", strings.Join(values, ", "))
+		}
+		return "", nil
+	}
+}
+
+// llamaCacheTypes are arg.cpp's kv_cache_types (arg.cpp:304), by ggml_type_name.
+var llamaCacheTypes = []string{"f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1"}
+
+func checkCacheType(v string) (string, error) { // kv_cache_type_from_str, arg.cpp:316
+	switch {
+	case v == "f16":
+		return "", nil
+	case slices.Contains(llamaCacheTypes, v):
+		return "", errors.New("bankml's KV cache is f16 only (llama.cpp's default)")
+	}
+	return "", fmt.Errorf("unsupported cache type (llama.cpp takes %s)", strings.Join(llamaCacheTypes, ", "))
+}
+
+func checkDevice(v string) (string, error) { // parse_device_list, arg.cpp:1116
+	if v != "none" {
+		return "", errors.New("invalid device: bankml has no device but the CPU, which llama.cpp does not list either (only none)")
+	}
+	return "", nil
+}
+
+var splitSeparators = regexp.MustCompile(`[,/]+`)
+
+func checkTensorSplit(v string) (string, error) { // arg.cpp:2826
+	parts := splitSeparators.Split(v, -1)
+	if len(parts) >= 16 { // llama_max_devices
+		return "", fmt.Errorf("got %d input configs, but llama.cpp has at most 16 devices", len(parts))
+	}
+	for _, p := range parts {
+		if _, err := strconv.ParseFloat(p, 32); err != nil {
+			return "", fmt.Errorf("%q is not a number", p)
+		}
+	}
+	return "", nil
+}
+
+func checkOverrideTensor(v string) (string, error) { // parse_tensor_buffer_overrides, arg.cpp:252
+	for _, o := range strings.Split(v, ",") {
+		_, buft, ok := strings.Cut(o, "=")
+		if !ok {
+			return "", errors.New("invalid value: each override is PATTERN=BUFFER_TYPE")
+		}
+		if buft != "CPU" {
+			return "", fmt.Errorf("unknown buffer type %q: the CPU's is CPU", buft)
+		}
+	}
+	return "", nil
+}
+
+// llamaIgnored carries the warning lines llamaArgs wrote for a command (set after parsing, in main's
+// run): the command prints them when it runs (warn), after kong's validation.
+type llamaIgnored struct {
+	lines []string
+}
+
+// warn writes each warning line to w as "bankml: LINE".
+func (l *llamaIgnored) warn(_ string, w io.Writer) error {
+	for _, s := range l.lines {
+		if _, err := fmt.Fprintln(w, "bankml: "+s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// llamaHelp is the part of a command's --help that lists the llama.cpp flags it takes by the table.
+func llamaHelp(cmd string) string {
+	var mapped, ignored, refused []string
+	for _, f := range llamaFlags {
+		if !slices.Contains(f.cmds, cmd) {
+			continue
+		}
+		spell := strings.Join(f.names, "/")
+		if f.value != "" {
+			spell += " " + f.value
+		}
+		switch {
+		case f.to != "":
+			mapped = append(mapped, spell+" = "+f.to)
+		case f.refuse != "":
+			refused = append(refused, spell)
+		default:
+			ignored = append(ignored, spell)
+		}
+	}
+	return "llama.cpp's flags (common/arg.cpp) are taken too: " + strings.Join(mapped, ", ") +
+		". Accepted and ignored with a warning line each, their values checked as llama.cpp checks them: " +
+		strings.Join(ignored, ", ") + ". Refused with the reason: " + strings.Join(refused, ", ") +
+		". A flag given twice warns and the last one counts; \"_\" in a --flag reads as \"-\" (--ctx_size), as in llama.cpp."
+}
+
+// Help implements kong.HelpProvider: the llama.cpp flags run takes.
+func (r *runCmd) Help() string { return llamaHelp("run") }
+
+// Help implements kong.HelpProvider: the llama.cpp flags serve takes.
+func (c *serveCmd) Help() string { return llamaHelp("serve") }
 
 // valueFlags returns takesValue for llamaArgs from the parser's model: the spellings (--name, aliases, -s)
 // of the flags of command cmd and of the application that take a value (not booleans or counters).
@@ -101,93 +450,25 @@ func valueFlags(app *kong.Application, cmd string) func(string) bool {
 			add(c.Flags)
 		}
 	}
-	for s, long := range llamaShort[cmd] {
-		if set[long] {
-			set[s] = true
-		}
-	}
 	return func(tok string) bool { return set[tok] }
 }
 
 // resolveModel is the model's path from a command's positional MODEL and llama.cpp's -m/--model FNAME
-// (kong has made both absolute): one of them, or both when they name the same path. Neither, or two
-// different paths, is a usage error naming them.
+// (kong has made both absolute): one of them, or both when they name the same path. Neither, two
+// different paths, or a directory is a usage error naming them (a missing file is left to the command's
+// I/O error).
 func resolveModel(positional, flag string) (string, error) {
+	path, label := positional, "MODEL"
 	switch {
 	case positional == "" && flag == "":
 		return "", errors.New(`expected "<MODEL>" or -m/--model FNAME: the GGUF file to load`)
 	case positional != "" && flag != "" && positional != flag:
 		return "", fmt.Errorf("the model is given twice, as MODEL %q and as -m/--model %q: give one", positional, flag)
-	case positional != "":
-		return positional, nil
+	case positional == "":
+		path, label = flag, "-m/--model"
 	}
-	return flag, nil
-}
-
-// llamaIgnored holds llama.cpp's flags that have no meaning for bankml, which runs on the CPU only, from
-// its own memory-mapped file, with llama.cpp's default attention (flash attention, which the reference's
-// "auto" picks on the CPU) and a decode of its own per slot. Each given flag prints one warning line
-// (warn); values are checked as common/arg.cpp checks them.
-type llamaIgnored struct {
-	GPULayers    *string `name:"n-gpu-layers" aliases:"gpu-layers" placeholder:"N" group:"llama.cpp (ignored)" help:"llama.cpp's -ngl/--gpu-layers/--n-gpu-layers (a number, auto or all): ignored with a warning, bankml runs on the CPU only."`
-	FlashAttn    *string `name:"flash-attn" placeholder:"on|off|auto" group:"llama.cpp (ignored)" help:"llama.cpp's -fa/--flash-attn: ignored with a warning; bankml always runs flash attention, as the reference's default auto does on the CPU (with off llama.cpp's other attention path may differ in the last bits)."`
-	ContBatching bool    `name:"cont-batching" group:"llama.cpp (ignored)" help:"llama-server's -cb/--cont-batching: ignored with a warning; each bankml slot decodes on its own."`
-	NoContBatch  bool    `name:"no-cont-batching" group:"llama.cpp (ignored)" help:"llama-server's -nocb/--no-cont-batching: ignored with a warning; each bankml slot decodes on its own."`
-	LoadMode     *string `name:"load-mode" placeholder:"MODE" group:"llama.cpp (ignored)" help:"llama.cpp's -lm/--load-mode (auto, none, mmap, mlock, mmap+mlock, dio): ignored with a warning; bankml memory-maps the file."`
-	Mlock        bool    `name:"mlock" group:"llama.cpp (ignored)" help:"Older llama.cpp's --mlock (the reference has --load-mode mlock instead): ignored with a warning; bankml memory-maps the file."`
-	NoMmap       bool    `name:"no-mmap" group:"llama.cpp (ignored)" help:"Older llama.cpp's --no-mmap (the reference has --load-mode none instead): ignored with a warning; bankml memory-maps the file."`
-}
-
-// llamaLoadModes are the values common/arg.cpp's --load-mode accepts.
-var llamaLoadModes = []string{"auto", "none", "mmap", "mlock", "mmap+mlock", "dio"}
-
-// warn checks the values given and writes one line per given flag to w: "bankml: FLAG ignored: why". A
-// value llama.cpp would refuse is a usage error naming the flag.
-func (l *llamaIgnored) warn(cmd string, w io.Writer) error {
-	var lines []string
-	if l.GPULayers != nil {
-		v := *l.GPULayers
-		if _, err := strconv.Atoi(v); err != nil && v != "auto" && v != "all" {
-			return fmt.Errorf("%s: -ngl/--n-gpu-layers %q: must be a number, auto or all", cmd, v)
-		}
-		lines = append(lines, fmt.Sprintf("-ngl %s ignored: bankml runs on the CPU only", v))
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return "", fmt.Errorf("%s: %s is a directory; pass a GGUF file", label, path)
 	}
-	if l.FlashAttn != nil {
-		v := *l.FlashAttn
-		switch v {
-		case "on", "enabled", "true", "1", "auto", "-1":
-			lines = append(lines, fmt.Sprintf("-fa %s ignored: bankml always runs flash attention, as llama.cpp's default auto does on the CPU", v))
-		case "off", "disabled", "false", "0":
-			lines = append(lines, fmt.Sprintf("-fa %s ignored: bankml always runs flash attention (llama.cpp's default auto on the CPU); llama.cpp with -fa off takes another attention path whose results may differ in the last bits from bankml's", v))
-		default:
-			return fmt.Errorf("%s: -fa/--flash-attn %q: must be on, off or auto", cmd, v)
-		}
-	}
-	if l.ContBatching && l.NoContBatch {
-		return errors.New(cmd + ": -cb/--cont-batching and -nocb/--no-cont-batching both given")
-	}
-	if l.ContBatching {
-		lines = append(lines, "-cb ignored: each bankml slot decodes on its own (no shared batch to switch)")
-	}
-	if l.NoContBatch {
-		lines = append(lines, "-nocb ignored: each bankml slot decodes on its own (no shared batch to switch)")
-	}
-	if l.LoadMode != nil {
-		if !slices.Contains(llamaLoadModes, *l.LoadMode) {
-			return fmt.Errorf("%s: -lm/--load-mode %q: must be one of %s", cmd, *l.LoadMode, strings.Join(llamaLoadModes, ", "))
-		}
-		lines = append(lines, fmt.Sprintf("-lm %s ignored: bankml memory-maps the model file (only memory use differs, not results)", *l.LoadMode))
-	}
-	if l.Mlock {
-		lines = append(lines, "--mlock ignored: bankml memory-maps the model file and does not lock it in RAM (only memory use differs, not results)")
-	}
-	if l.NoMmap {
-		lines = append(lines, "--no-mmap ignored: bankml memory-maps the model file (only memory use differs, not results)")
-	}
-	for _, s := range lines {
-		if _, err := fmt.Fprintln(w, "bankml: "+s); err != nil {
-			return err
-		}
-	}
-	return nil
+	return path, nil
 }

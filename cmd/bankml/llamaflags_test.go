@@ -4,32 +4,124 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/alecthomas/kong"
 )
 
-// TestLlamaArgs checks the rewrite of llama.cpp's multi-letter single-dash flags (common/arg.cpp's
-// spellings) before kong parses, the split of one-letter flags written with "=", and that a flag's value is
-// never rewritten.
+// TestLlamaArgs checks the rewrite of llama.cpp's flags (common/arg.cpp's spellings, table llamaFlags)
+// before kong parses: bankml's spelling for a mapped flag, an ignored flag taken out with its warning, the
+// split of one-letter flags written with "=", a flag's value never rewritten, and the usage errors: a
+// refused flag, a value arg.cpp refuses, a value missing at the end, a multi-letter single-dash flag that
+// kong would misread.
 func TestLlamaArgs(t *testing.T) {
-	takesValue := func(s string) bool { return s == "-p" || s == "--prompt" || s == "-ngl" || s == "-n" }
-	for _, c := range []struct{ in, want []string }{
-		{[]string{"serve", "m.gguf", "-np", "4", "-c", "512"}, []string{"serve", "m.gguf", "--parallel", "4", "-c", "512"}},
-		{[]string{"serve", "m.gguf", "-np=2"}, []string{"serve", "m.gguf", "--parallel=2"}},
-		{[]string{"serve", "-m", "m.gguf", "-ngl", "99", "-fa", "on", "-cb", "-nocb", "-to", "5", "-lm", "mmap"},
-			[]string{"serve", "-m", "m.gguf", "--n-gpu-layers", "99", "--flash-attn", "on", "--cont-batching", "--no-cont-batching", "--timeout", "5", "--load-mode", "mmap"}},
-		{[]string{"run", "m.gguf", "-ngl=all", "-fa", "auto"}, []string{"run", "m.gguf", "--n-gpu-layers=all", "--flash-attn", "auto"}},
-		{[]string{"run", "m.gguf", "-np", "-to"}, []string{"run", "m.gguf", "-np", "-to"}}, // llama-server's only
-		{[]string{"run", "m.gguf", "-p", "-ngl"}, []string{"run", "m.gguf", "-p", "-ngl"}}, // a prompt
-		{[]string{"run", "m.gguf", "-ngl", "-fa"}, []string{"run", "m.gguf", "--n-gpu-layers", "-fa"}},
-		{[]string{"run", "m.gguf", "--", "-ngl"}, []string{"run", "m.gguf", "--", "-ngl"}},
-		{[]string{"tokenize", "m.gguf", "-ngl"}, []string{"tokenize", "m.gguf", "-ngl"}},
-		{[]string{"run", "m.gguf", "-p=Once", "-n=4"}, []string{"run", "m.gguf", "-p", "Once", "-n", "4"}},
-		{[]string{"run", "m.gguf", "-p=a=b", "-p="}, []string{"run", "m.gguf", "-p", "a=b", "-p", ""}},
-		{[]string{"run", "m.gguf", "-p", "-n=4"}, []string{"run", "m.gguf", "-p", "-n=4"}}, // a prompt
-		{[]string{"tokenize", "m.gguf", "-p=Once"}, []string{"tokenize", "m.gguf", "-p", "Once"}},
-		{[]string{"run", "m.gguf", "-x=1", "--prompt=-p=1"}, []string{"run", "m.gguf", "-x=1", "--prompt=-p=1"}},
+	takesValue := func(s string) bool {
+		return slices.Contains([]string{"-p", "--prompt", "-n", "-c", "--ctx-size", "--system", "--seed", "--temp", "--parallel", "--timeout", "--n-predict"}, s)
+	}
+	for _, c := range []struct {
+		in, want []string
+		warn     string // the warning lines, joined with "|"
+		err      string // in the error
+	}{
+		{in: []string{"serve", "m.gguf", "-np", "4", "-c", "512"}, want: []string{"serve", "m.gguf", "--parallel", "4", "-c", "512"}},
+		{in: []string{"serve", "m.gguf", "-np=2"}, want: []string{"serve", "m.gguf", "--parallel=2"}},
+		{in: []string{"serve", "-m", "m.gguf", "-ngl", "99", "-fa", "on", "-cb", "-nocb", "-to", "5", "-lm", "mmap"},
+			want: []string{"serve", "-m", "m.gguf", "--timeout", "5"},
+			warn: "-ngl 99 ignored: bankml runs on the CPU only|-fa on ignored: bankml always runs flash attention, as llama.cpp's default auto does on the CPU|" +
+				"-cb ignored: each bankml slot decodes on its own (no shared batch to switch)|-nocb ignored: each bankml slot decodes on its own (no shared batch to switch)|" +
+				"-lm mmap ignored: bankml memory-maps the model file (only memory use differs, not results)"},
+		{in: []string{"run", "m.gguf", "-ngl=all", "-fa", "auto"}, want: []string{"run", "m.gguf"}, warn: "-ngl all ignored: bankml runs on the CPU only|-fa auto ignored: bankml always runs flash attention, as llama.cpp's default auto does on the CPU"},
+		{in: []string{"run", "m.gguf", "-p", "-ngl"}, want: []string{"run", "m.gguf", "-p", "-ngl"}}, // a prompt, as in llama.cpp
+		{in: []string{"run", "m.gguf", "--", "-ngl"}, want: []string{"run", "m.gguf", "--", "-ngl"}},
+		{in: []string{"tokenize", "m.gguf", "-ngl"}, want: []string{"tokenize", "m.gguf", "-ngl"}},
+		{in: []string{"run", "m.gguf", "-p=Once", "-n=4"}, want: []string{"run", "m.gguf", "-p", "Once", "-n", "4"}},
+		{in: []string{"run", "m.gguf", "-p=a=b", "-c="}, want: []string{"run", "m.gguf", "-p", "a=b", "-c", ""}},
+		{in: []string{"run", "m.gguf", "-p", "-n=4"}, want: []string{"run", "m.gguf", "-p", "-n=4"}}, // a prompt
+		{in: []string{"tokenize", "m.gguf", "-p=Once"}, want: []string{"tokenize", "m.gguf", "-p", "Once"}},
+		{in: []string{"run", "m.gguf", "-x=1", "--prompt=-p=1"}, want: []string{"run", "m.gguf", "-x=1", "--prompt=-p=1"}},
+		// Mapped to bankml's own flags (arg.cpp:1773, 1898, 1909, 1891, 1990, 2011, 1654).
+		{in: []string{"run", "m.gguf", "-cnv", "-sys", "Be brief.", "-st"}, want: []string{"run", "m.gguf", "--chat", "--system", "Be brief.", "--single-turn"}},
+		{in: []string{"run", "m.gguf", "--conversation", "--system-prompt", "-sp", "-no-cnv", "--no-conversation"},
+			want: []string{"run", "m.gguf", "--chat", "--system", "-sp", "--no-chat", "--no-chat"}}, // -sp is the system text
+		{in: []string{"run", "m.gguf", "-sp", "--special", "-s", "7", "--temperature", "0.5", "--predict", "3"},
+			want: []string{"run", "m.gguf", "--special", "--special", "--seed", "7", "--temp", "0.5", "--n-predict", "3"}},
+		{in: []string{"run", "m.gguf", "-s=7"}, want: []string{"run", "m.gguf", "--seed=7"}},
+		// Ignored with a warning, the value checked as arg.cpp checks it.
+		{in: []string{"run", "m.gguf", "-tb", "4", "-b", "64", "-ub", "32", "-ctk", "f16", "-ctv", "f16", "-nkvo", "-kvo"}, want: []string{"run", "m.gguf"},
+			warn: "-tb 4 ignored: bankml evaluates the prompt with the -t threads|" +
+				"-b 64 ignored: bankml evaluates a prompt in micro-batches of 512 tokens, as llama.cpp's defaults -b 2048 -ub 512 do|" +
+				"-ub 32 ignored: bankml evaluates a prompt in micro-batches of 512 tokens, as llama.cpp's defaults -b 2048 -ub 512 do|" +
+				"-ctk f16 ignored: bankml's KV cache is f16, llama.cpp's default|-ctv f16 ignored: bankml's KV cache is f16, llama.cpp's default|" +
+				"-nkvo ignored: bankml runs on the CPU only (no KV cache to offload)|-kvo ignored: bankml runs on the CPU only (no KV cache to offload)"},
+		{in: []string{"serve", "m.gguf", "-dev", "none", "-sm", "row", "-ts", "3/1", "-mg", "0", "-fit", "off", "-cmoe", "-ncmoe", "2", "-ot", "exps=CPU,x=CPU", "-dt", "0.1", "-lv", "3", "-no-kvu"},
+			want: []string{"serve", "m.gguf"},
+			warn: "-dev none ignored: bankml runs on the CPU only|-sm row ignored: bankml runs on the CPU only (no GPUs to split over)|" +
+				"-ts 3/1 ignored: bankml runs on the CPU only (no GPUs to split over)|-mg 0 ignored: bankml runs on the CPU only|" +
+				"-fit off ignored: bankml runs on the CPU only (no device memory to fit)|-cmoe ignored: bankml keeps every tensor on the CPU already|" +
+				"-ncmoe 2 ignored: bankml keeps every tensor on the CPU already|-ot exps=CPU,x=CPU ignored: bankml keeps every tensor on the CPU already|" +
+				"-dt 0.1 ignored: deprecated; llama.cpp ignores it too|-lv 3 ignored: bankml has no log levels|" +
+				"-no-kvu ignored: each bankml slot has its own KV cache, as llama-server's without --kv-unified"},
+		{in: []string{"run", "m.gguf", "--cache-type-k", "f16", "--device=none", "-co", "auto"}, want: []string{"run", "m.gguf"},
+			warn: "-ctk f16 ignored: bankml's KV cache is f16, llama.cpp's default|-dev none ignored: bankml runs on the CPU only|-co auto ignored: bankml prints no colours"},
+		{in: []string{"run", "m.gguf", "-ctk", "q8_0"}, err: `run: -ctk/--cache-type-k "q8_0": bankml's KV cache is f16 only`},
+		{in: []string{"run", "m.gguf", "-ctv", "f8"}, err: `run: -ctv/--cache-type-v "f8": unsupported cache type (llama.cpp takes f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1)`},
+		{in: []string{"run", "m.gguf", "-tb", "x"}, err: `run: -tb/--threads-batch "x": must be an integer`},
+		{in: []string{"run", "m.gguf", "-dev", "CUDA0"}, err: `run: -dev/--device "CUDA0": invalid device`},
+		{in: []string{"run", "m.gguf", "-sm", "all"}, err: `-sm/--split-mode "all": must be one of none, layer, row, tensor`},
+		{in: []string{"run", "m.gguf", "-ts", "3,x"}, err: `-ts/--tensor-split "3,x": "x" is not a number`},
+		{in: []string{"run", "m.gguf", "-ot", "exps"}, err: `-ot/--override-tensor "exps": invalid value`},
+		{in: []string{"run", "m.gguf", "-ot", "exps=CUDA0"}, err: `unknown buffer type "CUDA0"`},
+		{in: []string{"run", "m.gguf", "-fit", "auto"}, err: `-fit/--fit "auto": must be on or off`},
+		{in: []string{"run", "m.gguf", "-co", "red"}, err: `-co/--color "red": must be on, off or auto`},
+		{in: []string{"run", "m.gguf", "-cb=1"}, err: "run: -cb takes no value"},
+		// Refused: what bankml cannot honour, and llama.cpp's flags of the other tool.
+		{in: []string{"run", "-hf", "ggml-org/gemma-3-1b-it-GGUF"}, err: "run: -hf: bankml downloads nothing: pass a local GGUF file as MODEL or -m FNAME"},
+		{in: []string{"serve", "--hf-repo", "a/b"}, err: "serve: --hf-repo: bankml downloads nothing"},
+		{in: []string{"run", "-mu", "https://x/m.gguf"}, err: "run: -mu: bankml downloads nothing"},
+		{in: []string{"run", "-hff", "m.gguf"}, err: "run: -hff: bankml downloads nothing"},
+		{in: []string{"serve", "m.gguf", "-kvu"}, err: "serve: -kvu: each bankml slot has its own KV cache"},
+		{in: []string{"serve", "m.gguf", "-sp"}, err: "serve: -sp: bankml serve's answers carry no special-token text"},
+		{in: []string{"run", "m.gguf", "-to", "5"}, err: "run: -to is a flag of bankml serve only"},
+		{in: []string{"run", "m.gguf", "-np", "-to"}, err: `run: -np/--parallel "-to": must be an integer`},
+		{in: []string{"run", "m.gguf", "--parallel", "2"}, want: []string{"run", "m.gguf"}, warn: "-np 2 ignored: bankml run decodes one sequence"},
+		{in: []string{"serve", "m.gguf", "--parallel", "2"}, want: []string{"serve", "m.gguf", "--parallel", "2"}},
+		{in: []string{"serve", "m.gguf", "-sys", "x"}, err: "serve: -sys is a flag of bankml run only"},
+		{in: []string{"serve", "m.gguf", "-cnv"}, err: "serve: -cnv is a flag of bankml run only"},
+		{in: []string{"run", "m.gguf", "-kvu"}, err: "run: -kvu is a flag of bankml serve only"},
+		{in: []string{"run", "m.gguf", "-rea", "on"}, err: "run: llama.cpp's -rea (--reasoning) is not supported by bankml run"},
+		{in: []string{"serve", "m.gguf", "-cram", "0"}, err: "serve: llama.cpp's -cram (--cache-ram) is not supported by bankml serve"},
+		{in: []string{"run", "m.gguf", "-dio"}, err: "run: unknown flag -dio: bankml's single-dash flags are one letter"},
+		{in: []string{"run", "m.gguf", "-pOnce"}, err: "run: unknown flag -pOnce"},
+		// A flag given again: arg.cpp warns for each repeat of the same spelling (arg.cpp:826), the last one counts.
+		{in: []string{"run", "m.gguf", "-n", "3", "-n", "2", "--temp", "1", "-n=1"}, want: []string{"run", "m.gguf", "-n", "3", "-n", "2", "--temp", "1", "-n", "1"},
+			warn: "-n is given more than once: the last one counts, as in llama.cpp|-n is given more than once: the last one counts, as in llama.cpp"},
+		{in: []string{"run", "m.gguf", "-n", "3", "--n-predict", "2", "-p", "-n"}, want: []string{"run", "m.gguf", "-n", "3", "--n-predict", "2", "-p", "-n"}}, // other spellings, a value
+		{in: []string{"serve", "m.gguf", "-ngl", "1", "-ngl", "2"}, want: []string{"serve", "m.gguf"},
+			warn: "-ngl 1 ignored: bankml runs on the CPU only|-ngl is given more than once: the last one counts, as in llama.cpp|-ngl 2 ignored: bankml runs on the CPU only"},
+		{in: []string{"tokenize", "m.gguf", "-p", "a", "-p", "b"}, want: []string{"tokenize", "m.gguf", "-p", "a", "-p", "b"}}, // not llama.cpp's parser
+		// "_" in a "--" flag reads as "-" (arg.cpp:821), not in a value nor in a single-dash flag.
+		{in: []string{"run", "m.gguf", "--ctx_size", "256", "--n_predict=4", "--top_k", "5", "--prompt", "a_b", "--ignore_eos", "--single_turn", "--system_prompt", "x"},
+			want: []string{"run", "m.gguf", "--ctx-size", "256", "--n-predict=4", "--top-k", "5", "--prompt", "a_b", "--ignore-eos", "--single-turn", "--system", "x"}},
+		{in: []string{"serve", "m.gguf", "--n_gpu_layers", "1", "--api_key", "k", "--ctx-size", "1", "--ctx_size", "2"}, want: []string{"serve", "m.gguf", "--api-key", "k", "--ctx-size", "1", "--ctx-size", "2"},
+			warn: "-ngl 1 ignored: bankml runs on the CPU only|--ctx-size is given more than once: the last one counts, as in llama.cpp"},
+		{in: []string{"tokenize", "m.gguf", "--no_parse_special"}, want: []string{"tokenize", "m.gguf", "--no_parse_special"}},
+		// A value missing: arg.cpp takes the next argument as the value (then checks it) and errors at the end.
+		{in: []string{"run", "m.gguf", "-fa", "-p", "Once"}, err: `run: -fa/--flash-attn "-p": must be on, off or auto (-fa takes the next argument as its value: give one before -p)`},
+		{in: []string{"run", "m.gguf", "-ngl", "-p", "Once"}, err: `run: -ngl/--gpu-layers/--n-gpu-layers "-p": must be a number, auto or all (-ngl takes the next argument`},
+		{in: []string{"run", "m.gguf", "-p", "Once", "-fa"}, err: "run: -fa: expected a value (on|off|auto)"},
+		{in: []string{"run", "m.gguf", "-p"}, err: "run: -p: expected a value"},
+		{in: []string{"run", "m.gguf", "-sys"}, err: "run: -sys: expected a value"},
+		{in: []string{"tokenize", "m.gguf", "-p"}, err: "tokenize: -p: expected a value"},
 	} {
-		if got := llamaArgs(c.in, takesValue); !slices.Equal(got, c.want) {
-			t.Errorf("%v: %v, want %v", c.in, got, c.want)
+		got, warn, err := llamaArgs(c.in, takesValue)
+		switch {
+		case c.err != "":
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%q: error %v, want %q", c.in, err, c.err)
+			}
+		case err != nil:
+			t.Errorf("%q: %v", c.in, err)
+		case !slices.Equal(got, c.want) || strings.Join(warn, "|") != c.warn:
+			t.Errorf("%q: %q, warnings %q; want %q, %q", c.in, got, warn, c.want, c.warn)
 		}
 	}
 }
@@ -39,6 +131,7 @@ func TestLlamaArgs(t *testing.T) {
 // refuses too).
 func TestLlamaModelAndIgnoredFlags(t *testing.T) {
 	model := storiesPath(t)
+	dir := t.TempDir()
 	gen := []string{"-p", "Once upon a time", "-n", "2"}
 	for _, c := range []struct {
 		args []string
@@ -52,16 +145,29 @@ func TestLlamaModelAndIgnoredFlags(t *testing.T) {
 		{[]string{"run", model, "-m", model}, 0, []string{"generated: 2 tokens"}, "twice"},
 		{[]string{"run", model, "-m", model + ".other"}, 1, []string{"the model is given twice", "-m/--model"}, "generated"},
 		{[]string{"run"}, 1, []string{`expected "<MODEL>"`}, "generated"},
+		{[]string{"run", dir}, 1, []string{"bankml: run: MODEL: " + dir + " is a directory; pass a GGUF file (see bankml --help)\n"}, "d---"},
+		{[]string{"run", "-m", dir}, 1, []string{"bankml: run: -m/--model: " + dir + " is a directory; pass a GGUF file"}, "generated"},
+		{[]string{"serve", dir, "--unpinned"}, 1, []string{"bankml: serve: MODEL: " + dir + " is a directory; pass a GGUF file"}, "listening"},
+		{[]string{"serve", "--model=" + dir, "--unpinned"}, 1, []string{"bankml: serve: -m/--model: " + dir + " is a directory; pass a GGUF file"}, "listening"},
 		{[]string{"run", "-m", model, "-ngl", "99"}, 0, []string{"bankml: -ngl 99 ignored: bankml runs on the CPU only\n", "generated"}, ""},
 		{[]string{"run", "-m", model, "--gpu-layers", "all"}, 0, []string{"bankml: -ngl all ignored"}, ""},
 		{[]string{"run", "-m", model, "--n-gpu-layers=auto"}, 0, []string{"bankml: -ngl auto ignored"}, ""},
-		{[]string{"run", "-m", model, "-ngl", "many"}, 1, []string{`-ngl/--n-gpu-layers "many"`}, "generated"},
+		{[]string{"run", "-m", model, "-ngl", "many"}, 1, []string{`-ngl/--gpu-layers/--n-gpu-layers "many"`}, "generated"},
 		{[]string{"run", "-m", model, "-fa", "on"}, 0, []string{"bankml: -fa on ignored: bankml always runs flash attention"}, "differ"},
 		{[]string{"run", "-m", model, "--flash-attn", "off"}, 0, []string{"bankml: -fa off ignored", "may differ in the last bits"}, ""},
 		{[]string{"run", "-m", model, "-fa", "yes"}, 1, []string{`-fa/--flash-attn "yes"`}, "generated"},
 		{[]string{"run", "-m", model, "-cb"}, 0, []string{"bankml: -cb ignored"}, ""},
 		{[]string{"run", "-m", model, "-nocb"}, 0, []string{"bankml: -nocb ignored"}, ""},
-		{[]string{"run", "-m", model, "-cb", "-nocb"}, 1, []string{"both given"}, "generated"},
+		{[]string{"run", "-m", model, "-p", "Hi", "-n", "5"}, 0, []string{"bankml: -p is given more than once: the last one counts, as in llama.cpp\nbankml: -n is given more than once", "prompt: 5 tokens", "generated: 2 tokens"}, "ignored"},
+		{[]string{"run", "--model", model, "--ctx_size", "256", "--n_predict", "1", "--n-predict", "3", "--ignore_eos"}, 0, []string{"bankml: --n-predict is given more than once", "generated: 2 tokens"}, "ignored"},
+		{[]string{"run", "-m", model, "-cb", "-nocb"}, 0, []string{"bankml: -cb ignored", "bankml: -nocb ignored"}, ""},
+		{[]string{"run", "-m", model, "-fa", "-p", "Once"}, 1, []string{`-fa/--flash-attn "-p": must be on, off or auto`, "(see bankml run --help)"}, "generated"},
+		{[]string{"run", "-m", model, "-hf", "a/b"}, 1, []string{"-hf: bankml downloads nothing"}, "generated"},
+		{[]string{"run", "-m", model, "-tb", "2", "-ctk", "f16"}, 0, []string{"bankml: -tb 2 ignored", "bankml: -ctk f16 ignored", "generated: 2 tokens"}, ""},
+		{[]string{"run", "-m", model, "-cnv", "-st", "-sys", "Be brief."}, 0, []string{"turn 1:"}, "generated"},
+		{[]string{"run", "-m", model, "-cnv", "-sp"}, 1, []string{"run: --special (-sp) prints control tokens of a plain run only, not with --chat"}, "turn"},
+		{[]string{"run", "-m", model, "-sp"}, 0, []string{"generated: 2 tokens"}, "ignored"},
+		{[]string{"run", "-m", model, "-sys", "Be brief."}, 1, []string{"--system (-sys) and --single-turn (-st) need --chat (-cnv)"}, "generated"},
 		{[]string{"run", "-m", model, "--mlock", "--no-mmap"}, 0, []string{"bankml: --mlock ignored", "bankml: --no-mmap ignored"}, ""},
 		{[]string{"run", "-m", model, "-lm", "mmap+mlock"}, 0, []string{"bankml: -lm mmap+mlock ignored"}, ""},
 		{[]string{"run", "-m", model, "--load-mode", "fast"}, 1, []string{`-lm/--load-mode "fast"`}, "generated"},
@@ -86,6 +192,50 @@ func TestLlamaModelAndIgnoredFlags(t *testing.T) {
 		}
 		if !ok {
 			t.Errorf("%v: exit %d, stderr %q; want exit %d, %q, not %q", c.args, code, stderr, c.code, c.want, c.not)
+		}
+	}
+}
+
+// TestLlamaFlagsTableAgreesWithKong checks the table against the commands' kong flags: every flag a
+// mapped entry names exists in each of its commands, no ignored or refused spelling shadows a flag the
+// command has itself, and a spelling of one command's entry that the other command has itself is in
+// that command's entry too (lookupLlama would refuse it as the other command's).
+func TestLlamaFlagsTableAgreesWithKong(t *testing.T) {
+	parser, err := kong.New(&cli{}, kong.Vars{"nproc": "1", "version": "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	native := map[string]map[string]bool{}
+	for _, c := range parser.Model.Children {
+		set := map[string]bool{}
+		for _, f := range c.Flags {
+			set["--"+f.Name] = true
+			if f.Tag.Negatable != "" {
+				set["--no-"+f.Name] = true
+			}
+			for _, a := range f.Aliases {
+				set["--"+a] = true
+			}
+			if f.Short != 0 {
+				set["-"+string(f.Short)] = true
+			}
+		}
+		native[c.Name] = set
+	}
+	for _, f := range llamaFlags {
+		for _, cmd := range onBoth {
+			ours := slices.Contains(f.cmds, cmd)
+			if ours && f.to != "" && !native[cmd][f.to] {
+				t.Errorf("%v: %s has no flag %s", f.names, cmd, f.to)
+			}
+			for _, n := range f.names {
+				if !native[cmd][n] || (ours && f.to == n) {
+					continue
+				}
+				if e := lookupLlama(n, cmd); e == nil || e.to != n {
+					t.Errorf("%v: %s's own flag %s is taken by the table", f.names, cmd, n)
+				}
+			}
 		}
 	}
 }

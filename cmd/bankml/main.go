@@ -6,7 +6,7 @@
 //	bankml version
 //	bankml run MODEL -p PROMPT [-n N] [--temp T] [--seed S] [-t THREADS]
 //	bankml run MODEL --chat [--system TEXT] [-p FIRST-MESSAGE] [--single-turn]
-//	bankml bench kernels [--rows N] [--rounds R]
+//	bankml bench kernels [--ref-rows N] [--rounds R]
 //
 // Exit status: 0 on success, 1 on an I/O or usage error, 2 when the model
 // cannot be run (malformed file, architecture or tensor type not supported
@@ -107,7 +107,13 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, opts ...func(
 	if len(args) > 0 {
 		first = args[0]
 	}
-	ctx, err := parser.Parse(llamaArgs(args, valueFlags(parser.Model, first)))
+	args, warnings, err := llamaArgs(args, valueFlags(parser.Model, first))
+	if err != nil {
+		fmt.Fprintf(stderr, "bankml: %v (see bankml %s --help)\n", err, first)
+		return 1
+	}
+	c.Run.Ignored.lines, c.Serve.Ignored.lines = warnings, warnings
+	ctx, err := parser.Parse(args)
 	if exit >= 0 { // --help and friends
 		return exit
 	}

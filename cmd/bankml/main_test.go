@@ -201,8 +201,8 @@ func TestRunRefusesInconsistentModels(t *testing.T) {
 		}
 	}
 	code, _, stderr := runCLI("run", dir, "-p", "hi")
-	if code != 1 || !strings.Contains(stderr, "not a regular file") {
-		t.Errorf("a directory: exit %d, stderr %q; want 1 and \"not a regular file\"", code, stderr)
+	if want := "MODEL: " + dir + " is a directory; pass a GGUF file"; code != 1 || !strings.Contains(stderr, want) {
+		t.Errorf("a directory: exit %d, stderr %q; want 1 and %q", code, stderr, want)
 	}
 }
 
@@ -258,6 +258,34 @@ func TestInvalidCPULevelIsAUsageError(t *testing.T) {
 		code, _, stderr := runCLI(args...)
 		if code != 1 || !strings.Contains(stderr, `BANKML_CPU=bogus`) || !strings.Contains(stderr, `unknown CPU level "bogus"`) {
 			t.Errorf("%s: exit %d, stderr %q; want exit 1 naming BANKML_CPU", args[0], code, stderr)
+		}
+	}
+}
+
+// TestRunSaysWhenTheContextIsFull: a plain run that stops because the context is full says so on stderr
+// and exits 0, as llama-completion's main loop does with no context shift (tools/completion/
+// completion.cpp: "context full and context shift is disabled => stopping"), after nCtx - prompt tokens
+// (its check n_past + 1 >= n_ctx before each decode); one that stops at -n or at an end-of-generation
+// token says nothing of it.
+func TestRunSaysWhenTheContextIsFull(t *testing.T) {
+	model := storiesPath(t)
+	// "Once upon a time" is 5 tokens with the BOS; -c 256 leaves 251.
+	for _, c := range []struct {
+		args []string
+		full bool
+		gen  string
+	}{
+		{[]string{"-n", "-1", "--ignore-eos"}, true, "generated: 251 tokens"},
+		{[]string{"-n", "-2", "--ignore-eos"}, true, "generated: 251 tokens"},
+		{[]string{"-n", "400", "--ignore-eos"}, true, "generated: 251 tokens"},
+		{[]string{"-n", "251", "--ignore-eos"}, false, "generated: 251 tokens"},
+		{[]string{"-n", "7", "--ignore-eos"}, false, "generated: 7 tokens"},
+	} {
+		args := append([]string{"run", model, "-p", "Once upon a time", "-c", "256", "-t", "1"}, c.args...)
+		code, _, stderr := runCLI(args...)
+		said := strings.Contains(stderr, "run: context full (256 tokens: the prompt's 5 and 251 generated) and context shift is disabled (as llama.cpp's default) => stopping\n")
+		if code != 0 || said != c.full || !strings.Contains(stderr, c.gen) {
+			t.Errorf("%v: exit %d, stderr %q; want exit 0, context full said %v, %q", c.args, code, stderr, c.full, c.gen)
 		}
 	}
 }

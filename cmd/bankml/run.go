@@ -30,10 +30,11 @@ type runCmd struct {
 	Threads   threadCount `short:"t" name:"threads" default:"${nproc}" help:"Number of threads (default: the number of logical CPUs); 0 or less takes the number of logical CPUs, as llama.cpp; at most 512, ggml's GGML_MAX_N_THREADS)."`
 	Ctx       int         `short:"c" name:"ctx-size" default:"0" help:"Context size in tokens: 0 (the default) takes the model's training context, as llama-server's defaults give a slot; another size is rounded up to a multiple of 256 and capped at the training context, as llama-server does."`
 	IgnoreEOS bool        `name:"ignore-eos" help:"Keep generating past end-of-generation tokens."`
+	Special   bool        `name:"special" help:"Print special (control) tokens as their text, as llama-cli's -sp/--special (not with --chat)."`
 	Manifest  string      `name:"manifest" help:"Provenance manifest (FORK.json), or the file's sha256 / sha256:<hex> digest, to pin the model against; without it the model runs unpinned and says so."`
 
 	// Conversation mode (runchat.go).
-	Chat       bool    `name:"chat" help:"Chat: each user message is rendered with the model's chat template together with the conversation so far, the answer is generated to an end-of-generation token, and the next turn reuses the cached prefix (as llama-cli does through llama-server). On a terminal an interactive loop (/exit or Ctrl-D ends it, Ctrl-C stops an answer); otherwise each line of standard input is one user message (a line ending in \\ continues on the next). -p gives the first user message."`
+	Chat       bool    `name:"chat" negatable:"" help:"Chat: each user message is rendered with the model's chat template together with the conversation so far, the answer is generated to an end-of-generation token, and the next turn reuses the cached prefix (as llama-cli does through llama-server). On a terminal an interactive loop (/exit or Ctrl-D ends it, Ctrl-C stops an answer); otherwise each line of standard input is one user message (a line ending in \\ continues on the next). -p gives the first user message."`
 	System     rawText `name:"system" help:"System message of the conversation (with --chat; llama-cli's -sys)."`
 	SingleTurn bool    `name:"single-turn" help:"With --chat: answer one user message (-p or the first one read) and exit (llama-cli's -st)."`
 
@@ -98,7 +99,10 @@ func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error 
 		return fmt.Errorf("run: %w", err)
 	}
 	if !r.Chat && (r.System != "" || r.SingleTurn) {
-		return errors.New("run: --system and --single-turn need --chat")
+		return errors.New("run: --system (-sys) and --single-turn (-st) need --chat (-cnv)")
+	}
+	if r.Chat && r.Special {
+		return errors.New("run: --special (-sp) prints control tokens of a plain run only, not with --chat")
 	}
 	if r.Prompt != nil && r.Escape { // common_params_parse escapes params.prompt (common/arg.cpp)
 		p := rawText(processEscapes(string(*r.Prompt)))
@@ -176,7 +180,7 @@ func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error 
 	for _, id := range ids { // llama-server's init_sampler: the prompt is history
 		s.Accept(id)
 	}
-	dec := tokenizer.NewDecoder(tok, false)
+	dec := tokenizer.NewDecoder(tok, r.Special)
 
 	t0 := time.Now()
 	logits, err := c.Decode(ids)
@@ -213,6 +217,12 @@ func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error 
 	}
 	if _, err := stdout.Write(append(dec.Close(), '\n')); err != nil {
 		return err
+	}
+	if generated == n && (r.NPredict < 0 || r.NPredict > n) {
+		// llama-completion's main loop (tools/completion/completion.cpp): with tokens still to predict and
+		// no context shift (its default), a full context stops the generation with a warning; exit 0.
+		fmt.Fprintf(stderr, "run: context full (%d tokens: the prompt's %d and %d generated) and context shift is disabled (as llama.cpp's default) => stopping\n",
+			nCtx, len(ids), generated)
 	}
 	rate := "n/a"
 	if decodes > 0 {
