@@ -138,6 +138,9 @@ func (a *ollamaAPI) settings(w http.ResponseWriter, opts map[string]any) (ollama
 		s.Ignored = append(s.Ignored, fmt.Sprintf("num_ctx %d (past the server's context of %d tokens per slot: %d is used)", s.NumCtx, n, n))
 		s.NumCtx = 0
 	}
+	if !s.HasNPredict {
+		s.NPredict = a.s.nPredict
+	}
 	if len(s.Ignored) > 0 {
 		a.s.log.Warn("ollama: options not applied", "options", strings.Join(s.Ignored, ", "))
 	}

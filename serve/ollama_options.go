@@ -162,7 +162,7 @@ func parseOllamaOptions(opts map[string]any, base sample.Params) (ollamaSettings
 		case "num_predict":
 			var n int64
 			if n, err = optInt(k, v, math.MinInt32, math.MaxInt32); err == nil {
-				s.NPredict = int(n)
+				s.NPredict, s.HasNPredict = int(n), true
 				if n <= 0 {
 					s.NPredict = -1
 				}

@@ -33,6 +33,11 @@ type Options struct {
 	Threads   int // matmul workers per slot (-t; llama-server's threads serve all slots' one batch); 0: 1
 	Parallel  int // slots (--parallel); 0: 1
 	QueueSize int // requests allowed to wait for a slot; 0: DefaultQueueSize; negative: none wait
+	// NPredict is llama-server's -n/--n-predict (common_params.n_predict): the tokens to predict for a
+	// request that sets no n_predict/max_tokens/max_completion_tokens (Ollama: no num_predict) or sets -1;
+	// a request's own count wins, above it or below (server-context.cpp:1818). nil or -1: unlimited (until
+	// an end-of-generation token or a full context). Errors (New): below -1.
+	NPredict *int
 
 	APIKey       string         // when set, every route but /health, /v1/health and / needs it (401), as llama-server's --api-key
 	Ledger       *ledger.Ledger // the history (--history DIR); nil keeps none
@@ -82,6 +87,8 @@ type Server struct {
 	log     *slog.Logger
 	started time.Time
 
+	nPredict int // the server's n_predict (Options.NPredict; -1: unlimited), llama-server's params_base.n_predict
+
 	// stop is cancelled when in-flight answers must be cancelled (Serve's grace period ran out): every
 	// request's context derives from it.
 	stop       context.Context
@@ -121,6 +128,9 @@ func New(m *Model, o Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
+	if o.NPredict != nil && *o.NPredict < -1 {
+		return nil, fmt.Errorf("serve: -n/--n-predict %d: must be -1 (unlimited) or a count of 0 or more", *o.NPredict)
+	}
 	nSlot, err := SlotContext(o.NCtx, o.Parallel, m.Model.HP.NCtxTrain)
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
@@ -131,7 +141,10 @@ func New(m *Model, o Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
-	s := &Server{m: m, eng: eng, base: baseParams(m), opt: o, log: o.Log, started: time.Now()}
+	s := &Server{m: m, eng: eng, base: baseParams(m), nPredict: -1, opt: o, log: o.Log, started: time.Now()}
+	if o.NPredict != nil {
+		s.nPredict = *o.NPredict
+	}
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
