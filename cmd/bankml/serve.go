@@ -81,6 +81,9 @@ func (c *serveCmd) Run(stderr errWriter) error {
 	if err := c.Ignored.warn("serve", stderr); err != nil {
 		return err
 	}
+	if c.Parallel < 0 { // llama-server's auto (any negative: common/arg.cpp refuses only 0)
+		return fmt.Errorf("serve: -np/--parallel %d: %w", c.Parallel, serve.ErrParallelAuto)
+	}
 	if c.Parallel < 1 {
 		return fmt.Errorf("serve: --parallel %d: must be at least 1", c.Parallel)
 	}

@@ -35,6 +35,8 @@ func TestServeRefusesBeforeListening(t *testing.T) {
 		{[]string{"serve", model, "--unpinned", "--listen", "nonsense"}, 1, "--listen"},
 		{[]string{"serve", model, "--unpinned", "--parallel", "0"}, 1, "--parallel"},
 		{[]string{"serve", model, "--unpinned", "-np", "0"}, 1, "--parallel 0"},
+		{[]string{"serve", model, "--unpinned", "-np", "-1"}, 1, "-np/--parallel -1: -np -1 (auto: llama-server's 4 slots sharing one unified KV cache) is not supported"},
+		{[]string{"serve", model, "--unpinned", "-np", "-3"}, 1, "-np/--parallel -3: -np -1 (auto"},
 		{[]string{"serve", model, "--unpinned", "-np", "100000"}, 1, "-np/--parallel 100000: at most 256 slots"},
 		{[]string{"serve", model, "--unpinned", "-np", "257", "-c", "1000000"}, 1, "-np/--parallel 257: at most 256 slots"},
 		{[]string{"serve", model, "--unpinned", "-c", "-5"}, 1, "--ctx-size -5"},
