@@ -123,8 +123,10 @@ func unsupportedFields(format json.RawMessage, truncate, shift *bool, topLogprob
 	return ""
 }
 
-// settings maps the options (parseOllamaOptions), caps num_ctx at the server's context and logs, in one line, the options given
-// that are not applied.
+// settings maps the options (parseOllamaOptions), caps num_ctx at the server's context, gives a request
+// without num_predict the server's -n (Options.NPredict: as an Ollama Modelfile's num_predict is the default
+// a request's options override, server/routes.go:122), and logs, in one line at WARN (Ollama warns of each
+// name it does not know, api/types.go:976), the options given that are not applied.
 func (a *ollamaAPI) settings(w http.ResponseWriter, opts map[string]any) (ollamaSettings, bool) {
 	s, err := parseOllamaOptions(opts, a.base())
 	if err != nil {

@@ -28,7 +28,8 @@ type ollamaSettings struct {
 }
 
 // OptionError is the error for an Ollama option bankml refuses: the HTTP
-// layer answers 400 with {"error": Message()}.
+// layer answers 400 with {"error": ...} (optionMessage: Ollama's own text
+// when Ollama is set).
 type OptionError struct {
 	Option string // Ollama's name, e.g. "top_k"
 	Reason string
