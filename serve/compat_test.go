@@ -1,10 +1,13 @@
 package serve
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -121,20 +124,20 @@ func TestAPIKeyPublicPaths(t *testing.T) {
 
 // TestOllamaOptionErrorsNameTheOption: a bad entry of an Ollama request's "options" is a 400 naming it by
 // its JSON path, as the other field errors are named ("Field 'stream': ..."), whether encoding/json or the
-// option mapping refuses it.
+// option mapping refuses it; a value of the wrong type in Ollama's words (api.Options.FromMap's).
 func TestOllamaOptionErrorsNameTheOption(t *testing.T) {
 	ts := newTestServer(t, storiesPath(t), AdmitOptions{}, Options{})
 	const gen = `{"model":"stories260K.gguf","prompt":"x","options":`
 	const chat = `{"model":"stories260K.gguf","messages":[{"role":"user","content":"x"}],"options":`
 	for _, c := range []struct{ path, body, want string }{
-		{"/api/generate", gen + `{"top_k":"x"}}`, "Field 'options.top_k': must be an integer, not a string"},
-		{"/api/chat", chat + `{"top_k":"x"}}`, "Field 'options.top_k': must be an integer, not a string"},
+		{"/api/generate", gen + `{"top_k":"x"}}`, `option "top_k" must be of type integer`},
+		{"/api/chat", chat + `{"top_k":"x"}}`, `option "top_k" must be of type integer`},
+		{"/api/chat", chat + `{"num_thread":4,"use_mmap":"yes"}}`, `option "use_mmap" must be of type boolean`},
+		{"/api/generate", gen + `{"seed":1e10}}`, "Field 'options.seed': must be an integer in [-2147483648, 4294967295], not 1e+10"},
 		{"/api/generate", gen + `{"top_k":1e400}}`, "Field 'options.top_k': number 1e400 is out of range for a 64-bit float"},
 		{"/api/generate", gen + `{"seed": 1, "temperature" : -1e400}}`, "Field 'options.temperature': number -1e400 is out of range for a 64-bit float"},
 		{"/api/chat", chat + `{"a\"b":1e999}}`, `Field 'options.a"b': number 1e999 is out of range for a 64-bit float`},
-		{"/api/generate", gen + `{"num_predict":[1]}}`, "Field 'options.num_predict': must be an integer, not an array"},
-		{"/api/generate", gen + `{"mirostat":1}}`, "Field 'options.mirostat': mirostat is not reproduced exactly by bankml; use 0"},
-		{"/api/generate", gen + `{"num_ctx":100000000}}`, "Field 'options.num_ctx': 100000000 exceeds the server's context"},
+		{"/api/generate", gen + `{"num_predict":[1]}}`, `option "num_predict" must be of type integer`},
 		{"/api/generate", gen + `"x"}`, "Field 'options': expected an object, got string"},
 		{"/api/generate", `{"model":"stories260K.gguf","prompt":"x","stream":"x"}`, "Field 'stream': expected a boolean, got string"},
 	} {
@@ -149,6 +152,65 @@ func TestOllamaOptionErrorsNameTheOption(t *testing.T) {
 		resp.Body.Close()
 		if err != nil || resp.StatusCode != 400 || !strings.HasPrefix(v.Error, c.want) {
 			t.Errorf("%s %s: %d %q (%v), want 400 %q", c.path, c.body, resp.StatusCode, v.Error, err, c.want)
+		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the server's logger and the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// TestOllamaOptionsNotAppliedAreLogged: the options front-ends send routinely (num_thread, num_ctx past the
+// server's context, num_batch, ...) and names Ollama does not know (mirostat, a misspelling) are answered
+// 200, as Ollama answers them, with one line in the server's log naming them and nothing in the answer.
+func TestOllamaOptionsNotAppliedAreLogged(t *testing.T) {
+	for _, c := range []struct {
+		path, options string
+		logged        []string // "" : no log line
+	}{
+		{"/api/generate", `{"num_predict":2}`, nil},
+		{"/api/generate", `{"num_predict":2,"num_thread":4,"num_ctx":100000000}`, []string{"num_thread", "num_ctx 100000000"}},
+		{"/api/chat", `{"num_predict":2,"num_batch":512,"use_mmap":true,"num_gpu":1}`, []string{"num_batch", "use_mmap", "num_gpu"}},
+		{"/api/chat", `{"num_predict":2,"mirostat":2,"temprature":0.1}`, []string{"mirostat (not an option of Ollama", "temprature"}},
+	} {
+		var log syncBuffer
+		ts := newTestServer(t, storiesPath(t), AdmitOptions{}, Options{Log: slog.New(slog.NewTextHandler(&log, nil))})
+		body := `{"model":"stories260K.gguf","stream":false,"options":` + c.options
+		if c.path == "/api/chat" {
+			body += `,"messages":[{"role":"user","content":"x"}]}`
+		} else {
+			body += `,"prompt":"x"}`
+		}
+		st, b := ts.post(t, c.path, []byte(body))
+		if st != 200 {
+			t.Errorf("%s %s: %d %s, want 200", c.path, c.options, st, b)
+			continue
+		}
+		lines := strings.Count(log.String(), "ollama: options not applied")
+		if want := min(len(c.logged), 1); lines != want {
+			t.Errorf("%s: %d log lines, want %d: %s", c.options, lines, want, log.String())
+		}
+		for _, name := range c.logged {
+			if !strings.Contains(log.String(), name) {
+				t.Errorf("%s: log %q does not name %q", c.options, log.String(), name)
+			}
+			if strings.Contains(string(b), strings.Fields(name)[0]) {
+				t.Errorf("%s: the answer names %q: %s", c.options, name, b)
+			}
 		}
 	}
 }

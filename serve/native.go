@@ -260,6 +260,9 @@ func (s *Server) decodeNative(body []byte) (*nativeCall, error) {
 	call.req = req
 	call.nPrompt = len(toks)
 	call.settings.NPredict = req.NPredict
+	if _, v := c.nPredict(); v != nil && *v == -1 { // task_params keeps the -1 the slot replaces by -n
+		call.settings.NPredict = -1
+	}
 	call.settings.IgnoreEOS = req.IgnoreEOS
 	call.settings.Stream = call.stream
 	call.settings.PostSamplingProbs = req.PostSamplingProbs

@@ -123,7 +123,10 @@ func unsupportedFields(format json.RawMessage, truncate, shift *bool, topLogprob
 	return ""
 }
 
-// settings maps the options and checks num_ctx against the server's context.
+// settings maps the options (parseOllamaOptions), caps num_ctx at the server's context, gives a request
+// without num_predict the server's -n (Options.NPredict: as an Ollama Modelfile's num_predict is the default
+// a request's options override, server/routes.go:122), and logs, in one line at WARN (Ollama warns of each
+// name it does not know, api/types.go:976), the options given that are not applied.
 func (a *ollamaAPI) settings(w http.ResponseWriter, opts map[string]any) (ollamaSettings, bool) {
 	s, err := parseOllamaOptions(opts, a.base())
 	if err != nil {
@@ -132,19 +135,32 @@ func (a *ollamaAPI) settings(w http.ResponseWriter, opts map[string]any) (ollama
 		return s, false
 	}
 	if n := a.engine().NCtx(); s.NumCtx > n {
-		ollamaError(w, http.StatusBadRequest, fmt.Sprintf("Field 'options.num_ctx': %d exceeds the server's context of %d tokens per slot (bankml serve --ctx)", s.NumCtx, n))
-		return s, false
+		// Ollama caps num_ctx at the model's training context with a warning (llm/server.go:168); bankml's
+		// slots have the server's context, so that is the cap.
+		s.Ignored = append(s.Ignored, fmt.Sprintf("num_ctx %d (past the server's context of %d tokens per slot: %d is used)", s.NumCtx, n, n))
+		s.NumCtx = 0
+	}
+	if !s.HasNPredict {
+		s.NPredict = a.s.nPredict
+	}
+	if len(s.Ignored) > 0 {
+		a.s.log.Warn("ollama: options not applied", "options", strings.Join(s.Ignored, ", "))
 	}
 	return s, true
 }
 
-// optionMessage is the 400's message for an option parseOllamaOptions refused, naming it by its JSON path
-// as the other field errors do ("Field 'options.top_k': must be an integer, not a string").
+// optionMessage is the 400's message for an option parseOllamaOptions refused: Ollama's own words for a value
+// of the wrong type (`option "top_k" must be of type integer`; Ollama answers it with a 500,
+// handleScheduleError's default), else naming the option by its JSON path as the other field errors do
+// ("Field 'options.seed': must be an integer in [...]").
 func optionMessage(err error) string {
 	var oe *OptionError
 	var pe *sample.ParamError
 	switch {
 	case errors.As(err, &oe):
+		if oe.Ollama != "" {
+			return oe.Ollama
+		}
 		return fmt.Sprintf("Field 'options.%s': %s", oe.Option, oe.Reason)
 	case errors.As(err, &pe):
 		return fmt.Sprintf("Field 'options.%s': %s (%v)", pe.Param, pe.Reason, pe.Err)

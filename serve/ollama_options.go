@@ -3,31 +3,48 @@ package serve
 import (
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
+
+	"github.com/ollama/ollama/api"
 
 	"github.com/bankml/bankml/sample"
 )
 
 // ollamaSettings is what an Ollama request's "options" object becomes: the
 // sampling parameters, the token budget and the stop strings of one
-// engine.Request, and the context limit the request asked for.
+// engine.Request, the context limit the request asked for, and the options
+// given that bankml does not apply (for the server's log).
 type ollamaSettings struct {
-	Sampling sample.Params
-	NPredict int      // llama-server's n_predict: -1 until EOG or the context is full
-	Stop     []string // stop strings, cut exactly (engine.Request.Stop)
-	NumCtx   int      // num_ctx: 0 when not given; else prompt + answer must fit in it
+	Sampling    sample.Params
+	NPredict    int      // llama-server's n_predict: -1 until EOG or the context is full
+	HasNPredict bool     // num_predict was given (else the server's -n applies)
+	Stop        []string // stop strings, cut exactly (engine.Request.Stop)
+	NumCtx      int      // num_ctx: 0 when not given; else at least 4, prompt + answer must fit in it
+	Ignored     []string // "name (why)" of every option given and not applied, in name order
 }
 
 // OptionError is the error for an Ollama option bankml refuses: the HTTP
-// layer answers 400 with {"error": Error()}.
+// layer answers 400 with {"error": ...} (optionMessage: Ollama's own text
+// when Ollama is set).
 type OptionError struct {
-	Option string // Ollama's name, e.g. "mirostat"
+	Option string // Ollama's name, e.g. "top_k"
 	Reason string
+	// Ollama is the whole message when it is Ollama's own (api.Options.FromMap's
+	// refusal of a value of the wrong type, e.g. `option "top_k" must be of
+	// type integer`), else "".
+	Ollama string
 }
 
-func (e *OptionError) Error() string { return fmt.Sprintf("option %q: %s", e.Option, e.Reason) }
+func (e *OptionError) Error() string {
+	if e.Ollama != "" {
+		return e.Ollama
+	}
+	return fmt.Sprintf("option %q: %s", e.Option, e.Reason)
+}
 
 // ollamaDefaults are Ollama's defaults for the options it names
 // (api.DefaultOptions in github.com/ollama/ollama/api v0.17.4): what an
@@ -51,60 +68,64 @@ func ollamaDefaults(base sample.Params) sample.Params {
 	return p
 }
 
-// The options of Ollama's api.Options (and of older Ollama versions) that
-// bankml accepts without effect, with the reason given in docs/serve.md.
-var ollamaIgnoredOptions = map[string]string{
-	"num_keep":         "only used by Ollama's context shift, which bankml does not do",
-	"num_gpu":          "bankml runs on the CPU",
-	"main_gpu":         "bankml runs on the CPU",
-	"use_mmap":         "the model is loaded once by bankml serve",
-	"use_mlock":        "the model is loaded once by bankml serve",
-	"numa":             "the model is loaded once by bankml serve",
-	"low_vram":         "bankml runs on the CPU",
-	"f16_kv":           "ignored by Ollama too",
-	"vocab_only":       "the model is loaded once by bankml serve",
-	"penalize_newline": "ignored by Ollama v0.17 and removed from llama.cpp",
-	"mirostat_tau":     "tunes mirostat, which is off (mirostat 0 is all bankml accepts)",
-	"mirostat_eta":     "tunes mirostat, which is off (mirostat 0 is all bankml accepts)",
+// ollamaMinNumCtx is the smallest context Ollama's scheduler gives a runner:
+// a smaller num_ctx is raised to it (server/sched.go:110, GetRunner).
+const ollamaMinNumCtx = 4
+
+// ollamaNotApplied are the options of Ollama's api.Options that bankml
+// accepts, type-checked as Ollama checks them, without effect: Ollama
+// applies them when it (re)loads the model (api.Runner) or only in its
+// context shift (num_keep); bankml loads the model once, before the port
+// opens, with the server's flags.
+var ollamaNotApplied = map[string]string{
+	"num_keep":   "only Ollama's context shift uses it; bankml does not shift",
+	"num_batch":  "the batch size is the server's",
+	"num_gpu":    "bankml runs on the CPU",
+	"main_gpu":   "bankml runs on the CPU",
+	"use_mmap":   "the model is loaded once, before the port opens",
+	"num_thread": "the threads are the server's -t",
 }
 
-// The options bankml refuses with a 400 naming them: they change the
-// sampled tokens or the evaluation, and bankml cannot reproduce that
-// exactly. An option with a neutral value accepts that value (it leaves the
-// answer unchanged).
-var ollamaRefusedOptions = map[string]struct {
-	neutral    float64
-	hasNeutral bool
-	reason     string
-}{
-	"mirostat":             {0, true, "mirostat is not reproduced exactly by bankml; use 0"},
-	"tfs_z":                {1, true, "tail-free sampling was removed from llama.cpp; use 1"},
-	"num_batch":            {0, false, "the batch size is the server's: it changes the prompt's floating-point evaluation"},
-	"num_thread":           {0, false, "the thread count is bankml serve's -t"},
-	"rope_frequency_base":  {0, false, "RoPE settings come from the model file"},
-	"rope_frequency_scale": {0, false, "RoPE settings come from the model file"},
-	"num_gqa":              {0, false, "the attention shape comes from the model file"},
-	"logits_all":           {0, false, "not supported"},
-	"embedding_only":       {0, false, "not supported"},
-}
+// ollamaOptionNames are the JSON names of Ollama's api.Options (with its
+// embedded api.Runner), the names api.Options.FromMap knows: found as
+// FromMap finds them, from the struct's json tags.
+var ollamaOptionNames = sync.OnceValue(func() map[string]bool {
+	names := map[string]bool{}
+	for _, f := range reflect.VisibleFields(reflect.TypeFor[api.Options]()) {
+		if tag, _, _ := strings.Cut(f.Tag.Get("json"), ","); tag != "" && tag != "-" {
+			names[tag] = true
+		}
+	}
+	return names
+})
 
 // parseOllamaOptions maps an Ollama request's "options" (JSON-decoded: numbers
 // are float64, arrays []any) onto base, the server's sampling parameters, as
+// Ollama v0.17.4 reads them (api.Options.FromMap, api/types.go:960) and as
 // docs/serve.md documents:
 //
+//   - a name api.Options does not have is ignored, as FromMap ignores it
+//     (with its warning "invalid option provided": here an entry of Ignored,
+//     which the server logs); so are mirostat, tfs_z, penalize_newline and the
+//     other options older Ollama versions had;
+//   - a value of the wrong type is refused with FromMap's own error (`option
+//     "top_k" must be of type integer`); null is the same as absent;
 //   - num_ctx, num_predict, temperature, top_k, top_p, min_p, typical_p,
 //     repeat_penalty, repeat_last_n, presence_penalty, frequency_penalty, seed
 //     and stop set their llama.cpp counterparts; the ones not given take
 //     Ollama's defaults (ollamaDefaults); the rest of base (llama-server's
 //     order of samplers, DRY, XTC, top-n-σ, dynamic temperature: off unless
 //     the model's metadata turns them on) is kept;
+//   - the other options of api.Options (ollamaNotApplied) are type-checked
+//     and listed in Ignored;
+//   - an integer option's fraction is dropped (toward zero), as FromMap's
+//     int64 conversion drops it; a number past the option's range is refused
+//     (FromMap would wrap it), as is a float past the float32 range and an
+//     empty stop string;
+//   - num_ctx below 4 is 4 (Ollama's scheduler, server/sched.go:110);
 //   - num_predict <= 0 is unlimited (Ollama's -1 and -2: until EOG or the
 //     context is full);
-//   - seed is read as llama-server reads it, as a uint32 (-1: random);
-//   - integers must be integral numbers in range, floats finite, stop an
-//     array of strings; null is the same as absent;
-//   - the options of ollamaIgnoredOptions are accepted without effect, those
-//     of ollamaRefusedOptions refused unless neutral, every other name refused.
+//   - seed is read as llama-server reads it, as a uint32 (-1: random).
 //
 // The result has been through sample.Params.ApplyServerLimits and Check.
 // Errors: an *OptionError naming the first offending option (in name
@@ -117,23 +138,33 @@ func parseOllamaOptions(opts map[string]any, base sample.Params) (ollamaSettings
 	}
 	sort.Strings(keys)
 	p := &s.Sampling
+	known := ollamaOptionNames()
 	for _, k := range keys {
 		v := opts[k]
+		if !known[k] {
+			s.Ignored = append(s.Ignored, k+" (not an option of Ollama "+OllamaVersion+")")
+			continue
+		}
 		if v == nil {
 			continue
+		}
+		// Ollama's own type check, one option at a time so that the first
+		// refused in name order is named.
+		if err := new(api.Options).FromMap(map[string]any{k: v}); err != nil {
+			return ollamaSettings{}, &OptionError{Option: k, Reason: err.Error(), Ollama: err.Error()}
 		}
 		var err error
 		switch k {
 		case "num_ctx":
 			var n int64
-			if n, err = optInt(k, v, 1, math.MaxInt32); err == nil {
-				s.NumCtx = int(n)
+			if n, err = optInt(k, v, math.MinInt32, math.MaxInt32); err == nil {
+				s.NumCtx = int(max(n, ollamaMinNumCtx))
 			}
 		case "num_predict":
 			var n int64
 			if n, err = optInt(k, v, math.MinInt32, math.MaxInt32); err == nil {
-				s.NPredict = int(max(n, -1))
-				if n == 0 {
+				s.NPredict, s.HasNPredict = int(n), true
+				if n <= 0 {
 					s.NPredict = -1
 				}
 			}
@@ -169,7 +200,11 @@ func parseOllamaOptions(opts map[string]any, base sample.Params) (ollamaSettings
 		case "stop":
 			s.Stop, err = optStrings(k, v)
 		default:
-			err = otherOption(k, v)
+			why, ok := ollamaNotApplied[k]
+			if !ok {
+				why = "not applied by bankml"
+			}
+			s.Ignored = append(s.Ignored, k+" ("+why+")")
 		}
 		if err != nil {
 			return ollamaSettings{}, err
@@ -184,30 +219,15 @@ func parseOllamaOptions(opts map[string]any, base sample.Params) (ollamaSettings
 	return s, nil
 }
 
-// otherOption decides an option that is not mapped: ignored, refused unless
-// neutral, or unknown.
-func otherOption(k string, v any) error {
-	if _, ok := ollamaIgnoredOptions[k]; ok {
-		return nil
-	}
-	if r, ok := ollamaRefusedOptions[k]; ok {
-		if f, isNum := v.(float64); isNum && r.hasNeutral && f == r.neutral {
-			return nil
-		}
-		return &OptionError{Option: k, Reason: r.reason}
-	}
-	return &OptionError{Option: k, Reason: "unknown option (bankml takes Ollama's option names; see docs/serve.md)"}
-}
-
 func optInt(k string, v any, lo, hi int64) (int64, error) {
 	f, ok := v.(float64)
 	if !ok {
 		return 0, &OptionError{Option: k, Reason: fmt.Sprintf("must be an integer, not %s", valueKind(v))}
 	}
-	if f != math.Trunc(f) || f < float64(lo) || f > float64(hi) {
+	if t := math.Trunc(f); t < float64(lo) || t > float64(hi) {
 		return 0, &OptionError{Option: k, Reason: fmt.Sprintf("must be an integer in [%d, %d], not %v", lo, hi, f)}
 	}
-	return int64(f), nil
+	return int64(math.Trunc(f)), nil
 }
 
 func optFloat(k string, v any) (float32, error) {

@@ -84,6 +84,9 @@ func TestOllamaOptionsMapAsOllamaReadsThem(t *testing.T) {
 		`{"seed":4294967294,"top_k":0,"min_p":0}`,
 		`{"temperature":null,"seed":3}`,
 		`{"num_keep":5,"num_gpu":0,"main_gpu":0,"use_mmap":true,"mirostat":0,"tfs_z":1,"mirostat_tau":5,"mirostat_eta":0.1,"penalize_newline":true}`,
+		`{"num_thread":4,"num_batch":512,"num_ctx":2048,"num_gpu":-1,"use_mmap":false,"temperature":0.2}`,
+		`{"mirostat":2,"tfs_z":0.5,"temprature":0.1,"rope_frequency_base":10000,"use_mlock":"x","top_k":7}`,
+		`{"top_k":40.5,"num_predict":3.9,"repeat_last_n":-0.5,"seed":7.99}`,
 	} {
 		opts := decodeOptions(t, js)
 		s, err := parseOllamaOptions(opts, sample.DefaultParams())
@@ -115,10 +118,74 @@ func TestOllamaOptionsKeepTheServersOtherParams(t *testing.T) {
 	}
 }
 
+// TestOllamaNumCtx: num_ctx as Ollama's scheduler takes it (below 4 is 4,
+// server/sched.go:110), its fraction dropped as api.Options.FromMap drops it.
 func TestOllamaNumCtx(t *testing.T) {
-	s, err := parseOllamaOptions(decodeOptions(t, `{"num_ctx":256}`), sample.DefaultParams())
-	if err != nil || s.NumCtx != 256 {
-		t.Fatalf("num_ctx 256: %+v, %v", s.NumCtx, err)
+	for _, c := range []struct {
+		js   string
+		want int
+	}{
+		{`{}`, 0}, {`{"num_ctx":null}`, 0}, {`{"num_ctx":256}`, 256}, {`{"num_ctx":100.7}`, 100},
+		{`{"num_ctx":3}`, 4}, {`{"num_ctx":0}`, 4}, {`{"num_ctx":-5}`, 4},
+	} {
+		s, err := parseOllamaOptions(decodeOptions(t, c.js), sample.DefaultParams())
+		if err != nil || s.NumCtx != c.want {
+			t.Errorf("%s: num_ctx %d (%v), want %d", c.js, s.NumCtx, err, c.want)
+		}
+	}
+}
+
+// TestOllamaOptionsIgnored: the options Ollama accepts but bankml does not
+// apply (api.Runner's, num_keep) and the names api.Options does not have
+// (which Ollama ignores with a warning) are accepted and listed, in name
+// order, for the server's log line.
+func TestOllamaOptionsIgnored(t *testing.T) {
+	for _, c := range []struct {
+		js   string
+		want []string
+	}{
+		{`{"temperature":0.5,"top_k":3,"stop":["x"],"num_ctx":64,"num_predict":5}`, nil},
+		{`{"num_thread":8}`, []string{"num_thread"}},
+		{`{"num_thread":8,"num_ctx":2048,"num_batch":256,"num_gpu":99,"main_gpu":0,"use_mmap":true,"num_keep":4}`,
+			[]string{"main_gpu", "num_batch", "num_gpu", "num_keep", "num_thread", "use_mmap"}},
+		{`{"mirostat":2,"mirostat_tau":5,"tfs_z":0.9,"use_mlock":true,"numa":false,"low_vram":true}`,
+			[]string{"low_vram", "mirostat", "mirostat_tau", "numa", "tfs_z", "use_mlock"}},
+		{`{"temprature":0.1,"num_thread":null,"rope_frequency_base":"x"}`, []string{"rope_frequency_base", "temprature"}},
+	} {
+		s, err := parseOllamaOptions(decodeOptions(t, c.js), sample.DefaultParams())
+		if err != nil {
+			t.Errorf("%s: %v", c.js, err)
+			continue
+		}
+		var got []string
+		for _, e := range s.Ignored {
+			name, _, _ := strings.Cut(e, " (")
+			got = append(got, name)
+		}
+		if strings.Join(got, ",") != strings.Join(c.want, ",") {
+			t.Errorf("%s: ignored %q, want %v", c.js, s.Ignored, c.want)
+		}
+	}
+}
+
+// TestOllamaOptionsWrongTypeIsOllamasError: a value of the wrong type for an
+// option of api.Options is refused with the error Ollama's own
+// api.Options.FromMap gives for it.
+func TestOllamaOptionsWrongTypeIsOllamasError(t *testing.T) {
+	for _, js := range []string{
+		`{"top_k":"40"}`, `{"temperature":"hot"}`, `{"num_thread":"4"}`, `{"num_ctx":true}`, `{"use_mmap":1}`,
+		`{"stop":"x"}`, `{"stop":["a",1]}`, `{"num_predict":[1]}`, `{"seed":{}}`,
+	} {
+		opts := decodeOptions(t, js)
+		want := new(api.Options).FromMap(opts)
+		if want == nil {
+			t.Fatalf("%s: Ollama accepts it", js)
+		}
+		_, err := parseOllamaOptions(opts, sample.DefaultParams())
+		var oe *OptionError
+		if !errors.As(err, &oe) || oe.Ollama != want.Error() || optionMessage(err) != want.Error() {
+			t.Errorf("%s: %v, want Ollama's %q", js, err, want)
+		}
 	}
 }
 
@@ -126,20 +193,13 @@ func TestOllamaNumCtx(t *testing.T) {
 // the option (the 400's message).
 func TestOllamaOptionsRefusedNameTheOption(t *testing.T) {
 	for _, c := range []struct{ js, option string }{
-		{`{"mirostat":1}`, "mirostat"},
-		{`{"mirostat":2}`, "mirostat"},
-		{`{"tfs_z":0.9}`, "tfs_z"},
-		{`{"num_batch":512}`, "num_batch"},
-		{`{"num_thread":4}`, "num_thread"},
-		{`{"rope_frequency_base":10000}`, "rope_frequency_base"},
-		{`{"temprature":0.5}`, "temprature"},
-		{`{"top_k":40.5}`, "top_k"},
 		{`{"top_k":"40"}`, "top_k"},
 		{`{"temperature":"hot"}`, "temperature"},
 		{`{"temperature":1e300}`, "temperature"},
 		{`{"seed":4294967296}`, "seed"},
 		{`{"seed":-2147483649}`, "seed"},
-		{`{"num_ctx":0}`, "num_ctx"},
+		{`{"top_k":1e12}`, "top_k"},
+		{`{"num_ctx":3e9}`, "num_ctx"},
 		{`{"stop":"x"}`, "stop"},
 		{`{"stop":["a",1]}`, "stop"},
 		{`{"stop":[""]}`, "stop"},

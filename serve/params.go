@@ -221,8 +221,22 @@ func (s *Server) logitBias(raw json.RawMessage) ([]sample.LogitBias, error) {
 	return out, nil
 }
 
+// nPredict is the request's own token count and the field it came from: n_predict, else
+// max_completion_tokens, else max_tokens; nil when none is given.
+func (c *commonFields) nPredict() (string, *int64) {
+	switch {
+	case c.NPredict != nil:
+		return "n_predict", c.NPredict
+	case c.MaxCompletionTokens != nil:
+		return "max_completion_tokens", c.MaxCompletionTokens
+	}
+	return "max_tokens", c.MaxTokens
+}
+
 // decodeCommon reads the fields every generating OpenAI route shares into an engine.Request (without its
-// prompt and sampling) and the stream settings. Refusals: n other than 1, response_format, tools and
+// prompt and sampling) and the stream settings. n_predict (or max_completion_tokens, max_tokens) absent or
+// -1 is the server's -n (Options.NPredict), as llama-server's task params start from params_base.n_predict
+// (server-schema.cpp:530) and its slot takes params_base.n_predict for -1 (server-context.cpp:1818). Refusals: n other than 1, response_format, tools and
 // json_schema (not supported yet), an n_predict outside [-1, 2^31), a stop that is not a string or an array
 // of strings.
 func (s *Server) decodeCommon(body []byte) (engine.Request, commonFields, error) {
@@ -230,7 +244,7 @@ func (s *Server) decodeCommon(body []byte) (engine.Request, commonFields, error)
 	if err := decodeJSON(body, &c); err != nil {
 		return engine.Request{}, c, err
 	}
-	req := engine.Request{NPredict: -1, CachePrompt: true, Slot: -1}
+	req := engine.Request{NPredict: s.nPredict, CachePrompt: true, Slot: -1}
 	if present(c.ResponseFormat) {
 		var rf struct {
 			Type string `json:"type"`
@@ -252,18 +266,14 @@ func (s *Server) decodeCommon(body []byte) (engine.Request, commonFields, error)
 	if n != nil && *n != 1 {
 		return req, c, badRequest("Field 'n': %d completions asked: bankml serve answers n = 1 only", *n)
 	}
-	for _, np := range []struct {
-		name string
-		v    *int64
-	}{{"n_predict", c.NPredict}, {"max_completion_tokens", c.MaxCompletionTokens}, {"max_tokens", c.MaxTokens}} {
-		if np.v == nil {
-			continue
+	if name, v := c.nPredict(); v != nil {
+		if *v < -1 || *v > math.MaxInt32 {
+			return req, c, badRequest("Field '%s': Value must be between -1 <= value <= %d, but got %d", name, math.MaxInt32, *v)
 		}
-		if *np.v < -1 || *np.v > math.MaxInt32 {
-			return req, c, badRequest("Field '%s': Value must be between -1 <= value <= %d, but got %d", np.name, math.MaxInt32, *np.v)
-		}
-		req.NPredict = int(*np.v)
-		break
+		req.NPredict = int(*v)
+	}
+	if req.NPredict == -1 { // the per-request limit, unless -1, takes priority over the server's -n
+		req.NPredict = s.nPredict
 	}
 	if present(c.Stop) {
 		var one string

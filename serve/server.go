@@ -27,12 +27,24 @@ const (
 	DefaultGrace        = 10 * time.Second // how long SIGTERM lets answers in flight finish before cancelling them
 )
 
+// ErrParallelAuto is the refusal of a negative slot count (-np -1): llama-server's auto mode, which it
+// reads as 4 slots sharing one unified KV cache, each seeing the whole context (tools/server/server.cpp:156,
+// llama_context's n_ctx_seq = n_ctx when kv_unified, src/llama-context.cpp:292). bankml's slots each have
+// their own cache; 4 of the whole context would take 4 times the memory and still differ from one shared
+// cache once the slots together fill it, so there is no honest equivalent.
+var ErrParallelAuto = errors.New("-np -1 (auto: llama-server's 4 slots sharing one unified KV cache) is not supported: bankml's slots each have their own KV cache; pass -np N")
+
 // Options configure a Server. Zero values take the defaults named.
 type Options struct {
 	NCtx      int // the KV cache's size in tokens across all slots, as llama-server's -c/n_ctx; 0: the training context. Each slot gets SlotContext's share.
 	Threads   int // matmul workers per slot (-t; llama-server's threads serve all slots' one batch); 0: 1
-	Parallel  int // slots (--parallel); 0: 1
+	Parallel  int // slots (--parallel); 0: 1; negative (llama-server's auto): ErrParallelAuto from New
 	QueueSize int // requests allowed to wait for a slot; 0: DefaultQueueSize; negative: none wait
+	// NPredict is llama-server's -n/--n-predict (common_params.n_predict): the tokens to predict for a
+	// request that sets no n_predict/max_tokens/max_completion_tokens (Ollama: no num_predict) or sets -1;
+	// a request's own count wins, above it or below (server-context.cpp:1818). nil or -1: unlimited (until
+	// an end-of-generation token or a full context). Errors (New): below -1.
+	NPredict *int
 
 	APIKey       string         // when set, every route but /health, /v1/health and / needs it (401), as llama-server's --api-key
 	Ledger       *ledger.Ledger // the history (--history DIR); nil keeps none
@@ -82,6 +94,8 @@ type Server struct {
 	log     *slog.Logger
 	started time.Time
 
+	nPredict int // the server's n_predict (Options.NPredict; -1: unlimited), llama-server's params_base.n_predict
+
 	// stop is cancelled when in-flight answers must be cancelled (Serve's grace period ran out): every
 	// request's context derives from it.
 	stop       context.Context
@@ -108,7 +122,10 @@ func New(m *Model, o Options) (*Server, error) {
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultTimeout
 	}
-	if o.Parallel <= 0 {
+	switch {
+	case o.Parallel < 0:
+		return nil, fmt.Errorf("serve: -np/--parallel %d: %w", o.Parallel, ErrParallelAuto)
+	case o.Parallel == 0:
 		o.Parallel = 1
 	}
 	if o.Threads <= 0 {
@@ -121,6 +138,9 @@ func New(m *Model, o Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
+	if o.NPredict != nil && *o.NPredict < -1 {
+		return nil, fmt.Errorf("serve: -n/--n-predict %d: must be -1 (unlimited) or a count of 0 or more", *o.NPredict)
+	}
 	nSlot, err := SlotContext(o.NCtx, o.Parallel, m.Model.HP.NCtxTrain)
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
@@ -131,7 +151,10 @@ func New(m *Model, o Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
-	s := &Server{m: m, eng: eng, base: baseParams(m), opt: o, log: o.Log, started: time.Now()}
+	s := &Server{m: m, eng: eng, base: baseParams(m), nPredict: -1, opt: o, log: o.Log, started: time.Now()}
+	if o.NPredict != nil {
+		s.nPredict = *o.NPredict
+	}
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}

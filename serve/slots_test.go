@@ -2,6 +2,7 @@ package serve
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"testing"
@@ -124,4 +125,30 @@ func TestRequestsProcessing(t *testing.T) {
 		}
 	}
 	check("idle again", 0, 0)
+}
+
+// TestParallelAutoRefused: a negative slot count, llama-server's auto mode (any negative: common/arg.cpp
+// refuses only 0; tools/server/server.cpp:156 makes it 4 slots over a unified KV cache), is refused by New
+// with ErrParallelAuto; 0 is one slot.
+func TestParallelAutoRefused(t *testing.T) {
+	m, err := Admit(storiesPath(t), AdmitOptions{Unpinned: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	for _, c := range []struct {
+		parallel int
+		auto     bool
+	}{{-1, true}, {-4, true}, {0, false}, {2, false}} {
+		s, err := New(m, Options{NCtx: 512, Parallel: c.parallel})
+		if got := errors.Is(err, ErrParallelAuto); got != c.auto || (err == nil) == c.auto {
+			t.Errorf("-np %d: %v, want ErrParallelAuto %v", c.parallel, err, c.auto)
+		}
+		if err == nil {
+			if want := max(c.parallel, 1); s.opt.Parallel != want {
+				t.Errorf("-np %d: %d slots, want %d", c.parallel, s.opt.Parallel, want)
+			}
+			s.Close()
+		}
+	}
 }

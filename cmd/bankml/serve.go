@@ -35,6 +35,7 @@ type serveCmd struct {
 	Parallel  int         `name:"parallel" aliases:"np" default:"1" help:"Number of slots (requests generated at once), as llama-server's -np/--parallel."`
 	Timeout   int         `name:"timeout" default:"3600" placeholder:"N" help:"Seconds each socket read of a request and each write of its answer may wait, as llama-server's -to/--timeout (its default 3600): a timeout per operation, so long generations and long streams are not cut; a client silent or not reading for N seconds is dropped."`
 	Queue     int         `name:"queue" default:"64" help:"Requests allowed to wait for a slot; more get 429."`
+	NPredict  int         `short:"n" name:"n-predict" default:"-1" help:"Tokens to predict for a request that sets no n_predict/max_tokens (or -1; Ollama: no num_predict), as llama-server's -n/--n-predict; a request's own count wins, above or below it; -1: until an end-of-generation token or a full context."`
 
 	Ignored llamaIgnored `embed:""`
 }
@@ -80,8 +81,14 @@ func (c *serveCmd) Run(stderr errWriter) error {
 	if err := c.Ignored.warn("serve", stderr); err != nil {
 		return err
 	}
+	if c.Parallel < 0 { // llama-server's auto (any negative: common/arg.cpp refuses only 0)
+		return fmt.Errorf("serve: -np/--parallel %d: %w", c.Parallel, serve.ErrParallelAuto)
+	}
 	if c.Parallel < 1 {
 		return fmt.Errorf("serve: --parallel %d: must be at least 1", c.Parallel)
+	}
+	if c.NPredict < -1 {
+		return fmt.Errorf("serve: -n/--n-predict %d: must be -1 (unlimited) or a count of 0 or more", c.NPredict)
 	}
 	if c.Parallel > maxSeq { // llama_context refuses n_seq_max (llama-server's -np) above it
 		return fmt.Errorf("serve: -np/--parallel %d: at most %d slots (llama.cpp's LLAMA_MAX_SEQ)", c.Parallel, maxSeq)
@@ -145,7 +152,7 @@ func (c *serveCmd) Run(stderr errWriter) error {
 		return err
 	}
 	s, err := serve.New(m, serve.Options{
-		NCtx: c.Ctx, Threads: int(c.Threads), Parallel: c.Parallel, QueueSize: c.Queue,
+		NCtx: c.Ctx, Threads: int(c.Threads), Parallel: c.Parallel, QueueSize: c.Queue, NPredict: &c.NPredict,
 		APIKey: c.APIKey, Ledger: l, Version: version, Log: log, Timeout: time.Duration(c.Timeout) * time.Second,
 	})
 	if err != nil {
