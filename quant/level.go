@@ -34,7 +34,6 @@ func (l Level) VecDot(typ gguf.GGMLType) func(w, a []byte, nb int) float32 {
 	}
 	return func(w, a []byte, nb int) float32 {
 		p := packMatrix(typ, w, 1, nb)
-		codes, scales := p.group(0)
 		var out [16]float32
 		switch typ {
 		case gguf.Q1_0, gguf.Q2_0:
@@ -43,11 +42,13 @@ func (l Level) VecDot(typ gguf.GGMLType) func(w, a []byte, nb int) float32 {
 			act.fromQ8_0(0, a)
 			if typ == gguf.Q1_0 {
 				act.fillLUT(l, 0, 1)
-				tileQ1_0(l, codes, scales, nb, &act, 0, 1, out[:])
+				tileQ1_0(l, p, 0, &act, 0, 1, out[:])
 			} else {
+				codes, scales := p.group(0)
 				tileQ2_0(l, codes, scales, nb, &act, 0, 1, out[:])
 			}
 		case gguf.TQ2_0:
+			codes, scales := p.group(0)
 			var act q8KAct
 			act.reset(nb*QK_K, 1)
 			act.fromQ8_K(0, a)

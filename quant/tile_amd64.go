@@ -68,95 +68,110 @@ func (a *q8Act) fillLUTCol(l Level, c int, lut []float32) {
 	}
 }
 
-// tileQ1_0 runs the level's Q1_0 tile on one packed group (see tileQ1_0Go).
-// The SIMD levels (hasQ1LUT) run the lookup-table tile column by column:
-// they need the tables of columns c0 .. c0+nc-1 (q8Act.fillLUT) and panic
-// without them. (Work.MatMul runs that tile by tileQ1_0LUTGroups instead.)
-func tileQ1_0(l Level, codes, scales []byte, nb int, a *q8Act, c0, nc int, out []float32) {
+// tileQ1_0 runs the level's Q1_0 tile on packed group g of p (see
+// tileQ1_0Go). The SIMD levels (hasQ1LUT) run the lookup-table tile column
+// by column, segment by segment: they need the tables of columns
+// c0 .. c0+nc-1 (q8Act.fillLUT) and panic without them. (Work.MatMul runs
+// that tile by tileQ1_0LUTGroups instead.)
+func tileQ1_0(l Level, p *packed, g int, a *q8Act, c0, nc int, out []float32) {
 	_ = out[16*nc-1]
 	_ = a.qs[(c0+nc)*a.k-1]
-	_ = codes[256*nb-1]
-	_ = scales[32*nb-1]
 	if !hasQ1LUT(l) {
-		tileQ1_0Go(codes, scales, nb, a, c0, nc, out)
+		tileQ1_0Go(p, g, a, c0, nc, out)
 		return
 	}
 	if !a.lutOK || c0 < a.lutC0 || c0+nc > a.lutC0+a.lutN {
 		panic(fmt.Sprintf("quant: Q1_0 tile at %s on columns %d..%d without their lookup tables (q8Act.fillLUT)", l, c0, c0+nc-1))
 	}
 	_ = a.lut[(c0+nc-a.lutC0)*4*a.k-1]
+	nch := (p.nb + q1Chunk - 1) / q1Chunk
 	var acc [128]float32
 	for c := range nc {
-		lut := &a.lut[(c0+c-a.lutC0)*4*a.k]
-		if l == LevelAVX512 {
-			tileQ1_0LAVX512(&codes[0], &scales[0], nb, lut, &acc[0], 1, &out[16*c], &codes[0], &scales[0])
-		} else {
-			tileQ1_0LAVX2(&codes[0], &scales[0], nb, lut, &acc[0], 1, &out[16*c], &codes[0], &scales[0])
+		lut := a.lut[(c0+c-a.lutC0)*4*a.k:]
+		for ch := range nch {
+			seg, n := p.q1Seg(g, ch)
+			first := 0
+			if ch == 0 {
+				first = 1
+			}
+			var o *float32
+			if ch == nch-1 {
+				o = &out[16*c]
+			}
+			codes, scales := &seg[0], &seg[256*n]
+			if l == LevelAVX512 {
+				tileQ1_0LAVX512(codes, scales, n, &lut[512*q1Chunk*ch], &acc[0], first, o, codes, scales)
+			} else {
+				tileQ1_0LAVX2(codes, scales, n, &lut[512*q1Chunk*ch], &acc[0], first, o, codes, scales)
+			}
 		}
 	}
 }
 
-// q1BlockChunk is the number of Q1_0 blocks tileQ1_0LUTGroups runs on each
-// group in turn: their tables (2 KB a block) stay in L1 for all the groups.
-const q1BlockChunk = 8
+//go:noescape
+func prefetchL2(p *byte, n int)
 
-// q1GroupChunk is the number of groups tileQ1_0LUTGroups takes at a time
-// (their accumulators, 512 bytes each, in acc).
-const q1GroupChunk = 16
+// q1PrefetchVisits is how many visits ahead (one visit: one group's
+// segment of a chunk, 2304 bytes) tileQ1_0LUTGroups prefetches: the
+// segment that many positions further in memory, which in a band-aligned
+// claim is the walk's own order. On Qwen3-8B-shaped matrices (207 MB, 2
+// threads, alternating) 2 and 3 were level and above 1.
+const q1PrefetchVisits = 2
 
 // tileQ1_0LUTGroups computes out[16(g-lo)+r] = row r of packed group g of p
 // against column c (tables in a.lut, q8Act.fillLUT), for the groups
-// [lo, hi), at l (LevelAVX512 or LevelAVX2: hasQ1LUT): q1GroupChunk
-// groups at a time, q1BlockChunk blocks of each in turn, so that a chunk
-// of tables is read from L1 by every group (the per-row float chain is
-// unchanged: each group's accumulators carry over between chunks). acc is
-// scratch for 128*q1GroupChunk floats.
+// [lo, hi) of one band (q1Band), at l (LevelAVX512 or LevelAVX2:
+// hasQ1LUT): chunk by chunk (q1Chunk blocks), each chunk on every group
+// in turn, so that the chunk's tables are read from L1 by every group
+// (the per-row float chain is unchanged: each group's accumulators carry
+// over between chunks). That is the order of the segments in memory
+// (packed), so a band is read front to back. acc is scratch for
+// 128*q1Band floats.
 //
-// Each visit of a group prefetches into L2 what the walk's next visit
-// reads: the next group's same blocks, after the chunk's last group the
-// first group's next blocks, after the last chunk the first blocks of
-// the next chunk of groups when that starts below end (the end of the
-// caller's range of groups: nothing is prefetched past it, since another
-// worker may take those groups). On Qwen3-8B-shaped matrices out of cache (217 MB, 2
-// threads, one process alternating the choices) this one-visit distance
-// streamed 8-9 % faster than prefetching the same group's next chunk (16
-// visits ahead) and about 25 % faster than no prefetch.
-func tileQ1_0LUTGroups(l Level, p *packed, a *q8Act, c, lo, hi, end int, acc, out []float32) {
+// Each visit prefetches into L2 the segment q1PrefetchVisits visits
+// further, in this band or the next one when that starts below end (the
+// end of the caller's claim: nothing is prefetched past it, since another
+// worker may take those groups). With start (the first band of a claim),
+// it first prefetches the segments of its first q1PrefetchVisits visits,
+// which no earlier visit did.
+func tileQ1_0LUTGroups(l Level, p *packed, a *q8Act, c, lo, hi, end int, start bool, acc, out []float32) {
 	nb := p.nb
-	_ = out[16*(hi-lo)-1]
-	_ = acc[128*q1GroupChunk-1]
+	ng := hi - lo
+	nch := (nb + q1Chunk - 1) / q1Chunk
+	_ = out[16*ng-1]
+	_ = acc[128*q1Band-1]
 	lut := a.lut[(c-a.lutC0)*4*a.k : (c-a.lutC0+1)*4*a.k]
-	for g0 := lo; g0 < hi; g0 += q1GroupChunk {
-		g1 := min(hi, g0+q1GroupChunk)
-		for b0 := 0; b0 < nb; b0 += q1BlockChunk {
-			n := min(q1BlockChunk, nb-b0)
-			first := 0
-			if b0 == 0 {
-				first = 1
+	if start {
+		for v := range min(q1PrefetchVisits, nch*ng) {
+			seg, _ := p.q1Seg(lo+v%ng, v/ng)
+			prefetchL2(&seg[0], len(seg))
+		}
+	}
+	for ch := range nch {
+		b0 := ch * q1Chunk
+		first := 0
+		if ch == 0 {
+			first = 1
+		}
+		for g := lo; g < hi; g++ {
+			seg, n := p.q1Seg(g, ch)
+			var o *float32
+			if ch == nch-1 {
+				o = &out[16*(g-lo)]
 			}
-			for g := g0; g < g1; g++ {
-				codes, scales := p.group(g)
-				var o *float32
-				if b0+n == nb {
-					o = &out[16*(g-lo)]
-				}
-				pfc, pfs := &codes[256*b0], &scales[32*b0] // nothing new
-				switch {
-				case g+1 < g1:
-					nc, ns := p.group(g + 1)
-					pfc, pfs = &nc[256*b0], &ns[32*b0]
-				case b0+n < nb:
-					nc, ns := p.group(g0)
-					pfc, pfs = &nc[256*(b0+n)], &ns[32*(b0+n)]
-				case g1 < end:
-					nc, ns := p.group(g1)
-					pfc, pfs = &nc[0], &ns[0]
-				}
-				if l == LevelAVX512 {
-					tileQ1_0LAVX512(&codes[256*b0], &scales[32*b0], n, &lut[512*b0], &acc[128*(g-g0)], first, o, pfc, pfs)
-				} else {
-					tileQ1_0LAVX2(&codes[256*b0], &scales[32*b0], n, &lut[512*b0], &acc[128*(g-g0)], first, o, pfc, pfs)
-				}
+			pf := seg // nothing new
+			switch v := ch*ng + (g - lo) + q1PrefetchVisits; {
+			case v < nch*ng:
+				pf, _ = p.q1Seg(lo+v%ng, v/ng)
+			case hi < end && v-nch*ng < min(end, hi+q1Band)-hi:
+				pf, _ = p.q1Seg(hi+v-nch*ng, 0)
+			}
+			codes, scales := &seg[0], &seg[256*n]
+			pfc, pfs := &pf[0], &pf[256*(len(pf)/288)]
+			if l == LevelAVX512 {
+				tileQ1_0LAVX512(codes, scales, n, &lut[512*b0], &acc[128*(g-lo)], first, o, pfc, pfs)
+			} else {
+				tileQ1_0LAVX2(codes, scales, n, &lut[512*b0], &acc[128*(g-lo)], first, o, pfc, pfs)
 			}
 		}
 	}

@@ -60,14 +60,14 @@ func tileQ2_0Go(codes, scales []byte, nb int, a *q8Act, c0, nc int, out []float3
 // tileQ1_0Go: per block and lane j, L_k = Σ_i (bit ? q : -q) over the four
 // activations 32k+4j+i, blk = float(L0)*dy0 then blk = fma(float(L_k), dy_k,
 // blk), acc_j = fma(d, blk, acc_j); the result is hsum8 over j.
-func tileQ1_0Go(codes, scales []byte, nb int, a *q8Act, c0, nc int, out []float32) {
+func tileQ1_0Go(p *packed, g int, a *q8Act, c0, nc int, out []float32) {
 	var d [packRows]float32
 	for c := range nc {
 		col := c0 + c
 		var acc [8][packRows]float32
-		for b := range nb {
-			groupScales(scales, b, &d)
-			cb := codes[256*b:]
+		for b := range p.nb {
+			cb, scales := p.block(g, b)
+			groupScales(scales, 0, &d)
 			for j := range 8 {
 				var blk [packRows]float32
 				for k := range 4 {

@@ -6,8 +6,8 @@ func tileQ2_0(l Level, codes, scales []byte, nb int, a *q8Act, c0, nc int, out [
 	tileQ2_0Go(codes, scales, nb, a, c0, nc, out)
 }
 
-func tileQ1_0(l Level, codes, scales []byte, nb int, a *q8Act, c0, nc int, out []float32) {
-	tileQ1_0Go(codes, scales, nb, a, c0, nc, out)
+func tileQ1_0(l Level, p *packed, g int, a *q8Act, c0, nc int, out []float32) {
+	tileQ1_0Go(p, g, a, c0, nc, out)
 }
 
 func tileTQ2_0(l Level, codes, scales []byte, nb int, a *q8KAct, c0, nc int, out, acc []float32) {
@@ -22,10 +22,8 @@ func dotQ1_0Plain(w []byte, a *q8Act, c, nb int) float32 {
 
 func (a *q8Act) fillLUTCol(l Level, c int, lut []float32) { a.fillLUTColGo(c, lut) }
 
-const q1GroupChunk = 16
-
 func hasQ1LUT(l Level) bool { return false }
 
-func tileQ1_0LUTGroups(l Level, p *packed, a *q8Act, c, lo, hi, end int, acc, out []float32) {
+func tileQ1_0LUTGroups(l Level, p *packed, a *q8Act, c, lo, hi, end int, start bool, acc, out []float32) {
 	panic("quant: no lookup-table Q1_0 tile on this platform")
 }

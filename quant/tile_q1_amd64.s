@@ -104,9 +104,9 @@ lsub:
 
 // The tile prefetches into L2, per block, 256 code bytes at pfc and 32
 // scale bytes at pfs (both advancing a block at a time): the caller points
-// them at what its next call reads (tileQ1_0LUTGroups: the walk's next
-// visit), which the hardware prefetchers do not foresee among 16
-// interleaved streams.
+// them at what a later call reads (tileQ1_0LUTGroups: the segment
+// q1PrefetchVisits visits ahead), which the hardware prefetchers alone do
+// not fetch in time.
 
 // func tileQ1_0LAVX512(codes, scales *byte, nb int, lut *float32, acc *float32, first int, out *float32, pfc, pfs *byte)
 //
@@ -186,4 +186,19 @@ lfin:
 	VADDPS Z1, Z0, Z0
 	VMOVUPS Z0, (BX)
 	VZEROUPPER
+	RET
+
+// func prefetchL2(p *byte, n int)
+//
+// PREFETCHT1 of every 64-byte line of the n bytes at p (n > 0): a claim's
+// first segments, which no earlier visit prefetched (tileQ1_0LUTGroups).
+TEXT ·prefetchL2(SB), NOSPLIT, $0-16
+	MOVQ p+0(FP), SI
+	MOVQ n+8(FP), CX
+	LEAQ (SI)(CX*1), CX
+lpf:
+	PREFETCHT1 (SI)
+	ADDQ $64, SI
+	CMPQ SI, CX
+	JB   lpf
 	RET

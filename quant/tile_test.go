@@ -21,12 +21,12 @@ func packedDotsQ8(t *testing.T, l Level, p *packed, a *q8Act) []float32 {
 		a.fillLUT(l, 0, a.ncols) // the lookup-table tile's tables
 	}
 	for g := range p.groups {
-		codes, scales := p.group(g)
 		switch p.typ {
 		case gguf.Q2_0:
+			codes, scales := p.group(g)
 			tileQ2_0(l, codes, scales, p.nb, a, 0, a.ncols, tmp)
 		case gguf.Q1_0:
-			tileQ1_0(l, codes, scales, p.nb, a, 0, a.ncols, tmp)
+			tileQ1_0(l, p, g, a, 0, a.ncols, tmp)
 		}
 		for c := range a.ncols {
 			for r := range packRows {
@@ -207,8 +207,9 @@ func TestQ1_0LUTMatchesGoTwin(t *testing.T) {
 // TestQ1_0PackedMatMulChunks: Work.MatMul on Repack'ed Q1_0 matrices at
 // every level against VecDotQ1_0Q8_0 (oracle-tested) of each row and
 // quantized column, on shapes that exercise the AVX-512 lookup-table path's
-// chunking: row blocks not a multiple of q1BlockChunk, more groups than
-// q1GroupChunk, more columns than one pass (lutCols), a pool of 2 workers.
+// chunking: row blocks not a multiple of q1Chunk, more groups than
+// q1Band and a last band that is not whole, more columns than one pass
+// (lutCols), a pool of 2 workers.
 func TestQ1_0PackedMatMulChunks(t *testing.T) {
 	r := rand.New(rand.NewPCG(87, 88))
 	pool := parallel.New(2)
@@ -242,6 +243,62 @@ func TestQ1_0PackedMatMulChunks(t *testing.T) {
 				}
 			}
 		}
+	}
+	t.Logf("%d outputs equal to the plain kernel's", checked)
+}
+
+// TestQ1_0LUTClaimsAnyRange: the lookup-table path computes the same bits
+// for any split of a packed Q1_0 matrix's groups into claims, including
+// claims that start or end inside a band (the pool's claims are whole
+// bands, q1Claim): each output against VecDotQ1_0Q8_0 (oracle-tested).
+func TestQ1_0LUTClaimsAnyRange(t *testing.T) {
+	r := rand.New(rand.NewPCG(91, 92))
+	checked := 0
+	for _, l := range Levels() {
+		if !hasQ1LUT(l) {
+			continue
+		}
+		for _, shape := range [][3]int{{16 * 21, 1152, 2}, {16*9 + 5, 2048, 1}} {
+			rows, cols, n := shape[0], shape[1], shape[2]
+			nb := cols / QK1_0
+			w := randLowbitBlocks(r, rows*nb, BlockQ1_0Size)
+			m := &Matrix{Name: "w", Type: gguf.Q1_0, Rows: rows, Cols: cols, Data: w}
+			if _, err := m.Repack(); err != nil {
+				t.Fatal(err)
+			}
+			x := randRow(r, n*cols)
+			ws, err := NewWork(l, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			groups := m.packedRows().groups
+			for split := range 3 {
+				out := make([]float32, n*rows)
+				ws.prep = prepared{}
+				ws.prepareQ8(x, cols, n)
+				ws.q8.fillLUT(l, 0, n)
+				j := &matJob{w: ws, m: m, planes: []Matrix{*m}, n: n, out: out, path: pathPackedQ1, c0: 0, cn: n}
+				for lo := 0; lo < groups; {
+					hi := min(groups, lo+1+r.IntN(2+5*split))
+					j.Do(0, lo, hi)
+					lo = hi
+				}
+				xq := make([]byte, cols/QK8_0*BlockQ8_0Size)
+				for c := range n {
+					QuantizeRowQ8_0(x[c*cols:(c+1)*cols], xq)
+					for i := range rows {
+						want := VecDotQ1_0Q8_0(w[i*nb*BlockQ1_0Size:(i+1)*nb*BlockQ1_0Size], xq, nb)
+						if g := out[c*rows+i]; !bitsEq(g, want) {
+							t.Fatalf("%s rows=%d cols=%d split %d: (%d,%d) = %#x, plain %#x", l, rows, cols, split, i, c, math.Float32bits(g), math.Float32bits(want))
+						}
+						checked++
+					}
+				}
+			}
+		}
+	}
+	if checked == 0 {
+		t.Skip("no level with the lookup-table tile on this CPU")
 	}
 	t.Logf("%d outputs equal to the plain kernel's", checked)
 }

@@ -81,6 +81,15 @@ const tileCols = 16
 // one, at most tileCols.
 func lutCols(k int) int { return max(1, min(tileCols, 768<<10/(16*k))) }
 
+// q1Claim is the pool's chunk for a packed Q1_0 matrix of units groups on
+// size workers: about sixteen claims per worker, as for the other types,
+// rounded up to whole bands (q1Band) so that each claim is read in memory
+// order.
+func q1Claim(units, size int) int {
+	c := max(1, units/(16*size))
+	return (c + q1Band - 1) / q1Band * q1Band
+}
+
 // matJob is one MatMul for the pool: units are packed groups of 16 rows, or
 // rows for unpacked matrices.
 type matJob struct {
@@ -333,7 +342,7 @@ func (w *Work) run(planes []Matrix, x []float32, n int, out []float32) {
 		for c0 := 0; c0 < n; c0 += lc {
 			j.c0, j.cn = c0, min(lc, n-c0)
 			w.q8.fillLUT(w.level, j.c0, j.cn)
-			w.pool.Run(units, max(1, units/(16*w.pool.Size())), j)
+			w.pool.Run(units, q1Claim(units, w.pool.Size()), j)
 		}
 	} else {
 		w.pool.Run(units, max(1, units/(16*w.pool.Size())), j)
@@ -461,13 +470,15 @@ func (j *matJob) doPacked(worker, lo, hi int) {
 		for c0 := j.c0; c0 < j.c0+j.cn; c0 += nc {
 			cn := min(nc, j.c0+j.cn-c0)
 			for p := range np {
-				codes, scales := j.planes[p].packedRows().group(g)
+				pk := j.planes[p].packedRows()
 				switch j.path {
 				case pathPackedQ1:
-					tileQ1_0(w.level, codes, scales, nb, &w.q8, c0, cn, tile)
+					tileQ1_0(w.level, pk, g, &w.q8, c0, cn, tile)
 				case pathPackedQ2:
+					codes, scales := pk.group(g)
 					tileQ2_0(w.level, codes, scales, nb, &w.q8, c0, cn, tile)
 				case pathPackedTQ2:
+					codes, scales := pk.group(g)
 					tileTQ2_0(w.level, codes, scales, nb, &w.q8k, c0, cn, tile, acc)
 				}
 				switch {
@@ -495,24 +506,26 @@ func (j *matJob) doPacked(worker, lo, hi int) {
 }
 
 // doPackedQ1LUT runs the Q1_0 lookup-table tile on groups [lo, hi) for
-// the pass's columns: q1GroupChunk groups at a time, each column in turn
-// through tileQ1_0LUTGroups.
+// the pass's columns: band by band (q1Band groups; a claim that does not
+// start or end on a band's edge runs the part it holds), each column in
+// turn through tileQ1_0LUTGroups.
 func (j *matJob) doPackedQ1LUT(worker, lo, hi int) {
 	w, rows := j.w, j.m.Rows
 	p := j.m.packedRows()
-	scr := grow(w.scr[worker], 16*q1GroupChunk+128*q1GroupChunk)
+	scr := grow(w.scr[worker], 16*q1Band+128*q1Band)
 	w.scr[worker] = scr
-	tile, acc := scr[:16*q1GroupChunk], scr[16*q1GroupChunk:]
-	for g0 := lo; g0 < hi; g0 += q1GroupChunk {
-		g1 := min(hi, g0+q1GroupChunk)
+	tile, acc := scr[:16*q1Band], scr[16*q1Band:]
+	for g0 := lo; g0 < hi; {
+		g1 := min(hi, (g0/q1Band+1)*q1Band)
 		for c := j.c0; c < j.c0+j.cn; c++ {
-			tileQ1_0LUTGroups(w.level, p, &w.q8, c, g0, g1, hi, acc, tile)
+			tileQ1_0LUTGroups(w.level, p, &w.q8, c, g0, g1, hi, g0 == lo && c == j.c0, acc, tile)
 			for g := g0; g < g1; g++ {
 				r0 := g * packRows
 				nr := min(packRows, rows-r0)
 				copy(j.out[c*rows+r0:c*rows+r0+nr], tile[16*(g-g0):16*(g-g0)+nr])
 			}
 		}
+		g0 = g1
 	}
 }
 
