@@ -236,12 +236,17 @@ const (
 // bytes (n = q1Chunk, fewer in a row's last chunk), the bytes of
 // tileQ1_0LAVX512's codes and scales for those blocks.
 func (p *packed) q1Seg(g, ch int) (seg []byte, n int) {
+	off, n := p.q1SegOff(g, ch)
+	return p.data[off : off+n*(256+32)], n
+}
+
+// q1SegOff returns the offset in p.data of q1Seg(g, ch) and its n.
+func (p *packed) q1SegOff(g, ch int) (off, n int) {
 	const sb = 256 + 32
 	b0 := g / q1Band * q1Band
 	ng := min(q1Band, p.groups-b0)
 	n = min(q1Chunk, p.nb-ch*q1Chunk)
-	off := b0*p.nb*sb + ng*ch*q1Chunk*sb + (g-b0)*n*sb
-	return p.data[off : off+n*sb], n
+	return b0*p.nb*sb + ng*ch*q1Chunk*sb + (g-b0)*n*sb, n
 }
 
 func (p *packed) String() string {

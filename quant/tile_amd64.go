@@ -133,18 +133,28 @@ const q1PrefetchVisits = 2
 // end of the caller's claim: nothing is prefetched past it, since another
 // worker may take those groups). With start (the first band of a claim),
 // it first prefetches the segments of its first q1PrefetchVisits visits,
-// which no earlier visit did.
+// which no earlier visit did. It panics when [lo, hi) is not within one
+// band.
 func tileQ1_0LUTGroups(l Level, p *packed, a *q8Act, c, lo, hi, end int, start bool, acc, out []float32) {
+	const sb = 256 + 32 // a block's code and scale bytes
 	nb := p.nb
 	ng := hi - lo
 	nch := (nb + q1Chunk - 1) / q1Chunk
 	_ = out[16*ng-1]
 	_ = acc[128*q1Band-1]
+	if lo/q1Band != (hi-1)/q1Band {
+		panic(fmt.Sprintf("quant: tileQ1_0LUTGroups on groups %d..%d across a band", lo, hi-1))
+	}
 	lut := a.lut[(c-a.lutC0)*4*a.k : (c-a.lutC0+1)*4*a.k]
+	// A band's segments are contiguous, in visit order, and so are the
+	// bands of a claim: the segment q1PrefetchVisits visits ahead is that
+	// many segments further, short of the claim's end (end*nb*sb when
+	// the claim ends on a band's edge, as the pool's do).
+	limit := min(len(p.data), end*nb*sb)
 	if start {
-		for v := range min(q1PrefetchVisits, nch*ng) {
-			seg, _ := p.q1Seg(lo+v%ng, v/ng)
-			prefetchL2(&seg[0], len(seg))
+		off, n := p.q1SegOff(lo, 0)
+		if m := min(q1PrefetchVisits*n*sb, limit-off); m > 0 {
+			prefetchL2(&p.data[off], m)
 		}
 	}
 	for ch := range nch {
@@ -153,26 +163,24 @@ func tileQ1_0LUTGroups(l Level, p *packed, a *q8Act, c, lo, hi, end int, start b
 		if ch == 0 {
 			first = 1
 		}
+		off, n := p.q1SegOff(lo, ch)
 		for g := lo; g < hi; g++ {
-			seg, n := p.q1Seg(g, ch)
 			var o *float32
 			if ch == nch-1 {
 				o = &out[16*(g-lo)]
 			}
-			pf := seg // nothing new
-			switch v := ch*ng + (g - lo) + q1PrefetchVisits; {
-			case v < nch*ng:
-				pf, _ = p.q1Seg(lo+v%ng, v/ng)
-			case hi < end && v-nch*ng < min(end, hi+q1Band)-hi:
-				pf, _ = p.q1Seg(hi+v-nch*ng, 0)
+			pf := off + q1PrefetchVisits*n*sb
+			if pf+n*sb > limit {
+				pf = off // nothing new
 			}
-			codes, scales := &seg[0], &seg[256*n]
-			pfc, pfs := &pf[0], &pf[256*(len(pf)/288)]
+			codes, scales := &p.data[off], &p.data[off+256*n]
+			pfc, pfs := &p.data[pf], &p.data[pf+256*n]
 			if l == LevelAVX512 {
 				tileQ1_0LAVX512(codes, scales, n, &lut[512*b0], &acc[128*(g-lo)], first, o, pfc, pfs)
 			} else {
 				tileQ1_0LAVX2(codes, scales, n, &lut[512*b0], &acc[128*(g-lo)], first, o, pfc, pfs)
 			}
+			off += n * sb
 		}
 	}
 }
