@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -15,8 +17,17 @@ import (
 // kong would misread.
 func TestLlamaArgs(t *testing.T) {
 	takesValue := func(s string) bool {
-		return slices.Contains([]string{"-p", "--prompt", "-n", "-c", "--ctx-size", "--system", "--seed", "--temp", "--parallel", "--timeout", "--n-predict"}, s)
+		return slices.Contains([]string{"-p", "--prompt", "-n", "-c", "--ctx-size", "--system", "--seed", "--temp", "--top-k", "--top-p", "--parallel", "--timeout", "--n-predict"}, s)
 	}
+	dir := t.TempDir()
+	file := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	story, crlf, raw, empty := file("story.txt", "Once upon\n\n"), file("crlf.txt", "a\r\n"), file("raw.txt", "\\n-x\xff"), file("empty.txt", "")
 	for _, c := range []struct {
 		in, want []string
 		warn     string // the warning lines, joined with "|"
@@ -45,6 +56,43 @@ func TestLlamaArgs(t *testing.T) {
 		{in: []string{"run", "m.gguf", "-sp", "--special", "-s", "7", "--temperature", "0.5", "--predict", "3"},
 			want: []string{"run", "m.gguf", "--special", "--special", "--seed", "7", "--temp", "0.5", "--n-predict", "3"}},
 		{in: []string{"run", "m.gguf", "-s=7"}, want: []string{"run", "m.gguf", "--seed=7"}},
+		// Sampling flags (arg.cpp:1982–2308): run's own spellings, the others refused; serve has no server-wide defaults.
+		{in: []string{"run", "m.gguf", "--seed", "5", "--temperature", "0.5", "--top_p", "0.9", "--top-k", "3", "--ignore-eos"},
+			want: []string{"run", "m.gguf", "--seed", "5", "--temp", "0.5", "--top-p", "0.9", "--top-k", "3", "--ignore-eos"}},
+		{in: []string{"run", "m.gguf", "--seed=5", "--temp=1"}, want: []string{"run", "m.gguf", "--seed=5", "--temp=1"}},
+		{in: []string{"run", "m.gguf", "--min-p", "0.1"}, err: "run: --min-p: bankml run's sampling flags are --temp, --top-k, --top-p, -s/--seed and --ignore-eos only (the others keep llama.cpp's defaults)"},
+		{in: []string{"run", "m.gguf", "--repeat-penalty", "1.1"}, err: "run: --repeat-penalty: bankml run's sampling flags are"},
+		{in: []string{"run", "m.gguf", "-jf", "s.json"}, err: "run: -jf: bankml run's sampling flags are"},
+		{in: []string{"serve", "m.gguf", "--temp", "0.5"}, err: "serve: --temp: llama-server's server-wide sampling defaults are not supported by bankml serve: set them per request"},
+		{in: []string{"serve", "m.gguf", "-s", "1"}, err: "serve: -s: llama-server's server-wide sampling defaults are not supported"},
+		{in: []string{"serve", "m.gguf", "--seed=1"}, err: "serve: --seed: llama-server's server-wide sampling defaults"},
+		{in: []string{"serve", "m.gguf", "--top-k", "1"}, err: "serve: --top-k: llama-server's server-wide sampling defaults"},
+		{in: []string{"serve", "m.gguf", "--top_p", "1"}, err: "serve: --top-p: llama-server's server-wide sampling defaults"},
+		{in: []string{"serve", "m.gguf", "--min-p", "0"}, err: "serve: --min-p: llama-server's server-wide sampling defaults"},
+		{in: []string{"serve", "m.gguf", "--repeat-penalty", "1"}, err: "serve: --repeat-penalty: llama-server's server-wide sampling defaults"},
+		{in: []string{"serve", "m.gguf", "--ignore-eos"}, err: "serve: --ignore-eos: llama-server's server-wide sampling defaults"},
+		{in: []string{"serve", "m.gguf", "-l", "15043+1"}, err: "serve: -l: llama-server's server-wide sampling defaults"},
+		{in: []string{"serve", "m.gguf", "-bs"}, err: "serve: -bs: llama-server's server-wide sampling defaults"},
+		{in: []string{"serve", "m.gguf", "--mirostat", "2"}, err: "serve: --mirostat: llama-server's server-wide sampling defaults"},
+		// What bankml always does (arg.cpp:3667, 3588), and what it cannot (arg.cpp:3668, 3007).
+		{in: []string{"serve", "m.gguf", "--jinja", "--metrics"}, want: []string{"serve", "m.gguf"},
+			warn: "--jinja ignored: bankml always renders the GGUF's chat template with its Jinja engine|--metrics ignored: bankml serve always serves /metrics"},
+		{in: []string{"run", "m.gguf", "--jinja"}, want: []string{"run", "m.gguf"}, warn: "--jinja ignored: bankml always renders the GGUF's chat template with its Jinja engine"},
+		{in: []string{"run", "m.gguf", "--metrics"}, err: "run: --metrics is a flag of bankml serve only"},
+		{in: []string{"serve", "m.gguf", "--no-jinja"}, err: "serve: --no-jinja: bankml has no chat template path but Jinja's"},
+		{in: []string{"run", "m.gguf", "--no-jinja"}, err: "run: --no-jinja: bankml has no chat template path but Jinja's"},
+		{in: []string{"serve", "m.gguf", "-a", "gpt-4"}, err: `serve: -a: bankml serve names the model only by its file's base name (in /v1/models and in answers' "model"); it takes no aliases`},
+		{in: []string{"serve", "m.gguf", "--alias=x,y"}, err: "serve: --alias: bankml serve names the model only by its file's base name"},
+		// -f/--file FNAME (arg.cpp:1797): the file's text is the prompt, less one trailing newline; the last of -p and -f counts.
+		{in: []string{"run", "m.gguf", "-f", story}, want: []string{"run", "m.gguf", "--prompt=Once upon\n"}},
+		{in: []string{"run", "m.gguf", "--file", crlf, "-n", "1"}, want: []string{"run", "m.gguf", "--prompt=a\r", "-n", "1"}},
+		{in: []string{"run", "m.gguf", "--file=" + raw}, want: []string{"run", "m.gguf", "--prompt=\\n-x\xff"}},
+		{in: []string{"run", "m.gguf", "-f", empty}, want: []string{"run", "m.gguf", "--prompt="}},
+		{in: []string{"run", "m.gguf", "-p", "Hi", "-f", story}, want: []string{"run", "m.gguf", "-p", "Hi", "--prompt=Once upon\n"}},
+		{in: []string{"run", "m.gguf", "-f", filepath.Join(dir, "none.txt")}, err: "run: -f: failed to read the prompt file: open " + filepath.Join(dir, "none.txt")},
+		{in: []string{"run", "m.gguf", "-f", dir}, err: "run: -f: failed to read the prompt file"},
+		{in: []string{"run", "m.gguf", "-f"}, err: "run: -f: expected a value (FNAME)"},
+		{in: []string{"serve", "m.gguf", "-f", story}, err: "serve: -f is a flag of bankml run only"},
 		// Ignored with a warning, the value checked as arg.cpp checks it.
 		{in: []string{"run", "m.gguf", "-tb", "4", "-b", "64", "-ub", "32", "-ctk", "f16", "-ctv", "f16", "-nkvo", "-kvo"}, want: []string{"run", "m.gguf"},
 			warn: "-tb 4 ignored: bankml evaluates the prompt with the -t threads|" +
@@ -236,6 +284,36 @@ func TestLlamaFlagsTableAgreesWithKong(t *testing.T) {
 					t.Errorf("%v: %s's own flag %s is taken by the table", f.names, cmd, n)
 				}
 			}
+		}
+	}
+}
+
+// TestRunPromptFile runs `bankml run -f FNAME` as llama-cli's -f (arg.cpp:1797): the file's text, less one
+// trailing newline and with -e's escapes, is the prompt, and the last of -p and -f counts. Each run is
+// compared with the same prompt given to -p (the path the reference's continuation checks).
+func TestRunPromptFile(t *testing.T) {
+	model := storiesPath(t)
+	dir := t.TempDir()
+	story, escaped := filepath.Join(dir, "story.txt"), filepath.Join(dir, "escaped.txt")
+	if err := os.WriteFile(story, []byte("Once upon a time\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(escaped, []byte(`The cat\nsat`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ file, asP []string }{
+		{[]string{"-f", story}, []string{"-p", "Once upon a time"}},
+		{[]string{"--file=" + story}, []string{"-p", "Once upon a time"}},
+		{[]string{"-p", "The cat", "-f", story}, []string{"-p", "Once upon a time"}},
+		{[]string{"-f", story, "-p", "The cat"}, []string{"-p", "The cat"}},
+		{[]string{"-f", escaped}, []string{"-p", "The cat\nsat", "--no-escape"}},
+		{[]string{"-f", escaped, "--no-escape"}, []string{"-p", `The cat\nsat`, "--no-escape"}},
+	} {
+		args := append([]string{"run", model, "-n", "8", "-t", "1"}, c.file...)
+		code, out, stderr := runCLI(args...)
+		wcode, want, wstderr := runCLI(append([]string{"run", model, "-n", "8", "-t", "1"}, c.asP...)...)
+		if code != 0 || wcode != 0 || out != want || out == "\n" {
+			t.Errorf("%q: exit %d, %q (%s); as -p: exit %d, %q (%s)", c.file, code, out, stderr, wcode, want, wstderr)
 		}
 	}
 }

@@ -20,7 +20,7 @@ import (
 type runCmd struct {
 	Model     string      `arg:"" optional:"" name:"MODEL" help:"Path to a GGUF model file (or -m/--model FNAME)." type:"path"`
 	ModelFlag string      `short:"m" name:"model" placeholder:"FNAME" help:"Path to a GGUF model file, as llama-cli's -m/--model, instead of MODEL." type:"path"`
-	Prompt    *rawText    `short:"p" name:"prompt" help:"Prompt text (special-token text such as <s> is parsed, as llama-cli does); read from standard input when absent."`
+	Prompt    *rawText    `short:"p" name:"prompt" help:"Prompt text (special-token text such as <s> is parsed, as llama-cli does); llama-cli's -f/--file FNAME gives a file's text instead (one trailing newline dropped; the last of -p and -f counts); read from standard input when absent."`
 	Escape    bool        `short:"e" name:"escape" negatable:"" default:"true" help:"Process the escapes \\n \\r \\t \\' \\\" \\\\ and \\xHH in the prompt (-p, or the prompt read from standard input; with --chat only -p's first message), as llama.cpp's -e/--escape, on by default; --no-escape takes it as is. --system and chat messages read from standard input are never processed, as in llama-cli."`
 	NPredict  int         `short:"n" name:"n-predict" default:"-1" help:"Number of tokens to generate, as llama.cpp's -n/--n-predict: -1 (infinity) and -2 (until context filled) both generate until an end-of-generation token or a full context (bankml has no context shift, which llama.cpp also leaves off by default)."`
 	Temp      float32     `name:"temp" default:"0" help:"Temperature; 0 is greedy (exact with llama.cpp)."`
