@@ -101,14 +101,14 @@ var llamaFlags = slices.Concat([]llamaFlag{
 	{names: []string{"--metrics"}, cmds: onServe, why: "bankml serve always serves /metrics"},                                                                                                                                 // arg.cpp:3588
 
 	// Flags bankml cannot honour.
-	{names: []string{"-kvu", "--kv-unified"}, cmds: onServe, refuse: "each bankml slot has its own KV cache of -c/-np tokens (llama-server's --no-kv-unified); one cache shared by all slots is not implemented"}, // arg.cpp:1720
-	{names: []string{"--no-jinja"}, cmds: onBoth, refuse: "bankml has no chat template path but Jinja's"},                                                                                                         // arg.cpp:3668
-	{names: []string{"-a", "--alias"}, cmds: onServe, value: "STRING", refuse: `bankml serve names the model only by its file's base name (in /v1/models and in answers' "model"); it takes no aliases`},          // arg.cpp:3007
-	{names: []string{"-hf", "-hfr", "--hf-repo"}, cmds: onBoth, value: "REPO", refuse: llamaNoDownload},                                                                                                           // arg.cpp:3055
-	{names: []string{"-hff", "--hf-file"}, cmds: onBoth, value: "FILE", refuse: llamaNoDownload},                                                                                                                  // arg.cpp:3065
-	{names: []string{"-hft", "--hf-token"}, cmds: onBoth, value: "TOKEN", refuse: llamaNoDownload},                                                                                                                // arg.cpp:3072
-	{names: []string{"-mu", "--model-url"}, cmds: onBoth, value: "URL", refuse: llamaNoDownload},                                                                                                                  // arg.cpp:3039
-	{names: []string{"-dr", "--docker-repo"}, cmds: onBoth, value: "REPO", refuse: llamaNoDownload},                                                                                                               // arg.cpp:3046
+	{names: []string{"-kvu", "--kv-unified"}, cmds: onBoth, refuse: "not supported by bankml: one KV cache shared by all slots (llama.cpp's unified cache) is not implemented; each bankml serve slot has its own KV cache of -c/-np tokens, as llama-server's --no-kv-unified"}, // arg.cpp:1720
+	{names: []string{"--no-jinja"}, cmds: onBoth, refuse: "bankml has no chat template path but Jinja's"},                                                                                                // arg.cpp:3668
+	{names: []string{"-a", "--alias"}, cmds: onServe, value: "STRING", refuse: `bankml serve names the model only by its file's base name (in /v1/models and in answers' "model"); it takes no aliases`}, // arg.cpp:3007
+	{names: []string{"-hf", "-hfr", "--hf-repo"}, cmds: onBoth, value: "REPO", refuse: llamaNoDownload},                                                                                                  // arg.cpp:3055
+	{names: []string{"-hff", "--hf-file"}, cmds: onBoth, value: "FILE", refuse: llamaNoDownload},                                                                                                         // arg.cpp:3065
+	{names: []string{"-hft", "--hf-token"}, cmds: onBoth, value: "TOKEN", refuse: llamaNoDownload},                                                                                                       // arg.cpp:3072
+	{names: []string{"-mu", "--model-url"}, cmds: onBoth, value: "URL", refuse: llamaNoDownload},                                                                                                         // arg.cpp:3039
+	{names: []string{"-dr", "--docker-repo"}, cmds: onBoth, value: "REPO", refuse: llamaNoDownload},                                                                                                      // arg.cpp:3046
 }, samplingFlags())
 
 // llamaSampling lists common/arg.cpp's sampling flags (those it marks set_sampling, arg.cpp:1982–2308):
