@@ -17,12 +17,14 @@ package main
 //     flag given again warns and the last one counts; "_" in a "--" flag's name reads as "-" (--ctx_size).
 //
 // Deliberate differences: bankml takes "--flag=value" and "-p=value" (arg.cpp refuses both), and numbers
-// are checked whole (arg.cpp's std::stoi takes "12abc" as 12).
+// are checked whole (arg.cpp's std::stoi takes "12abc" as 12, and " 12" too; bankml refuses both); like
+// stoi, bankml refuses an integer outside a 32-bit int (-ngl 99999999999).
 
 import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"regexp"
 	"slices"
@@ -372,16 +374,30 @@ func readPromptFile(path string) (string, error) {
 
 // The value checks of the ignored flags, as arg.cpp's handlers make them.
 
+var errNotInt = errors.New("must be an integer")
+
+// checkInt takes what arg.cpp's std::stoi takes, a decimal integer of a 32-bit int (stoi throws
+// out_of_range past it), but whole: "12abc", which stoi reads as 12, is refused (the deliberate difference
+// the file's comment states).
 func checkInt(v string) (string, error) {
-	if _, err := strconv.Atoi(v); err != nil {
-		return "", errors.New("must be an integer")
+	if _, err := strconv.ParseInt(v, 10, 32); err != nil {
+		if errors.Is(err, strconv.ErrRange) {
+			return "", fmt.Errorf("out of range: llama.cpp takes a 32-bit int, in [%d, %d]", math.MinInt32, math.MaxInt32)
+		}
+		return "", errNotInt
 	}
 	return "", nil
 }
 
 func checkGPULayers(v string) (string, error) { // arg.cpp:2784
-	if _, err := strconv.Atoi(v); err != nil && v != "auto" && v != "all" {
-		return "", errors.New("must be a number, auto or all")
+	if v == "auto" || v == "all" {
+		return "", nil
+	}
+	if _, err := checkInt(v); err != nil {
+		if errors.Is(err, errNotInt) {
+			return "", errors.New("must be a number, auto or all")
+		}
+		return "", err
 	}
 	return "", nil
 }
@@ -516,7 +532,7 @@ func llamaHelp(cmd string) string {
 		}
 	}
 	return "llama.cpp's flags (common/arg.cpp) are taken too: " + strings.Join(mapped, ", ") +
-		". Accepted and ignored with a warning line each, their values checked as llama.cpp checks them: " +
+		". Accepted and ignored with a warning line each, their values checked as llama.cpp checks them (numbers whole, in a 32-bit int): " +
 		strings.Join(ignored, ", ") + ". Refused with the reason: " + strings.Join(refused, ", ") +
 		". A flag given twice warns and the last one counts; \"_\" in a --flag reads as \"-\" (--ctx_size), as in llama.cpp."
 }

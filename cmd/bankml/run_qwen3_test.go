@@ -54,9 +54,8 @@ func storiesVocab(t *testing.T) (*synth.Vocab, []gguf.KV) {
 // TestRunQwen3PrintsTheReferenceContinuation: bankml run on qwen3 files
 // (tiny shapes, Q1_0 and Q2_0, YaRN RoPE scaling as Bonsai's files carry)
 // prints the reference's greedy continuation detokenized by the reference,
-// byte for byte. The files carry stories260K's SentencePiece vocabulary,
-// TestRunQwen3WithTheQwen3Vocabulary
-// covers the real one.
+// byte for byte. The files carry stories260K's SentencePiece vocabulary;
+// TestRunQwen3WithTheQwen3Vocabulary covers the real one.
 func TestRunQwen3PrintsTheReferenceContinuation(t *testing.T) {
 	lib, err := reference.Load()
 	if err != nil {
