@@ -571,15 +571,16 @@ func valueFlags(app *kong.Application, cmd string) func(string) bool {
 }
 
 // resolveModel is the model's path from a command's positional MODEL and llama.cpp's -m/--model FNAME
-// (kong has made both absolute): one of them, or both when they name the same path. Neither, two
-// different paths, or a directory is a usage error naming them (a missing file is left to the command's
-// I/O error).
+// (kong has made both absolute): one of them, or MODEL when both name the same file (the same path, or
+// paths os.SameFile finds to be one file: a/../a/x.gguf, a symlink, a hard link). Neither, two different
+// files (or a path that cannot be stat'ed beside another), or a directory is a usage error naming them (a
+// missing file given once is left to the command's I/O error).
 func resolveModel(positional, flag string) (string, error) {
 	path, label := positional, "MODEL"
 	switch {
 	case positional == "" && flag == "":
 		return "", errors.New(`expected "<MODEL>" or -m/--model FNAME: the GGUF file to load`)
-	case positional != "" && flag != "" && positional != flag:
+	case positional != "" && flag != "" && positional != flag && !sameFile(positional, flag):
 		return "", fmt.Errorf("the model is given twice, as MODEL %q and as -m/--model %q: give one", positional, flag)
 	case positional == "":
 		path, label = flag, "-m/--model"
@@ -588,4 +589,14 @@ func resolveModel(positional, flag string) (string, error) {
 		return "", fmt.Errorf("%s: %s is a directory; pass a GGUF file", label, path)
 	}
 	return path, nil
+}
+
+// sameFile reports whether paths a and b both exist and are one file (os.SameFile).
+func sameFile(a, b string) bool {
+	fa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	fb, err := os.Stat(b)
+	return err == nil && os.SameFile(fa, fb)
 }

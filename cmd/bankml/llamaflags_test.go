@@ -191,6 +191,13 @@ func TestLlamaModelAndIgnoredFlags(t *testing.T) {
 	model := storiesPath(t)
 	dir := t.TempDir()
 	gen := []string{"-p", "Once upon a time", "-n", "2"}
+	link, other := filepath.Join(dir, "link.gguf"), filepath.Join(dir, "other.gguf")
+	if err := os.Symlink(model, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(other, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		args []string
 		code int
@@ -202,6 +209,11 @@ func TestLlamaModelAndIgnoredFlags(t *testing.T) {
 		{[]string{"run", "--model=" + model}, 0, []string{"generated: 2 tokens"}, "ignored"},
 		{[]string{"run", model, "-m", model}, 0, []string{"generated: 2 tokens"}, "twice"},
 		{[]string{"run", model, "-m", model + ".other"}, 1, []string{"the model is given twice", "-m/--model"}, "generated"},
+		{[]string{"run", model, "-m", filepath.Join(filepath.Dir(model), "..", filepath.Base(filepath.Dir(model)), filepath.Base(model))}, 0, []string{"generated: 2 tokens"}, "twice"},
+		{[]string{"run", link, "-m", model}, 0, []string{"generated: 2 tokens"}, "twice"},
+		{[]string{"run", "--model=" + link, model}, 0, []string{"generated: 2 tokens"}, "twice"},
+		{[]string{"run", link, "-m", other}, 1, []string{"the model is given twice"}, "generated"},
+		{[]string{"serve", link, "-m", model, "--unpinned", "-np", "0"}, 1, []string{"--parallel 0"}, "twice"},
 		{[]string{"run"}, 1, []string{`expected "<MODEL>"`}, "generated"},
 		{[]string{"run", dir}, 1, []string{"bankml: run: MODEL: " + dir + " is a directory; pass a GGUF file (see bankml --help)\n"}, "d---"},
 		{[]string{"run", "-m", dir}, 1, []string{"bankml: run: -m/--model: " + dir + " is a directory; pass a GGUF file"}, "generated"},
