@@ -496,9 +496,10 @@ type llamaIgnored struct {
 	lines []string
 }
 
-// warn writes each warning line to w as "bankml: LINE".
+// warn writes each warning line to w as "bankml: LINE", then one for each LLAMA_ARG_* variable set in the
+// environment (llamaEnvWarnings).
 func (l *llamaIgnored) warn(_ string, w io.Writer) error {
-	for _, s := range l.lines {
+	for _, s := range slices.Concat(l.lines, llamaEnvWarnings(os.Environ())) {
 		if _, err := fmt.Fprintln(w, "bankml: "+s); err != nil {
 			return err
 		}

@@ -339,3 +339,47 @@ func TestRunPromptFile(t *testing.T) {
 		}
 	}
 }
+
+// TestLlamaEnvWarnings: each LLAMA_ARG_* variable (common/arg.cpp's set_env names; LLAMA_ARG_NO_* for a
+// negative spelling) gets one line saying bankml does not read it and which flag it stands for; other
+// variables get none.
+func TestLlamaEnvWarnings(t *testing.T) {
+	const tail = ": bankml does not read llama.cpp's environment variables"
+	for _, c := range []struct {
+		env  []string
+		want string // the lines, joined with "|"
+	}{
+		{[]string{"HOME=/root", "BANKML_API_KEY=k", "LLAMA_ARGS=1"}, ""},
+		{[]string{"LLAMA_ARG_CTX_SIZE=256"}, "LLAMA_ARG_CTX_SIZE is set" + tail + " (llama.cpp's -c/--ctx-size); give the flag on the command line"},
+		{[]string{"LLAMA_ARG_TEMPERATURE=0.5", "PATH=/bin", "LLAMA_ARG_N_GPU_LAYERS=99"},
+			"LLAMA_ARG_N_GPU_LAYERS is set" + tail + " (llama.cpp's -ngl/--gpu-layers/--n-gpu-layers); give the flag on the command line|" +
+				"LLAMA_ARG_TEMPERATURE is set" + tail + " (llama.cpp's --temp/--temperature); give the flag on the command line"},
+		{[]string{"LLAMA_ARG_NO_JINJA=1", "LLAMA_ARG_KV_UNIFIED="}, "LLAMA_ARG_KV_UNIFIED is set" + tail + " (llama.cpp's -kvu/--kv-unified); give the flag on the command line|" +
+			"LLAMA_ARG_NO_JINJA is set" + tail + " (llama.cpp's --no-jinja); give the flag on the command line"},
+		{[]string{"LLAMA_ARG_WHATEVER=1"}, "LLAMA_ARG_WHATEVER is set" + tail + "; give the flag on the command line"},
+	} {
+		if got := strings.Join(llamaEnvWarnings(c.env), "|"); got != c.want {
+			t.Errorf("%q:\n got %q\nwant %q", c.env, got, c.want)
+		}
+	}
+}
+
+// TestRunWarnsOfLlamaEnv: with LLAMA_ARG_* variables set, run and serve print one line for each and run as
+// they would without them.
+func TestRunWarnsOfLlamaEnv(t *testing.T) {
+	model := storiesPath(t)
+	args := []string{"run", model, "-p", "Once upon a time", "-n", "4", "-t", "1"}
+	_, want, _ := runCLI(args...)
+	t.Setenv("LLAMA_ARG_CTX_SIZE", "64")
+	t.Setenv("LLAMA_ARG_N_PREDICT", "1")
+	code, out, stderr := runCLI(args...)
+	lines := "bankml: LLAMA_ARG_CTX_SIZE is set: bankml does not read llama.cpp's environment variables (llama.cpp's -c/--ctx-size); give the flag on the command line\n" +
+		"bankml: LLAMA_ARG_N_PREDICT is set: bankml does not read llama.cpp's environment variables (llama.cpp's -n/--n-predict); give the flag on the command line\n"
+	if code != 0 || out != want || !strings.HasPrefix(stderr, lines) || strings.Count(stderr, "LLAMA_ARG_") != 2 {
+		t.Errorf("exit %d, %q, stderr %q; want 0, %q, stderr starting %q", code, out, stderr, want, lines)
+	}
+	code, _, stderr = runCLI("serve", model, "--unpinned", "-np", "0")
+	if code != 1 || !strings.Contains(stderr, lines) {
+		t.Errorf("serve: exit %d, stderr %q; want 1 after %q", code, stderr, lines)
+	}
+}
