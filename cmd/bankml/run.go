@@ -28,7 +28,7 @@ type runCmd struct {
 	TopP      float32     `name:"top-p" default:"0.95" help:"Top-p sampling (1 = off); used when temp > 0."`
 	Seed      int64       `name:"seed" default:"-1" help:"Seed of the sampler's random draw; -1 picks one at random."`
 	Threads   threadCount `short:"t" name:"threads" default:"${nproc}" help:"Number of threads (default: the number of logical CPUs); 0 or less takes the number of logical CPUs, as llama.cpp; at most 512, ggml's GGML_MAX_N_THREADS)."`
-	Ctx       int         `short:"c" name:"ctx-size" default:"0" help:"Context size in tokens: 0 (the default) takes the model's training context, as llama-server's defaults give a slot; another size is rounded up to a multiple of 256 and capped at the training context, as llama-server does."`
+	Ctx       int         `short:"c" name:"ctx-size" aliases:"ctx" default:"0" help:"Context size in tokens: 0 (the default) takes the model's training context, as llama-server's defaults give a slot; another size is rounded up to a multiple of 256 and capped at the training context, as llama-server does."`
 	IgnoreEOS bool        `name:"ignore-eos" help:"Keep generating past end-of-generation tokens."`
 	Special   bool        `name:"special" help:"Print special (control) tokens as their text, as llama-cli's -sp/--special (not with --chat)."`
 	Manifest  string      `name:"manifest" help:"Provenance manifest (FORK.json), or the file's sha256 / sha256:<hex> digest, to pin the model against; without it the model runs unpinned and says so."`
