@@ -9,9 +9,9 @@ package main
 //     flag that only tunes what bankml does not have (GPUs, batch sizes, the file's loading) is taken out,
 //     its value checked as arg.cpp checks it, with one warning line on stderr naming it and why; a flag
 //     bankml cannot honour (-hf: a download; serve's sampling defaults) is a usage error naming it and
-//     why; -f FNAME gives the file's text to --prompt as arg.cpp reads it (readPromptFile). Any other multi-letter
-//     single-dash flag is a usage error too: kong would read it as a cluster of one-letter flags (-ngl as
-//     -n -g -l), a misread.
+//     why; -f FNAME gives the file's text to --prompt as arg.cpp reads it (readPromptFile). Any other
+//     multi-letter single-dash flag is a usage error too: kong would read it as a cluster of one-letter
+//     flags (-ngl as -n -g -l), a misread.
 //   - As in arg.cpp (common_params_parse's parse_cli_args): a flag taking a value takes the next token
 //     whatever it is, and one at the end of the line is a usage error ("expected value for argument"); a
 //     flag given again warns and the last one counts; "_" in a "--" flag's name reads as "-" (--ctx_size).

@@ -198,6 +198,10 @@ func TestLlamaModelAndIgnoredFlags(t *testing.T) {
 	if err := os.WriteFile(other, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	linkDir := filepath.Join(dir, "models")
+	if err := os.Symlink(filepath.Dir(model), linkDir); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		args []string
 		code int
@@ -209,14 +213,15 @@ func TestLlamaModelAndIgnoredFlags(t *testing.T) {
 		{[]string{"run", "--model=" + model}, 0, []string{"generated: 2 tokens"}, "ignored"},
 		{[]string{"run", model, "-m", model}, 0, []string{"generated: 2 tokens"}, "twice"},
 		{[]string{"run", model, "-m", model + ".other"}, 1, []string{"the model is given twice", "-m/--model"}, "generated"},
-		{[]string{"run", model, "-m", filepath.Join(filepath.Dir(model), "..", filepath.Base(filepath.Dir(model)), filepath.Base(model))}, 0, []string{"generated: 2 tokens"}, "twice"},
+		{[]string{"run", model, "-m", filepath.Dir(model) + "/../" + filepath.Base(filepath.Dir(model)) + "/" + filepath.Base(model)}, 0, []string{"generated: 2 tokens"}, "twice"},
+		{[]string{"run", model, "-m", filepath.Join(linkDir, filepath.Base(model))}, 0, []string{"generated: 2 tokens"}, "twice"},
 		{[]string{"run", link, "-m", model}, 0, []string{"generated: 2 tokens"}, "twice"},
 		{[]string{"run", "--model=" + link, model}, 0, []string{"generated: 2 tokens"}, "twice"},
 		{[]string{"run", link, "-m", other}, 1, []string{"the model is given twice"}, "generated"},
 		{[]string{"serve", link, "-m", model, "--unpinned", "-np", "0"}, 1, []string{"bankml: serve: -np/--parallel 0: must be at least 1"}, "twice"},
 		// kong's own errors point at the command's --help; --ctx is -c on both commands.
-		{[]string{"run", "-m", model, "--no-such-flag"}, 1, []string{"unknown flag --no-such-flag (see bankml run --help)"}, "generated"},
-		{[]string{"serve", model, "--unpinned", "--no-such-flag"}, 1, []string{"unknown flag --no-such-flag (see bankml serve --help)"}, "listening"},
+		{[]string{"run", "-m", model, "--no-such-flag"}, 1, []string{"unknown flag --no-such-flag", "(see bankml run --help)\n"}, "generated"},
+		{[]string{"serve", model, "--unpinned", "--no-such-flag"}, 1, []string{"unknown flag --no-such-flag", "(see bankml serve --help)\n"}, "listening"},
 		{[]string{"nosuchcommand"}, 1, []string{"(see bankml --help)"}, "generated"},
 		{[]string{"run", "-m", model, "--ctx", "256"}, 0, []string{"generated: 2 tokens"}, "unknown"},
 		{[]string{"serve", model, "--unpinned", "--ctx", "-1"}, 1, []string{"--ctx-size -1: must be 0 or positive"}, "listening"},
@@ -380,7 +385,7 @@ func TestRunWarnsOfLlamaEnv(t *testing.T) {
 	t.Setenv("LLAMA_ARG_N_PREDICT", "1")
 	code, out, stderr := runCLI(args...)
 	lines := "bankml: LLAMA_ARG_CTX_SIZE is set: bankml does not read llama.cpp's environment variables (llama.cpp's -c/--ctx-size); give the flag on the command line\n" +
-		"bankml: LLAMA_ARG_N_PREDICT is set: bankml does not read llama.cpp's environment variables (llama.cpp's -n/--n-predict); give the flag on the command line\n"
+		"bankml: LLAMA_ARG_N_PREDICT is set: bankml does not read llama.cpp's environment variables (llama.cpp's -n/--predict/--n-predict); give the flag on the command line\n"
 	if code != 0 || out != want || !strings.HasPrefix(stderr, lines) || strings.Count(stderr, "LLAMA_ARG_") != 2 {
 		t.Errorf("exit %d, %q, stderr %q; want 0, %q, stderr starting %q", code, out, stderr, want, lines)
 	}
