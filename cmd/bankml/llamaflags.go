@@ -8,20 +8,23 @@ package main
 //     bankml equivalent becomes bankml's spelling (-sys is --system, -cnv is --chat, -np is --parallel); a
 //     flag that only tunes what bankml does not have (GPUs, batch sizes, the file's loading) is taken out,
 //     its value checked as arg.cpp checks it, with one warning line on stderr naming it and why; a flag
-//     bankml cannot honour (-hf: a download) is a usage error naming it and why. Any other multi-letter
-//     single-dash flag is a usage error too: kong would read it as a cluster of one-letter flags (-ngl as
-//     -n -g -l), a misread.
+//     bankml cannot honour (-hf: a download; serve's sampling defaults) is a usage error naming it and
+//     why; -f FNAME gives the file's text to --prompt as arg.cpp reads it (readPromptFile). Any other
+//     multi-letter single-dash flag is a usage error too: kong would read it as a cluster of one-letter
+//     flags (-ngl as -n -g -l), a misread.
 //   - As in arg.cpp (common_params_parse's parse_cli_args): a flag taking a value takes the next token
 //     whatever it is, and one at the end of the line is a usage error ("expected value for argument"); a
 //     flag given again warns and the last one counts; "_" in a "--" flag's name reads as "-" (--ctx_size).
 //
-// Deliberate differences: bankml takes "--flag=value" and "-f=value" (arg.cpp refuses both), and numbers
-// are checked whole (arg.cpp's std::stoi takes "12abc" as 12).
+// Deliberate differences: bankml takes "--flag=value" and "-p=value" (arg.cpp refuses both), and numbers
+// are checked whole (arg.cpp's std::stoi takes "12abc" as 12, and " 12" too; bankml refuses both); like
+// stoi, bankml refuses an integer outside a 32-bit int (-ngl 99999999999).
 
 import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"regexp"
 	"slices"
@@ -43,6 +46,9 @@ type llamaFlag struct {
 	check  func(v string) (note string, err error)
 	why    string // ignored: the warning's reason
 	refuse string // refused: why, in the usage error
+	// file: the value is a file whose text is given to (to) as its value ("to=TEXT"), read as arg.cpp's -f
+	// reads it (readPromptFile).
+	file bool
 }
 
 var (
@@ -52,15 +58,14 @@ var (
 )
 
 // llamaFlags is the table llamaArgs reads (common/arg.cpp's names; its line for each in the comment).
-var llamaFlags = []llamaFlag{
+var llamaFlags = slices.Concat([]llamaFlag{
 	// Flags bankml has under another spelling.
 	{names: []string{"-sys", "--system-prompt"}, cmds: onRun, to: "--system"},                                                // arg.cpp:1773
 	{names: []string{"-cnv", "--conversation"}, cmds: onRun, to: "--chat"},                                                   // arg.cpp:1898
 	{names: []string{"-no-cnv", "--no-conversation"}, cmds: onRun, to: "--no-chat"},                                          // arg.cpp:1898
 	{names: []string{"-st"}, cmds: onRun, to: "--single-turn"},                                                               // arg.cpp:1909
 	{names: []string{"-sp", "--special"}, cmds: onRun, to: "--special"},                                                      // arg.cpp:1891
-	{names: []string{"-s"}, cmds: onRun, to: "--seed"},                                                                       // arg.cpp:1990
-	{names: []string{"--temperature"}, cmds: onRun, to: "--temp"},                                                            // arg.cpp:2011
+	{names: []string{"-f", "--file"}, cmds: onRun, to: "--prompt", value: "FNAME", file: true},                               // arg.cpp:1797
 	{names: []string{"--predict"}, cmds: onRun, to: "--n-predict"},                                                           // arg.cpp:1654
 	{names: []string{"-np", "--parallel"}, cmds: onServe, to: "--parallel"},                                                  // arg.cpp:2540
 	{names: []string{"-np", "--parallel"}, cmds: onRun, value: "N", check: checkInt, why: "bankml run decodes one sequence"}, // arg.cpp:2551
@@ -94,14 +99,81 @@ var llamaFlags = []llamaFlag{
 	{names: []string{"-lv", "--verbosity", "--log-verbosity"}, cmds: onBoth, value: "N", check: checkInt, why: "bankml has no log levels"},                                                                                    // arg.cpp:3934
 	{names: []string{"-co", "--color"}, cmds: onRun, value: "on|off|auto", check: checkColor, why: "bankml prints no colours"},                                                                                                // arg.cpp:1496
 	{names: []string{"-no-kvu", "--no-kv-unified"}, cmds: onServe, why: "each bankml slot has its own KV cache, as llama-server's without --kv-unified"},                                                                      // arg.cpp:1720
+	{names: []string{"--jinja"}, cmds: onBoth, why: "bankml always renders the GGUF's chat template with its Jinja engine"},                                                                                                   // arg.cpp:3667
+	{names: []string{"--metrics"}, cmds: onServe, why: "bankml serve always serves /metrics"},                                                                                                                                 // arg.cpp:3588
 
 	// Flags bankml cannot honour.
-	{names: []string{"-kvu", "--kv-unified"}, cmds: onServe, refuse: "each bankml slot has its own KV cache of -c/-np tokens (llama-server's --no-kv-unified); one cache shared by all slots is not implemented"}, // arg.cpp:1720
-	{names: []string{"-hf", "-hfr", "--hf-repo"}, cmds: onBoth, value: "REPO", refuse: llamaNoDownload},                                                                                                           // arg.cpp:3055
-	{names: []string{"-hff", "--hf-file"}, cmds: onBoth, value: "FILE", refuse: llamaNoDownload},                                                                                                                  // arg.cpp:3065
-	{names: []string{"-hft", "--hf-token"}, cmds: onBoth, value: "TOKEN", refuse: llamaNoDownload},                                                                                                                // arg.cpp:3072
-	{names: []string{"-mu", "--model-url"}, cmds: onBoth, value: "URL", refuse: llamaNoDownload},                                                                                                                  // arg.cpp:3039
-	{names: []string{"-dr", "--docker-repo"}, cmds: onBoth, value: "REPO", refuse: llamaNoDownload},                                                                                                               // arg.cpp:3046
+	{names: []string{"-kvu", "--kv-unified"}, cmds: onBoth, refuse: "not supported by bankml: one KV cache shared by all slots (llama.cpp's unified cache) is not implemented; each bankml serve slot has its own KV cache of -c/-np tokens, as llama-server's --no-kv-unified"}, // arg.cpp:1720
+	{names: []string{"--no-jinja"}, cmds: onBoth, refuse: "bankml has no chat template path but Jinja's"},                                                                                                // arg.cpp:3668
+	{names: []string{"-a", "--alias"}, cmds: onServe, value: "STRING", refuse: `bankml serve names the model only by its file's base name (in /v1/models and in answers' "model"); it takes no aliases`}, // arg.cpp:3007
+	{names: []string{"-hf", "-hfr", "--hf-repo"}, cmds: onBoth, value: "REPO", refuse: llamaNoDownload},                                                                                                  // arg.cpp:3055
+	{names: []string{"-hff", "--hf-file"}, cmds: onBoth, value: "FILE", refuse: llamaNoDownload},                                                                                                         // arg.cpp:3065
+	{names: []string{"-hft", "--hf-token"}, cmds: onBoth, value: "TOKEN", refuse: llamaNoDownload},                                                                                                       // arg.cpp:3072
+	{names: []string{"-mu", "--model-url"}, cmds: onBoth, value: "URL", refuse: llamaNoDownload},                                                                                                         // arg.cpp:3039
+	{names: []string{"-dr", "--docker-repo"}, cmds: onBoth, value: "REPO", refuse: llamaNoDownload},                                                                                                      // arg.cpp:3046
+}, samplingFlags())
+
+// llamaSampling lists common/arg.cpp's sampling flags (those it marks set_sampling, arg.cpp:1982–2308):
+// every tool takes them, llama-server as the sampling defaults of requests that set none of their own.
+// run is bankml run's own flag for a spelling ("" when run has none).
+var llamaSampling = []struct {
+	names      []string
+	value, run string
+}{
+	{[]string{"--samplers"}, "SAMPLERS", ""},                      // arg.cpp:1982
+	{[]string{"-s", "--seed"}, "SEED", "--seed"},                  // arg.cpp:1991
+	{[]string{"--sampler-seq", "--sampling-seq"}, "SEQUENCE", ""}, // arg.cpp:1998
+	{[]string{"--ignore-eos"}, "", "--ignore-eos"},                // arg.cpp:2005
+	{[]string{"--temp", "--temperature"}, "N", "--temp"},          // arg.cpp:2012
+	{[]string{"--top-k"}, "N", "--top-k"},                         // arg.cpp:2021
+	{[]string{"--top-p"}, "N", "--top-p"},                         // arg.cpp:2029
+	{[]string{"--min-p"}, "N", ""},                                // arg.cpp:2037
+	{[]string{"--top-nsigma", "--top-n-sigma"}, "N", ""},          // arg.cpp:2045
+	{[]string{"--xtc-probability"}, "N", ""},                      // arg.cpp:2052
+	{[]string{"--xtc-threshold"}, "N", ""},                        // arg.cpp:2060
+	{[]string{"--typical", "--typical-p"}, "N", ""},               // arg.cpp:2068
+	{[]string{"--repeat-last-n"}, "N", ""},                        // arg.cpp:2075
+	{[]string{"--repeat-penalty"}, "N", ""},                       // arg.cpp:2087
+	{[]string{"--presence-penalty"}, "N", ""},                     // arg.cpp:2101
+	{[]string{"--frequency-penalty"}, "N", ""},                    // arg.cpp:2112
+	{[]string{"--dry-multiplier"}, "N", ""},                       // arg.cpp:2123
+	{[]string{"--dry-base"}, "N", ""},                             // arg.cpp:2130
+	{[]string{"--dry-allowed-length"}, "N", ""},                   // arg.cpp:2141
+	{[]string{"--dry-penalty-last-n"}, "N", ""},                   // arg.cpp:2148
+	{[]string{"--dry-sequence-breaker"}, "STRING", ""},            // arg.cpp:2158
+	{[]string{"--adaptive-target"}, "N", ""},                      // arg.cpp:2184
+	{[]string{"--adaptive-decay"}, "N", ""},                       // arg.cpp:2194
+	{[]string{"--dynatemp-range"}, "N", ""},                       // arg.cpp:2204
+	{[]string{"--dynatemp-exp"}, "N", ""},                         // arg.cpp:2211
+	{[]string{"--mirostat"}, "N", ""},                             // arg.cpp:2218
+	{[]string{"--mirostat-lr"}, "N", ""},                          // arg.cpp:2227
+	{[]string{"--mirostat-ent"}, "N", ""},                         // arg.cpp:2235
+	{[]string{"-l", "--logit-bias"}, "TOKEN_ID(+/-)BIAS", ""},     // arg.cpp:2243
+	{[]string{"--grammar"}, "GRAMMAR", ""},                        // arg.cpp:2265
+	{[]string{"--grammar-file"}, "FNAME", ""},                     // arg.cpp:2272
+	{[]string{"-j", "--json-schema"}, "SCHEMA", ""},               // arg.cpp:2279
+	{[]string{"-jf", "--json-schema-file"}, "FILE", ""},           // arg.cpp:2286
+	{[]string{"-bs", "--backend-sampling"}, "", ""},               // arg.cpp:2303
+}
+
+// Why the sampling flags are refused: serve has no server-wide defaults, run only some of the flags.
+const (
+	llamaNoServerSampling = "llama-server's server-wide sampling defaults are not supported by bankml serve: set them per request"
+	llamaRunSampling      = "bankml run's sampling flags are --temp, --top-k, --top-p, -s/--seed and --ignore-eos only (the others keep llama.cpp's defaults)"
+)
+
+// samplingFlags is llamaSampling as entries of llamaFlags: on run, a spelling of a flag run has is that
+// flag and the others are refused (llamaRunSampling); on serve all are refused (llamaNoServerSampling).
+func samplingFlags() []llamaFlag {
+	var fs []llamaFlag
+	for _, f := range llamaSampling {
+		run := llamaFlag{names: f.names, cmds: onRun, to: f.run}
+		if f.run == "" {
+			run = llamaFlag{names: f.names, cmds: onRun, value: f.value, refuse: llamaRunSampling}
+		}
+		fs = append(fs, run, llamaFlag{names: f.names, cmds: onServe, value: f.value, refuse: llamaNoServerSampling})
+	}
+	return fs
 }
 
 const llamaNoDownload = "bankml downloads nothing: pass a local GGUF file as MODEL or -m FNAME"
@@ -113,7 +185,7 @@ var llamaOther = map[string]string{
 	"-lcs": "--lookup-cache-static", "-lcd": "--lookup-cache-dynamic", "-ctxcp": "--ctx-checkpoints",
 	"-cms": "--checkpoint-min-step", "-cram": "--cache-ram", "-sysf": "--system-prompt-file",
 	"-bf": "--binary-file", "-ptc": "--print-token-count", "-if": "--interactive-first",
-	"-mli": "--multiline-input", "-jf": "--json-schema-file", "-bs": "--backend-sampling",
+	"-mli": "--multiline-input",
 	"-gan": "--grp-attn-n", "-gaw": "--grp-attn-w", "-nr": "--no-repack", "-mm": "--mmproj",
 	"-mmu": "--mmproj-url", "-mmdev": "--mmproj-device", "-lzm": "--lazy-mode", "-fitt": "--fit-target",
 	"-fitc": "--fit-ctx", "-ag": "--agent", "-no-ag": "--no-agent", "-rea": "--reasoning",
@@ -234,6 +306,20 @@ func (f *llamaFlag) apply(cmd, name, value string, eq bool, rest, out []string, 
 	if f.refuse != "" {
 		return "", nil, false, fmt.Errorf("%s: %s: %s", cmd, name, f.refuse)
 	}
+	if f.file {
+		v := value
+		if !eq {
+			if len(rest) == 0 {
+				return "", nil, false, fmt.Errorf("%s: %s: expected a value (%s)", cmd, name, f.value)
+			}
+			v, skip = rest[0], true
+		}
+		text, err := readPromptFile(v)
+		if err != nil {
+			return "", nil, false, fmt.Errorf("%s: %s: %w", cmd, name, err)
+		}
+		return "", append(out, f.to+"="+text), skip, nil
+	}
 	if f.to != "" {
 		if eq {
 			return "", append(out, f.to+"="+value), false, nil
@@ -274,18 +360,44 @@ func (f *llamaFlag) apply(cmd, name, value string, eq bool, rest, out []string, 
 	return fmt.Sprintf("%s %s ignored: %s%s", shown, v, f.why, note), out, skip, nil
 }
 
+// readPromptFile is the text of -f/--file FNAME as arg.cpp's handler takes it (arg.cpp:1797, read_file at
+// arg.cpp:67): the file's bytes as they are, less one trailing "\n" (a "\r" before it stays). It sets the
+// prompt as -p does, so the last of -p and -f counts and -e's escapes apply to it (common_params_parse,
+// arg.cpp:918). Errors: the file cannot be read (llama.cpp: "failed to open file").
+func readPromptFile(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("failed to read the prompt file: %w", err)
+	}
+	return strings.TrimSuffix(string(b), "\n"), nil
+}
+
 // The value checks of the ignored flags, as arg.cpp's handlers make them.
 
+var errNotInt = errors.New("must be an integer")
+
+// checkInt takes what arg.cpp's std::stoi takes, a decimal integer of a 32-bit int (stoi throws
+// out_of_range past it), but whole: "12abc", which stoi reads as 12, is refused (the deliberate difference
+// the file's comment states).
 func checkInt(v string) (string, error) {
-	if _, err := strconv.Atoi(v); err != nil {
-		return "", errors.New("must be an integer")
+	if _, err := strconv.ParseInt(v, 10, 32); err != nil {
+		if errors.Is(err, strconv.ErrRange) {
+			return "", fmt.Errorf("out of range: llama.cpp takes a 32-bit int, in [%d, %d]", math.MinInt32, math.MaxInt32)
+		}
+		return "", errNotInt
 	}
 	return "", nil
 }
 
 func checkGPULayers(v string) (string, error) { // arg.cpp:2784
-	if _, err := strconv.Atoi(v); err != nil && v != "auto" && v != "all" {
-		return "", errors.New("must be a number, auto or all")
+	if v == "auto" || v == "all" {
+		return "", nil
+	}
+	if _, err := checkInt(v); err != nil {
+		if errors.Is(err, errNotInt) {
+			return "", errors.New("must be a number, auto or all")
+		}
+		return "", err
 	}
 	return "", nil
 }
@@ -384,9 +496,10 @@ type llamaIgnored struct {
 	lines []string
 }
 
-// warn writes each warning line to w as "bankml: LINE".
+// warn writes each warning line to w as "bankml: LINE", then one for each LLAMA_ARG_* variable set in the
+// environment (llamaEnvWarnings).
 func (l *llamaIgnored) warn(_ string, w io.Writer) error {
-	for _, s := range l.lines {
+	for _, s := range slices.Concat(l.lines, llamaEnvWarnings(os.Environ())) {
 		if _, err := fmt.Fprintln(w, "bankml: "+s); err != nil {
 			return err
 		}
@@ -401,11 +514,16 @@ func llamaHelp(cmd string) string {
 		if !slices.Contains(f.cmds, cmd) {
 			continue
 		}
-		spell := strings.Join(f.names, "/")
+		spell := strings.Join(slices.DeleteFunc(slices.Clone(f.names), func(n string) bool { return n == f.to }), "/")
+		if spell == "" {
+			continue // a spelling of the command's own flag
+		}
 		if f.value != "" {
 			spell += " " + f.value
 		}
 		switch {
+		case f.file:
+			mapped = append(mapped, spell+" = "+f.to+" with the file's text (one trailing newline dropped)")
 		case f.to != "":
 			mapped = append(mapped, spell+" = "+f.to)
 		case f.refuse != "":
@@ -415,7 +533,7 @@ func llamaHelp(cmd string) string {
 		}
 	}
 	return "llama.cpp's flags (common/arg.cpp) are taken too: " + strings.Join(mapped, ", ") +
-		". Accepted and ignored with a warning line each, their values checked as llama.cpp checks them: " +
+		". Accepted and ignored with a warning line each, their values checked as llama.cpp checks them (numbers whole, in a 32-bit int): " +
 		strings.Join(ignored, ", ") + ". Refused with the reason: " + strings.Join(refused, ", ") +
 		". A flag given twice warns and the last one counts; \"_\" in a --flag reads as \"-\" (--ctx_size), as in llama.cpp."
 }
@@ -454,15 +572,16 @@ func valueFlags(app *kong.Application, cmd string) func(string) bool {
 }
 
 // resolveModel is the model's path from a command's positional MODEL and llama.cpp's -m/--model FNAME
-// (kong has made both absolute): one of them, or both when they name the same path. Neither, two
-// different paths, or a directory is a usage error naming them (a missing file is left to the command's
-// I/O error).
+// (kong has made both absolute): one of them, or MODEL when both name the same file (the same path, or
+// paths os.SameFile finds to be one file: a/../a/x.gguf, a symlink, a hard link). Neither, two different
+// files (or a path that cannot be stat'ed beside another), or a directory is a usage error naming them (a
+// missing file given once is left to the command's I/O error).
 func resolveModel(positional, flag string) (string, error) {
 	path, label := positional, "MODEL"
 	switch {
 	case positional == "" && flag == "":
 		return "", errors.New(`expected "<MODEL>" or -m/--model FNAME: the GGUF file to load`)
-	case positional != "" && flag != "" && positional != flag:
+	case positional != "" && flag != "" && positional != flag && !sameFile(positional, flag):
 		return "", fmt.Errorf("the model is given twice, as MODEL %q and as -m/--model %q: give one", positional, flag)
 	case positional == "":
 		path, label = flag, "-m/--model"
@@ -471,4 +590,14 @@ func resolveModel(positional, flag string) (string, error) {
 		return "", fmt.Errorf("%s: %s is a directory; pass a GGUF file", label, path)
 	}
 	return path, nil
+}
+
+// sameFile reports whether paths a and b both exist and are one file (os.SameFile).
+func sameFile(a, b string) bool {
+	fa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	fb, err := os.Stat(b)
+	return err == nil && os.SameFile(fa, fb)
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -15,8 +17,17 @@ import (
 // kong would misread.
 func TestLlamaArgs(t *testing.T) {
 	takesValue := func(s string) bool {
-		return slices.Contains([]string{"-p", "--prompt", "-n", "-c", "--ctx-size", "--system", "--seed", "--temp", "--parallel", "--timeout", "--n-predict"}, s)
+		return slices.Contains([]string{"-p", "--prompt", "-n", "-c", "--ctx-size", "--system", "--seed", "--temp", "--top-k", "--top-p", "--parallel", "--timeout", "--n-predict"}, s)
 	}
+	dir := t.TempDir()
+	file := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	story, crlf, raw, empty := file("story.txt", "Once upon\n\n"), file("crlf.txt", "a\r\n"), file("raw.txt", "\\n-x\xff"), file("empty.txt", "")
 	for _, c := range []struct {
 		in, want []string
 		warn     string // the warning lines, joined with "|"
@@ -45,6 +56,43 @@ func TestLlamaArgs(t *testing.T) {
 		{in: []string{"run", "m.gguf", "-sp", "--special", "-s", "7", "--temperature", "0.5", "--predict", "3"},
 			want: []string{"run", "m.gguf", "--special", "--special", "--seed", "7", "--temp", "0.5", "--n-predict", "3"}},
 		{in: []string{"run", "m.gguf", "-s=7"}, want: []string{"run", "m.gguf", "--seed=7"}},
+		// Sampling flags (arg.cpp:1982–2308): run's own spellings, the others refused; serve has no server-wide defaults.
+		{in: []string{"run", "m.gguf", "--seed", "5", "--temperature", "0.5", "--top_p", "0.9", "--top-k", "3", "--ignore-eos"},
+			want: []string{"run", "m.gguf", "--seed", "5", "--temp", "0.5", "--top-p", "0.9", "--top-k", "3", "--ignore-eos"}},
+		{in: []string{"run", "m.gguf", "--seed=5", "--temp=1"}, want: []string{"run", "m.gguf", "--seed=5", "--temp=1"}},
+		{in: []string{"run", "m.gguf", "--min-p", "0.1"}, err: "run: --min-p: bankml run's sampling flags are --temp, --top-k, --top-p, -s/--seed and --ignore-eos only (the others keep llama.cpp's defaults)"},
+		{in: []string{"run", "m.gguf", "--repeat-penalty", "1.1"}, err: "run: --repeat-penalty: bankml run's sampling flags are"},
+		{in: []string{"run", "m.gguf", "-jf", "s.json"}, err: "run: -jf: bankml run's sampling flags are"},
+		{in: []string{"serve", "m.gguf", "--temp", "0.5"}, err: "serve: --temp: llama-server's server-wide sampling defaults are not supported by bankml serve: set them per request"},
+		{in: []string{"serve", "m.gguf", "-s", "1"}, err: "serve: -s: llama-server's server-wide sampling defaults are not supported"},
+		{in: []string{"serve", "m.gguf", "--seed=1"}, err: "serve: --seed: llama-server's server-wide sampling defaults"},
+		{in: []string{"serve", "m.gguf", "--top-k", "1"}, err: "serve: --top-k: llama-server's server-wide sampling defaults"},
+		{in: []string{"serve", "m.gguf", "--top_p", "1"}, err: "serve: --top-p: llama-server's server-wide sampling defaults"},
+		{in: []string{"serve", "m.gguf", "--min-p", "0"}, err: "serve: --min-p: llama-server's server-wide sampling defaults"},
+		{in: []string{"serve", "m.gguf", "--repeat-penalty", "1"}, err: "serve: --repeat-penalty: llama-server's server-wide sampling defaults"},
+		{in: []string{"serve", "m.gguf", "--ignore-eos"}, err: "serve: --ignore-eos: llama-server's server-wide sampling defaults"},
+		{in: []string{"serve", "m.gguf", "-l", "15043+1"}, err: "serve: -l: llama-server's server-wide sampling defaults"},
+		{in: []string{"serve", "m.gguf", "-bs"}, err: "serve: -bs: llama-server's server-wide sampling defaults"},
+		{in: []string{"serve", "m.gguf", "--mirostat", "2"}, err: "serve: --mirostat: llama-server's server-wide sampling defaults"},
+		// What bankml always does (arg.cpp:3667, 3588), and what it cannot (arg.cpp:3668, 3007).
+		{in: []string{"serve", "m.gguf", "--jinja", "--metrics"}, want: []string{"serve", "m.gguf"},
+			warn: "--jinja ignored: bankml always renders the GGUF's chat template with its Jinja engine|--metrics ignored: bankml serve always serves /metrics"},
+		{in: []string{"run", "m.gguf", "--jinja"}, want: []string{"run", "m.gguf"}, warn: "--jinja ignored: bankml always renders the GGUF's chat template with its Jinja engine"},
+		{in: []string{"run", "m.gguf", "--metrics"}, err: "run: --metrics is a flag of bankml serve only"},
+		{in: []string{"serve", "m.gguf", "--no-jinja"}, err: "serve: --no-jinja: bankml has no chat template path but Jinja's"},
+		{in: []string{"run", "m.gguf", "--no-jinja"}, err: "run: --no-jinja: bankml has no chat template path but Jinja's"},
+		{in: []string{"serve", "m.gguf", "-a", "gpt-4"}, err: `serve: -a: bankml serve names the model only by its file's base name (in /v1/models and in answers' "model"); it takes no aliases`},
+		{in: []string{"serve", "m.gguf", "--alias=x,y"}, err: "serve: --alias: bankml serve names the model only by its file's base name"},
+		// -f/--file FNAME (arg.cpp:1797): the file's text is the prompt, less one trailing newline; the last of -p and -f counts.
+		{in: []string{"run", "m.gguf", "-f", story}, want: []string{"run", "m.gguf", "--prompt=Once upon\n"}},
+		{in: []string{"run", "m.gguf", "--file", crlf, "-n", "1"}, want: []string{"run", "m.gguf", "--prompt=a\r", "-n", "1"}},
+		{in: []string{"run", "m.gguf", "--file=" + raw}, want: []string{"run", "m.gguf", "--prompt=\\n-x\xff"}},
+		{in: []string{"run", "m.gguf", "-f", empty}, want: []string{"run", "m.gguf", "--prompt="}},
+		{in: []string{"run", "m.gguf", "-p", "Hi", "-f", story}, want: []string{"run", "m.gguf", "-p", "Hi", "--prompt=Once upon\n"}},
+		{in: []string{"run", "m.gguf", "-f", filepath.Join(dir, "none.txt")}, err: "run: -f: failed to read the prompt file: open " + filepath.Join(dir, "none.txt")},
+		{in: []string{"run", "m.gguf", "-f", dir}, err: "run: -f: failed to read the prompt file"},
+		{in: []string{"run", "m.gguf", "-f"}, err: "run: -f: expected a value (FNAME)"},
+		{in: []string{"serve", "m.gguf", "-f", story}, err: "serve: -f is a flag of bankml run only"},
 		// Ignored with a warning, the value checked as arg.cpp checks it.
 		{in: []string{"run", "m.gguf", "-tb", "4", "-b", "64", "-ub", "32", "-ctk", "f16", "-ctv", "f16", "-nkvo", "-kvo"}, want: []string{"run", "m.gguf"},
 			warn: "-tb 4 ignored: bankml evaluates the prompt with the -t threads|" +
@@ -65,6 +113,14 @@ func TestLlamaArgs(t *testing.T) {
 		{in: []string{"run", "m.gguf", "-ctk", "q8_0"}, err: `run: -ctk/--cache-type-k "q8_0": bankml's KV cache is f16 only`},
 		{in: []string{"run", "m.gguf", "-ctv", "f8"}, err: `run: -ctv/--cache-type-v "f8": unsupported cache type (llama.cpp takes f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1)`},
 		{in: []string{"run", "m.gguf", "-tb", "x"}, err: `run: -tb/--threads-batch "x": must be an integer`},
+		// Integers as std::stoi takes them, but whole: a 32-bit int (stoi's out_of_range past it), no trailing text.
+		{in: []string{"run", "m.gguf", "-ngl", "99999999999"}, err: `run: -ngl/--gpu-layers/--n-gpu-layers "99999999999": out of range: llama.cpp takes a 32-bit int, in [-2147483648, 2147483647]`},
+		{in: []string{"serve", "m.gguf", "-tb", "2147483648"}, err: `serve: -tb/--threads-batch "2147483648": out of range`},
+		{in: []string{"run", "m.gguf", "-mg", "-2147483649"}, err: `run: -mg/--main-gpu "-2147483649": out of range`},
+		{in: []string{"run", "m.gguf", "-ngl", "12abc"}, err: `run: -ngl/--gpu-layers/--n-gpu-layers "12abc": must be a number, auto or all`},
+		{in: []string{"run", "m.gguf", "-b", "12abc"}, err: `run: -b/--batch-size "12abc": must be an integer`},
+		{in: []string{"run", "m.gguf", "-ngl", "2147483647", "-tb", "+4", "-mg", "-2147483648"}, want: []string{"run", "m.gguf"},
+			warn: "-ngl 2147483647 ignored: bankml runs on the CPU only|-tb +4 ignored: bankml evaluates the prompt with the -t threads|-mg -2147483648 ignored: bankml runs on the CPU only"},
 		{in: []string{"run", "m.gguf", "-dev", "CUDA0"}, err: `run: -dev/--device "CUDA0": invalid device`},
 		{in: []string{"run", "m.gguf", "-sm", "all"}, err: `-sm/--split-mode "all": must be one of none, layer, row, tensor`},
 		{in: []string{"run", "m.gguf", "-ts", "3,x"}, err: `-ts/--tensor-split "3,x": "x" is not a number`},
@@ -78,7 +134,8 @@ func TestLlamaArgs(t *testing.T) {
 		{in: []string{"serve", "--hf-repo", "a/b"}, err: "serve: --hf-repo: bankml downloads nothing"},
 		{in: []string{"run", "-mu", "https://x/m.gguf"}, err: "run: -mu: bankml downloads nothing"},
 		{in: []string{"run", "-hff", "m.gguf"}, err: "run: -hff: bankml downloads nothing"},
-		{in: []string{"serve", "m.gguf", "-kvu"}, err: "serve: -kvu: each bankml slot has its own KV cache"},
+		{in: []string{"serve", "m.gguf", "-kvu"}, err: "serve: -kvu: not supported by bankml: one KV cache shared by all slots (llama.cpp's unified cache) is not implemented; each bankml serve slot has its own KV cache of -c/-np tokens"},
+		{in: []string{"serve", "m.gguf", "--kv_unified"}, err: "serve: --kv-unified: not supported by bankml: one KV cache shared by all slots"},
 		{in: []string{"serve", "m.gguf", "-sp"}, err: "serve: -sp: bankml serve's answers carry no special-token text"},
 		{in: []string{"run", "m.gguf", "-to", "5"}, err: "run: -to is a flag of bankml serve only"},
 		{in: []string{"run", "m.gguf", "-np", "-to"}, err: `run: -np/--parallel "-to": must be an integer`},
@@ -86,7 +143,8 @@ func TestLlamaArgs(t *testing.T) {
 		{in: []string{"serve", "m.gguf", "--parallel", "2"}, want: []string{"serve", "m.gguf", "--parallel", "2"}},
 		{in: []string{"serve", "m.gguf", "-sys", "x"}, err: "serve: -sys is a flag of bankml run only"},
 		{in: []string{"serve", "m.gguf", "-cnv"}, err: "serve: -cnv is a flag of bankml run only"},
-		{in: []string{"run", "m.gguf", "-kvu"}, err: "run: -kvu is a flag of bankml serve only"},
+		{in: []string{"run", "m.gguf", "-kvu"}, err: "run: -kvu: not supported by bankml: one KV cache shared by all slots (llama.cpp's unified cache) is not implemented"},
+		{in: []string{"run", "m.gguf", "-no-kvu"}, err: "run: -no-kvu is a flag of bankml serve only"},
 		{in: []string{"run", "m.gguf", "-rea", "on"}, err: "run: llama.cpp's -rea (--reasoning) is not supported by bankml run"},
 		{in: []string{"serve", "m.gguf", "-cram", "0"}, err: "serve: llama.cpp's -cram (--cache-ram) is not supported by bankml serve"},
 		{in: []string{"run", "m.gguf", "-dio"}, err: "run: unknown flag -dio: bankml's single-dash flags are one letter"},
@@ -133,6 +191,17 @@ func TestLlamaModelAndIgnoredFlags(t *testing.T) {
 	model := storiesPath(t)
 	dir := t.TempDir()
 	gen := []string{"-p", "Once upon a time", "-n", "2"}
+	link, other := filepath.Join(dir, "link.gguf"), filepath.Join(dir, "other.gguf")
+	if err := os.Symlink(model, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(other, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	linkDir := filepath.Join(dir, "models")
+	if err := os.Symlink(filepath.Dir(model), linkDir); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		args []string
 		code int
@@ -144,8 +213,20 @@ func TestLlamaModelAndIgnoredFlags(t *testing.T) {
 		{[]string{"run", "--model=" + model}, 0, []string{"generated: 2 tokens"}, "ignored"},
 		{[]string{"run", model, "-m", model}, 0, []string{"generated: 2 tokens"}, "twice"},
 		{[]string{"run", model, "-m", model + ".other"}, 1, []string{"the model is given twice", "-m/--model"}, "generated"},
+		{[]string{"run", model, "-m", filepath.Dir(model) + "/../" + filepath.Base(filepath.Dir(model)) + "/" + filepath.Base(model)}, 0, []string{"generated: 2 tokens"}, "twice"},
+		{[]string{"run", model, "-m", filepath.Join(linkDir, filepath.Base(model))}, 0, []string{"generated: 2 tokens"}, "twice"},
+		{[]string{"run", link, "-m", model}, 0, []string{"generated: 2 tokens"}, "twice"},
+		{[]string{"run", "--model=" + link, model}, 0, []string{"generated: 2 tokens"}, "twice"},
+		{[]string{"run", link, "-m", other}, 1, []string{"the model is given twice"}, "generated"},
+		{[]string{"serve", link, "-m", model, "--unpinned", "-np", "0"}, 1, []string{"bankml: serve: -np/--parallel 0: must be at least 1"}, "twice"},
+		// kong's own errors point at the command's --help; --ctx is -c on both commands.
+		{[]string{"run", "-m", model, "--no-such-flag"}, 1, []string{"unknown flag --no-such-flag", "(see bankml run --help)\n"}, "generated"},
+		{[]string{"serve", model, "--unpinned", "--no-such-flag"}, 1, []string{"unknown flag --no-such-flag", "(see bankml serve --help)\n"}, "listening"},
+		{[]string{"nosuchcommand"}, 1, []string{"(see bankml --help)"}, "generated"},
+		{[]string{"run", "-m", model, "--ctx", "256"}, 0, []string{"generated: 2 tokens"}, "unknown"},
+		{[]string{"serve", model, "--unpinned", "--ctx", "-1"}, 1, []string{"--ctx-size -1: must be 0 or positive"}, "listening"},
 		{[]string{"run"}, 1, []string{`expected "<MODEL>"`}, "generated"},
-		{[]string{"run", dir}, 1, []string{"bankml: run: MODEL: " + dir + " is a directory; pass a GGUF file (see bankml --help)\n"}, "d---"},
+		{[]string{"run", dir}, 1, []string{"bankml: run: MODEL: " + dir + " is a directory; pass a GGUF file (see bankml run --help)\n"}, "d---"},
 		{[]string{"run", "-m", dir}, 1, []string{"bankml: run: -m/--model: " + dir + " is a directory; pass a GGUF file"}, "generated"},
 		{[]string{"serve", dir, "--unpinned"}, 1, []string{"bankml: serve: MODEL: " + dir + " is a directory; pass a GGUF file"}, "listening"},
 		{[]string{"serve", "--model=" + dir, "--unpinned"}, 1, []string{"bankml: serve: -m/--model: " + dir + " is a directory; pass a GGUF file"}, "listening"},
@@ -171,7 +252,7 @@ func TestLlamaModelAndIgnoredFlags(t *testing.T) {
 		{[]string{"run", "-m", model, "--mlock", "--no-mmap"}, 0, []string{"bankml: --mlock ignored", "bankml: --no-mmap ignored"}, ""},
 		{[]string{"run", "-m", model, "-lm", "mmap+mlock"}, 0, []string{"bankml: -lm mmap+mlock ignored"}, ""},
 		{[]string{"run", "-m", model, "--load-mode", "fast"}, 1, []string{`-lm/--load-mode "fast"`}, "generated"},
-		{[]string{"serve", "-m", model, "--unpinned", "-ngl", "99", "-np", "0"}, 1, []string{"bankml: -ngl 99 ignored", "--parallel 0"}, "listening"},
+		{[]string{"serve", "-m", model, "--unpinned", "-ngl", "99", "-np", "0"}, 1, []string{"bankml: -ngl 99 ignored", "-np/--parallel 0"}, "listening"},
 		{[]string{"serve", "--model", model, "-fa", "nope"}, 1, []string{`-fa/--flash-attn "nope"`}, "listening"},
 		{[]string{"serve", model, "-m", model + ".other"}, 1, []string{"the model is given twice"}, "listening"},
 		{[]string{"serve", model, "--unpinned", "-to", "0"}, 1, []string{"-to/--timeout 0: must be in [1, 2147483647] seconds"}, "listening"},
@@ -237,5 +318,79 @@ func TestLlamaFlagsTableAgreesWithKong(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestRunPromptFile runs `bankml run -f FNAME` as llama-cli's -f (arg.cpp:1797): the file's text, less one
+// trailing newline and with -e's escapes, is the prompt, and the last of -p and -f counts. Each run is
+// compared with the same prompt given to -p (the path the reference's continuation checks).
+func TestRunPromptFile(t *testing.T) {
+	model := storiesPath(t)
+	dir := t.TempDir()
+	story, escaped := filepath.Join(dir, "story.txt"), filepath.Join(dir, "escaped.txt")
+	if err := os.WriteFile(story, []byte("Once upon a time\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(escaped, []byte(`The cat\nsat`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ file, asP []string }{
+		{[]string{"-f", story}, []string{"-p", "Once upon a time"}},
+		{[]string{"--file=" + story}, []string{"-p", "Once upon a time"}},
+		{[]string{"-p", "The cat", "-f", story}, []string{"-p", "Once upon a time"}},
+		{[]string{"-f", story, "-p", "The cat"}, []string{"-p", "The cat"}},
+		{[]string{"-f", escaped}, []string{"-p", "The cat\nsat", "--no-escape"}},
+		{[]string{"-f", escaped, "--no-escape"}, []string{"-p", `The cat\nsat`, "--no-escape"}},
+	} {
+		args := append([]string{"run", model, "-n", "8", "-t", "1"}, c.file...)
+		code, out, stderr := runCLI(args...)
+		wcode, want, wstderr := runCLI(append([]string{"run", model, "-n", "8", "-t", "1"}, c.asP...)...)
+		if code != 0 || wcode != 0 || out != want || out == "\n" {
+			t.Errorf("%q: exit %d, %q (%s); as -p: exit %d, %q (%s)", c.file, code, out, stderr, wcode, want, wstderr)
+		}
+	}
+}
+
+// TestLlamaEnvWarnings: each LLAMA_ARG_* variable (common/arg.cpp's set_env names; LLAMA_ARG_NO_* for a
+// negative spelling) gets one line saying bankml does not read it and which flag it stands for; other
+// variables get none.
+func TestLlamaEnvWarnings(t *testing.T) {
+	const tail = ": bankml does not read llama.cpp's environment variables"
+	for _, c := range []struct {
+		env  []string
+		want string // the lines, joined with "|"
+	}{
+		{[]string{"HOME=/root", "BANKML_API_KEY=k", "LLAMA_ARGS=1"}, ""},
+		{[]string{"LLAMA_ARG_CTX_SIZE=256"}, "LLAMA_ARG_CTX_SIZE is set" + tail + " (llama.cpp's -c/--ctx-size); give the flag on the command line"},
+		{[]string{"LLAMA_ARG_TEMPERATURE=0.5", "PATH=/bin", "LLAMA_ARG_N_GPU_LAYERS=99"},
+			"LLAMA_ARG_N_GPU_LAYERS is set" + tail + " (llama.cpp's -ngl/--gpu-layers/--n-gpu-layers); give the flag on the command line|" +
+				"LLAMA_ARG_TEMPERATURE is set" + tail + " (llama.cpp's --temp/--temperature); give the flag on the command line"},
+		{[]string{"LLAMA_ARG_NO_JINJA=1", "LLAMA_ARG_KV_UNIFIED="}, "LLAMA_ARG_KV_UNIFIED is set" + tail + " (llama.cpp's -kvu/--kv-unified); give the flag on the command line|" +
+			"LLAMA_ARG_NO_JINJA is set" + tail + " (llama.cpp's --no-jinja); give the flag on the command line"},
+		{[]string{"LLAMA_ARG_WHATEVER=1"}, "LLAMA_ARG_WHATEVER is set" + tail + "; give the flag on the command line"},
+	} {
+		if got := strings.Join(llamaEnvWarnings(c.env), "|"); got != c.want {
+			t.Errorf("%q:\n got %q\nwant %q", c.env, got, c.want)
+		}
+	}
+}
+
+// TestRunWarnsOfLlamaEnv: with LLAMA_ARG_* variables set, run and serve print one line for each and run as
+// they would without them.
+func TestRunWarnsOfLlamaEnv(t *testing.T) {
+	model := storiesPath(t)
+	args := []string{"run", model, "-p", "Once upon a time", "-n", "4", "-t", "1"}
+	_, want, _ := runCLI(args...)
+	t.Setenv("LLAMA_ARG_CTX_SIZE", "64")
+	t.Setenv("LLAMA_ARG_N_PREDICT", "1")
+	code, out, stderr := runCLI(args...)
+	lines := "bankml: LLAMA_ARG_CTX_SIZE is set: bankml does not read llama.cpp's environment variables (llama.cpp's -c/--ctx-size); give the flag on the command line\n" +
+		"bankml: LLAMA_ARG_N_PREDICT is set: bankml does not read llama.cpp's environment variables (llama.cpp's -n/--predict/--n-predict); give the flag on the command line\n"
+	if code != 0 || out != want || !strings.HasPrefix(stderr, lines) || strings.Count(stderr, "LLAMA_ARG_") != 2 {
+		t.Errorf("exit %d, %q, stderr %q; want 0, %q, stderr starting %q", code, out, stderr, want, lines)
+	}
+	code, _, stderr = runCLI("serve", model, "--unpinned", "-np", "0")
+	if code != 1 || !strings.Contains(stderr, lines) {
+		t.Errorf("serve: exit %d, stderr %q; want 1 after %q", code, stderr, lines)
 	}
 }

@@ -118,7 +118,13 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, opts ...func(
 		return exit
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "bankml: %v (see bankml --help)\n", err)
+		help := "bankml --help"
+		for _, n := range parser.Model.Children {
+			if n.Name == first {
+				help = "bankml " + first + " --help" // the command's own flags
+			}
+		}
+		fmt.Fprintf(stderr, "bankml: %v (see %s)\n", err, help)
 		return 1
 	}
 	if err := ctx.Run(); err != nil {

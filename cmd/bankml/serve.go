@@ -85,7 +85,7 @@ func (c *serveCmd) Run(stderr errWriter) error {
 		return fmt.Errorf("serve: -np/--parallel %d: %w", c.Parallel, serve.ErrParallelAuto)
 	}
 	if c.Parallel < 1 {
-		return fmt.Errorf("serve: --parallel %d: must be at least 1", c.Parallel)
+		return fmt.Errorf("serve: -np/--parallel %d: must be at least 1", c.Parallel)
 	}
 	if c.NPredict < -1 {
 		return fmt.Errorf("serve: -n/--n-predict %d: must be -1 (unlimited) or a count of 0 or more", c.NPredict)

@@ -34,7 +34,7 @@ func TestServeRefusesBeforeListening(t *testing.T) {
 		{[]string{"serve", bad, "--unpinned", "--listen", "127.0.0.1:0"}, 2, "refused"},
 		{[]string{"serve", model, "--unpinned", "--listen", "nonsense"}, 1, "--listen"},
 		{[]string{"serve", model, "--unpinned", "--parallel", "0"}, 1, "--parallel"},
-		{[]string{"serve", model, "--unpinned", "-np", "0"}, 1, "--parallel 0"},
+		{[]string{"serve", model, "--unpinned", "-np", "0"}, 1, "-np/--parallel 0"},
 		{[]string{"serve", model, "--unpinned", "-np", "-1"}, 1, "-np/--parallel -1: -np -1 (auto: llama-server's 4 slots sharing one unified KV cache) is not supported"},
 		{[]string{"serve", model, "--unpinned", "-np", "-3"}, 1, "-np/--parallel -3: -np -1 (auto"},
 		{[]string{"serve", model, "--unpinned", "-np", "100000"}, 1, "-np/--parallel 100000: at most 256 slots"},
