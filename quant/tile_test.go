@@ -2,6 +2,7 @@ package quant
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -218,30 +219,14 @@ func TestQ1_0PackedMatMulChunks(t *testing.T) {
 	for _, l := range Levels() {
 		for _, shape := range [][3]int{{33, 1536, 3}, {300, 1152, 1}, {277, 12288, 6}, {40, 4096, 13}} {
 			rows, cols, n := shape[0], shape[1], shape[2]
-			nb := cols / QK1_0
-			w := randLowbitBlocks(r, rows*nb, BlockQ1_0Size)
-			m := &Matrix{Name: "w", Type: gguf.Q1_0, Rows: rows, Cols: cols, Data: w}
-			if _, err := m.Repack(); err != nil {
-				t.Fatal(err)
-			}
-			x := randRow(r, n*cols)
+			m, w, x := randPackedQ1_0(t, r, rows, cols, n)
 			ws, err := NewWork(l, pool)
 			if err != nil {
 				t.Fatal(err)
 			}
 			out := make([]float32, n*rows)
 			ws.MatMul(m, x, n, out)
-			xq := make([]byte, cols/QK8_0*BlockQ8_0Size)
-			for c := range n {
-				QuantizeRowQ8_0(x[c*cols:(c+1)*cols], xq)
-				for i := range rows {
-					want := VecDotQ1_0Q8_0(w[i*nb*BlockQ1_0Size:(i+1)*nb*BlockQ1_0Size], xq, nb)
-					if g := out[c*rows+i]; !bitsEq(g, want) {
-						t.Fatalf("%s rows=%d cols=%d n=%d: (%d,%d) = %#x, plain %#x", l, rows, cols, n, i, c, math.Float32bits(g), math.Float32bits(want))
-					}
-					checked++
-				}
-			}
+			checked += checkQ1_0Plain(t, l.String(), w, x, rows, cols, n, out)
 		}
 	}
 	t.Logf("%d outputs equal to the plain kernel's", checked)
@@ -260,13 +245,7 @@ func TestQ1_0LUTClaimsAnyRange(t *testing.T) {
 		}
 		for _, shape := range [][3]int{{16 * 21, 1152, 2}, {16*9 + 5, 2048, 1}} {
 			rows, cols, n := shape[0], shape[1], shape[2]
-			nb := cols / QK1_0
-			w := randLowbitBlocks(r, rows*nb, BlockQ1_0Size)
-			m := &Matrix{Name: "w", Type: gguf.Q1_0, Rows: rows, Cols: cols, Data: w}
-			if _, err := m.Repack(); err != nil {
-				t.Fatal(err)
-			}
-			x := randRow(r, n*cols)
+			m, w, x := randPackedQ1_0(t, r, rows, cols, n)
 			ws, err := NewWork(l, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -283,17 +262,7 @@ func TestQ1_0LUTClaimsAnyRange(t *testing.T) {
 					j.Do(0, lo, hi)
 					lo = hi
 				}
-				xq := make([]byte, cols/QK8_0*BlockQ8_0Size)
-				for c := range n {
-					QuantizeRowQ8_0(x[c*cols:(c+1)*cols], xq)
-					for i := range rows {
-						want := VecDotQ1_0Q8_0(w[i*nb*BlockQ1_0Size:(i+1)*nb*BlockQ1_0Size], xq, nb)
-						if g := out[c*rows+i]; !bitsEq(g, want) {
-							t.Fatalf("%s rows=%d cols=%d split %d: (%d,%d) = %#x, plain %#x", l, rows, cols, split, i, c, math.Float32bits(g), math.Float32bits(want))
-						}
-						checked++
-					}
-				}
+				checked += checkQ1_0Plain(t, fmt.Sprintf("%s split %d", l, split), w, x, rows, cols, n, out)
 			}
 		}
 	}
@@ -301,4 +270,35 @@ func TestQ1_0LUTClaimsAnyRange(t *testing.T) {
 		t.Skip("no level with the lookup-table tile on this CPU")
 	}
 	t.Logf("%d outputs equal to the plain kernel's", checked)
+}
+
+// randPackedQ1_0 returns a Repack'ed rows x cols Q1_0 matrix of random
+// blocks (its plain rows in w) and n random columns.
+func randPackedQ1_0(t *testing.T, r *rand.Rand, rows, cols, n int) (m *Matrix, w []byte, x []float32) {
+	t.Helper()
+	w = randLowbitBlocks(r, rows*(cols/QK1_0), BlockQ1_0Size)
+	m = &Matrix{Name: "w", Type: gguf.Q1_0, Rows: rows, Cols: cols, Data: w}
+	if _, err := m.Repack(); err != nil {
+		t.Fatal(err)
+	}
+	return m, w, randRow(r, n*cols)
+}
+
+// checkQ1_0Plain compares out (n columns of rows outputs) with
+// VecDotQ1_0Q8_0 (oracle-tested) of each row and quantized column, bit for
+// bit, and returns the number of outputs checked.
+func checkQ1_0Plain(t *testing.T, what string, w []byte, x []float32, rows, cols, n int, out []float32) int {
+	t.Helper()
+	nb := cols / QK1_0
+	xq := make([]byte, cols/QK8_0*BlockQ8_0Size)
+	for c := range n {
+		QuantizeRowQ8_0(x[c*cols:(c+1)*cols], xq)
+		for i := range rows {
+			want := VecDotQ1_0Q8_0(w[i*nb*BlockQ1_0Size:(i+1)*nb*BlockQ1_0Size], xq, nb)
+			if g := out[c*rows+i]; !bitsEq(g, want) {
+				t.Fatalf("%s rows=%d cols=%d n=%d: (%d,%d) = %#x, plain %#x", what, rows, cols, n, i, c, math.Float32bits(g), math.Float32bits(want))
+			}
+		}
+	}
+	return n * rows
 }
