@@ -81,13 +81,14 @@ const tileCols = 16
 // one, at most tileCols.
 func lutCols(k int) int { return max(1, min(tileCols, 768<<10/(16*k))) }
 
-// q1Claim is the pool's chunk for a packed Q1_0 matrix of units groups on
-// size workers: about sixteen claims per worker, as for the other types,
-// rounded up to whole bands (q1Band) so that each claim is read in memory
-// order.
+// claimChunk is the pool's chunk for units rows or groups on size workers:
+// about sixteen claims per worker.
+func claimChunk(units, size int) int { return max(1, units/(16*size)) }
+
+// q1Claim is claimChunk for a packed Q1_0 matrix of units groups, rounded
+// up to whole bands (q1Band) so that each claim is read in memory order.
 func q1Claim(units, size int) int {
-	c := max(1, units/(16*size))
-	return (c + q1Band - 1) / q1Band * q1Band
+	return (claimChunk(units, size) + q1Band - 1) / q1Band * q1Band
 }
 
 // matJob is one MatMul for the pool: units are packed groups of 16 rows, or
@@ -345,7 +346,7 @@ func (w *Work) run(planes []Matrix, x []float32, n int, out []float32) {
 			w.pool.Run(units, q1Claim(units, w.pool.Size()), j)
 		}
 	} else {
-		w.pool.Run(units, max(1, units/(16*w.pool.Size())), j)
+		w.pool.Run(units, claimChunk(units, w.pool.Size()), j)
 	}
 	j.m, j.planes, j.one[0], j.x, j.out, j.kernel, j.rows = nil, nil, Matrix{}, nil, nil, nil, nil
 }
