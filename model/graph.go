@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/bankml/bankml/fmath"
-	"github.com/bankml/bankml/quant"
 )
 
 func (c *Context) emit(name string, il int, data []float32) {
@@ -66,13 +65,13 @@ func (c *Context) ubatch(tokens []int32, outputs int) []float32 {
 			pos := nPast + j
 			m.Rope.cache(cache, pos)
 			for h := range hp.NHead {
-				m.Rope.rotate(q[j*nq+h*hd:j*nq+(h+1)*hd], cache)
+				m.Rope.rotate(m.Level, q[j*nq+h*hd:j*nq+(h+1)*hd], cache)
 			}
 			for h := range hp.NHeadKV {
-				m.Rope.rotate(k[j*nkv+h*hd:j*nkv+(h+1)*hd], cache)
+				m.Rope.rotate(m.Level, k[j*nkv+h*hd:j*nkv+(h+1)*hd], cache)
 			}
-			quant.FP32ToFP16Row(k[j*nkv:(j+1)*nkv], c.k[il][pos*nkv:(pos+1)*nkv])
-			quant.FP32ToFP16Row(v[j*nkv:(j+1)*nkv], c.v[il][pos*nkv:(pos+1)*nkv])
+			m.Level.FP32ToFP16Row(k[j*nkv:(j+1)*nkv], c.k[il][pos*nkv:(pos+1)*nkv])
+			m.Level.FP32ToFP16Row(v[j*nkv:(j+1)*nkv], c.v[il][pos*nkv:(pos+1)*nkv])
 		}
 		c.emit("Qcur", il, q)
 		c.emit("Kcur", il, k)

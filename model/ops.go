@@ -83,7 +83,7 @@ func (a *attnRow) oneChunk(ic0, ic1 int, vkq []float32, sc *chunkScratch) (M, S 
 	dv := len(vkq)
 	sc.size(len(a.q), dv, ic1-ic0)
 	qh, vkq16, vs, ms := sc.qh, sc.vkq16, sc.vs, sc.ms
-	quant.FP32ToFP16Row(a.q, qh)
+	a.level.FP32ToFP16Row(a.q, qh)
 	for i := range vkq16 {
 		vkq16[i] = 0
 	}

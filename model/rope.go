@@ -115,12 +115,13 @@ func (r *Rope) cache(cache []float32, pos int) {
 	}
 }
 
-// rotate applies the rotation of cache to one head x in place: pairs
+// rotateGo applies the rotation of cache to one head x in place (the first
+// NDims values; rotate runs it on a level's kernels): pairs
 // (x[i], x[i+n/2]) in NEOX mode, (x[2i], x[2i+1]) in NORM mode, with
 // rotate_pairs' contractions as compiled (scalar and vector loops alike):
 // x0*cos − round(x1*sin) and x0*sin + round(x1*cos), the x0 product fused in
 // both.
-func (r *Rope) rotate(x, cache []float32) {
+func (r *Rope) rotateGo(x, cache []float32) {
 	n := r.NDims
 	off, step := 1, 2
 	if r.Neox {

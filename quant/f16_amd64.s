@@ -42,3 +42,22 @@ f16loop:
 	VMOVSS X0, ret+24(FP)
 	VZEROUPPER
 	RET
+
+// func fp32ToFP16F16C(x *float32, dst *uint16, n int)
+//
+// dst[i] = vcvtps2ph $0 (round to nearest even; F16C) of x[i] for i < n, n a
+// positive multiple of 8: ggml_cpu_fp32_to_fp16's vector loop (haswell).
+TEXT ·fp32ToFP16F16C(SB), NOSPLIT, $0-24
+	MOVQ x+0(FP), SI
+	MOVQ dst+8(FP), DI
+	MOVQ n+16(FP), CX
+	SHRQ $3, CX
+h16loop:
+	VMOVUPS   (SI), Y0
+	VCVTPS2PH $0, Y0, (DI)
+	ADDQ      $32, SI
+	ADDQ      $16, DI
+	DECQ      CX
+	JNZ       h16loop
+	VZEROUPPER
+	RET

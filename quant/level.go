@@ -9,6 +9,16 @@ func (l Level) VecDotF16(x, y []uint16) float32 {
 	return vecDotF16(l, x, y)
 }
 
+// FP32ToFP16Row is FP32ToFP16Row (ggml_cpu_fp32_to_fp16, round to nearest
+// even) on this level: F16C's vcvtps2ph $0, eight values at a time, at
+// LevelAVX2 and LevelAVX512 (the haswell build's vector loop), the portable
+// FP32ToFP16 for the rest and at LevelGeneric. Every level writes the same
+// bits for every input, NaN payloads included (FP32ToFP16 follows F16C).
+// len(dst) >= len(x); it panics otherwise.
+func (l Level) FP32ToFP16Row(x []float32, dst []uint16) {
+	fp32ToFP16Row(l, x, dst)
+}
+
 // VecDot returns typ's vec_dot against its activation format (as
 // blockKernels lists it: Q8_0, Q8_1 or Q8_K blocks) as this level computes
 // it, nil for a type MatMul does not multiply block-wise. For Q1_0, Q2_0

@@ -239,6 +239,22 @@ func vecDotF16(l Level, x, y []uint16) float32 {
 }
 
 //go:noescape
+func fp32ToFP16F16C(x *float32, dst *uint16, n int)
+
+func fp32ToFP16Row(l Level, x []float32, dst []uint16) {
+	n := len(x)
+	dst = dst[:n]
+	nv := 0
+	if l != LevelGeneric && n >= 8 {
+		nv = n &^ 7
+		fp32ToFP16F16C(&x[0], &dst[0], nv)
+	}
+	for i := nv; i < n; i++ {
+		dst[i] = FP32ToFP16(x[i])
+	}
+}
+
+//go:noescape
 func dotQ1_0PlainAVX512(w *byte, nb int, qs *byte, nqsOff int, dy8 *float32) float32
 
 // dotQ1_0Plain is ggml_vec_dot_q1_0_q8_0 of one plain Q1_0 row (nb blocks)

@@ -16,6 +16,8 @@ func tileTQ2_0(l Level, codes, scales []byte, nb int, a *q8KAct, c0, nc int, out
 
 func vecDotF16(l Level, x, y []uint16) float32 { return VecDotF16(x, y) }
 
+func fp32ToFP16Row(l Level, x []float32, dst []uint16) { FP32ToFP16Row(x, dst) }
+
 func dotQ1_0Plain(w []byte, a *q8Act, c, nb int) float32 {
 	panic("quant: no plain-layout SIMD kernel on this platform")
 }

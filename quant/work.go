@@ -261,7 +261,7 @@ func (w *Work) run(planes []Matrix, x []float32, n int, out []float32) {
 		if w.prep.xh != m.Type {
 			w.xh = grow(w.xh, n*k)
 			if m.Type == gguf.F16 {
-				FP32ToFP16Row(x[:n*k], w.xh)
+				w.level.FP32ToFP16Row(x[:n*k], w.xh)
 			} else {
 				FP32ToBF16Row(x[:n*k], w.xh)
 			}
