@@ -23,7 +23,7 @@ import (
 // (the sixteen rows' f16 d, row r at 2r). Q2_0 and TQ2_0 groups are
 // contiguous, nb code sections then nb scale sections. Q1_0 is stored in
 // the order the lookup-table walk reads it (tileQ1_0LUTGroups), so that a
-// worker's claim is one sequential stream: bands of q1Band groups, each
+// worker's share (runShares) is one sequential stream: bands of q1Band groups, each
 // band chunk by chunk (q1Chunk blocks), each chunk group by group, a
 // segment per (group, chunk) of its n code sections then its n scale
 // sections (q1Seg). The code sections:
@@ -221,8 +221,8 @@ func (p *packed) block(g, b int) (code, scales []byte) {
 // q1Chunk the number of blocks in a chunk (see the layout above): the
 // lookup-table walk (tileQ1_0LUTGroups) runs a chunk of blocks on each
 // group of a band in turn, so the chunk's tables (2 KB a block) stay in
-// L1 for the band. The pool's claims of a packed Q1_0 matrix are whole
-// bands (Work.MatMul), so each is read in memory order. On Qwen3-8B-shaped
+// L1 for the band. A packed Q1_0 matrix goes to the workers as whole
+// bands (runShares), so each worker reads in memory order. On Qwen3-8B-shaped
 // matrices (207 MB, 2 threads, one process alternating the layouts) this
 // order streamed 4-7 % faster than groups stored whole; bands of 8 and 16
 // groups were level.

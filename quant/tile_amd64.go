@@ -113,8 +113,8 @@ func prefetchL2(p *byte, n int)
 
 // q1PrefetchVisits is how many visits ahead (one visit: one group's
 // segment of a chunk, 2304 bytes) tileQ1_0LUTGroups prefetches: the
-// segment that many positions further in memory, which in a band-aligned
-// claim is the walk's own order. On Qwen3-8B-shaped matrices (207 MB, 2
+// segment that many positions further in memory, which in a worker's
+// share of whole bands is the walk's own order. On Qwen3-8B-shaped matrices (207 MB, 2
 // threads, alternating) 2 and 3 were level and above 1.
 const q1PrefetchVisits = 2
 
@@ -130,8 +130,8 @@ const q1PrefetchVisits = 2
 //
 // Each visit prefetches into L2 the segment q1PrefetchVisits visits
 // further, in this band or the next one when that starts below end (the
-// end of the caller's claim: nothing is prefetched past it, since another
-// worker may take those groups). With start (the first band of a claim),
+// end of the caller's share: past it another worker may take the groups).
+// With start (a share's first band, or a band taken from another share)
 // it first prefetches the segments of its first q1PrefetchVisits visits,
 // which no earlier visit did. It panics when [lo, hi) is not within one
 // band.
@@ -147,9 +147,9 @@ func tileQ1_0LUTGroups(l Level, p *packed, a *q8Act, c, lo, hi, end int, start b
 	}
 	lut := a.lut[(c-a.lutC0)*4*a.k : (c-a.lutC0+1)*4*a.k]
 	// A band's segments are contiguous, in visit order, and so are the
-	// bands of a claim: the segment q1PrefetchVisits visits ahead is that
-	// many segments further, short of the claim's end (end*nb*sb when
-	// the claim ends on a band's edge, as the pool's do).
+	// bands of a share: the segment q1PrefetchVisits visits ahead is that
+	// many segments further, short of the share's end (end*nb*sb when
+	// it ends on a band's edge, as runShares' do).
 	limit := min(len(p.data), end*nb*sb)
 	if start {
 		off, n := p.q1SegOff(lo, 0)

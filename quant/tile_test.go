@@ -234,8 +234,8 @@ func TestQ1_0PackedMatMulChunks(t *testing.T) {
 
 // TestQ1_0LUTClaimsAnyRange: the lookup-table path computes the same bits
 // for any split of a packed Q1_0 matrix's groups into claims, including
-// claims that start or end inside a band (the pool's claims are whole
-// bands, q1Claim): each output against VecDotQ1_0Q8_0 (oracle-tested).
+// claims that start or end inside a band (MatMul's shares hand out whole
+// bands, runShares): each output against VecDotQ1_0Q8_0 (oracle-tested).
 func TestQ1_0LUTClaimsAnyRange(t *testing.T) {
 	r := rand.New(rand.NewPCG(91, 92))
 	checked := 0

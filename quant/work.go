@@ -17,12 +17,13 @@ type Work struct {
 	level Level
 	pool  *parallel.Pool
 
-	q8  q8Act  // prepared Q8_0 columns (packed Q1_0/Q2_0)
-	q8k q8KAct // prepared Q8_K columns (packed TQ2_0)
-	xq  []byte // plain activation blocks (the other block types)
-	xh  []uint16
-	scr [][]float32 // per worker: tile output and accumulators
-	job matJob
+	q8     q8Act  // prepared Q8_0 columns (packed Q1_0/Q2_0)
+	q8k    q8KAct // prepared Q8_K columns (packed TQ2_0)
+	xq     []byte // plain activation blocks (the other block types)
+	xh     []uint16
+	scr    [][]float32 // per worker: tile output and accumulators
+	shares []share     // a packed matrix's shares, one per worker (runShares)
+	job    matJob
 	// prep records which of the buffers above hold the current columns
 	// (MatMulShared: one quantization per activation format for all its
 	// products); every other call starts with none.
@@ -62,7 +63,7 @@ func NewWork(level Level, pool *parallel.Pool) (*Work, error) {
 	if err := level.Check(); err != nil {
 		return nil, err
 	}
-	w := &Work{level: level, pool: pool, scr: make([][]float32, pool.Size())}
+	w := &Work{level: level, pool: pool, scr: make([][]float32, pool.Size()), shares: make([]share, pool.Size())}
 	w.job.w = w
 	return w, nil
 }
@@ -85,12 +86,6 @@ func lutCols(k int) int { return max(1, min(tileCols, 768<<10/(16*k))) }
 // about sixteen claims per worker.
 func claimChunk(units, size int) int { return max(1, units/(16*size)) }
 
-// q1Claim is claimChunk for a packed Q1_0 matrix of units groups, rounded
-// up to whole bands (q1Band) so that each claim is read in memory order.
-func q1Claim(units, size int) int {
-	return (claimChunk(units, size) + q1Band - 1) / q1Band * q1Band
-}
-
 // matJob is one MatMul for the pool: units are packed groups of 16 rows, or
 // rows for unpacked matrices.
 type matJob struct {
@@ -102,13 +97,15 @@ type matJob struct {
 	n      int
 	out    []float32
 	// per call
-	path   matPath
-	kernel func(w, a []byte, nb int) float32
-	rows   func(w []byte, rb int, a []byte, nb int, out []float32) // the level's multi-row kernel (rowsDot), or nil
-	qb     int                                                     // bytes per quantized column (plain block paths)
-	wnb    int                                                     // weight blocks per row
-	gemm   int                                                     // Q4_K repacked: columns < gemm run the gemm chain
-	c0, cn int                                                     // packed paths: the columns of this pool run
+	path        matPath
+	kernel      func(w, a []byte, nb int) float32
+	rows        func(w []byte, rb int, a []byte, nb int, out []float32) // the level's multi-row kernel (rowsDot), or nil
+	qb          int                                                     // bytes per quantized column (plain block paths)
+	wnb         int                                                     // weight blocks per row
+	gemm        int                                                     // Q4_K repacked: columns < gemm run the gemm chain
+	c0, cn      int                                                     // packed paths: the columns of this pool run
+	parts, unit int                                                     // parts > 0: Do runs shares of Work.shares of unit groups (doShare)
+	lut         bool                                                    // the shares run the Q1_0 lookup-table tile
 }
 
 type matPath uint8
@@ -336,16 +333,24 @@ func (w *Work) run(planes []Matrix, x []float32, n int, out []float32) {
 		j.path = pathBlock
 	}
 	j.c0, j.cn = 0, n
-	if j.path == pathPackedQ1 && hasQ1LUT(w.level) {
+	switch {
+	case j.path == pathPackedQ1 && hasQ1LUT(w.level):
 		// The lookup-table tile: the tables of lutCols(k) columns at a
-		// time, built here, then every group against them.
+		// time, built here, then every group against them, one plane's
+		// bands as one share per worker.
 		lc := lutCols(k)
 		for c0 := 0; c0 < n; c0 += lc {
 			j.c0, j.cn = c0, min(lc, n-c0)
 			w.q8.fillLUT(w.level, j.c0, j.cn)
-			w.pool.Run(units, q1Claim(units, w.pool.Size()), j)
+			if len(planes) > 1 {
+				w.runShares(units, 1, false) // the planes run group by group (doPacked)
+				continue
+			}
+			w.runShares(units, q1Band, true)
 		}
-	} else {
+	case j.path == pathPackedQ1 || j.path == pathPackedQ2 || j.path == pathPackedTQ2:
+		w.runShares(units, 1, false)
+	default:
 		w.pool.Run(units, claimChunk(units, w.pool.Size()), j)
 	}
 	j.m, j.planes, j.one[0], j.x, j.out, j.kernel, j.rows = nil, nil, Matrix{}, nil, nil, nil, nil
@@ -392,6 +397,12 @@ func (w *Work) prepareQ8(x []float32, k, n int) {
 
 // Do computes rows (or packed groups) [lo, hi) for every column.
 func (j *matJob) Do(worker, lo, hi int) {
+	if j.parts > 0 {
+		for part := lo; part < hi; part++ {
+			j.doShare(worker, part)
+		}
+		return
+	}
 	switch j.path {
 	case pathPackedQ1, pathPackedQ2, pathPackedTQ2:
 		j.doPacked(worker, lo, hi)
@@ -511,6 +522,13 @@ func (j *matJob) doPacked(worker, lo, hi int) {
 // start or end on a band's edge runs the part it holds), each column in
 // turn through tileQ1_0LUTGroups.
 func (j *matJob) doPackedQ1LUT(worker, lo, hi int) {
+	j.doPackedQ1LUTRange(worker, lo, hi, hi, true)
+}
+
+// doPackedQ1LUTRange is doPackedQ1LUT on groups [lo, hi) whose walk may
+// prefetch up to group end (>= hi: the rest of the caller's share), from
+// the claim's first segments on when start.
+func (j *matJob) doPackedQ1LUTRange(worker, lo, hi, end int, start bool) {
 	w, rows := j.w, j.m.Rows
 	p := j.m.packedRows()
 	scr := grow(w.scr[worker], 16*q1Band+128*q1Band)
@@ -519,7 +537,7 @@ func (j *matJob) doPackedQ1LUT(worker, lo, hi int) {
 	for g0 := lo; g0 < hi; {
 		g1 := min(hi, (g0/q1Band+1)*q1Band)
 		for c := j.c0; c < j.c0+j.cn; c++ {
-			tileQ1_0LUTGroups(w.level, p, &w.q8, c, g0, g1, hi, g0 == lo && c == j.c0, acc, tile)
+			tileQ1_0LUTGroups(w.level, p, &w.q8, c, g0, g1, end, start && g0 == lo && c == j.c0, acc, tile)
 			for g := g0; g < g1; g++ {
 				r0 := g * packRows
 				nr := min(packRows, rows-r0)

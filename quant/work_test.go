@@ -55,7 +55,8 @@ func matMulTypes() []gguf.GGMLType {
 
 // TestMatMulPackedIndependentOfWorkers: Repack'ed matrices give the same bits
 // on pools of 1, 2, 3 and 8 workers at every level, for row counts that are
-// and are not multiples of 16 and up to more than tileCols columns.
+// and are not multiples of 16 (up to six Q1_0 bands, shared out by q1Part)
+// and up to more than tileCols columns.
 func TestMatMulPackedIndependentOfWorkers(t *testing.T) {
 	r := rand.New(rand.NewPCG(53, 54))
 	checked := 0
@@ -71,7 +72,7 @@ func TestMatMulPackedIndependentOfWorkers(t *testing.T) {
 			works = append(works, w)
 		}
 		for _, typ := range []gguf.GGMLType{gguf.Q1_0, gguf.Q2_0, gguf.TQ2_0} {
-			for _, rows := range []int{16, 37, 200} {
+			for _, rows := range []int{16, 37, 200, 16*q1Band*5 + 3} {
 				m := &Matrix{Name: "w", Type: typ, Rows: rows, Cols: 512, Data: weightsOf(t, r, typ, rows, 512)}
 				if _, err := m.Repack(); err != nil {
 					t.Fatal(err)
