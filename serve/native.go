@@ -155,7 +155,7 @@ func (s *Server) nativeFinal(call *nativeCall, res engine.Result, content string
 		"tokens":              tokens,
 		"id_slot":             res.Slot,
 		"stop":                true,
-		"model":               s.m.Name,
+		"model":               s.name,
 		"tokens_predicted":    len(res.Tokens),
 		"tokens_evaluated":    res.PromptTokens,
 		"generation_settings": settings,

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -45,6 +46,12 @@ type Options struct {
 	// a request's own count wins, above it or below (server-context.cpp:1818). nil or -1: unlimited (until
 	// an end-of-generation token or a full context). Errors (New): below -1.
 	NPredict *int
+	// Alias is llama-server's -a/--alias (common_params.model_alias): names of the model, each stripped of
+	// surrounding white space, empty ones dropped, kept as a sorted set (std::set). The first in that order
+	// is the served name (server-context.cpp:1372): /v1/models' id and models[].name, /props' model_alias,
+	// and every answer's "model"; /v1/models' aliases lists the set. Empty: the file's base name
+	// (Model.Name), bankml's default (llama-server's is the path as given).
+	Alias []string
 
 	APIKey       string         // when set, every route but /health, /v1/health and / needs it (401), as llama-server's --api-key
 	Ledger       *ledger.Ledger // the history (--history DIR); nil keeps none
@@ -53,6 +60,24 @@ type Options struct {
 	Timeout      time.Duration  // each socket read and write of an exchange (-to/--timeout; withIOTimeouts); 0: DefaultTimeout
 	Version      string         // bankml's version, for receipts, /props and /api/version
 	Log          *slog.Logger   // nil: discard
+}
+
+// modelNames is the served name and the sorted aliases for a file's base name and -a/--alias values, as
+// arg.cpp:3007 collects them (string_strip each, skip empty ones, insert into a std::set) and
+// server-context.cpp:1372 picks the name (the set's first, else the file's name).
+func modelNames(file string, alias []string) (name string, aliases []string) {
+	aliases = []string{}
+	for _, a := range alias {
+		if a = strings.Trim(a, " \t\n\v\f\r"); a != "" { // std::isspace's bytes, as string_strip
+			aliases = append(aliases, a)
+		}
+	}
+	slices.Sort(aliases)
+	aliases = slices.Compact(aliases)
+	if len(aliases) == 0 {
+		return file, aliases
+	}
+	return aliases[0], aliases
 }
 
 // SlotContext is the context of one slot, in tokens, that llama-server gives with -c nCtx and -np parallel
@@ -93,6 +118,9 @@ type Server struct {
 	router  chi.Router
 	log     *slog.Logger
 	started time.Time
+
+	name    string   // the served name: the first alias, or the file's base name (Options.Alias)
+	aliases []string // the aliases, sorted, without duplicates ([] when none)
 
 	nPredict int // the server's n_predict (Options.NPredict; -1: unlimited), llama-server's params_base.n_predict
 
@@ -152,6 +180,7 @@ func New(m *Model, o Options) (*Server, error) {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
 	s := &Server{m: m, eng: eng, base: baseParams(m), nPredict: -1, opt: o, log: o.Log, started: time.Now()}
+	s.name, s.aliases = modelNames(m.Name, o.Alias)
 	if o.NPredict != nil {
 		s.nPredict = *o.NPredict
 	}

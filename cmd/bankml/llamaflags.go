@@ -104,13 +104,12 @@ var llamaFlags = slices.Concat([]llamaFlag{
 
 	// Flags bankml cannot honour.
 	{names: []string{"-kvu", "--kv-unified"}, cmds: onBoth, refuse: "not supported by bankml: one KV cache shared by all slots (llama.cpp's unified cache) is not implemented; each bankml serve slot has its own KV cache of -c/-np tokens, as llama-server's --no-kv-unified"}, // arg.cpp:1720
-	{names: []string{"--no-jinja"}, cmds: onBoth, refuse: "bankml has no chat template path but Jinja's"},                                                                                                // arg.cpp:3668
-	{names: []string{"-a", "--alias"}, cmds: onServe, value: "STRING", refuse: `bankml serve names the model only by its file's base name (in /v1/models and in answers' "model"); it takes no aliases`}, // arg.cpp:3007
-	{names: []string{"-hf", "-hfr", "--hf-repo"}, cmds: onBoth, value: "REPO", refuse: llamaNoDownload},                                                                                                  // arg.cpp:3055
-	{names: []string{"-hff", "--hf-file"}, cmds: onBoth, value: "FILE", refuse: llamaNoDownload},                                                                                                         // arg.cpp:3065
-	{names: []string{"-hft", "--hf-token"}, cmds: onBoth, value: "TOKEN", refuse: llamaNoDownload},                                                                                                       // arg.cpp:3072
-	{names: []string{"-mu", "--model-url"}, cmds: onBoth, value: "URL", refuse: llamaNoDownload},                                                                                                         // arg.cpp:3039
-	{names: []string{"-dr", "--docker-repo"}, cmds: onBoth, value: "REPO", refuse: llamaNoDownload},                                                                                                      // arg.cpp:3046
+	{names: []string{"--no-jinja"}, cmds: onBoth, refuse: "bankml has no chat template path but Jinja's"}, // arg.cpp:3668
+	{names: []string{"-hf", "-hfr", "--hf-repo"}, cmds: onBoth, value: "REPO", refuse: llamaNoDownload},   // arg.cpp:3055
+	{names: []string{"-hff", "--hf-file"}, cmds: onBoth, value: "FILE", refuse: llamaNoDownload},          // arg.cpp:3065
+	{names: []string{"-hft", "--hf-token"}, cmds: onBoth, value: "TOKEN", refuse: llamaNoDownload},        // arg.cpp:3072
+	{names: []string{"-mu", "--model-url"}, cmds: onBoth, value: "URL", refuse: llamaNoDownload},          // arg.cpp:3039
+	{names: []string{"-dr", "--docker-repo"}, cmds: onBoth, value: "REPO", refuse: llamaNoDownload},       // arg.cpp:3046
 }, samplingFlags())
 
 // llamaSampling lists common/arg.cpp's sampling flags (those it marks set_sampling, arg.cpp:1982–2308):
@@ -197,6 +196,11 @@ var llamaOther = map[string]string{
 	"-md": "--model-draft",
 }
 
+// llamaAccumulate are the flags whose every value counts when given again: arg.cpp's handler adds to a set
+// (-a/--alias, arg.cpp:3007, into model_alias) though parse_cli_args warns "only last value will be used"
+// (arg.cpp:826).
+var llamaAccumulate = []string{"-a", "--alias"}
+
 // lookupLlama is the table's entry for a flag's name (any command's), or nil.
 func lookupLlama(name, cmd string) *llamaFlag {
 	var other *llamaFlag
@@ -243,7 +247,10 @@ func llamaArgs(args []string, takesValue func(string) bool) (out, warnings []str
 			if strings.HasPrefix(name, "--") { // arg.cpp reads "_" in a "--" flag as "-"
 				name = strings.ReplaceAll(name, "_", "-")
 			}
-			if seen[name] { // arg.cpp warns when the same spelling is given again; the last one counts
+			switch {
+			case seen[name] && slices.Contains(llamaAccumulate, name):
+				warnings = append(warnings, name+" is given more than once: every one counts, as in llama.cpp (whose warning says only the last does)")
+			case seen[name]: // arg.cpp warns when the same spelling is given again; the last one counts
 				warnings = append(warnings, name+" is given more than once: the last one counts, as in llama.cpp")
 			}
 			seen[name] = true

@@ -17,7 +17,7 @@ import (
 // kong would misread.
 func TestLlamaArgs(t *testing.T) {
 	takesValue := func(s string) bool {
-		return slices.Contains([]string{"-p", "--prompt", "-n", "-c", "--ctx-size", "--system", "--seed", "--temp", "--top-k", "--top-p", "--parallel", "--timeout", "--n-predict"}, s)
+		return slices.Contains([]string{"-p", "--prompt", "-n", "-c", "--ctx-size", "--system", "--seed", "--temp", "--top-k", "--top-p", "--parallel", "--timeout", "--n-predict", "-a", "--alias"}, s)
 	}
 	dir := t.TempDir()
 	file := func(name, text string) string {
@@ -81,8 +81,11 @@ func TestLlamaArgs(t *testing.T) {
 		{in: []string{"run", "m.gguf", "--metrics"}, err: "run: --metrics is a flag of bankml serve only"},
 		{in: []string{"serve", "m.gguf", "--no-jinja"}, err: "serve: --no-jinja: bankml has no chat template path but Jinja's"},
 		{in: []string{"run", "m.gguf", "--no-jinja"}, err: "run: --no-jinja: bankml has no chat template path but Jinja's"},
-		{in: []string{"serve", "m.gguf", "-a", "gpt-4"}, err: `serve: -a: bankml serve names the model only by its file's base name (in /v1/models and in answers' "model"); it takes no aliases`},
-		{in: []string{"serve", "m.gguf", "--alias=x,y"}, err: "serve: --alias: bankml serve names the model only by its file's base name"},
+		// -a/--alias (arg.cpp:3007) is serve's own flag; given again, every one counts (its handler adds to a set).
+		{in: []string{"serve", "m.gguf", "-a", "gpt-4", "--alias=x,y"}, want: []string{"serve", "m.gguf", "-a", "gpt-4", "--alias=x,y"}},
+		{in: []string{"serve", "m.gguf", "-a", "x", "-a", "-y"}, want: []string{"serve", "m.gguf", "-a", "x", "-a", "-y"},
+			warn: "-a is given more than once: every one counts, as in llama.cpp (whose warning says only the last does)"},
+		{in: []string{"serve", "m.gguf", "-a"}, err: "serve: -a: expected a value"},
 		// -f/--file FNAME (arg.cpp:1797): the file's text is the prompt, less one trailing newline; the last of -p and -f counts.
 		{in: []string{"run", "m.gguf", "-f", story}, want: []string{"run", "m.gguf", "--prompt=Once upon\n"}},
 		{in: []string{"run", "m.gguf", "--file", crlf, "-n", "1"}, want: []string{"run", "m.gguf", "--prompt=a\r", "-n", "1"}},
@@ -180,6 +183,33 @@ func TestLlamaArgs(t *testing.T) {
 			t.Errorf("%q: %v", c.in, err)
 		case !slices.Equal(got, c.want) || strings.Join(warn, "|") != c.warn:
 			t.Errorf("%q: %q, warnings %q; want %q, %q", c.in, got, warn, c.want, c.warn)
+		}
+	}
+}
+
+// TestServeAliasFlag checks that serve's -a/--alias values reach the command as llama-server's parser takes
+// them: comma-separated, every flag's values added (serve.Options.Alias strips and sorts them).
+func TestServeAliasFlag(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"serve", "m.gguf"}, nil},
+		{[]string{"serve", "m.gguf", "-a", "tiny"}, []string{"tiny"}},
+		{[]string{"serve", "m.gguf", "-a", " b, a", "--alias=c"}, []string{" b", " a", "c"}},
+		{[]string{"serve", "m.gguf", "--alias", "x,,y", "-a", "-z"}, []string{"x", "", "y", "-z"}},
+	} {
+		var cl cli
+		parser, err := kong.New(&cl, kong.Vars{"nproc": "1", "version": "test"}, kong.WithHyphenPrefixedParameters(true))
+		if err != nil {
+			t.Fatal(err)
+		}
+		args, _, err := llamaArgs(c.args, valueFlags(parser.Model, "serve"))
+		if err == nil {
+			_, err = parser.Parse(args)
+		}
+		if err != nil || !slices.Equal([]string(cl.Serve.Alias), c.want) {
+			t.Errorf("%q: alias %q, %v; want %q", c.args, cl.Serve.Alias, err, c.want)
 		}
 	}
 }
