@@ -17,7 +17,7 @@ import (
 // kong would misread.
 func TestLlamaArgs(t *testing.T) {
 	takesValue := func(s string) bool {
-		return slices.Contains([]string{"-p", "--prompt", "-n", "-c", "--ctx-size", "--system", "--seed", "--temp", "--top-k", "--top-p", "--parallel", "--timeout", "--n-predict", "-a", "--alias"}, s)
+		return slices.Contains([]string{"-p", "--prompt", "-n", "-c", "--ctx-size", "--system", "--seed", "--temp", "--top-k", "--top-p", "--parallel", "--timeout", "--n-predict", "-a", "--alias", "--min-p", "--repeat-penalty", "--top-nsigma", "--typical", "--sampler-seq", "--logit-bias", "--dry-sequence-breaker"}, s)
 	}
 	dir := t.TempDir()
 	file := func(name, text string) string {
@@ -60,9 +60,15 @@ func TestLlamaArgs(t *testing.T) {
 		{in: []string{"run", "m.gguf", "--seed", "5", "--temperature", "0.5", "--top_p", "0.9", "--top-k", "3", "--ignore-eos"},
 			want: []string{"run", "m.gguf", "--seed", "5", "--temp", "0.5", "--top-p", "0.9", "--top-k", "3", "--ignore-eos"}},
 		{in: []string{"run", "m.gguf", "--seed=5", "--temp=1"}, want: []string{"run", "m.gguf", "--seed=5", "--temp=1"}},
-		{in: []string{"run", "m.gguf", "--min-p", "0.1"}, err: "run: --min-p: bankml run's sampling flags are --temp, --top-k, --top-p, -s/--seed and --ignore-eos only (the others keep llama.cpp's defaults)"},
-		{in: []string{"run", "m.gguf", "--repeat-penalty", "1.1"}, err: "run: --repeat-penalty: bankml run's sampling flags are"},
-		{in: []string{"run", "m.gguf", "-jf", "s.json"}, err: "run: -jf: bankml run's sampling flags are"},
+		{in: []string{"run", "m.gguf", "--min-p", "0.1", "--repeat_penalty", "1.1", "--top-n-sigma", "1", "--typical-p", "0.9", "--sampling-seq", "kt", "-l", "2-inf"},
+			want: []string{"run", "m.gguf", "--min-p", "0.1", "--repeat-penalty", "1.1", "--top-nsigma", "1", "--typical", "0.9", "--sampler-seq", "kt", "--logit-bias", "2-inf"}},
+		{in: []string{"run", "m.gguf", "-l=1+2", "--dry-sequence-breaker", "-", "--dry-sequence-breaker", "none"},
+			want: []string{"run", "m.gguf", "--logit-bias=1+2", "--dry-sequence-breaker", "-", "--dry-sequence-breaker", "none"},
+			warn: "--dry-sequence-breaker is given more than once: every one counts, as in llama.cpp (whose warning says only the last does)"},
+		{in: []string{"run", "m.gguf", "--repeat-penalty"}, err: "run: --repeat-penalty: expected a value"},
+		{in: []string{"run", "m.gguf", "-jf", "s.json"}, err: "run: -jf: not supported by bankml run: grammars and backend sampling are not implemented (bankml serve refuses them per request too)"},
+		{in: []string{"run", "m.gguf", "--grammar", "root ::= x"}, err: "run: --grammar: not supported by bankml run"},
+		{in: []string{"run", "m.gguf", "-bs"}, err: "run: -bs: not supported by bankml run"},
 		{in: []string{"serve", "m.gguf", "--temp", "0.5"}, err: "serve: --temp: llama-server's server-wide sampling defaults are not supported by bankml serve: set them per request"},
 		{in: []string{"serve", "m.gguf", "-s", "1"}, err: "serve: -s: llama-server's server-wide sampling defaults are not supported"},
 		{in: []string{"serve", "m.gguf", "--seed=1"}, err: "serve: --seed: llama-server's server-wide sampling defaults"},
