@@ -144,7 +144,7 @@ func (a *ollamaAPI) settings(w http.ResponseWriter, opts map[string]any) (ollama
 		s.NumCtx = 0
 	}
 	if !s.HasNPredict {
-		s.NPredict = a.s.nPredict
+		s.NPredict = slotLimit(a.s.nPredict) // -n below -1: one token, as on llama-server's routes
 	}
 	if len(s.Ignored) > 0 {
 		a.s.log.Warn("ollama: options not applied", "options", strings.Join(s.Ignored, ", "))

@@ -44,7 +44,11 @@ type Options struct {
 	// NPredict is llama-server's -n/--n-predict (common_params.n_predict): the tokens to predict for a
 	// request that sets no n_predict/max_tokens/max_completion_tokens (Ollama: no num_predict) or sets -1;
 	// a request's own count wins, above it or below (server-context.cpp:1818). nil or -1: unlimited (until
-	// an end-of-generation token or a full context). Errors (New): below -1.
+	// an end-of-generation token or a full context). Below -1 (llama-server takes any int, common/arg.cpp:1655;
+	// -2 is llama-completion's "until context filled", which llama-server does not special-case): the slot's
+	// n_predict_max is that value, which leaves no budget (server_slot::has_budget, server-context.cpp:462),
+	// so a request that sets no count, or -1, gets one token and stops by the limit (server-context.cpp:1896),
+	// as with 0; /completion's generation_settings.n_predict still reports the value.
 	NPredict *int
 	// Alias is llama-server's -a/--alias (common_params.model_alias): names of the model, each stripped of
 	// surrounding white space, empty ones dropped, kept as a sorted set (std::set). The first in that order
@@ -122,7 +126,7 @@ type Server struct {
 	name    string   // the served name: the first alias, or the file's base name (Options.Alias)
 	aliases []string // the aliases, sorted, without duplicates ([] when none)
 
-	nPredict int // the server's n_predict (Options.NPredict; -1: unlimited), llama-server's params_base.n_predict
+	nPredict int // the server's n_predict (Options.NPredict; -1: unlimited; below -1: no budget), llama-server's params_base.n_predict
 
 	// stop is cancelled when in-flight answers must be cancelled (Serve's grace period ran out): every
 	// request's context derives from it.
@@ -165,9 +169,6 @@ func New(m *Model, o Options) (*Server, error) {
 	suppress, err := sample.SuppressTokens(m.File, m.Model.HP.NVocab)
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
-	}
-	if o.NPredict != nil && *o.NPredict < -1 {
-		return nil, fmt.Errorf("serve: -n/--n-predict %d: must be -1 (unlimited) or a count of 0 or more", *o.NPredict)
 	}
 	nSlot, err := SlotContext(o.NCtx, o.Parallel, m.Model.HP.NCtxTrain)
 	if err != nil {

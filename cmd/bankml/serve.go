@@ -39,7 +39,7 @@ type serveCmd struct {
 	Timeout   int         `name:"timeout" default:"3600" placeholder:"N" help:"Seconds each socket read of a request and each write of its answer may wait, as llama-server's -to/--timeout (its default 3600): a timeout per operation, so long generations and long streams are not cut; a client silent or not reading for N seconds is dropped."`
 	Queue     int         `name:"queue" default:"64" help:"Requests allowed to wait for a slot; more get 429."`
 	Alias     aliasList   `short:"a" name:"alias" placeholder:"STRING" help:"Names of the model, comma-separated (given again, each one adds), as llama-server's -a/--alias: the first in byte order is the name /v1/models, /props and every answer give (default: the file's base name); /v1/models lists them all as aliases; Ollama requests may name the model by any of them or by the file's base name."`
-	NPredict  int         `short:"n" name:"n-predict" default:"-1" help:"Tokens to predict for a request that sets no n_predict/max_tokens (or -1; Ollama: no num_predict), as llama-server's -n/--n-predict; a request's own count wins, above or below it; -1: until an end-of-generation token or a full context."`
+	NPredict  int         `short:"n" name:"n-predict" default:"-1" help:"Tokens to predict for a request that sets no n_predict/max_tokens (or -1; Ollama: no num_predict), as llama-server's -n/--n-predict; a request's own count wins, above or below it; -1: until an end-of-generation token or a full context; below -1 (any int, as llama-server takes it): one token, as llama-server's slot limit then has no budget."`
 
 	Ignored llamaIgnored `embed:""`
 }
@@ -110,8 +110,8 @@ func (c *serveCmd) Run(stderr errWriter) error {
 	if c.Parallel < 1 {
 		return fmt.Errorf("serve: -np/--parallel %d: must be at least 1", c.Parallel)
 	}
-	if c.NPredict < -1 {
-		return fmt.Errorf("serve: -n/--n-predict %d: must be -1 (unlimited) or a count of 0 or more", c.NPredict)
+	if c.NPredict < math.MinInt32 || c.NPredict > math.MaxInt32 { // arg.cpp:1655 reads any int (std::stoi)
+		return fmt.Errorf("serve: -n/--n-predict %d: out of range: llama.cpp takes a 32-bit int, in [%d, %d]", c.NPredict, math.MinInt32, math.MaxInt32)
 	}
 	if c.Parallel > maxSeq { // llama_context refuses n_seq_max (llama-server's -np) above it
 		return fmt.Errorf("serve: -np/--parallel %d: at most %d slots (llama.cpp's LLAMA_MAX_SEQ)", c.Parallel, maxSeq)
