@@ -594,8 +594,8 @@ func resolveModel(positional, flag string) (string, error) {
 	case positional == "":
 		path, label = flag, "-m/--model"
 	}
-	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		return "", fmt.Errorf("%s: %s is a directory; pass a GGUF file", label, path)
+	if err := notDirectory(label, path); err != nil {
+		return "", err
 	}
 	return path, nil
 }
