@@ -51,16 +51,9 @@ type rawText string
 
 // Decode implements kong.MapperValue.
 func (r *rawText) Decode(ctx *kong.DecodeContext) error {
-	t, err := ctx.Scan.PopValue("prompt")
-	if err != nil {
-		return err
-	}
-	s, ok := t.Value.(string)
-	if !ok {
-		return fmt.Errorf("expected a string, got %v", t.Value)
-	}
+	s, err := popString(ctx, "prompt")
 	*r = rawText(s)
-	return nil
+	return err
 }
 
 // cannotRun marks errors that mean "this file cannot be run" (exit status 2).

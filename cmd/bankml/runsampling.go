@@ -24,50 +24,44 @@ import (
 // runSampling are run's sampling flags that map one to one onto sample.Params; nil (not given) keeps
 // llama-cli's default. The help gives each default as common_params_sampling has it.
 type runSampling struct {
-	MinP             *float32 `name:"min-p" placeholder:"N" help:"min-p sampling, as llama-cli's --min-p (default 0.05, 0 = off)."`
-	TopNSigma        *float32 `name:"top-nsigma" placeholder:"N" help:"top-n-sigma sampling, as llama-cli's --top-nsigma (default -1 = off)."`
-	XTCProbability   *float32 `name:"xtc-probability" placeholder:"N" help:"XTC probability, as llama-cli's (default 0 = off)."`
-	XTCThreshold     *float32 `name:"xtc-threshold" placeholder:"N" help:"XTC threshold, as llama-cli's (default 0.1; above 0.5 = off)."`
-	TypicalP         *float32 `name:"typical" placeholder:"N" help:"Locally typical sampling, as llama-cli's --typical (default 1 = off)."`
-	RepeatLastN      *int     `name:"repeat-last-n" placeholder:"N" help:"Last tokens penalised, as llama-cli's --repeat-last-n (default 64, 0 = off; negative refused, as arg.cpp)."`
-	RepeatPenalty    *float32 `name:"repeat-penalty" placeholder:"N" help:"Repeat penalty, as llama-cli's --repeat-penalty (default 1 = off; must be finite and greater than 0)."`
-	PresencePenalty  *float32 `name:"presence-penalty" placeholder:"N" help:"Presence penalty, as llama-cli's (default 0 = off; must be finite)."`
-	FrequencyPenalty *float32 `name:"frequency-penalty" placeholder:"N" help:"Frequency penalty, as llama-cli's (default 0 = off; must be finite)."`
-	DryMultiplier    *float32 `name:"dry-multiplier" placeholder:"N" help:"DRY multiplier, as llama-cli's (default 0 = off)."`
-	DryBase          *float32 `name:"dry-base" placeholder:"N" help:"DRY base, as llama-cli's (default 1.75; a value below 1 is ignored with a warning, as llama.cpp ignores it)."`
-	DryAllowedLength *int     `name:"dry-allowed-length" placeholder:"N" help:"DRY allowed length, as llama-cli's (default 2)."`
-	DryPenaltyLastN  *int     `name:"dry-penalty-last-n" placeholder:"N" help:"DRY penalty over the last N tokens, as llama-cli's (default 64, 0 = off; negative refused, as arg.cpp)."`
-	DryBreaker       breakers `name:"dry-sequence-breaker" placeholder:"STRING" help:"A DRY sequence breaker, as llama-cli's: the first one given replaces the defaults (\\n : \" *), each one adds, none clears them all."`
-	DynatempRange    *float32 `name:"dynatemp-range" placeholder:"N" help:"Dynamic temperature range, as llama-cli's (default 0 = off)."`
-	DynatempExp      *float32 `name:"dynatemp-exp" placeholder:"N" help:"Dynamic temperature exponent, as llama-cli's (default 1)."`
-	Mirostat         *int     `name:"mirostat" placeholder:"N" help:"Mirostat, as llama-cli's (default 0 = off; 1 and 2 are refused: not implemented by bankml)."`
-	MirostatLR       *float32 `name:"mirostat-lr" placeholder:"N" help:"Mirostat learning rate eta, as llama-cli's (default 0.1; used by mirostat only)."`
-	MirostatEnt      *float32 `name:"mirostat-ent" placeholder:"N" help:"Mirostat target entropy tau, as llama-cli's (default 5; used by mirostat only)."`
-	AdaptiveTarget   *float32 `name:"adaptive-target" placeholder:"N" help:"adaptive-p target, as llama-cli's (default -1; used by the adaptive_p sampler only, which bankml refuses)."`
-	AdaptiveDecay    *float32 `name:"adaptive-decay" placeholder:"N" help:"adaptive-p decay, as llama-cli's (default 0.9; used by the adaptive_p sampler only)."`
-	Samplers         *string  `name:"samplers" placeholder:"SAMPLERS" help:"Sampler order by names separated by ';', as llama-cli's --samplers (default penalties;dry;top_n_sigma;top_k;typ_p;top_p;min_p;xtc;temperature); an unknown name is skipped with a warning, as llama.cpp."`
-	SamplerSeq       *string  `name:"sampler-seq" placeholder:"SEQUENCE" help:"Sampler order by letters, as llama-cli's --sampler-seq (default edskypmxt); an unknown letter is skipped with a warning, as llama.cpp."`
-	LogitBias        biases   `name:"logit-bias" placeholder:"TOKEN_ID(+/-)BIAS" help:"Add BIAS to a token's logit, as llama-cli's -l/--logit-bias (15043+1, 15043-inf); each one adds."`
+	MinP             *float32   `name:"min-p" placeholder:"N" help:"min-p sampling, as llama-cli's --min-p (default 0.05, 0 = off)."`
+	TopNSigma        *float32   `name:"top-nsigma" placeholder:"N" help:"top-n-sigma sampling, as llama-cli's --top-nsigma (default -1 = off)."`
+	XTCProbability   *float32   `name:"xtc-probability" placeholder:"N" help:"XTC probability, as llama-cli's (default 0 = off)."`
+	XTCThreshold     *float32   `name:"xtc-threshold" placeholder:"N" help:"XTC threshold, as llama-cli's (default 0.1; above 0.5 = off)."`
+	TypicalP         *float32   `name:"typical" placeholder:"N" help:"Locally typical sampling, as llama-cli's --typical (default 1 = off)."`
+	RepeatLastN      *int       `name:"repeat-last-n" placeholder:"N" help:"Last tokens penalised, as llama-cli's --repeat-last-n (default 64, 0 = off; negative refused, as arg.cpp)."`
+	RepeatPenalty    *float32   `name:"repeat-penalty" placeholder:"N" help:"Repeat penalty, as llama-cli's --repeat-penalty (default 1 = off; must be finite and greater than 0)."`
+	PresencePenalty  *float32   `name:"presence-penalty" placeholder:"N" help:"Presence penalty, as llama-cli's (default 0 = off; must be finite)."`
+	FrequencyPenalty *float32   `name:"frequency-penalty" placeholder:"N" help:"Frequency penalty, as llama-cli's (default 0 = off; must be finite)."`
+	DryMultiplier    *float32   `name:"dry-multiplier" placeholder:"N" help:"DRY multiplier, as llama-cli's (default 0 = off)."`
+	DryBase          *float32   `name:"dry-base" placeholder:"N" help:"DRY base, as llama-cli's (default 1.75; a value below 1 is ignored with a warning, as llama.cpp ignores it)."`
+	DryAllowedLength *int       `name:"dry-allowed-length" placeholder:"N" help:"DRY allowed length, as llama-cli's (default 2)."`
+	DryPenaltyLastN  *int       `name:"dry-penalty-last-n" placeholder:"N" help:"DRY penalty over the last N tokens, as llama-cli's (default 64, 0 = off; negative refused, as arg.cpp)."`
+	DryBreaker       stringList `name:"dry-sequence-breaker" placeholder:"STRING" help:"A DRY sequence breaker, as llama-cli's: the first one given replaces the defaults (\\n : \" *), each one adds, none clears them all."`
+	DynatempRange    *float32   `name:"dynatemp-range" placeholder:"N" help:"Dynamic temperature range, as llama-cli's (default 0 = off)."`
+	DynatempExp      *float32   `name:"dynatemp-exp" placeholder:"N" help:"Dynamic temperature exponent, as llama-cli's (default 1)."`
+	Mirostat         *int       `name:"mirostat" placeholder:"N" help:"Mirostat, as llama-cli's (default 0 = off; 1 and 2 are refused: not implemented by bankml)."`
+	MirostatLR       *float32   `name:"mirostat-lr" placeholder:"N" help:"Mirostat learning rate eta, as llama-cli's (default 0.1; used by mirostat only)."`
+	MirostatEnt      *float32   `name:"mirostat-ent" placeholder:"N" help:"Mirostat target entropy tau, as llama-cli's (default 5; used by mirostat only)."`
+	AdaptiveTarget   *float32   `name:"adaptive-target" placeholder:"N" help:"adaptive-p target, as llama-cli's (default -1; used by the adaptive_p sampler only, which bankml refuses)."`
+	AdaptiveDecay    *float32   `name:"adaptive-decay" placeholder:"N" help:"adaptive-p decay, as llama-cli's (default 0.9; used by the adaptive_p sampler only)."`
+	Samplers         *string    `name:"samplers" placeholder:"SAMPLERS" help:"Sampler order by names separated by ';', as llama-cli's --samplers (default penalties;dry;top_n_sigma;top_k;typ_p;top_p;min_p;xtc;temperature); an unknown name is skipped with a warning, as llama.cpp."`
+	SamplerSeq       *string    `name:"sampler-seq" placeholder:"SEQUENCE" help:"Sampler order by letters, as llama-cli's --sampler-seq (default edskypmxt); an unknown letter is skipped with a warning, as llama.cpp."`
+	LogitBias        stringList `name:"logit-bias" placeholder:"TOKEN_ID(+/-)BIAS" help:"Add BIAS to a token's logit, as llama-cli's -l/--logit-bias (15043+1, 15043-inf); each one adds."`
 }
 
-// breakers is --dry-sequence-breaker's values in order (each flag adds one; a value may start with "-").
-type breakers []string
+// stringList is a flag whose values add up in order, each one taken byte for byte and whatever it is (a
+// value starting with "-" too, as arg.cpp takes it): --dry-sequence-breaker, -l/--logit-bias.
+type stringList []string
 
 // Decode implements kong.MapperValue.
-func (b *breakers) Decode(ctx *kong.DecodeContext) error {
-	v, err := popString(ctx, "dry-sequence-breaker")
-	*b = append(*b, v)
-	return err
-}
-
-// biases is -l/--logit-bias's values in order (each flag adds one).
-type biases []string
-
-// Decode implements kong.MapperValue.
-func (b *biases) Decode(ctx *kong.DecodeContext) error {
-	v, err := popString(ctx, "logit-bias")
-	*b = append(*b, v)
-	return err
+func (l *stringList) Decode(ctx *kong.DecodeContext) error {
+	v, err := popString(ctx, ctx.Value.Name)
+	if err != nil {
+		return err
+	}
+	*l = append(*l, v)
+	return nil
 }
 
 // popString takes a flag's value whatever it is (a value starting with "-" too, as arg.cpp takes it).

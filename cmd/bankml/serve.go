@@ -51,13 +51,9 @@ type aliasList []string
 
 // Decode implements kong.MapperValue.
 func (a *aliasList) Decode(ctx *kong.DecodeContext) error {
-	t, err := ctx.Scan.PopValue("alias")
+	v, err := popString(ctx, "alias")
 	if err != nil {
 		return err
-	}
-	v, ok := t.Value.(string)
-	if !ok {
-		return fmt.Errorf("expected a string, got %v", t.Value)
 	}
 	*a = append(*a, strings.Split(v, ",")...)
 	return nil
