@@ -24,8 +24,8 @@ type runCmd struct {
 	Escape    bool        `short:"e" name:"escape" negatable:"" default:"true" help:"Process the escapes \\n \\r \\t \\' \\\" \\\\ and \\xHH in the prompt (-p, or the prompt read from standard input; with --chat only -p's first message), as llama.cpp's -e/--escape, on by default; --no-escape takes it as is. --system and chat messages read from standard input are never processed, as in llama-cli."`
 	NPredict  int         `short:"n" name:"n-predict" default:"-1" help:"Number of tokens to generate, as llama.cpp's -n/--n-predict: -1 (infinity) and -2 (until context filled) both generate until an end-of-generation token or a full context (bankml has no context shift, which llama.cpp also leaves off by default)."`
 	Temp      float32     `name:"temp" default:"0" help:"Temperature; 0 is greedy (exact with llama.cpp)."`
-	TopK      int         `name:"top-k" default:"40" help:"Top-k sampling (0 = off); used when temp > 0."`
-	TopP      float32     `name:"top-p" default:"0.95" help:"Top-p sampling (1 = off); used when temp > 0."`
+	TopK      *int        `name:"top-k" placeholder:"N" help:"Top-k sampling, as llama-cli's --top-k (default 40, or the model's general.sampling.top_k; 0 = off)."`
+	TopP      *float32    `name:"top-p" placeholder:"N" help:"Top-p sampling, as llama-cli's --top-p (default 0.95, or the model's general.sampling.top_p; 1 = off)."`
 	Sampling  runSampling `embed:""`
 	Seed      int64       `name:"seed" default:"-1" help:"Seed of the sampler's random draw; -1 picks one at random."`
 	Threads   threadCount `short:"t" name:"threads" default:"${nproc}" help:"Number of threads (default: the number of logical CPUs); 0 or less takes the number of logical CPUs, as llama.cpp; at most 512, ggml's GGML_MAX_N_THREADS)."`
@@ -78,17 +78,9 @@ func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error 
 	// llama.cpp's sampler chain with llama-cli's defaults (min_p 0.05, ...) and these flags
 	// (runsampling.go); --temp 0 stays the plain argmax unless a stage before the temperature
 	// can change the most likely token (chainSamples).
-	sp := sample.DefaultParams()
-	sp.Temp, sp.TopK, sp.TopP = r.Temp, int32(min(r.TopK, math.MaxInt32)), r.TopP
-	if r.Seed < -1 || r.Seed >= int64(sample.DefaultSeed) {
-		return fmt.Errorf("run: --seed %d: must be -1 (random) or in [0, %d)", r.Seed, sample.DefaultSeed)
-	} else if r.Seed >= 0 {
-		sp.Seed = uint32(r.Seed)
-	}
-	if err := r.Sampling.apply(&sp, stderr); err != nil {
-		return fmt.Errorf("run: %w", err)
-	}
-	if err := sp.Check(); err != nil {
+	// The flags are checked here, before the file is read (usage errors); the model's general.sampling.*
+	// defaults join them once it is loaded (samplingParams).
+	if _, err := r.samplingParams(sample.DefaultParams(), stderr); err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
 	// An invalid BANKML_CPU is a usage error (exit 1), found before the file is read: the model's file is
@@ -152,6 +144,10 @@ func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error 
 	suppress, err := sample.SuppressTokens(f, tok.NVocab())
 	if err != nil {
 		return cannotRun(fmt.Errorf("run: %w", err))
+	}
+	sp, err := r.modelSampling(f, stderr)
+	if err != nil {
+		return err
 	}
 	if r.IgnoreEOS { // common_init_from_params (common/common.cpp:1364): a -Inf bias on every EOG token
 		if tok.EOS() == tokenizer.None {

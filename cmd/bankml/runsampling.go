@@ -17,6 +17,7 @@ import (
 
 	"github.com/alecthomas/kong"
 
+	"github.com/bankml/bankml/gguf"
 	"github.com/bankml/bankml/sample"
 	"github.com/bankml/bankml/tokenizer"
 )
@@ -75,6 +76,68 @@ func popString(ctx *kong.DecodeContext, flag string) (string, error) {
 		return "", fmt.Errorf("expected a string, got %v", t.Value)
 	}
 	return s, nil
+}
+
+// samplingParams is base with run's sampling flags set on it: --temp always (run's default 0 is greedy,
+// bankml's deliberate difference from llama-cli's 0.8), --top-k, --top-p and -s/--seed when given, then the
+// others (runSampling.apply, whose warnings go to w). Errors: a flag's value arg.cpp refuses, or one
+// sample.Params.Check refuses.
+func (r *runCmd) samplingParams(base sample.Params, w io.Writer) (sample.Params, error) {
+	p := base
+	p.Temp = r.Temp
+	if r.TopK != nil {
+		if *r.TopK < math.MinInt32 || *r.TopK > math.MaxInt32 {
+			return p, fmt.Errorf("--top-k %d: out of range: llama.cpp takes a 32-bit int", *r.TopK)
+		}
+		p.TopK = int32(*r.TopK)
+	}
+	if r.TopP != nil {
+		p.TopP = *r.TopP
+	}
+	if r.Seed < -1 || r.Seed >= int64(sample.DefaultSeed) {
+		return p, fmt.Errorf("--seed %d: must be -1 (random) or in [0, %d)", r.Seed, sample.DefaultSeed)
+	} else if r.Seed >= 0 {
+		p.Seed = uint32(r.Seed)
+	}
+	if err := r.Sampling.apply(&p, w); err != nil {
+		return p, err
+	}
+	return p, p.Check()
+}
+
+// modelSampling is the sampling parameters of a run of the model in f, as llama-cli's
+// common_init_from_params makes them (common_init_sampler_from_model, common/common.cpp:1213): llama-cli's
+// defaults, then the model's general.sampling.* values (sample.ApplyModelDefaults) for each one the command
+// line did not set, then the flags. As in arg.cpp, --sampler-seq does not count as setting the sampler order
+// (only --samplers does): a general.sampling.sequence wins over it. The model's temp is not used: run's
+// --temp defaults to 0 (samplingParams). An unknown sampler name in the model is skipped with a warning to
+// stderr, as llama.cpp skips it. Errors: a model default bankml refuses (mirostat 1 or 2, the adaptive_p
+// stage), as a model that cannot be run (exit 2).
+func (r *runCmd) modelSampling(f *gguf.File, stderr io.Writer) (sample.Params, error) {
+	md := sample.DefaultParams()
+	for _, u := range sample.ApplyModelDefaults(&md, f) {
+		fmt.Fprintf(stderr, "bankml: run: %s: unable to match sampler by name '%s': skipped, as llama.cpp skips it\n", sample.KeySamplingSequence, strings.ToLower(u))
+	}
+	p, err := r.samplingParams(md, io.Discard) // the flags' warnings were written by Run's first pass
+	if err == nil && r.Sampling.Samplers == nil && r.Sampling.SamplerSeq != nil && modelSequence(f) {
+		p.Samplers = md.Samplers
+		err = p.Check()
+	}
+	if err != nil {
+		return p, cannotRun(fmt.Errorf("run: the flags with the model's general.sampling.* defaults: %w", err))
+	}
+	return p, nil
+}
+
+// modelSequence reports whether f sets general.sampling.sequence as llama.cpp reads it (a value whose
+// string form is not empty: llama_model_meta_val_str > 0), as sample.ApplyModelDefaults takes it.
+func modelSequence(f *gguf.File) bool {
+	v, ok := f.Get(sample.KeySamplingSequence)
+	if !ok {
+		return false
+	}
+	s, ok := sample.MetaString(v)
+	return ok && s != ""
 }
 
 // apply sets the given flags on p as arg.cpp's handlers set common_params_sampling (arg.cpp:1982–2308),

@@ -3,12 +3,16 @@ package main
 import (
 	"bytes"
 	"math"
+	"os"
+	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/alecthomas/kong"
 
+	"github.com/bankml/bankml/gguf"
 	"github.com/bankml/bankml/internal/reference"
 	"github.com/bankml/bankml/internal/reftest"
 	"github.com/bankml/bankml/sample"
@@ -236,4 +240,109 @@ func TestRunSamplingMatchesTheReference(t *testing.T) {
 		}
 	}
 	t.Logf("run's text equal to the reference's: %d of %d flag sets", equal, len(rows))
+}
+
+// storiesWithKVs writes a copy of stories260K with extra metadata appended (same tensors) and returns its
+// path.
+func storiesWithKVs(t *testing.T, extra []gguf.KV) string {
+	t.Helper()
+	src, err := gguf.Open(storiesPath(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	path := filepath.Join(t.TempDir(), "stories-sampling.gguf")
+	out, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	w, err := gguf.NewWriter(out, append(slices.Clone(src.KVs), extra...), src.Tensors)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range src.Tensors {
+		if err := w.WriteTensor(src.TensorData(&src.Tensors[i])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestRunTakesTheModelsSamplingDefaults (oracle) runs `bankml run` on a stories260K copy whose metadata
+// sets general.sampling.* and compares its text with the reference chain's for the parameters llama-cli
+// makes (common_init_sampler_from_model, common/common.cpp:1213, written out here): the model's values for
+// what the command line did not set, the flags for what it did; --sampler-seq does not count as set, so the
+// model's sequence wins over it (only --samplers marks it, arg.cpp:1982 against arg.cpp:1998). The model's
+// temp is never used: run's --temp defaults to 0 (bankml's deliberate difference).
+func TestRunTakesTheModelsSamplingDefaults(t *testing.T) {
+	model := storiesWithKVs(t, []gguf.KV{
+		{Key: "general.sampling.sequence", Value: gguf.StringValue("penalties;top_k;min_p;temperature")},
+		{Key: "general.sampling.top_k", Value: gguf.Int32Value(5)},
+		{Key: "general.sampling.min_p", Value: gguf.Float32Value(0.02)},
+		{Key: "general.sampling.penalty_repeat", Value: gguf.Float32Value(1.5)},
+		{Key: "general.sampling.penalty_last_n", Value: gguf.Int32Value(32)},
+		{Key: "general.sampling.temp", Value: gguf.Float32Value(1.3)},
+	})
+	rm, err := reftest.Lib(t).LoadModel(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rm.Close()
+	const prompt, n = "Once upon a time", 40
+	toks, err := rm.Tokenize(prompt, true, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	greedy := string(refContinuation(t, rm, prompt, n))
+	modelDefaults := func(p *sample.Params) {
+		p.Samplers = []sample.Type{sample.Penalties, sample.TopK, sample.MinP, sample.Temperature}
+		p.TopK, p.MinP, p.PenaltyRepeat, p.PenaltyLastN = 5, 0.02, 1.5, 32
+	}
+	equal := 0
+	rows := []struct {
+		args      []string
+		set       func(p *sample.Params) // after modelDefaults
+		notGreedy bool
+	}{
+		{[]string{}, func(p *sample.Params) { p.Temp = 0 }, true}, // the model's repeat penalty at run's --temp 0
+		{[]string{"--repeat-penalty", "1"}, func(p *sample.Params) { p.Temp, p.PenaltyRepeat = 0, 1 }, false},
+		{[]string{"--temp", "0.9", "-s", "11"}, func(p *sample.Params) { p.Temp, p.Seed = 0.9, 11 }, false},
+		{[]string{"--temp", "0.9", "-s", "11", "--top-k", "0", "--min-p", "0.3", "--repeat-last-n", "0"},
+			func(p *sample.Params) { p.Temp, p.Seed, p.TopK, p.MinP, p.PenaltyLastN = 0.9, 11, 0, 0.3, 0 }, false},
+		{[]string{"--temp", "0.9", "-s", "11", "--sampler-seq", "t"}, func(p *sample.Params) { p.Temp, p.Seed = 0.9, 11 }, false},
+		{[]string{"--temp", "0.9", "-s", "11", "--samplers", "temperature"},
+			func(p *sample.Params) { p.Temp, p.Seed, p.Samplers = 0.9, 11, []sample.Type{sample.Temperature} }, false},
+	}
+	for _, c := range rows {
+		p := sample.DefaultParams()
+		modelDefaults(&p)
+		c.set(&p)
+		s, err := rm.NewSession(512, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := reftest.Generate(rm, s, reftest.Turn{Prompt: toks, Sampling: p, NPredict: n})
+		s.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := string(refText(t, rm, a.Tokens))
+		code, out, stderr := runCLI(append([]string{"run", model, "-p", prompt, "-n", "40", "-t", "1", "-c", "512"}, c.args...)...)
+		switch {
+		case code != 0:
+			t.Errorf("%q: exit %d: %s", c.args, code, stderr)
+		case out != want+"\n":
+			t.Errorf("%q:\n got %q\nwant %q (the reference's)", c.args, out, want+"\n")
+		case c.notGreedy && want == greedy:
+			t.Errorf("%q: the reference's text is the plain greedy one: the row tests nothing", c.args)
+		default:
+			equal++
+			t.Logf("%q: %q", c.args, out)
+		}
+	}
+	t.Logf("run's text with the model's sampling defaults equal to the reference's: %d of %d flag sets", equal, len(rows))
 }
