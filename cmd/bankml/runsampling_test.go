@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -209,37 +210,48 @@ func TestRunSamplingMatchesTheReference(t *testing.T) {
 	}
 	equal := 0
 	for _, c := range rows {
-		toks, err := rm.Tokenize(c.prompt, true, true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		greedy := string(refContinuation(t, rm, c.prompt, n))
 		p := sample.DefaultParams()
 		c.set(&p)
-		s, err := rm.NewSession(512, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		a, err := reftest.Generate(rm, s, reftest.Turn{Prompt: toks, Sampling: p, NPredict: n})
-		s.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := string(refText(t, rm, a.Tokens))
-		code, out, stderr := runCLI(append([]string{"run", model, "-p", c.prompt, "-n", "40", "-t", "1", "-c", "512"}, c.args...)...)
-		switch {
-		case code != 0:
-			t.Errorf("%q: exit %d: %s", c.args, code, stderr)
-		case out != want+"\n":
-			t.Errorf("%q:\n got %q\nwant %q (the reference's)", c.args, out, want+"\n")
-		case c.notGreedy && want == greedy:
-			t.Errorf("%q: the reference's text is the plain greedy one: the row tests nothing", c.args)
-		default:
+		if runMatchesReference(t, rm, model, c.prompt, n, c.args, p, c.notGreedy) {
 			equal++
-			t.Logf("%q: %q", c.args, out)
 		}
 	}
 	t.Logf("run's text equal to the reference's: %d of %d flag sets", equal, len(rows))
+}
+
+// runMatchesReference runs `bankml run model -p prompt -n n -t 1 -c 512 args...` and compares its text
+// with the reference's: its chain for p over its own decode (reftest.Generate on a 512-token session).
+// With notGreedy the reference's text must also differ from its plain greedy continuation (else the
+// flags would be untested). It reports whether all holds, after an error naming args if not.
+func runMatchesReference(t *testing.T, rm *reference.Model, model, prompt string, n int, args []string, p sample.Params, notGreedy bool) bool {
+	t.Helper()
+	toks, err := rm.Tokenize(prompt, true, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := rm.NewSession(512, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := reftest.Generate(rm, s, reftest.Turn{Prompt: toks, Sampling: p, NPredict: n})
+	s.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := string(refText(t, rm, a.Tokens))
+	code, out, stderr := runCLI(append([]string{"run", model, "-p", prompt, "-n", strconv.Itoa(n), "-t", "1", "-c", "512"}, args...)...)
+	switch {
+	case code != 0:
+		t.Errorf("%q: exit %d: %s", args, code, stderr)
+	case out != want+"\n":
+		t.Errorf("%q:\n got %q\nwant %q (the reference's)", args, out, want+"\n")
+	case notGreedy && want == string(refContinuation(t, rm, prompt, n)):
+		t.Errorf("%q: the reference's text is the plain greedy one: the row tests nothing", args)
+	default:
+		t.Logf("%q: %q", args, out)
+		return true
+	}
+	return false
 }
 
 // storiesWithKVs writes a copy of stories260K with extra metadata appended (same tensors) and returns its
@@ -293,11 +305,6 @@ func TestRunTakesTheModelsSamplingDefaults(t *testing.T) {
 	}
 	defer rm.Close()
 	const prompt, n = "Once upon a time", 40
-	toks, err := rm.Tokenize(prompt, true, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	greedy := string(refContinuation(t, rm, prompt, n))
 	modelDefaults := func(p *sample.Params) {
 		p.Samplers = []sample.Type{sample.Penalties, sample.TopK, sample.MinP, sample.Temperature}
 		p.TopK, p.MinP, p.PenaltyRepeat, p.PenaltyLastN = 5, 0.02, 1.5, 32
@@ -321,27 +328,8 @@ func TestRunTakesTheModelsSamplingDefaults(t *testing.T) {
 		p := sample.DefaultParams()
 		modelDefaults(&p)
 		c.set(&p)
-		s, err := rm.NewSession(512, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		a, err := reftest.Generate(rm, s, reftest.Turn{Prompt: toks, Sampling: p, NPredict: n})
-		s.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := string(refText(t, rm, a.Tokens))
-		code, out, stderr := runCLI(append([]string{"run", model, "-p", prompt, "-n", "40", "-t", "1", "-c", "512"}, c.args...)...)
-		switch {
-		case code != 0:
-			t.Errorf("%q: exit %d: %s", c.args, code, stderr)
-		case out != want+"\n":
-			t.Errorf("%q:\n got %q\nwant %q (the reference's)", c.args, out, want+"\n")
-		case c.notGreedy && want == greedy:
-			t.Errorf("%q: the reference's text is the plain greedy one: the row tests nothing", c.args)
-		default:
+		if runMatchesReference(t, rm, model, prompt, n, c.args, p, c.notGreedy) {
 			equal++
-			t.Logf("%q: %q", c.args, out)
 		}
 	}
 	t.Logf("run's text with the model's sampling defaults equal to the reference's: %d of %d flag sets", equal, len(rows))
