@@ -3,6 +3,7 @@
 package gguf
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -13,9 +14,13 @@ import (
 
 // Open maps the whole file at path read-only and shared (as llama.cpp's loader does) and parses it. The mapping
 // lives until Close. If another process truncates the file while it is mapped, touching the lost pages faults;
-// bankml does not defend against that. Errors are those of Parse, prefixed with the path, or os errors.
+// bankml does not defend against that. Errors are those of Parse, prefixed with the path, "<path> is a
+// directory, not a GGUF file", or os errors.
 func Open(path string) (*File, error) {
 	fd, err := fsutil.OpenRegular(path)
+	if errors.Is(err, syscall.EISDIR) {
+		return nil, fmt.Errorf("%s is a directory, not a GGUF file", path)
+	}
 	if err != nil {
 		return nil, err
 	}

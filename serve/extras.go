@@ -27,12 +27,13 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleModels is llama-server's GET /v1/models (get_res_models): the OpenAI list with the one model, whose
-// id is the file's base name, and llama-server's "models" array.
+// id is the served name (the first -a/--alias, else the file's base name) and aliases the -a/--alias set, and
+// llama-server's "models" array.
 func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
 	hp := s.m.Model.HP
 	writeJSON(w, http.StatusOK, map[string]any{
 		"models": []any{map[string]any{
-			"name": s.m.Name, "model": s.m.Name, "modified_at": "", "size": "", "digest": "sha256:" + s.m.SHA256,
+			"name": s.name, "model": s.name, "modified_at": "", "size": "", "digest": "sha256:" + s.m.SHA256,
 			"type": "model", "description": "", "tags": []string{""}, "capabilities": []string{"completion"},
 			"parameters": "", "details": map[string]any{
 				"parent_model": "", "format": "gguf", "family": "", "families": []string{""},
@@ -41,7 +42,7 @@ func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
 		}},
 		"object": "list",
 		"data": []any{map[string]any{
-			"id": s.m.Name, "aliases": []string{}, "tags": []string{}, "object": "model",
+			"id": s.name, "aliases": s.aliases, "tags": []string{}, "object": "model",
 			"created": s.started.Unix(), "owned_by": "bankml",
 			"meta": map[string]any{
 				"n_vocab": hp.NVocab, "n_ctx": s.nCtx(), "n_ctx_train": hp.NCtxTrain, "n_embd": hp.NEmbd,
@@ -69,7 +70,7 @@ func (s *Server) handleProps(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{
 		"default_generation_settings": map[string]any{"params": params, "n_ctx": s.nCtx()},
 		"total_slots":                 s.opt.Parallel,
-		"model_alias":                 s.m.Name,
+		"model_alias":                 s.name,
 		"model_path":                  s.m.Path,
 		"modalities":                  map[string]bool{"vision": false, "video": false, "audio": false},
 		"endpoint_slots":              false,

@@ -155,7 +155,7 @@ func (s *Server) nativeFinal(call *nativeCall, res engine.Result, content string
 		"tokens":              tokens,
 		"id_slot":             res.Slot,
 		"stop":                true,
-		"model":               s.m.Name,
+		"model":               s.name,
 		"tokens_predicted":    len(res.Tokens),
 		"tokens_evaluated":    res.PromptTokens,
 		"generation_settings": settings,
@@ -260,7 +260,10 @@ func (s *Server) decodeNative(body []byte) (*nativeCall, error) {
 	call.req = req
 	call.nPrompt = len(toks)
 	call.settings.NPredict = req.NPredict
-	if _, v := c.nPredict(); v != nil && *v == -1 { // task_params keeps the -1 the slot replaces by -n
+	switch _, v := c.nPredict(); {
+	case v == nil: // task_params start from the server's n_predict (server-schema.cpp:530), -2 included
+		call.settings.NPredict = s.nPredict
+	case *v == -1: // task_params keep the -1 the slot replaces by -n
 		call.settings.NPredict = -1
 	}
 	call.settings.IgnoreEOS = req.IgnoreEOS

@@ -14,7 +14,7 @@ import (
 func TestServerNPredict(t *testing.T) {
 	const prompt = `"Once upon a time"`
 	const chat = `"messages":[{"role":"user","content":"Once upon a time"}]`
-	three, unlimited := 3, -1
+	three, unlimited, untilFull, low := 3, -1, -2, -100
 	servers := map[*int]*testServer{}
 	for _, c := range []struct {
 		nPredict  *int
@@ -42,6 +42,16 @@ func TestServerNPredict(t *testing.T) {
 		{nil, "/completion", ``, -1, -1},
 		{&unlimited, "/v1/completions", ``, -1, 0},
 		{&unlimited, "/api/generate", ``, -1, 0},
+		// -n below -1: the slot limit has no budget (server-context.cpp:462), one token then the limit.
+		{&untilFull, "/completion", ``, 1, -2},
+		{&untilFull, "/completion", `,"n_predict":-1`, 1, -1},
+		{&untilFull, "/completion", `,"n_predict":5`, 5, 5},
+		{&untilFull, "/v1/completions", ``, 1, 0},
+		{&untilFull, "/v1/chat/completions", `,"max_tokens":-1`, 1, 0},
+		{&untilFull, "/api/generate", ``, 1, 0},
+		{&untilFull, "/api/chat", `,"options":{"num_predict":5}`, 5, 0},
+		{&low, "/completion", ``, 1, -100},
+		{&low, "/v1/chat/completions", `,"max_tokens":4`, 4, 0},
 	} {
 		name := fmt.Sprintf("-n %v %s %s", c.nPredict, c.path, c.body)
 		if c.nPredict != nil {
@@ -96,21 +106,6 @@ func TestServerNPredict(t *testing.T) {
 		}
 		if c.path == "/completion" && v.GenerationSettings.NPredict != c.wantParam {
 			t.Errorf("%s: generation_settings.n_predict %d, want %d", name, v.GenerationSettings.NPredict, c.wantParam)
-		}
-	}
-}
-
-// TestServerNPredictRefused: -n below -1 is refused by New, naming the flag.
-func TestServerNPredictRefused(t *testing.T) {
-	m, err := Admit(storiesPath(t), AdmitOptions{Unpinned: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	for _, n := range []int{-2, -100} {
-		if s, err := New(m, Options{NCtx: 512, NPredict: &n}); err == nil {
-			s.Close()
-			t.Errorf("-n %d: accepted", n)
 		}
 	}
 }

@@ -15,7 +15,7 @@ import (
 // POST /api/chat and /api/generate.
 func (s *Server) mountOllama(r chi.Router) {
 	a := &ollamaAPI{s: s, model: ollamaModel{
-		Name: s.m.Name, Path: s.m.Path, Size: s.m.Identity.Size, SHA256: s.m.SHA256, File: s.m.File,
+		Name: s.name, Names: append([]string{s.m.Name}, s.aliases...), Path: s.m.Path, Size: s.m.Identity.Size, SHA256: s.m.SHA256, File: s.m.File,
 		Loaded: s.started,
 	}}
 	if fi, err := os.Stat(s.m.Path); err == nil {

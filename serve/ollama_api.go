@@ -58,15 +58,18 @@ type ollamaJob struct {
 	rendered string // the prompt text (for _debug_render_only)
 }
 
-// modelName checks a request's model name: the served name, with or without
-// Ollama's default tag ":latest". Ollama answers 404 for another.
+// modelName checks a request's model name: the served name, the file's base
+// name or one of the -a/--alias names, each with or without Ollama's default
+// tag ":latest". Ollama answers 404 for another.
 func (a *ollamaAPI) modelName(w http.ResponseWriter, name string) bool {
 	if name == "" {
 		ollamaError(w, http.StatusBadRequest, "model is required")
 		return false
 	}
-	if name == a.model.Name || name == a.model.Name+":latest" {
-		return true
+	for _, n := range append([]string{a.model.Name}, a.model.Names...) {
+		if name == n || name == n+":latest" {
+			return true
+		}
 	}
 	ollamaError(w, http.StatusNotFound, fmt.Sprintf("model '%s' not found (bankml serves %q)", name, a.model.Name))
 	return false
@@ -141,7 +144,7 @@ func (a *ollamaAPI) settings(w http.ResponseWriter, opts map[string]any) (ollama
 		s.NumCtx = 0
 	}
 	if !s.HasNPredict {
-		s.NPredict = a.s.nPredict
+		s.NPredict = slotLimit(a.s.nPredict) // -n below -1: one token, as on llama-server's routes
 	}
 	if len(s.Ignored) > 0 {
 		a.s.log.Warn("ollama: options not applied", "options", strings.Join(s.Ignored, ", "))

@@ -17,7 +17,8 @@ import (
 // ollamaModel are the facts Ollama's model listings report about the one
 // model bankml serves.
 type ollamaModel struct {
-	Name     string     // the served name (the request's "model" must be it, or it with ":latest")
+	Name     string     // the served name (the first -a/--alias, else the file's base name), listed
+	Names    []string   // the names a request's "model" may give (with or without ":latest"): the file's base name and every alias
 	Path     string     // the GGUF file
 	Size     int64      // bytes
 	ModTime  time.Time  // the file's modification time

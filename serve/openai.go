@@ -232,7 +232,7 @@ func (s *Server) completeJSON(w http.ResponseWriter, r *http.Request, x *exchang
 	}
 	out := map[string]any{
 		"created":            time.Now().Unix(),
-		"model":              s.m.Name,
+		"model":              s.name,
 		"system_fingerprint": s.fingerprint(),
 		"usage":              usageJSON(res),
 		"id":                 call.id,
@@ -370,7 +370,7 @@ func (s *Server) completeStream(w http.ResponseWriter, r *http.Request, x *excha
 // chatBase is the envelope of a chat.completion.chunk.
 func (s *Server) chatBase(call *oaiCall) map[string]any {
 	return map[string]any{
-		"created": time.Now().Unix(), "id": call.id, "model": s.m.Name,
+		"created": time.Now().Unix(), "id": call.id, "model": s.name,
 		"system_fingerprint": s.fingerprint(), "object": "chat.completion.chunk",
 	}
 }
@@ -386,7 +386,7 @@ func (s *Server) chatChunk(call *oaiCall, delta map[string]any, finish any) map[
 func (s *Server) textChunk(call *oaiCall, text string, logprobs, finish any) map[string]any {
 	return map[string]any{
 		"choices": []any{map[string]any{"text": text, "index": 0, "logprobs": logprobs, "finish_reason": finish}},
-		"created": time.Now().Unix(), "model": s.m.Name, "system_fingerprint": s.fingerprint(),
+		"created": time.Now().Unix(), "model": s.name, "system_fingerprint": s.fingerprint(),
 		"object": "text_completion", "id": call.id,
 	}
 }

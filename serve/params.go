@@ -233,6 +233,16 @@ func (c *commonFields) nPredict() (string, *int64) {
 	return "max_tokens", c.MaxTokens
 }
 
+// slotLimit is the engine's NPredict for a slot limit n_predict_max: below -1 (the server's -n -2 or lower)
+// has_budget is false from the first token on (server-context.cpp:459–463), as for 0, so one token is
+// sampled and the limit stops the answer (server-context.cpp:1896): engine's NPredict 0.
+func slotLimit(n int) int {
+	if n < -1 {
+		return 0
+	}
+	return n
+}
+
 // decodeCommon reads the fields every generating OpenAI route shares into an engine.Request (without its
 // prompt and sampling) and the stream settings. n_predict (or max_completion_tokens, max_tokens) absent or
 // -1 is the server's -n (Options.NPredict), as llama-server's task params start from params_base.n_predict
@@ -275,6 +285,7 @@ func (s *Server) decodeCommon(body []byte) (engine.Request, commonFields, error)
 	if req.NPredict == -1 { // the per-request limit, unless -1, takes priority over the server's -n
 		req.NPredict = s.nPredict
 	}
+	req.NPredict = slotLimit(req.NPredict)
 	if present(c.Stop) {
 		var one string
 		var many []string

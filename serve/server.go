@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -43,8 +44,18 @@ type Options struct {
 	// NPredict is llama-server's -n/--n-predict (common_params.n_predict): the tokens to predict for a
 	// request that sets no n_predict/max_tokens/max_completion_tokens (Ollama: no num_predict) or sets -1;
 	// a request's own count wins, above it or below (server-context.cpp:1818). nil or -1: unlimited (until
-	// an end-of-generation token or a full context). Errors (New): below -1.
+	// an end-of-generation token or a full context). Below -1 (llama-server takes any int, common/arg.cpp:1655;
+	// -2 is llama-completion's "until context filled", which llama-server does not special-case): the slot's
+	// n_predict_max is that value, which leaves no budget (server_slot::has_budget, server-context.cpp:462),
+	// so a request that sets no count, or -1, gets one token and stops by the limit (server-context.cpp:1896),
+	// as with 0; /completion's generation_settings.n_predict still reports the value.
 	NPredict *int
+	// Alias is llama-server's -a/--alias (common_params.model_alias): names of the model, each stripped of
+	// surrounding white space, empty ones dropped, kept as a sorted set (std::set). The first in that order
+	// is the served name (server-context.cpp:1372): /v1/models' id and models[].name, /props' model_alias,
+	// and every answer's "model"; /v1/models' aliases lists the set. Empty: the file's base name
+	// (Model.Name), bankml's default (llama-server's is the path as given).
+	Alias []string
 
 	APIKey       string         // when set, every route but /health, /v1/health and / needs it (401), as llama-server's --api-key
 	Ledger       *ledger.Ledger // the history (--history DIR); nil keeps none
@@ -53,6 +64,24 @@ type Options struct {
 	Timeout      time.Duration  // each socket read and write of an exchange (-to/--timeout; withIOTimeouts); 0: DefaultTimeout
 	Version      string         // bankml's version, for receipts, /props and /api/version
 	Log          *slog.Logger   // nil: discard
+}
+
+// modelNames is the served name and the sorted aliases for a file's base name and -a/--alias values, as
+// arg.cpp:3007 collects them (string_strip each, skip empty ones, insert into a std::set) and
+// server-context.cpp:1372 picks the name (the set's first, else the file's name).
+func modelNames(file string, alias []string) (name string, aliases []string) {
+	aliases = []string{}
+	for _, a := range alias {
+		if a = strings.Trim(a, " \t\n\v\f\r"); a != "" { // std::isspace's bytes, as string_strip
+			aliases = append(aliases, a)
+		}
+	}
+	slices.Sort(aliases)
+	aliases = slices.Compact(aliases)
+	if len(aliases) == 0 {
+		return file, aliases
+	}
+	return aliases[0], aliases
 }
 
 // SlotContext is the context of one slot, in tokens, that llama-server gives with -c nCtx and -np parallel
@@ -94,7 +123,10 @@ type Server struct {
 	log     *slog.Logger
 	started time.Time
 
-	nPredict int // the server's n_predict (Options.NPredict; -1: unlimited), llama-server's params_base.n_predict
+	name    string   // the served name: the first alias, or the file's base name (Options.Alias)
+	aliases []string // the aliases, sorted, without duplicates ([] when none)
+
+	nPredict int // the server's n_predict (Options.NPredict; -1: unlimited; below -1: no budget), llama-server's params_base.n_predict
 
 	// stop is cancelled when in-flight answers must be cancelled (Serve's grace period ran out): every
 	// request's context derives from it.
@@ -138,9 +170,6 @@ func New(m *Model, o Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
-	if o.NPredict != nil && *o.NPredict < -1 {
-		return nil, fmt.Errorf("serve: -n/--n-predict %d: must be -1 (unlimited) or a count of 0 or more", *o.NPredict)
-	}
 	nSlot, err := SlotContext(o.NCtx, o.Parallel, m.Model.HP.NCtxTrain)
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
@@ -152,6 +181,7 @@ func New(m *Model, o Options) (*Server, error) {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
 	s := &Server{m: m, eng: eng, base: baseParams(m), nPredict: -1, opt: o, log: o.Log, started: time.Now()}
+	s.name, s.aliases = modelNames(m.Name, o.Alias)
 	if o.NPredict != nil {
 		s.nPredict = *o.NPredict
 	}

@@ -104,13 +104,12 @@ var llamaFlags = slices.Concat([]llamaFlag{
 
 	// Flags bankml cannot honour.
 	{names: []string{"-kvu", "--kv-unified"}, cmds: onBoth, refuse: "not supported by bankml: one KV cache shared by all slots (llama.cpp's unified cache) is not implemented; each bankml serve slot has its own KV cache of -c/-np tokens, as llama-server's --no-kv-unified"}, // arg.cpp:1720
-	{names: []string{"--no-jinja"}, cmds: onBoth, refuse: "bankml has no chat template path but Jinja's"},                                                                                                // arg.cpp:3668
-	{names: []string{"-a", "--alias"}, cmds: onServe, value: "STRING", refuse: `bankml serve names the model only by its file's base name (in /v1/models and in answers' "model"); it takes no aliases`}, // arg.cpp:3007
-	{names: []string{"-hf", "-hfr", "--hf-repo"}, cmds: onBoth, value: "REPO", refuse: llamaNoDownload},                                                                                                  // arg.cpp:3055
-	{names: []string{"-hff", "--hf-file"}, cmds: onBoth, value: "FILE", refuse: llamaNoDownload},                                                                                                         // arg.cpp:3065
-	{names: []string{"-hft", "--hf-token"}, cmds: onBoth, value: "TOKEN", refuse: llamaNoDownload},                                                                                                       // arg.cpp:3072
-	{names: []string{"-mu", "--model-url"}, cmds: onBoth, value: "URL", refuse: llamaNoDownload},                                                                                                         // arg.cpp:3039
-	{names: []string{"-dr", "--docker-repo"}, cmds: onBoth, value: "REPO", refuse: llamaNoDownload},                                                                                                      // arg.cpp:3046
+	{names: []string{"--no-jinja"}, cmds: onBoth, refuse: "bankml has no chat template path but Jinja's"}, // arg.cpp:3668
+	{names: []string{"-hf", "-hfr", "--hf-repo"}, cmds: onBoth, value: "REPO", refuse: llamaNoDownload},   // arg.cpp:3055
+	{names: []string{"-hff", "--hf-file"}, cmds: onBoth, value: "FILE", refuse: llamaNoDownload},          // arg.cpp:3065
+	{names: []string{"-hft", "--hf-token"}, cmds: onBoth, value: "TOKEN", refuse: llamaNoDownload},        // arg.cpp:3072
+	{names: []string{"-mu", "--model-url"}, cmds: onBoth, value: "URL", refuse: llamaNoDownload},          // arg.cpp:3039
+	{names: []string{"-dr", "--docker-repo"}, cmds: onBoth, value: "REPO", refuse: llamaNoDownload},       // arg.cpp:3046
 }, samplingFlags())
 
 // llamaSampling lists common/arg.cpp's sampling flags (those it marks set_sampling, arg.cpp:1982–2308):
@@ -120,46 +119,46 @@ var llamaSampling = []struct {
 	names      []string
 	value, run string
 }{
-	{[]string{"--samplers"}, "SAMPLERS", ""},                      // arg.cpp:1982
-	{[]string{"-s", "--seed"}, "SEED", "--seed"},                  // arg.cpp:1991
-	{[]string{"--sampler-seq", "--sampling-seq"}, "SEQUENCE", ""}, // arg.cpp:1998
-	{[]string{"--ignore-eos"}, "", "--ignore-eos"},                // arg.cpp:2005
-	{[]string{"--temp", "--temperature"}, "N", "--temp"},          // arg.cpp:2012
-	{[]string{"--top-k"}, "N", "--top-k"},                         // arg.cpp:2021
-	{[]string{"--top-p"}, "N", "--top-p"},                         // arg.cpp:2029
-	{[]string{"--min-p"}, "N", ""},                                // arg.cpp:2037
-	{[]string{"--top-nsigma", "--top-n-sigma"}, "N", ""},          // arg.cpp:2045
-	{[]string{"--xtc-probability"}, "N", ""},                      // arg.cpp:2052
-	{[]string{"--xtc-threshold"}, "N", ""},                        // arg.cpp:2060
-	{[]string{"--typical", "--typical-p"}, "N", ""},               // arg.cpp:2068
-	{[]string{"--repeat-last-n"}, "N", ""},                        // arg.cpp:2075
-	{[]string{"--repeat-penalty"}, "N", ""},                       // arg.cpp:2087
-	{[]string{"--presence-penalty"}, "N", ""},                     // arg.cpp:2101
-	{[]string{"--frequency-penalty"}, "N", ""},                    // arg.cpp:2112
-	{[]string{"--dry-multiplier"}, "N", ""},                       // arg.cpp:2123
-	{[]string{"--dry-base"}, "N", ""},                             // arg.cpp:2130
-	{[]string{"--dry-allowed-length"}, "N", ""},                   // arg.cpp:2141
-	{[]string{"--dry-penalty-last-n"}, "N", ""},                   // arg.cpp:2148
-	{[]string{"--dry-sequence-breaker"}, "STRING", ""},            // arg.cpp:2158
-	{[]string{"--adaptive-target"}, "N", ""},                      // arg.cpp:2184
-	{[]string{"--adaptive-decay"}, "N", ""},                       // arg.cpp:2194
-	{[]string{"--dynatemp-range"}, "N", ""},                       // arg.cpp:2204
-	{[]string{"--dynatemp-exp"}, "N", ""},                         // arg.cpp:2211
-	{[]string{"--mirostat"}, "N", ""},                             // arg.cpp:2218
-	{[]string{"--mirostat-lr"}, "N", ""},                          // arg.cpp:2227
-	{[]string{"--mirostat-ent"}, "N", ""},                         // arg.cpp:2235
-	{[]string{"-l", "--logit-bias"}, "TOKEN_ID(+/-)BIAS", ""},     // arg.cpp:2243
-	{[]string{"--grammar"}, "GRAMMAR", ""},                        // arg.cpp:2265
-	{[]string{"--grammar-file"}, "FNAME", ""},                     // arg.cpp:2272
-	{[]string{"-j", "--json-schema"}, "SCHEMA", ""},               // arg.cpp:2279
-	{[]string{"-jf", "--json-schema-file"}, "FILE", ""},           // arg.cpp:2286
-	{[]string{"-bs", "--backend-sampling"}, "", ""},               // arg.cpp:2303
+	{[]string{"--samplers"}, "SAMPLERS", "--samplers"},                         // arg.cpp:1982
+	{[]string{"-s", "--seed"}, "SEED", "--seed"},                               // arg.cpp:1991
+	{[]string{"--sampler-seq", "--sampling-seq"}, "SEQUENCE", "--sampler-seq"}, // arg.cpp:1998
+	{[]string{"--ignore-eos"}, "", "--ignore-eos"},                             // arg.cpp:2005
+	{[]string{"--temp", "--temperature"}, "N", "--temp"},                       // arg.cpp:2012
+	{[]string{"--top-k"}, "N", "--top-k"},                                      // arg.cpp:2021
+	{[]string{"--top-p"}, "N", "--top-p"},                                      // arg.cpp:2029
+	{[]string{"--min-p"}, "N", "--min-p"},                                      // arg.cpp:2037
+	{[]string{"--top-nsigma", "--top-n-sigma"}, "N", "--top-nsigma"},           // arg.cpp:2045
+	{[]string{"--xtc-probability"}, "N", "--xtc-probability"},                  // arg.cpp:2052
+	{[]string{"--xtc-threshold"}, "N", "--xtc-threshold"},                      // arg.cpp:2060
+	{[]string{"--typical", "--typical-p"}, "N", "--typical"},                   // arg.cpp:2068
+	{[]string{"--repeat-last-n"}, "N", "--repeat-last-n"},                      // arg.cpp:2075
+	{[]string{"--repeat-penalty"}, "N", "--repeat-penalty"},                    // arg.cpp:2087
+	{[]string{"--presence-penalty"}, "N", "--presence-penalty"},                // arg.cpp:2101
+	{[]string{"--frequency-penalty"}, "N", "--frequency-penalty"},              // arg.cpp:2112
+	{[]string{"--dry-multiplier"}, "N", "--dry-multiplier"},                    // arg.cpp:2123
+	{[]string{"--dry-base"}, "N", "--dry-base"},                                // arg.cpp:2130
+	{[]string{"--dry-allowed-length"}, "N", "--dry-allowed-length"},            // arg.cpp:2141
+	{[]string{"--dry-penalty-last-n"}, "N", "--dry-penalty-last-n"},            // arg.cpp:2148
+	{[]string{"--dry-sequence-breaker"}, "STRING", "--dry-sequence-breaker"},   // arg.cpp:2158
+	{[]string{"--adaptive-target"}, "N", "--adaptive-target"},                  // arg.cpp:2184
+	{[]string{"--adaptive-decay"}, "N", "--adaptive-decay"},                    // arg.cpp:2194
+	{[]string{"--dynatemp-range"}, "N", "--dynatemp-range"},                    // arg.cpp:2204
+	{[]string{"--dynatemp-exp"}, "N", "--dynatemp-exp"},                        // arg.cpp:2211
+	{[]string{"--mirostat"}, "N", "--mirostat"},                                // arg.cpp:2218
+	{[]string{"--mirostat-lr"}, "N", "--mirostat-lr"},                          // arg.cpp:2227
+	{[]string{"--mirostat-ent"}, "N", "--mirostat-ent"},                        // arg.cpp:2235
+	{[]string{"-l", "--logit-bias"}, "TOKEN_ID(+/-)BIAS", "--logit-bias"},      // arg.cpp:2243
+	{[]string{"--grammar"}, "GRAMMAR", ""},                                     // arg.cpp:2265
+	{[]string{"--grammar-file"}, "FNAME", ""},                                  // arg.cpp:2272
+	{[]string{"-j", "--json-schema"}, "SCHEMA", ""},                            // arg.cpp:2279
+	{[]string{"-jf", "--json-schema-file"}, "FILE", ""},                        // arg.cpp:2286
+	{[]string{"-bs", "--backend-sampling"}, "", ""},                            // arg.cpp:2303
 }
 
-// Why the sampling flags are refused: serve has no server-wide defaults, run only some of the flags.
+// Why the sampling flags are refused: serve has no server-wide defaults; run has all but the grammar flags and -bs.
 const (
 	llamaNoServerSampling = "llama-server's server-wide sampling defaults are not supported by bankml serve: set them per request"
-	llamaRunSampling      = "bankml run's sampling flags are --temp, --top-k, --top-p, -s/--seed and --ignore-eos only (the others keep llama.cpp's defaults)"
+	llamaRunSampling      = "not supported by bankml run: grammars and backend sampling are not implemented (bankml serve refuses them per request too)"
 )
 
 // samplingFlags is llamaSampling as entries of llamaFlags: on run, a spelling of a flag run has is that
@@ -196,6 +195,12 @@ var llamaOther = map[string]string{
 	"-ncmoed": "--n-cpu-moe-draft", "-devd": "--device-draft", "-ngld": "--gpu-layers-draft",
 	"-md": "--model-draft",
 }
+
+// llamaAccumulate are the flags whose every value counts when given again: arg.cpp's handler adds to a set
+// (-a/--alias, arg.cpp:3007, into model_alias) or a list (--dry-sequence-breaker, arg.cpp:2158; -l/--logit-bias,
+// arg.cpp:2243) though parse_cli_args warns "only last value will be used"
+// (arg.cpp:826).
+var llamaAccumulate = []string{"-a", "--alias", "--dry-sequence-breaker", "-l", "--logit-bias"}
 
 // lookupLlama is the table's entry for a flag's name (any command's), or nil.
 func lookupLlama(name, cmd string) *llamaFlag {
@@ -243,7 +248,10 @@ func llamaArgs(args []string, takesValue func(string) bool) (out, warnings []str
 			if strings.HasPrefix(name, "--") { // arg.cpp reads "_" in a "--" flag as "-"
 				name = strings.ReplaceAll(name, "_", "-")
 			}
-			if seen[name] { // arg.cpp warns when the same spelling is given again; the last one counts
+			switch {
+			case seen[name] && slices.Contains(llamaAccumulate, name):
+				warnings = append(warnings, name+" is given more than once: every one counts, as in llama.cpp (whose warning says only the last does)")
+			case seen[name]: // arg.cpp warns when the same spelling is given again; the last one counts
 				warnings = append(warnings, name+" is given more than once: the last one counts, as in llama.cpp")
 			}
 			seen[name] = true
@@ -586,8 +594,8 @@ func resolveModel(positional, flag string) (string, error) {
 	case positional == "":
 		path, label = flag, "-m/--model"
 	}
-	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		return "", fmt.Errorf("%s: %s is a directory; pass a GGUF file", label, path)
+	if err := notDirectory(label, path); err != nil {
+		return "", err
 	}
 	return path, nil
 }

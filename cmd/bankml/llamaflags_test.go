@@ -17,7 +17,7 @@ import (
 // kong would misread.
 func TestLlamaArgs(t *testing.T) {
 	takesValue := func(s string) bool {
-		return slices.Contains([]string{"-p", "--prompt", "-n", "-c", "--ctx-size", "--system", "--seed", "--temp", "--top-k", "--top-p", "--parallel", "--timeout", "--n-predict"}, s)
+		return slices.Contains([]string{"-p", "--prompt", "-n", "-c", "--ctx-size", "--system", "--seed", "--temp", "--top-k", "--top-p", "--parallel", "--timeout", "--n-predict", "-a", "--alias", "--min-p", "--repeat-penalty", "--top-nsigma", "--typical", "--sampler-seq", "--logit-bias", "--dry-sequence-breaker"}, s)
 	}
 	dir := t.TempDir()
 	file := func(name, text string) string {
@@ -60,9 +60,15 @@ func TestLlamaArgs(t *testing.T) {
 		{in: []string{"run", "m.gguf", "--seed", "5", "--temperature", "0.5", "--top_p", "0.9", "--top-k", "3", "--ignore-eos"},
 			want: []string{"run", "m.gguf", "--seed", "5", "--temp", "0.5", "--top-p", "0.9", "--top-k", "3", "--ignore-eos"}},
 		{in: []string{"run", "m.gguf", "--seed=5", "--temp=1"}, want: []string{"run", "m.gguf", "--seed=5", "--temp=1"}},
-		{in: []string{"run", "m.gguf", "--min-p", "0.1"}, err: "run: --min-p: bankml run's sampling flags are --temp, --top-k, --top-p, -s/--seed and --ignore-eos only (the others keep llama.cpp's defaults)"},
-		{in: []string{"run", "m.gguf", "--repeat-penalty", "1.1"}, err: "run: --repeat-penalty: bankml run's sampling flags are"},
-		{in: []string{"run", "m.gguf", "-jf", "s.json"}, err: "run: -jf: bankml run's sampling flags are"},
+		{in: []string{"run", "m.gguf", "--min-p", "0.1", "--repeat_penalty", "1.1", "--top-n-sigma", "1", "--typical-p", "0.9", "--sampling-seq", "kt", "-l", "2-inf"},
+			want: []string{"run", "m.gguf", "--min-p", "0.1", "--repeat-penalty", "1.1", "--top-nsigma", "1", "--typical", "0.9", "--sampler-seq", "kt", "--logit-bias", "2-inf"}},
+		{in: []string{"run", "m.gguf", "-l=1+2", "--dry-sequence-breaker", "-", "--dry-sequence-breaker", "none"},
+			want: []string{"run", "m.gguf", "--logit-bias=1+2", "--dry-sequence-breaker", "-", "--dry-sequence-breaker", "none"},
+			warn: "--dry-sequence-breaker is given more than once: every one counts, as in llama.cpp (whose warning says only the last does)"},
+		{in: []string{"run", "m.gguf", "--repeat-penalty"}, err: "run: --repeat-penalty: expected a value"},
+		{in: []string{"run", "m.gguf", "-jf", "s.json"}, err: "run: -jf: not supported by bankml run: grammars and backend sampling are not implemented (bankml serve refuses them per request too)"},
+		{in: []string{"run", "m.gguf", "--grammar", "root ::= x"}, err: "run: --grammar: not supported by bankml run"},
+		{in: []string{"run", "m.gguf", "-bs"}, err: "run: -bs: not supported by bankml run"},
 		{in: []string{"serve", "m.gguf", "--temp", "0.5"}, err: "serve: --temp: llama-server's server-wide sampling defaults are not supported by bankml serve: set them per request"},
 		{in: []string{"serve", "m.gguf", "-s", "1"}, err: "serve: -s: llama-server's server-wide sampling defaults are not supported"},
 		{in: []string{"serve", "m.gguf", "--seed=1"}, err: "serve: --seed: llama-server's server-wide sampling defaults"},
@@ -81,8 +87,11 @@ func TestLlamaArgs(t *testing.T) {
 		{in: []string{"run", "m.gguf", "--metrics"}, err: "run: --metrics is a flag of bankml serve only"},
 		{in: []string{"serve", "m.gguf", "--no-jinja"}, err: "serve: --no-jinja: bankml has no chat template path but Jinja's"},
 		{in: []string{"run", "m.gguf", "--no-jinja"}, err: "run: --no-jinja: bankml has no chat template path but Jinja's"},
-		{in: []string{"serve", "m.gguf", "-a", "gpt-4"}, err: `serve: -a: bankml serve names the model only by its file's base name (in /v1/models and in answers' "model"); it takes no aliases`},
-		{in: []string{"serve", "m.gguf", "--alias=x,y"}, err: "serve: --alias: bankml serve names the model only by its file's base name"},
+		// -a/--alias (arg.cpp:3007) is serve's own flag; given again, every one counts (its handler adds to a set).
+		{in: []string{"serve", "m.gguf", "-a", "gpt-4", "--alias=x,y"}, want: []string{"serve", "m.gguf", "-a", "gpt-4", "--alias=x,y"}},
+		{in: []string{"serve", "m.gguf", "-a", "x", "-a", "-y"}, want: []string{"serve", "m.gguf", "-a", "x", "-a", "-y"},
+			warn: "-a is given more than once: every one counts, as in llama.cpp (whose warning says only the last does)"},
+		{in: []string{"serve", "m.gguf", "-a"}, err: "serve: -a: expected a value"},
 		// -f/--file FNAME (arg.cpp:1797): the file's text is the prompt, less one trailing newline; the last of -p and -f counts.
 		{in: []string{"run", "m.gguf", "-f", story}, want: []string{"run", "m.gguf", "--prompt=Once upon\n"}},
 		{in: []string{"run", "m.gguf", "--file", crlf, "-n", "1"}, want: []string{"run", "m.gguf", "--prompt=a\r", "-n", "1"}},
@@ -184,6 +193,33 @@ func TestLlamaArgs(t *testing.T) {
 	}
 }
 
+// TestServeAliasFlag checks that serve's -a/--alias values reach the command as llama-server's parser takes
+// them: comma-separated, every flag's values added (serve.Options.Alias strips and sorts them).
+func TestServeAliasFlag(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"serve", "m.gguf"}, nil},
+		{[]string{"serve", "m.gguf", "-a", "tiny"}, []string{"tiny"}},
+		{[]string{"serve", "m.gguf", "-a", " b, a", "--alias=c"}, []string{" b", " a", "c"}},
+		{[]string{"serve", "m.gguf", "--alias", "x,,y", "-a", "-z"}, []string{"x", "", "y", "-z"}},
+	} {
+		var cl cli
+		parser, err := kong.New(&cl, kong.Vars{"nproc": "1", "version": "test"}, kong.WithHyphenPrefixedParameters(true))
+		if err != nil {
+			t.Fatal(err)
+		}
+		args, _, err := llamaArgs(c.args, valueFlags(parser.Model, "serve"))
+		if err == nil {
+			_, err = parser.Parse(args)
+		}
+		if err != nil || !slices.Equal([]string(cl.Serve.Alias), c.want) {
+			t.Errorf("%q: alias %q, %v; want %q", c.args, cl.Serve.Alias, err, c.want)
+		}
+	}
+}
+
 // TestLlamaModelAndIgnoredFlags runs `bankml run` as a llama-cli user types it: -m/--model for the model,
 // and the flags bankml ignores, each with its one warning line (or a usage error for a value llama.cpp
 // refuses too).
@@ -226,10 +262,10 @@ func TestLlamaModelAndIgnoredFlags(t *testing.T) {
 		{[]string{"run", "-m", model, "--ctx", "256"}, 0, []string{"generated: 2 tokens"}, "unknown"},
 		{[]string{"serve", model, "--unpinned", "--ctx", "-1"}, 1, []string{"--ctx-size -1: must be 0 or positive"}, "listening"},
 		{[]string{"run"}, 1, []string{`expected "<MODEL>"`}, "generated"},
-		{[]string{"run", dir}, 1, []string{"bankml: run: MODEL: " + dir + " is a directory; pass a GGUF file (see bankml run --help)\n"}, "d---"},
-		{[]string{"run", "-m", dir}, 1, []string{"bankml: run: -m/--model: " + dir + " is a directory; pass a GGUF file"}, "generated"},
-		{[]string{"serve", dir, "--unpinned"}, 1, []string{"bankml: serve: MODEL: " + dir + " is a directory; pass a GGUF file"}, "listening"},
-		{[]string{"serve", "--model=" + dir, "--unpinned"}, 1, []string{"bankml: serve: -m/--model: " + dir + " is a directory; pass a GGUF file"}, "listening"},
+		{[]string{"run", dir}, 1, []string{"bankml: run: MODEL: " + dir + " is a directory, not a GGUF file (see bankml run --help)\n"}, "d---"},
+		{[]string{"run", "-m", dir}, 1, []string{"bankml: run: -m/--model: " + dir + " is a directory, not a GGUF file"}, "generated"},
+		{[]string{"serve", dir, "--unpinned"}, 1, []string{"bankml: serve: MODEL: " + dir + " is a directory, not a GGUF file"}, "listening"},
+		{[]string{"serve", "--model=" + dir, "--unpinned"}, 1, []string{"bankml: serve: -m/--model: " + dir + " is a directory, not a GGUF file"}, "listening"},
 		{[]string{"run", "-m", model, "-ngl", "99"}, 0, []string{"bankml: -ngl 99 ignored: bankml runs on the CPU only\n", "generated"}, ""},
 		{[]string{"run", "-m", model, "--gpu-layers", "all"}, 0, []string{"bankml: -ngl all ignored"}, ""},
 		{[]string{"run", "-m", model, "--n-gpu-layers=auto"}, 0, []string{"bankml: -ngl auto ignored"}, ""},

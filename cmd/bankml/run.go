@@ -24,12 +24,13 @@ type runCmd struct {
 	Escape    bool        `short:"e" name:"escape" negatable:"" default:"true" help:"Process the escapes \\n \\r \\t \\' \\\" \\\\ and \\xHH in the prompt (-p, or the prompt read from standard input; with --chat only -p's first message), as llama.cpp's -e/--escape, on by default; --no-escape takes it as is. --system and chat messages read from standard input are never processed, as in llama-cli."`
 	NPredict  int         `short:"n" name:"n-predict" default:"-1" help:"Number of tokens to generate, as llama.cpp's -n/--n-predict: -1 (infinity) and -2 (until context filled) both generate until an end-of-generation token or a full context (bankml has no context shift, which llama.cpp also leaves off by default)."`
 	Temp      float32     `name:"temp" default:"0" help:"Temperature; 0 is greedy (exact with llama.cpp)."`
-	TopK      int         `name:"top-k" default:"40" help:"Top-k sampling (0 = off); used when temp > 0."`
-	TopP      float32     `name:"top-p" default:"0.95" help:"Top-p sampling (1 = off); used when temp > 0."`
+	TopK      *int        `name:"top-k" placeholder:"N" help:"Top-k sampling, as llama-cli's --top-k (default 40, or the model's general.sampling.top_k; 0 = off)."`
+	TopP      *float32    `name:"top-p" placeholder:"N" help:"Top-p sampling, as llama-cli's --top-p (default 0.95, or the model's general.sampling.top_p; 1 = off)."`
+	Sampling  runSampling `embed:""`
 	Seed      int64       `name:"seed" default:"-1" help:"Seed of the sampler's random draw; -1 picks one at random."`
 	Threads   threadCount `short:"t" name:"threads" default:"${nproc}" help:"Number of threads (default: the number of logical CPUs); 0 or less takes the number of logical CPUs, as llama.cpp; at most 512, ggml's GGML_MAX_N_THREADS)."`
 	Ctx       int         `short:"c" name:"ctx-size" aliases:"ctx" default:"0" help:"Context size in tokens: 0 (the default) takes the model's training context, as llama-server's defaults give a slot; another size is rounded up to a multiple of 256 and capped at the training context, as llama-server does."`
-	IgnoreEOS bool        `name:"ignore-eos" help:"Keep generating past end-of-generation tokens."`
+	IgnoreEOS bool        `name:"ignore-eos" help:"Keep generating past end-of-generation tokens, as llama-cli's --ignore-eos: every end-of-generation token gets a -inf logit bias, so none is drawn (ignored with a warning when the vocabulary has no EOS token, as llama.cpp)."`
 	Special   bool        `name:"special" help:"Print special (control) tokens as their text, as llama-cli's -sp/--special (not with --chat)."`
 	Manifest  string      `name:"manifest" help:"Provenance manifest (FORK.json), or the file's sha256 / sha256:<hex> digest, to pin the model against; without it the model runs unpinned and says so."`
 
@@ -50,16 +51,9 @@ type rawText string
 
 // Decode implements kong.MapperValue.
 func (r *rawText) Decode(ctx *kong.DecodeContext) error {
-	t, err := ctx.Scan.PopValue("prompt")
-	if err != nil {
-		return err
-	}
-	s, ok := t.Value.(string)
-	if !ok {
-		return fmt.Errorf("expected a string, got %v", t.Value)
-	}
+	s, err := popString(ctx, "prompt")
 	*r = rawText(s)
-	return nil
+	return err
 }
 
 // cannotRun marks errors that mean "this file cannot be run" (exit status 2).
@@ -81,16 +75,12 @@ func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error 
 	if r.NPredict < -2 {
 		return fmt.Errorf("run: -n/--n-predict %d: must be -1 (infinity), -2 (until context filled) or a count of 0 or more", r.NPredict)
 	}
-	// llama.cpp's sampler chain with its defaults (min_p 0.05, ...) and these
-	// flags; --temp 0 stays the plain argmax.
-	sp := sample.DefaultParams()
-	sp.Temp, sp.TopK, sp.TopP = r.Temp, int32(min(r.TopK, math.MaxInt32)), r.TopP
-	if r.Seed < -1 || r.Seed >= int64(sample.DefaultSeed) {
-		return fmt.Errorf("run: --seed %d: must be -1 (random) or in [0, %d)", r.Seed, sample.DefaultSeed)
-	} else if r.Seed >= 0 {
-		sp.Seed = uint32(r.Seed)
-	}
-	if err := sp.Check(); err != nil {
+	// llama.cpp's sampler chain with llama-cli's defaults (min_p 0.05, ...) and these flags
+	// (runsampling.go); --temp 0 stays the plain argmax unless a stage before the temperature
+	// can change the most likely token (chainSamples).
+	// The flags are checked here, before the file is read (usage errors); the model's general.sampling.*
+	// defaults join them once it is loaded (samplingParams).
+	if _, err := r.samplingParams(sample.DefaultParams(), stderr); err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
 	// An invalid BANKML_CPU is a usage error (exit 1), found before the file is read: the model's file is
@@ -155,8 +145,23 @@ func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error 
 	if err != nil {
 		return cannotRun(fmt.Errorf("run: %w", err))
 	}
+	sp, err := r.modelSampling(f, stderr)
+	if err != nil {
+		return err
+	}
+	if r.IgnoreEOS { // common_init_from_params (common/common.cpp:1364): a -Inf bias on every EOG token
+		if tok.EOS() == tokenizer.None {
+			fmt.Fprintln(stderr, "bankml: run: the vocabulary has no EOS token: --ignore-eos ignored, as llama.cpp ignores it")
+			r.IgnoreEOS = false
+		} else {
+			for _, id := range tok.EOGs() {
+				sp.LogitBias = append(sp.LogitBias, sample.LogitBias{Token: id, Bias: float32(math.Inf(-1))})
+			}
+		}
+	}
+	sm := sample.Model{NVocab: tok.NVocab(), SuppressTokens: suppress, Vocab: vocab{tok}}
 	if r.Chat {
-		return r.chat(f, tok, c, sp, sample.Model{NVocab: tok.NVocab(), SuppressTokens: suppress}, stdin, stdout, stderr)
+		return r.chat(f, tok, c, sp, sm, stdin, stdout, stderr)
 	}
 
 	ids := tok.Tokenize(prompt, true, true)
@@ -170,7 +175,7 @@ func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error 
 	if n < 0 || n > nCtx-len(ids) {
 		n = nCtx - len(ids) // llama-server stops when the cache would fill the context
 	}
-	s, err := sample.New(sp, sample.Model{NVocab: tok.NVocab(), SuppressTokens: suppress})
+	s, err := sample.New(sp, sm)
 	if err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
@@ -190,9 +195,10 @@ func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error 
 	tPrompt := time.Since(t0)
 	var tGen time.Duration
 	generated, decodes := 0, 0
+	chain := chainSamples(sp, suppress)
 	for generated < n {
 		next := sample.Greedy(logits)
-		if r.Temp > 0 {
+		if chain {
 			if next, err = s.Sample(logits); err != nil {
 				return fmt.Errorf("run: %w", err)
 			}

@@ -364,9 +364,10 @@ func (s *chatSession) generate(t *chatTurn, logits []float32, out io.Writer) ([]
 		_, err := out.Write(b)
 		return err
 	}
+	chain := chainSamples(s.sp, s.sm.SuppressTokens)
 	for len(t.Tokens) < limit {
 		next := sample.Greedy(logits)
-		if s.sp.Temp > 0 {
+		if chain {
 			if next, err = smp.Sample(logits); err != nil {
 				return nil, err
 			}

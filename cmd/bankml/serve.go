@@ -10,8 +10,11 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
+
+	"github.com/alecthomas/kong"
 
 	"github.com/bankml/bankml/ledger"
 	"github.com/bankml/bankml/quant"
@@ -35,9 +38,25 @@ type serveCmd struct {
 	Parallel  int         `name:"parallel" aliases:"np" default:"1" help:"Number of slots (requests generated at once), as llama-server's -np/--parallel."`
 	Timeout   int         `name:"timeout" default:"3600" placeholder:"N" help:"Seconds each socket read of a request and each write of its answer may wait, as llama-server's -to/--timeout (its default 3600): a timeout per operation, so long generations and long streams are not cut; a client silent or not reading for N seconds is dropped."`
 	Queue     int         `name:"queue" default:"64" help:"Requests allowed to wait for a slot; more get 429."`
-	NPredict  int         `short:"n" name:"n-predict" default:"-1" help:"Tokens to predict for a request that sets no n_predict/max_tokens (or -1; Ollama: no num_predict), as llama-server's -n/--n-predict; a request's own count wins, above or below it; -1: until an end-of-generation token or a full context."`
+	Alias     aliasList   `short:"a" name:"alias" placeholder:"STRING" help:"Names of the model, comma-separated (given again, each one adds), as llama-server's -a/--alias: the first in byte order is the name /v1/models, /props and every answer give (default: the file's base name); /v1/models lists them all as aliases; Ollama requests may name the model by any of them or by the file's base name."`
+	NPredict  int         `short:"n" name:"n-predict" default:"-1" help:"Tokens to predict for a request that sets no n_predict/max_tokens (or -1; Ollama: no num_predict), as llama-server's -n/--n-predict; a request's own count wins, above or below it; -1: until an end-of-generation token or a full context; below -1 (any int, as llama-server takes it): one token, as llama-server's slot limit then has no budget."`
 
 	Ignored llamaIgnored `embed:""`
+}
+
+// aliasList is serve's -a/--alias: each value split at commas and added, as arg.cpp:3007's handler adds to
+// model_alias (serve.Options.Alias strips and sorts them). A value may start with "-" (-a -x), as llama.cpp
+// takes the next token whatever it is.
+type aliasList []string
+
+// Decode implements kong.MapperValue.
+func (a *aliasList) Decode(ctx *kong.DecodeContext) error {
+	v, err := popString(ctx, "alias")
+	if err != nil {
+		return err
+	}
+	*a = append(*a, strings.Split(v, ",")...)
+	return nil
 }
 
 // Defaults of --host and --port (llama-server's).
@@ -87,8 +106,8 @@ func (c *serveCmd) Run(stderr errWriter) error {
 	if c.Parallel < 1 {
 		return fmt.Errorf("serve: -np/--parallel %d: must be at least 1", c.Parallel)
 	}
-	if c.NPredict < -1 {
-		return fmt.Errorf("serve: -n/--n-predict %d: must be -1 (unlimited) or a count of 0 or more", c.NPredict)
+	if c.NPredict < math.MinInt32 || c.NPredict > math.MaxInt32 { // arg.cpp:1655 reads any int (std::stoi)
+		return fmt.Errorf("serve: -n/--n-predict %d: out of range: llama.cpp takes a 32-bit int, in [%d, %d]", c.NPredict, math.MinInt32, math.MaxInt32)
 	}
 	if c.Parallel > maxSeq { // llama_context refuses n_seq_max (llama-server's -np) above it
 		return fmt.Errorf("serve: -np/--parallel %d: at most %d slots (llama.cpp's LLAMA_MAX_SEQ)", c.Parallel, maxSeq)
@@ -153,7 +172,7 @@ func (c *serveCmd) Run(stderr errWriter) error {
 	}
 	s, err := serve.New(m, serve.Options{
 		NCtx: c.Ctx, Threads: int(c.Threads), Parallel: c.Parallel, QueueSize: c.Queue, NPredict: &c.NPredict,
-		APIKey: c.APIKey, Ledger: l, Version: version, Log: log, Timeout: time.Duration(c.Timeout) * time.Second,
+		Alias: []string(c.Alias), APIKey: c.APIKey, Ledger: l, Version: version, Log: log, Timeout: time.Duration(c.Timeout) * time.Second,
 	})
 	if err != nil {
 		return cannotRun(err)

@@ -40,7 +40,11 @@ func TestServeRefusesBeforeListening(t *testing.T) {
 		{[]string{"serve", model, "--unpinned", "-np", "100000"}, 1, "-np/--parallel 100000: at most 256 slots"},
 		{[]string{"serve", model, "--unpinned", "-np", "257", "-c", "1000000"}, 1, "-np/--parallel 257: at most 256 slots"},
 		{[]string{"serve", model, "--unpinned", "-c", "-5"}, 1, "--ctx-size -5"},
-		{[]string{"serve", model, "--unpinned", "-n", "-2", "--listen", "127.0.0.1:0"}, 1, "-n/--n-predict -2: must be -1 (unlimited) or a count of 0 or more"},
+		{[]string{"serve", model, "--unpinned", "-n", "3000000000", "--listen", "127.0.0.1:0"}, 1, "-n/--n-predict 3000000000: out of range: llama.cpp takes a 32-bit int"},
+		{[]string{"serve", model, "--unpinned", "-n", "-2147483649", "--listen", "127.0.0.1:0"}, 1, "-n/--n-predict -2147483649: out of range"},
+		// -n -2 and lower pass (llama-server takes any int): the next check, --port, is what refuses.
+		{[]string{"serve", model, "--unpinned", "-n", "-2", "--port", "70000"}, 1, "--port 70000"},
+		{[]string{"serve", model, "--unpinned", "-n", "-2147483648", "--port", "70000"}, 1, "--port 70000"},
 		{[]string{"serve", model, "--unpinned", "--listen", "127.0.0.1:0", "--port", "9"}, 1, "--listen and --host/--port both given"},
 		{[]string{"serve", model, "--unpinned", "--listen", "127.0.0.1:0", "--host", "::1"}, 1, "--listen and --host/--port both given"},
 		{[]string{"serve", model, "--unpinned", "--port", "70000"}, 1, "--port 70000"},

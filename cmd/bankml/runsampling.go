@@ -1,0 +1,306 @@
+package main
+
+// bankml run's llama.cpp sampling flags beyond --temp, --top-k, --top-p, -s/--seed and --ignore-eos:
+// common/arg.cpp's set_sampling flags (arg.cpp:1982–2308) that package sample's chain implements (the one
+// bankml serve runs per request), with llama-cli's defaults (common_params_sampling's, sample.DefaultParams)
+// and arg.cpp's value checks. Numbers are checked whole (kong's parsers), not as std::stof/stoi read a
+// prefix: the deliberate difference of llamaflags.go. The grammar flags (--grammar, --grammar-file, -j,
+// -jf) and -bs stay refused (llamaRunSampling): serve refuses them per request too (sample.Params.Check).
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/alecthomas/kong"
+
+	"github.com/bankml/bankml/gguf"
+	"github.com/bankml/bankml/sample"
+	"github.com/bankml/bankml/tokenizer"
+)
+
+// runSampling are run's sampling flags that map one to one onto sample.Params; nil (not given) keeps
+// llama-cli's default. The help gives each default as common_params_sampling has it.
+type runSampling struct {
+	MinP             *float32   `name:"min-p" placeholder:"N" help:"min-p sampling, as llama-cli's --min-p (default 0.05, 0 = off)."`
+	TopNSigma        *float32   `name:"top-nsigma" placeholder:"N" help:"top-n-sigma sampling, as llama-cli's --top-nsigma (default -1 = off)."`
+	XTCProbability   *float32   `name:"xtc-probability" placeholder:"N" help:"XTC probability, as llama-cli's (default 0 = off)."`
+	XTCThreshold     *float32   `name:"xtc-threshold" placeholder:"N" help:"XTC threshold, as llama-cli's (default 0.1; above 0.5 = off)."`
+	TypicalP         *float32   `name:"typical" placeholder:"N" help:"Locally typical sampling, as llama-cli's --typical (default 1 = off)."`
+	RepeatLastN      *int       `name:"repeat-last-n" placeholder:"N" help:"Last tokens penalised, as llama-cli's --repeat-last-n (default 64, 0 = off; negative refused, as arg.cpp)."`
+	RepeatPenalty    *float32   `name:"repeat-penalty" placeholder:"N" help:"Repeat penalty, as llama-cli's --repeat-penalty (default 1 = off; must be finite and greater than 0)."`
+	PresencePenalty  *float32   `name:"presence-penalty" placeholder:"N" help:"Presence penalty, as llama-cli's (default 0 = off; must be finite)."`
+	FrequencyPenalty *float32   `name:"frequency-penalty" placeholder:"N" help:"Frequency penalty, as llama-cli's (default 0 = off; must be finite)."`
+	DryMultiplier    *float32   `name:"dry-multiplier" placeholder:"N" help:"DRY multiplier, as llama-cli's (default 0 = off)."`
+	DryBase          *float32   `name:"dry-base" placeholder:"N" help:"DRY base, as llama-cli's (default 1.75; a value below 1 is ignored with a warning, as llama.cpp ignores it)."`
+	DryAllowedLength *int       `name:"dry-allowed-length" placeholder:"N" help:"DRY allowed length, as llama-cli's (default 2)."`
+	DryPenaltyLastN  *int       `name:"dry-penalty-last-n" placeholder:"N" help:"DRY penalty over the last N tokens, as llama-cli's (default 64, 0 = off; negative refused, as arg.cpp)."`
+	DryBreaker       stringList `name:"dry-sequence-breaker" placeholder:"STRING" help:"A DRY sequence breaker, as llama-cli's: the first one given replaces the defaults (\\n : \" *), each one adds, none clears them all."`
+	DynatempRange    *float32   `name:"dynatemp-range" placeholder:"N" help:"Dynamic temperature range, as llama-cli's (default 0 = off)."`
+	DynatempExp      *float32   `name:"dynatemp-exp" placeholder:"N" help:"Dynamic temperature exponent, as llama-cli's (default 1)."`
+	Mirostat         *int       `name:"mirostat" placeholder:"N" help:"Mirostat, as llama-cli's (default 0 = off; 1 and 2 are refused: not implemented by bankml)."`
+	MirostatLR       *float32   `name:"mirostat-lr" placeholder:"N" help:"Mirostat learning rate eta, as llama-cli's (default 0.1; used by mirostat only)."`
+	MirostatEnt      *float32   `name:"mirostat-ent" placeholder:"N" help:"Mirostat target entropy tau, as llama-cli's (default 5; used by mirostat only)."`
+	AdaptiveTarget   *float32   `name:"adaptive-target" placeholder:"N" help:"adaptive-p target, as llama-cli's (default -1; used by the adaptive_p sampler only, which bankml refuses)."`
+	AdaptiveDecay    *float32   `name:"adaptive-decay" placeholder:"N" help:"adaptive-p decay, as llama-cli's (default 0.9; used by the adaptive_p sampler only)."`
+	Samplers         *string    `name:"samplers" placeholder:"SAMPLERS" help:"Sampler order by names separated by ';', as llama-cli's --samplers (default penalties;dry;top_n_sigma;top_k;typ_p;top_p;min_p;xtc;temperature); an unknown name is skipped with a warning, as llama.cpp."`
+	SamplerSeq       *string    `name:"sampler-seq" placeholder:"SEQUENCE" help:"Sampler order by letters, as llama-cli's --sampler-seq (default edskypmxt); an unknown letter is skipped with a warning, as llama.cpp."`
+	LogitBias        stringList `name:"logit-bias" placeholder:"TOKEN_ID(+/-)BIAS" help:"Add BIAS to a token's logit, as llama-cli's -l/--logit-bias (15043+1, 15043-inf); each one adds."`
+}
+
+// stringList is a flag whose values add up in order, each one taken byte for byte and whatever it is (a
+// value starting with "-" too, as arg.cpp takes it): --dry-sequence-breaker, -l/--logit-bias.
+type stringList []string
+
+// Decode implements kong.MapperValue.
+func (l *stringList) Decode(ctx *kong.DecodeContext) error {
+	v, err := popString(ctx, ctx.Value.Name)
+	if err != nil {
+		return err
+	}
+	*l = append(*l, v)
+	return nil
+}
+
+// popString takes a flag's value whatever it is (a value starting with "-" too, as arg.cpp takes it).
+func popString(ctx *kong.DecodeContext, flag string) (string, error) {
+	t, err := ctx.Scan.PopValue(flag)
+	if err != nil {
+		return "", err
+	}
+	s, ok := t.Value.(string)
+	if !ok {
+		return "", fmt.Errorf("expected a string, got %v", t.Value)
+	}
+	return s, nil
+}
+
+// samplingParams is base with run's sampling flags set on it: --temp always (run's default 0 is greedy,
+// bankml's deliberate difference from llama-cli's 0.8), --top-k, --top-p and -s/--seed when given, then the
+// others (runSampling.apply, whose warnings go to w). Errors: a flag's value arg.cpp refuses, or one
+// sample.Params.Check refuses.
+func (r *runCmd) samplingParams(base sample.Params, w io.Writer) (sample.Params, error) {
+	p := base
+	p.Temp = r.Temp
+	if r.TopK != nil {
+		if *r.TopK < math.MinInt32 || *r.TopK > math.MaxInt32 {
+			return p, fmt.Errorf("--top-k %d: out of range: llama.cpp takes a 32-bit int", *r.TopK)
+		}
+		p.TopK = int32(*r.TopK)
+	}
+	if r.TopP != nil {
+		p.TopP = *r.TopP
+	}
+	if r.Seed < -1 || r.Seed >= int64(sample.DefaultSeed) {
+		return p, fmt.Errorf("--seed %d: must be -1 (random) or in [0, %d)", r.Seed, sample.DefaultSeed)
+	} else if r.Seed >= 0 {
+		p.Seed = uint32(r.Seed)
+	}
+	if err := r.Sampling.apply(&p, w); err != nil {
+		return p, err
+	}
+	return p, p.Check()
+}
+
+// modelSampling is the sampling parameters of a run of the model in f, as llama-cli's
+// common_init_from_params makes them (common_init_sampler_from_model, common/common.cpp:1213): llama-cli's
+// defaults, then the model's general.sampling.* values (sample.ApplyModelDefaults) for each one the command
+// line did not set, then the flags. As in arg.cpp, --sampler-seq does not count as setting the sampler order
+// (only --samplers does): a general.sampling.sequence wins over it. The model's temp is not used: run's
+// --temp defaults to 0 (samplingParams). An unknown sampler name in the model is skipped with a warning to
+// stderr, as llama.cpp skips it. Errors: a model default bankml refuses (mirostat 1 or 2, the adaptive_p
+// stage), as a model that cannot be run (exit 2).
+func (r *runCmd) modelSampling(f *gguf.File, stderr io.Writer) (sample.Params, error) {
+	md := sample.DefaultParams()
+	for _, u := range sample.ApplyModelDefaults(&md, f) {
+		fmt.Fprintf(stderr, "bankml: run: %s: unable to match sampler by name '%s': skipped, as llama.cpp skips it\n", sample.KeySamplingSequence, strings.ToLower(u))
+	}
+	p, err := r.samplingParams(md, io.Discard) // the flags' warnings were written by Run's first pass
+	if err == nil && r.Sampling.Samplers == nil && r.Sampling.SamplerSeq != nil && modelSequence(f) {
+		p.Samplers = md.Samplers
+		err = p.Check()
+	}
+	if err != nil {
+		return p, cannotRun(fmt.Errorf("run: the flags with the model's general.sampling.* defaults: %w", err))
+	}
+	return p, nil
+}
+
+// modelSequence reports whether f sets general.sampling.sequence as llama.cpp reads it (a value whose
+// string form is not empty: llama_model_meta_val_str > 0), as sample.ApplyModelDefaults takes it.
+func modelSequence(f *gguf.File) bool {
+	v, ok := f.Get(sample.KeySamplingSequence)
+	if !ok {
+		return false
+	}
+	s, ok := sample.MetaString(v)
+	return ok && s != ""
+}
+
+// apply sets the given flags on p as arg.cpp's handlers set common_params_sampling (arg.cpp:1982–2308),
+// writing llama.cpp's warnings (an unknown sampler name or letter, an ignored --dry-base) to w as
+// "bankml: ..." lines. Errors name the flag: a value arg.cpp refuses (negative --repeat-last-n or
+// --dry-penalty-last-n, a --logit-bias not TOKEN_ID(+/-)BIAS), --samplers with --sampler-seq (llama.cpp
+// takes the later one; bankml asks for one); p.Check's refusals are left to the caller.
+func (s *runSampling) apply(p *sample.Params, w io.Writer) error {
+	set := func(dst *float32, v *float32) {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	set(&p.MinP, s.MinP)
+	set(&p.TopNSigma, s.TopNSigma)
+	set(&p.XTCProbability, s.XTCProbability)
+	set(&p.XTCThreshold, s.XTCThreshold)
+	set(&p.TypicalP, s.TypicalP)
+	set(&p.PenaltyRepeat, s.RepeatPenalty)
+	set(&p.PenaltyPresent, s.PresencePenalty)
+	set(&p.PenaltyFreq, s.FrequencyPenalty)
+	set(&p.DryMultiplier, s.DryMultiplier)
+	set(&p.DynatempRange, s.DynatempRange)
+	set(&p.DynatempExponent, s.DynatempExp)
+	set(&p.MirostatEta, s.MirostatLR)
+	set(&p.MirostatTau, s.MirostatEnt)
+	set(&p.AdaptiveTarget, s.AdaptiveTarget)
+	set(&p.AdaptiveDecay, s.AdaptiveDecay)
+	ints := []struct {
+		flag     string
+		v        *int
+		dst      *int32
+		negative bool // arg.cpp refuses a negative value
+	}{
+		{"--repeat-last-n", s.RepeatLastN, &p.PenaltyLastN, true},                // arg.cpp:2075
+		{"--dry-allowed-length", s.DryAllowedLength, &p.DryAllowedLength, false}, // arg.cpp:2141
+		{"--dry-penalty-last-n", s.DryPenaltyLastN, &p.DryPenaltyLastN, true},    // arg.cpp:2148
+		{"--mirostat", s.Mirostat, &p.Mirostat, false},                           // arg.cpp:2218
+	}
+	for _, f := range ints {
+		if f.v == nil {
+			continue
+		}
+		if *f.v < math.MinInt32 || *f.v > math.MaxInt32 {
+			return fmt.Errorf("%s %d: out of range: llama.cpp takes a 32-bit int", f.flag, *f.v)
+		}
+		if f.negative && *f.v < 0 {
+			return fmt.Errorf("%s %d: invalid %s (llama.cpp: must be 0 or more)", f.flag, *f.v, strings.TrimPrefix(f.flag, "--"))
+		}
+		*f.dst = int32(*f.v)
+	}
+	if s.DryBase != nil { // arg.cpp:2130 keeps the default for a base below 1
+		if *s.DryBase >= 1 {
+			p.DryBase = *s.DryBase
+		} else if _, err := fmt.Fprintf(w, "bankml: --dry-base %v ignored: below 1, as llama.cpp ignores it (the base stays %v)\n", *s.DryBase, p.DryBase); err != nil {
+			return err
+		}
+	}
+	if len(s.DryBreaker) > 0 { // arg.cpp:2158: the first clears the defaults, "none" clears all
+		p.DrySequenceBreakers = []string{}
+		for _, b := range s.DryBreaker {
+			if b == "none" {
+				p.DrySequenceBreakers = p.DrySequenceBreakers[:0]
+			} else {
+				p.DrySequenceBreakers = append(p.DrySequenceBreakers, b)
+			}
+		}
+	}
+	if s.Samplers != nil && s.SamplerSeq != nil {
+		return errors.New("--samplers and --sampler-seq both set the sampler order: give one")
+	}
+	var unknown []string
+	if s.Samplers != nil { // arg.cpp:1982: names split at ';'
+		p.Samplers, unknown = sample.ParseSamplerNames(strings.Split(*s.Samplers, ";"))
+		for i, u := range unknown {
+			unknown[i] = "--samplers: unable to match sampler by name '" + strings.ToLower(u) + "': skipped, as llama.cpp skips it"
+		}
+	}
+	if s.SamplerSeq != nil { // arg.cpp:1998
+		var bad []byte
+		p.Samplers, bad = sample.ParseSamplerChars(*s.SamplerSeq)
+		for _, c := range bad {
+			unknown = append(unknown, fmt.Sprintf("--sampler-seq: unable to match sampler by char '%c': skipped, as llama.cpp skips it", c))
+		}
+	}
+	for _, u := range unknown {
+		if _, err := fmt.Fprintln(w, "bankml: "+u); err != nil {
+			return err
+		}
+	}
+	for _, v := range s.LogitBias {
+		lb, err := parseLogitBias(v)
+		if err != nil {
+			return fmt.Errorf("-l/--logit-bias %q: %w", v, err)
+		}
+		p.LogitBias = append(p.LogitBias, lb)
+	}
+	return nil
+}
+
+// parseLogitBias reads -l/--logit-bias TOKEN_ID(+/-)BIAS as arg.cpp:2243 does (a token id, a sign, a float
+// that the sign multiplies: 15043+1, 15043-1, 15043-inf), but whole: no white space or trailing text.
+func parseLogitBias(v string) (sample.LogitBias, error) {
+	i := 0
+	if i < len(v) && (v[i] == '+' || v[i] == '-') {
+		i++ // the id's own sign, as operator>> reads it
+	}
+	for i < len(v) && v[i] >= '0' && v[i] <= '9' {
+		i++
+	}
+	id, err := strconv.ParseInt(v[:i], 10, 32)
+	if err != nil || i == len(v) || v[i] != '+' && v[i] != '-' {
+		return sample.LogitBias{}, errors.New("invalid input format: llama.cpp takes TOKEN_ID+BIAS or TOKEN_ID-BIAS")
+	}
+	bias, err := strconv.ParseFloat(v[i+1:], 32)
+	if err != nil {
+		return sample.LogitBias{}, fmt.Errorf("invalid input format: the bias %q is not a number", v[i+1:])
+	}
+	if v[i] == '-' {
+		bias = -bias
+	}
+	return sample.LogitBias{Token: int32(id), Bias: float32(bias)}, nil
+}
+
+// chainSamples reports whether run must draw each token through the sampler chain for p: always with
+// temp > 0; with temp <= 0 (llama.cpp's temperature stage then keeps the most likely token, its
+// llama_sampler_temp_impl) unless every stage before the temperature stage keeps the most likely token
+// too (top-k, top-p, min-p, top-n-sigma, or a stage its settings make a no-op) and no logit bias or
+// suppressed token applies: then the chain's choice is sample.Greedy's, which run takes without it.
+func chainSamples(p sample.Params, suppress []int32) bool {
+	if p.Temp > 0 || len(p.LogitBias) > 0 || len(suppress) > 0 {
+		return true
+	}
+	for _, t := range p.Samplers {
+		switch t {
+		case sample.Temperature:
+			return false
+		case sample.TopK, sample.TopP, sample.MinP, sample.TopNSigma:
+		case sample.Penalties:
+			if p.PenaltyLastN != 0 && !(p.PenaltyRepeat == 1 && p.PenaltyFreq == 0 && p.PenaltyPresent == 0) {
+				return true
+			}
+		case sample.Dry:
+			if p.DryMultiplier != 0 && p.DryBase >= 1 && p.DryPenaltyLastN != 0 {
+				return true
+			}
+		case sample.XTC:
+			if p.XTCProbability > 0 && p.XTCThreshold <= 0.5 {
+				return true
+			}
+		case sample.TypicalP:
+			if p.TypicalP < 1 {
+				return true
+			}
+		default:
+			return true
+		}
+	}
+	return true // no temperature stage: the chain draws at random
+}
+
+// vocab gives DRY's sequence breakers the tokenizer (sample.Vocab).
+type vocab struct{ t tokenizer.Tokenizer }
+
+func (v vocab) TokenText(id int32) string { return string(v.t.Detokenize([]int32{id}, false, true)) }
+func (v vocab) Tokenize(s string) []int32 { return v.t.Tokenize(s, false, false) }

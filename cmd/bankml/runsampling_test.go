@@ -1,0 +1,336 @@
+package main
+
+import (
+	"bytes"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/alecthomas/kong"
+
+	"github.com/bankml/bankml/gguf"
+	"github.com/bankml/bankml/internal/reference"
+	"github.com/bankml/bankml/internal/reftest"
+	"github.com/bankml/bankml/sample"
+)
+
+// parseCLI parses args as run does (llamaArgs, then kong) into a fresh cli.
+func parseCLI(args ...string) (*cli, error) {
+	var cl cli
+	parser, err := kong.New(&cl, kong.Vars{"nproc": "1", "version": "test"}, kong.WithHyphenPrefixedParameters(true))
+	if err != nil {
+		return nil, err
+	}
+	args, _, err = llamaArgs(args, valueFlags(parser.Model, args[0]))
+	if err == nil {
+		_, err = parser.Parse(args)
+	}
+	return &cl, err
+}
+
+// TestRunSamplingFlags checks that run's llama.cpp sampling flags set sample.Params as arg.cpp's handlers
+// set common_params_sampling (arg.cpp:1982–2308), from llama-cli's defaults, with arg.cpp's refusals and
+// warnings.
+func TestRunSamplingFlags(t *testing.T) {
+	inf := float32(math.Inf(1))
+	for _, c := range []struct {
+		args []string
+		want func(p *sample.Params) // the changes from sample.DefaultParams
+		warn string                 // in the warnings
+		err  string                 // in the error
+	}{
+		{[]string{}, func(p *sample.Params) {}, "", ""},
+		{[]string{"--min-p", "0.1", "--top-nsigma", "1.5", "--xtc-probability", "0.5", "--xtc-threshold", "0.2", "--typical", "0.9"},
+			func(p *sample.Params) {
+				p.MinP, p.TopNSigma, p.XTCProbability, p.XTCThreshold, p.TypicalP = 0.1, 1.5, 0.5, 0.2, 0.9
+			}, "", ""},
+		{[]string{"--repeat-last-n", "16", "--repeat-penalty", "1.1", "--presence-penalty", "-0.5", "--frequency-penalty", "0.25"},
+			func(p *sample.Params) {
+				p.PenaltyLastN, p.PenaltyRepeat, p.PenaltyPresent, p.PenaltyFreq = 16, 1.1, -0.5, 0.25
+			}, "", ""},
+		{[]string{"--dry-multiplier", "0.8", "--dry-base", "2", "--dry-allowed-length", "-3", "--dry-penalty-last-n", "0"},
+			func(p *sample.Params) {
+				p.DryMultiplier, p.DryBase, p.DryAllowedLength, p.DryPenaltyLastN = 0.8, 2, -3, 0
+			}, "", ""},
+		{[]string{"--dry-base", "0.5"}, func(p *sample.Params) {}, "--dry-base 0.5 ignored: below 1", ""}, // arg.cpp:2130
+		{[]string{"--dry-sequence-breaker", "-x", "--dry-sequence-breaker", "\n"}, func(p *sample.Params) { p.DrySequenceBreakers = []string{"-x", "\n"} }, "", ""},
+		{[]string{"--dry-sequence-breaker", "a", "--dry-sequence-breaker", "none", "--dry-sequence-breaker", "b"}, func(p *sample.Params) { p.DrySequenceBreakers = []string{"b"} }, "", ""},
+		{[]string{"--dry-sequence-breaker", "none"}, func(p *sample.Params) { p.DrySequenceBreakers = []string{} }, "", ""},
+		{[]string{"--dynatemp-range", "0.3", "--dynatemp-exp", "2", "--mirostat", "0", "--mirostat-lr", "0.2", "--mirostat-ent", "4", "--adaptive-target", "0.5", "--adaptive-decay", "0.5"},
+			func(p *sample.Params) {
+				p.DynatempRange, p.DynatempExponent, p.MirostatEta, p.MirostatTau, p.AdaptiveTarget, p.AdaptiveDecay = 0.3, 2, 0.2, 4, 0.5, 0.5
+			}, "", ""},
+		{[]string{"--samplers", "top_k;TEMP;nope;min-p"}, func(p *sample.Params) { p.Samplers = []sample.Type{sample.TopK, sample.Temperature, sample.MinP} },
+			"--samplers: unable to match sampler by name 'nope': skipped", ""},
+		{[]string{"--sampling-seq", "kzt"}, func(p *sample.Params) { p.Samplers = []sample.Type{sample.TopK, sample.Temperature} },
+			"--sampler-seq: unable to match sampler by char 'z': skipped", ""},
+		{[]string{"-l", "15+1.5", "--logit-bias", "7-inf", "-l", "-1+-2"}, func(p *sample.Params) {
+			p.LogitBias = []sample.LogitBias{{Token: 15, Bias: 1.5}, {Token: 7, Bias: -inf}, {Token: -1, Bias: -2}}
+		}, "", ""},
+		// arg.cpp's refusals.
+		{[]string{"--repeat-last-n", "-1"}, nil, "", "--repeat-last-n -1: invalid repeat-last-n"},         // arg.cpp:2078
+		{[]string{"--dry-penalty-last-n", "-1"}, nil, "", "--dry-penalty-last-n -1: invalid dry-penalty"}, // arg.cpp:2151
+		{[]string{"--repeat-penalty", "0"}, nil, "", "penalty_repeat must be finite and greater than 0"},  // arg.cpp:2091
+		{[]string{"--presence-penalty", "inf"}, nil, "", "penalty_present must be finite"},                // arg.cpp:2105
+		{[]string{"--frequency-penalty", "nan"}, nil, "", "penalty_freq must be finite"},                  // arg.cpp:2116
+		{[]string{"-l", "15"}, nil, "", `-l/--logit-bias "15": invalid input format`},                     // arg.cpp:2255
+		{[]string{"-l", "15*1"}, nil, "", `-l/--logit-bias "15*1": invalid input format`},
+		{[]string{"-l", "x+1"}, nil, "", `-l/--logit-bias "x+1": invalid input format`},
+		{[]string{"-l", "15+one"}, nil, "", `-l/--logit-bias "15+one": invalid input format`},
+		{[]string{"--min-p", "0.1x"}, nil, "", "--min-p"}, // whole numbers (llamaflags.go's deliberate difference)
+		{[]string{"--samplers", "k", "--sampler-seq", "k"}, nil, "", "--samplers and --sampler-seq both set the sampler order"},
+		// What bankml does not reproduce, refused as serve refuses it per request (sample.Params.Check).
+		{[]string{"--mirostat", "2"}, nil, "", "mirostat 2 is not implemented"},
+		{[]string{"--samplers", "adaptive_p"}, nil, "", "the adaptive_p sampler is not implemented"},
+	} {
+		cl, err := parseCLI(append([]string{"run", "m.gguf"}, c.args...)...)
+		var w bytes.Buffer
+		p := sample.DefaultParams()
+		if err == nil {
+			if err = cl.Run.Sampling.apply(&p, &w); err == nil {
+				err = p.Check()
+			}
+		}
+		switch {
+		case c.err != "":
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%q: error %v, want %q", c.args, err, c.err)
+			}
+			continue
+		case err != nil:
+			t.Errorf("%q: %v", c.args, err)
+			continue
+		}
+		want := sample.DefaultParams()
+		c.want(&want)
+		if !reflect.DeepEqual(p, want) {
+			t.Errorf("%q:\n got %+v\nwant %+v", c.args, p, want)
+		}
+		if !strings.Contains(w.String(), c.warn) || (c.warn == "") != (w.Len() == 0) {
+			t.Errorf("%q: warnings %q, want %q", c.args, w.String(), c.warn)
+		}
+	}
+}
+
+// TestChainSamples checks when run may take sample.Greedy instead of the chain: only at temp <= 0 with no
+// stage before the temperature stage that can drop the most likely token, and no logit bias.
+func TestChainSamples(t *testing.T) {
+	for _, c := range []struct {
+		what     string
+		set      func(p *sample.Params)
+		suppress []int32
+		chain    bool
+	}{
+		{"temp 0, defaults", func(p *sample.Params) { p.Temp = 0 }, nil, false},
+		{"temp -1", func(p *sample.Params) { p.Temp = -1 }, nil, false},
+		{"temp 0.8", func(p *sample.Params) {}, nil, true},
+		{"repeat penalty", func(p *sample.Params) { p.Temp, p.PenaltyRepeat = 0, 1.1 }, nil, true},
+		{"repeat penalty, repeat-last-n 0", func(p *sample.Params) { p.Temp, p.PenaltyRepeat, p.PenaltyLastN = 0, 1.1, 0 }, nil, false},
+		{"presence penalty", func(p *sample.Params) { p.Temp, p.PenaltyPresent = 0, 0.5 }, nil, true},
+		{"dry", func(p *sample.Params) { p.Temp, p.DryMultiplier = 0, 0.8 }, nil, true},
+		{"xtc", func(p *sample.Params) { p.Temp, p.XTCProbability = 0, 0.5 }, nil, true},
+		{"xtc off by threshold", func(p *sample.Params) { p.Temp, p.XTCProbability, p.XTCThreshold = 0, 0.5, 0.6 }, nil, false},
+		{"typical", func(p *sample.Params) { p.Temp, p.TypicalP = 0, 0.9 }, nil, true},
+		{"min-p, top-k, top-nsigma", func(p *sample.Params) { p.Temp, p.MinP, p.TopK, p.TopNSigma = 0, 0.5, 1, 1 }, nil, false},
+		{"logit bias", func(p *sample.Params) { p.Temp, p.LogitBias = 0, []sample.LogitBias{{Token: 1, Bias: 1}} }, nil, true},
+		{"suppressed tokens", func(p *sample.Params) { p.Temp = 0 }, []int32{3}, true},
+		{"no temperature stage", func(p *sample.Params) { p.Temp, p.Samplers = 0, []sample.Type{sample.TopK} }, nil, true},
+		{"typical after temperature", func(p *sample.Params) {
+			p.Temp, p.TypicalP, p.Samplers = 0, 0.9, []sample.Type{sample.Temperature, sample.TypicalP}
+		}, nil, false},
+	} {
+		p := sample.DefaultParams()
+		c.set(&p)
+		if got := chainSamples(p, c.suppress); got != c.chain {
+			t.Errorf("%s: chainSamples = %v, want %v", c.what, got, c.chain)
+		}
+	}
+}
+
+// TestRunSamplingMatchesTheReference (oracle) runs `bankml run` on stories260K with llama-cli's sampling
+// flags and compares its text with the reference's: its common_sampler chain built from the same
+// common_params_sampling (llama-cli's defaults and the flags as arg.cpp sets them, written out here from
+// arg.cpp), driven over the reference's own decode as a llama-server slot (reftest.Generate: the prompt
+// accepted as history, then sample, accept, decode). The first rows are greedy (--temp 0): their penalties
+// must change the plain greedy continuation, which the test checks too, or it could not fail.
+func TestRunSamplingMatchesTheReference(t *testing.T) {
+	model := storiesPath(t)
+	rm := func() *reference.Model {
+		lib := reftest.Lib(t)
+		m, err := lib.LoadModel(model)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(m.Close)
+		return m
+	}()
+	const n = 40
+	const story, twice = "Once upon a time", "Once upon a time, there was a little girl named Lily. Once upon a time"
+	eog := []sample.LogitBias{}
+	for id := range rm.NVocab() {
+		if refEOG(rm, int32(id)) {
+			eog = append(eog, sample.LogitBias{Token: int32(id), Bias: float32(math.Inf(-1))})
+		}
+	}
+	rows := []struct {
+		prompt    string
+		args      []string
+		set       func(p *sample.Params)
+		notGreedy bool // the text must differ from the plain greedy continuation
+	}{
+		{story, []string{"--temp", "0", "--repeat-penalty", "1.5"}, func(p *sample.Params) { p.Temp, p.PenaltyRepeat = 0, 1.5 }, true},
+		{story, []string{"--temp", "0", "--presence-penalty", "1", "--frequency-penalty", "0.5", "--repeat-last-n", "16"},
+			func(p *sample.Params) { p.Temp, p.PenaltyPresent, p.PenaltyFreq, p.PenaltyLastN = 0, 1, 0.5, 16 }, true},
+		{twice, []string{"--temp", "0", "--dry-multiplier", "5", "--dry-base", "3", "--dry-allowed-length", "1", "--dry-sequence-breaker", "none"},
+			func(p *sample.Params) {
+				p.Temp, p.DryMultiplier, p.DryBase, p.DryAllowedLength, p.DrySequenceBreakers = 0, 5, 3, 1, []string{}
+			}, true},
+		{twice, []string{"--temp", "0", "--dry-multiplier", "5", "--dry-base", "3", "--dry-allowed-length", "1", "--dry-sequence-breaker", "a", "--dry-sequence-breaker", "."},
+			func(p *sample.Params) {
+				p.Temp, p.DryMultiplier, p.DryBase, p.DryAllowedLength, p.DrySequenceBreakers = 0, 5, 3, 1, []string{"a", "."}
+			}, true},
+		{story, []string{"--temp", "0.8", "-s", "42", "--min-p", "0.2", "--top-k", "0", "--dry-multiplier", "0.8"},
+			func(p *sample.Params) { p.Seed, p.MinP, p.TopK, p.DryMultiplier = 42, 0.2, 0, 0.8 }, false},
+		{story, []string{"--temp", "1", "-s", "3", "--xtc-probability", "0.5", "--xtc-threshold", "0.1", "--typical", "0.9", "--top-nsigma", "1.5"},
+			func(p *sample.Params) {
+				p.Temp, p.Seed, p.XTCProbability, p.TypicalP, p.TopNSigma = 1, 3, 0.5, 0.9, 1.5
+			}, false},
+		{story, []string{"--temp", "0.7", "-s", "5", "--sampler-seq", "pkt", "--dynatemp-range", "0.3", "-l", "13+2"},
+			func(p *sample.Params) {
+				p.Temp, p.Seed, p.DynatempRange = 0.7, 5, 0.3
+				p.Samplers = []sample.Type{sample.TopP, sample.TopK, sample.Temperature}
+				p.LogitBias = []sample.LogitBias{{Token: 13, Bias: 2}}
+			}, false},
+		{story, []string{"--temp", "0", "--ignore-eos"}, func(p *sample.Params) { p.Temp, p.LogitBias = 0, eog }, false}, // common.cpp:1377
+	}
+	equal := 0
+	for _, c := range rows {
+		p := sample.DefaultParams()
+		c.set(&p)
+		if runMatchesReference(t, rm, model, c.prompt, n, c.args, p, c.notGreedy) {
+			equal++
+		}
+	}
+	t.Logf("run's text equal to the reference's: %d of %d flag sets", equal, len(rows))
+}
+
+// runMatchesReference runs `bankml run model -p prompt -n n -t 1 -c 512 args...` and compares its text
+// with the reference's: its chain for p over its own decode (reftest.Generate on a 512-token session).
+// With notGreedy the reference's text must also differ from its plain greedy continuation (else the
+// flags would be untested). It reports whether all holds, after an error naming args if not.
+func runMatchesReference(t *testing.T, rm *reference.Model, model, prompt string, n int, args []string, p sample.Params, notGreedy bool) bool {
+	t.Helper()
+	toks, err := rm.Tokenize(prompt, true, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := rm.NewSession(512, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := reftest.Generate(rm, s, reftest.Turn{Prompt: toks, Sampling: p, NPredict: n})
+	s.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := string(refText(t, rm, a.Tokens))
+	code, out, stderr := runCLI(append([]string{"run", model, "-p", prompt, "-n", strconv.Itoa(n), "-t", "1", "-c", "512"}, args...)...)
+	switch {
+	case code != 0:
+		t.Errorf("%q: exit %d: %s", args, code, stderr)
+	case out != want+"\n":
+		t.Errorf("%q:\n got %q\nwant %q (the reference's)", args, out, want+"\n")
+	case notGreedy && want == string(refContinuation(t, rm, prompt, n)):
+		t.Errorf("%q: the reference's text is the plain greedy one: the row tests nothing", args)
+	default:
+		t.Logf("%q: %q", args, out)
+		return true
+	}
+	return false
+}
+
+// storiesWithKVs writes a copy of stories260K with extra metadata appended (same tensors) and returns its
+// path.
+func storiesWithKVs(t *testing.T, extra []gguf.KV) string {
+	t.Helper()
+	src, err := gguf.Open(storiesPath(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	path := filepath.Join(t.TempDir(), "stories-sampling.gguf")
+	out, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	w, err := gguf.NewWriter(out, append(slices.Clone(src.KVs), extra...), src.Tensors)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range src.Tensors {
+		if err := w.WriteTensor(src.TensorData(&src.Tensors[i])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestRunTakesTheModelsSamplingDefaults (oracle) runs `bankml run` on a stories260K copy whose metadata
+// sets general.sampling.* and compares its text with the reference chain's for the parameters llama-cli
+// makes (common_init_sampler_from_model, common/common.cpp:1213, written out here): the model's values for
+// what the command line did not set, the flags for what it did; --sampler-seq does not count as set, so the
+// model's sequence wins over it (only --samplers marks it, arg.cpp:1982 against arg.cpp:1998). The model's
+// temp is never used: run's --temp defaults to 0 (bankml's deliberate difference).
+func TestRunTakesTheModelsSamplingDefaults(t *testing.T) {
+	model := storiesWithKVs(t, []gguf.KV{
+		{Key: "general.sampling.sequence", Value: gguf.StringValue("penalties;top_k;min_p;temperature")},
+		{Key: "general.sampling.top_k", Value: gguf.Int32Value(5)},
+		{Key: "general.sampling.min_p", Value: gguf.Float32Value(0.02)},
+		{Key: "general.sampling.penalty_repeat", Value: gguf.Float32Value(1.5)},
+		{Key: "general.sampling.penalty_last_n", Value: gguf.Int32Value(32)},
+		{Key: "general.sampling.temp", Value: gguf.Float32Value(1.3)},
+	})
+	rm, err := reftest.Lib(t).LoadModel(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rm.Close()
+	const prompt, n = "Once upon a time", 40
+	modelDefaults := func(p *sample.Params) {
+		p.Samplers = []sample.Type{sample.Penalties, sample.TopK, sample.MinP, sample.Temperature}
+		p.TopK, p.MinP, p.PenaltyRepeat, p.PenaltyLastN = 5, 0.02, 1.5, 32
+	}
+	equal := 0
+	rows := []struct {
+		args      []string
+		set       func(p *sample.Params) // after modelDefaults
+		notGreedy bool
+	}{
+		{[]string{}, func(p *sample.Params) { p.Temp = 0 }, true}, // the model's repeat penalty at run's --temp 0
+		{[]string{"--repeat-penalty", "1"}, func(p *sample.Params) { p.Temp, p.PenaltyRepeat = 0, 1 }, false},
+		{[]string{"--temp", "0.9", "-s", "11"}, func(p *sample.Params) { p.Temp, p.Seed = 0.9, 11 }, false},
+		{[]string{"--temp", "0.9", "-s", "11", "--top-k", "0", "--min-p", "0.3", "--repeat-last-n", "0"},
+			func(p *sample.Params) { p.Temp, p.Seed, p.TopK, p.MinP, p.PenaltyLastN = 0.9, 11, 0, 0.3, 0 }, false},
+		{[]string{"--temp", "0.9", "-s", "11", "--sampler-seq", "t"}, func(p *sample.Params) { p.Temp, p.Seed = 0.9, 11 }, false},
+		{[]string{"--temp", "0.9", "-s", "11", "--samplers", "temperature"},
+			func(p *sample.Params) { p.Temp, p.Seed, p.Samplers = 0.9, 11, []sample.Type{sample.Temperature} }, false},
+	}
+	for _, c := range rows {
+		p := sample.DefaultParams()
+		modelDefaults(&p)
+		c.set(&p)
+		if runMatchesReference(t, rm, model, prompt, n, c.args, p, c.notGreedy) {
+			equal++
+		}
+	}
+	t.Logf("run's text with the model's sampling defaults equal to the reference's: %d of %d flag sets", equal, len(rows))
+}
