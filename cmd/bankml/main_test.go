@@ -200,10 +200,6 @@ func TestRunRefusesInconsistentModels(t *testing.T) {
 			t.Errorf("%s: exit %d, stderr %q; want 2 and %q", tc.name, code, stderr, tc.want)
 		}
 	}
-	code, _, stderr := runCLI("run", dir, "-p", "hi")
-	if want := "MODEL: " + dir + " is a directory; pass a GGUF file"; code != 1 || !strings.Contains(stderr, want) {
-		t.Errorf("a directory: exit %d, stderr %q; want 1 and %q", code, stderr, want)
-	}
 }
 
 func TestRunReadsThePromptFromStdin(t *testing.T) {
