@@ -66,7 +66,11 @@
 //     vcvtps2ph $0 rounds as fp16Soft but for NaN, so vAccF16 stops before a
 //     step that makes a NaN and its twin finishes the chunk, and a tiled row
 //     whose output holds a NaN is recomputed by the twins: NaN signs and
-//     payloads too are the twins' at every level.
+//     payloads too are the twins' at every level. At the SIMD levels the
+//     NEOX rotation runs rope_amd64.s (vfmsub231ps/vfmadd231ps: the same
+//     fused pairs, eight at a time; TestRopeRotateEveryLevel) and K, V and Q
+//     are rounded to f16 by quant's Level.FP32ToFP16Row (vcvtps2ph $0, as
+//     ggml_cpu_fp32_to_fp16).
 //   - Deliberate differences: the tiled kernel's work items group rows by KV
 //     head, not in the reference's Q tiles (each row's result is independent
 //     of its tile mates); at the SIMD levels

@@ -59,6 +59,8 @@
 //   - Determinism: every output element is a pure function of its weight row
 //     and activation column, so results are identical for any thread count and
 //     any level: Work.MatMul hands chunks of rows to the workers of a
-//     parallel.Pool, and TestMatMulIndependentOfWorkers and
+//     parallel.Pool (a packed matrix as one contiguous share per worker,
+//     walked front to back, the rest taken from the back of the others'
+//     shares: runShares), and TestMatMulIndependentOfWorkers and
 //     TestMatMulPackedIndependentOfWorkers check 1, 2, 3 and 8 workers.
 package quant
