@@ -263,10 +263,12 @@ func parseLogitBias(v string) (sample.LogitBias, error) {
 }
 
 // chainSamples reports whether run must draw each token through the sampler chain for p: always with
-// temp > 0; with temp <= 0 (llama.cpp's temperature stage then keeps the most likely token, its
-// llama_sampler_temp_impl) unless every stage before the temperature stage keeps the most likely token
-// too (top-k, top-p, min-p, top-n-sigma, or a stage its settings make a no-op) and no logit bias or
-// suppressed token applies: then the chain's choice is sample.Greedy's, which run takes without it.
+// temp > 0; with temp <= 0 and a --dynatemp-range > 0 too (llama_sampler_temp_ext_apply,
+// src/llama-sampler.cpp:2135, then samples over [max(0, temp-range), temp+range]); with temp <= 0 and no
+// range (llama.cpp's temperature stage then keeps the most likely token, its llama_sampler_temp_impl)
+// unless every stage before the temperature stage keeps the most likely token too (top-k, top-p, min-p,
+// top-n-sigma, or a stage its settings make a no-op) and no logit bias or suppressed token applies: then
+// the chain's choice is sample.Greedy's, which run takes without it.
 func chainSamples(p sample.Params, suppress []int32) bool {
 	if p.Temp > 0 || len(p.LogitBias) > 0 || len(suppress) > 0 {
 		return true
@@ -274,7 +276,7 @@ func chainSamples(p sample.Params, suppress []int32) bool {
 	for _, t := range p.Samplers {
 		switch t {
 		case sample.Temperature:
-			return false
+			return p.DynatempRange > 0 // llama_sampler_temp_ext_apply (src/llama-sampler.cpp:2135)
 		case sample.TopK, sample.TopP, sample.MinP, sample.TopNSigma:
 		case sample.Penalties:
 			if p.PenaltyLastN != 0 && !(p.PenaltyRepeat == 1 && p.PenaltyFreq == 0 && p.PenaltyPresent == 0) {

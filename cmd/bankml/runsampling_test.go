@@ -140,6 +140,10 @@ func TestChainSamples(t *testing.T) {
 		{"logit bias", func(p *sample.Params) { p.Temp, p.LogitBias = 0, []sample.LogitBias{{Token: 1, Bias: 1}} }, nil, true},
 		{"suppressed tokens", func(p *sample.Params) { p.Temp = 0 }, []int32{3}, true},
 		{"no temperature stage", func(p *sample.Params) { p.Temp, p.Samplers = 0, []sample.Type{sample.TopK} }, nil, true},
+		{"dynatemp-range at temp 0", func(p *sample.Params) { p.Temp, p.DynatempRange = 0, 50 }, nil, true},
+		{"dynatemp-range at temp -1", func(p *sample.Params) { p.Temp, p.DynatempRange = -1, 0.5 }, nil, true},
+		{"dynatemp-range 0 at temp 0", func(p *sample.Params) { p.Temp, p.DynatempRange = 0, 0 }, nil, false},
+		{"dynatemp-range -1 at temp 0", func(p *sample.Params) { p.Temp, p.DynatempRange = 0, -1 }, nil, false},
 		{"typical after temperature", func(p *sample.Params) {
 			p.Temp, p.TypicalP, p.Samplers = 0, 0.9, []sample.Type{sample.Temperature, sample.TypicalP}
 		}, nil, false},
@@ -206,6 +210,10 @@ func TestRunSamplingMatchesTheReference(t *testing.T) {
 				p.Samplers = []sample.Type{sample.TopP, sample.TopK, sample.Temperature}
 				p.LogitBias = []sample.LogitBias{{Token: 13, Bias: 2}}
 			}, false},
+		{story, []string{"--temp", "0", "--dynatemp-range", "50", "--top-k", "0", "--top-p", "1", "--min-p", "0", "-s", "7"},
+			func(p *sample.Params) { p.Temp, p.DynatempRange, p.TopK, p.TopP, p.MinP, p.Seed = 0, 50, 0, 1, 0, 7 }, true}, // llama-sampler.cpp:2135
+		{story, []string{"--temp", "0", "--dynatemp-range", "1.5", "-s", "11"},
+			func(p *sample.Params) { p.Temp, p.DynatempRange, p.Seed = 0, 1.5, 11 }, true},
 		{story, []string{"--temp", "0", "--ignore-eos"}, func(p *sample.Params) { p.Temp, p.LogitBias = 0, eog }, false}, // common.cpp:1377
 	}
 	equal := 0
