@@ -301,6 +301,30 @@ func chainSamples(p sample.Params, suppress []int32) bool {
 	return true // no temperature stage: the chain draws at random
 }
 
+// drawsAtRandom reports whether the chain for p draws at random, so that run prints the draw's seed as
+// llama-cli prints its sampler seed (tools/completion/completion.cpp:452): with temp > 0; with a
+// temperature stage whose --dynatemp-range is above 0 (llama_sampler_temp_ext_apply,
+// src/llama-sampler.cpp:2135, samples over [max(0, temp-range), temp+range]); with an active XTC stage
+// before the temperature stage (llama_sampler_xtc_apply's draw); with no temperature stage (the final
+// dist stage draws from the whole distribution). A stage after a temperature stage at temp <= 0 sees one
+// finite logit and cannot change the choice.
+func drawsAtRandom(p sample.Params) bool {
+	if p.Temp > 0 {
+		return true
+	}
+	for _, t := range p.Samplers {
+		switch t {
+		case sample.Temperature:
+			return p.DynatempRange > 0
+		case sample.XTC:
+			if p.XTCProbability > 0 && p.XTCThreshold <= 0.5 {
+				return true
+			}
+		}
+	}
+	return true
+}
+
 // vocab gives DRY's sequence breakers the tokenizer (sample.Vocab).
 type vocab struct{ t tokenizer.Tokenizer }
 

@@ -156,6 +156,61 @@ func TestChainSamples(t *testing.T) {
 	}
 }
 
+// TestDrawsAtRandom checks when run's chain draws at random (and run prints its seed): temp > 0, a
+// dynamic temperature range, XTC before the temperature stage, or no temperature stage.
+func TestDrawsAtRandom(t *testing.T) {
+	for _, c := range []struct {
+		what   string
+		set    func(p *sample.Params)
+		random bool
+	}{
+		{"temp 0.8", func(p *sample.Params) {}, true},
+		{"temp 0", func(p *sample.Params) { p.Temp = 0 }, false},
+		{"temp 0, repeat penalty", func(p *sample.Params) { p.Temp, p.PenaltyRepeat = 0, 1.5 }, false},
+		{"temp 0, dynatemp-range 0.5", func(p *sample.Params) { p.Temp, p.DynatempRange = 0, 0.5 }, true},
+		{"temp 0, xtc", func(p *sample.Params) { p.Temp, p.XTCProbability = 0, 0.5 }, true},
+		{"temp 0, xtc off by threshold", func(p *sample.Params) { p.Temp, p.XTCProbability, p.XTCThreshold = 0, 0.5, 0.6 }, false},
+		{"temp 0, xtc after temperature", func(p *sample.Params) {
+			p.Temp, p.XTCProbability, p.Samplers = 0, 0.5, []sample.Type{sample.Temperature, sample.XTC}
+		}, false},
+		{"temp 0, no temperature stage", func(p *sample.Params) { p.Temp, p.Samplers = 0, []sample.Type{sample.TopK} }, true},
+	} {
+		p := sample.DefaultParams()
+		c.set(&p)
+		if got := drawsAtRandom(p); got != c.random {
+			t.Errorf("%s: drawsAtRandom = %v, want %v", c.what, got, c.random)
+		}
+	}
+}
+
+// TestRunPrintsTheSeed runs `bankml run` on stories260K and checks that the "seed:" line is on standard
+// error exactly when the chain draws at random with a random seed (-s -1), as llama-cli prints its
+// sampler seed (tools/completion/completion.cpp:452).
+func TestRunPrintsTheSeed(t *testing.T) {
+	model := storiesPath(t)
+	for _, c := range []struct {
+		args []string
+		seed bool
+	}{
+		{[]string{"--temp", "0"}, false},
+		{[]string{"--temp", "0", "--repeat-penalty", "1.5"}, false},
+		{[]string{"--temp", "0.8"}, true},
+		{[]string{"--temp", "0.8", "-s", "3"}, false},
+		{[]string{"--temp", "0", "--dynatemp-range", "2"}, true},
+		{[]string{"--temp", "0", "--xtc-probability", "0.5"}, true},
+		{[]string{"--temp", "0", "--samplers", "top_k"}, true},
+	} {
+		code, _, stderr := runCLI(append([]string{"run", model, "-p", "Once upon a time", "-n", "2", "-t", "1", "-c", "256"}, c.args...)...)
+		if code != 0 {
+			t.Errorf("%q: exit %d: %s", c.args, code, stderr)
+			continue
+		}
+		if got := strings.Contains(stderr, "\nseed: ") || strings.HasPrefix(stderr, "seed: "); got != c.seed {
+			t.Errorf("%q: seed line printed %v, want %v: %s", c.args, got, c.seed, stderr)
+		}
+	}
+}
+
 // TestRunSamplingMatchesTheReference (oracle) runs `bankml run` on stories260K with llama-cli's sampling
 // flags and compares its text with the reference's: its common_sampler chain built from the same
 // common_params_sampling (llama-cli's defaults and the flags as arg.cpp sets them, written out here from
