@@ -12,6 +12,7 @@ import (
 
 	"github.com/alecthomas/kong"
 
+	"github.com/bankml/bankml/model"
 	"github.com/bankml/bankml/quant"
 	"github.com/bankml/bankml/sample"
 	"github.com/bankml/bankml/tokenizer"
@@ -69,8 +70,21 @@ func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error 
 	if err := r.Ignored.warn("run", stderr); err != nil {
 		return err
 	}
+	for _, f := range []struct { // arg.cpp's std::stoi (-n arg.cpp:1655, -c arg.cpp:1636)
+		flag string
+		v    int
+	}{{"-n/--n-predict", r.NPredict}, {"-c/--ctx-size", r.Ctx}} {
+		if err := checkInt32(f.flag, f.v); err != nil {
+			return fmt.Errorf("run: %w", err)
+		}
+	}
 	if r.Ctx < 0 {
 		return fmt.Errorf("run: --ctx-size %d: must be 0 or positive", r.Ctx)
+	}
+	// The model's own bound on the context (model.Model.ContextSize's, which needs no file to check it),
+	// before the file is read and hashed.
+	if _, _, err := (&model.Model{}).ContextSize(r.Ctx); err != nil {
+		return fmt.Errorf("run: --ctx-size: %w", err)
 	}
 	if r.NPredict < -2 {
 		return fmt.Errorf("run: -n/--n-predict %d: must be -1 (infinity), -2 (until context filled) or a count of 0 or more", r.NPredict)

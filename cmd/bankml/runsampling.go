@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"strconv"
 	"strings"
 
@@ -86,8 +85,8 @@ func (r *runCmd) samplingParams(base sample.Params, w io.Writer) (sample.Params,
 	p := base
 	p.Temp = r.Temp
 	if r.TopK != nil {
-		if *r.TopK < math.MinInt32 || *r.TopK > math.MaxInt32 {
-			return p, fmt.Errorf("--top-k %d: out of range: llama.cpp takes a 32-bit int", *r.TopK)
+		if err := checkInt32("--top-k", *r.TopK); err != nil {
+			return p, err
 		}
 		p.TopK = int32(*r.TopK)
 	}
@@ -181,8 +180,8 @@ func (s *runSampling) apply(p *sample.Params, w io.Writer) error {
 		if f.v == nil {
 			continue
 		}
-		if *f.v < math.MinInt32 || *f.v > math.MaxInt32 {
-			return fmt.Errorf("%s %d: out of range: llama.cpp takes a 32-bit int", f.flag, *f.v)
+		if err := checkInt32(f.flag, *f.v); err != nil {
+			return err
 		}
 		if f.negative && *f.v < 0 {
 			return fmt.Errorf("%s %d: invalid %s (llama.cpp: must be 0 or more)", f.flag, *f.v, strings.TrimPrefix(f.flag, "--"))
