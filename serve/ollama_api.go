@@ -126,7 +126,8 @@ func unsupportedFields(format json.RawMessage, truncate, shift *bool, topLogprob
 	return ""
 }
 
-// settings maps the options (parseOllamaOptions), caps num_ctx at the server's context, gives a request
+// settings maps the options (parseOllamaOptions), caps num_ctx at the server's context, takes repeat_last_n -1
+// as that context (num_ctx when given, else the slot's, as Ollama's -1 = num_ctx), gives a request
 // without num_predict the server's -n (Options.NPredict: as an Ollama Modelfile's num_predict is the default
 // a request's options override, server/routes.go:122), and logs, in one line at WARN (Ollama warns of each
 // name it does not know, api/types.go:976), the options given that are not applied.
@@ -142,6 +143,12 @@ func (a *ollamaAPI) settings(w http.ResponseWriter, opts map[string]any) (ollama
 		// slots have the server's context, so that is the cap.
 		s.Ignored = append(s.Ignored, fmt.Sprintf("num_ctx %d (past the server's context of %d tokens per slot: %d is used)", s.NumCtx, n, n))
 		s.NumCtx = 0
+	}
+	if s.RepeatLastNCtx { // Ollama's repeat_last_n -1: num_ctx, the request's context
+		s.Sampling.PenaltyLastN = int32(a.engine().NCtx())
+		if s.NumCtx > 0 {
+			s.Sampling.PenaltyLastN = int32(s.NumCtx)
+		}
 	}
 	if !s.HasNPredict {
 		s.NPredict = slotLimit(a.s.nPredict) // -n below -1: one token, as on llama-server's routes
