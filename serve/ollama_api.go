@@ -59,15 +59,17 @@ type ollamaJob struct {
 }
 
 // modelName checks a request's model name: the served name, the file's base
-// name or one of the -a/--alias names, each with or without Ollama's default
-// tag ":latest". Ollama answers 404 for another.
+// name or one of the -a/--alias names, compared with Ollama's default tag
+// ":latest" on a name that has no tag (ollamaTagged): "tiny" and "tiny:latest"
+// are the same model, "my-model:v2:latest" is not "my-model:v2". Ollama
+// answers 404 for another.
 func (a *ollamaAPI) modelName(w http.ResponseWriter, name string) bool {
 	if name == "" {
 		ollamaError(w, http.StatusBadRequest, "model is required")
 		return false
 	}
 	for _, n := range append([]string{a.model.Name}, a.model.Names...) {
-		if name == n || name == n+":latest" {
+		if ollamaTagged(name) == ollamaTagged(n) {
 			return true
 		}
 	}
@@ -476,6 +478,17 @@ func (a *ollamaAPI) handleRoot(w http.ResponseWriter, r *http.Request) {
 // handleVersion is GET /api/version.
 func (a *ollamaAPI) handleVersion(w http.ResponseWriter, r *http.Request) {
 	writeOllamaJSON(w, http.StatusOK, map[string]string{"version": OllamaVersion})
+}
+
+// ollamaTagged is name with Ollama's default tag ":latest" when it has no tag
+// (no ':' after its last '/'), as Ollama's model name parsing fills the tag in
+// (types/model/name.go's ParseName with its default "latest"); a tagged name
+// is kept as it is.
+func ollamaTagged(name string) string {
+	if strings.Contains(name[strings.LastIndex(name, "/")+1:], ":") {
+		return name
+	}
+	return name + ":latest"
 }
 
 // tagged is the name Ollama clients list: the served name with Ollama's
