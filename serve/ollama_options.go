@@ -27,7 +27,7 @@ type ollamaSettings struct {
 	// RepeatLastNCtx: repeat_last_n was -1, which Ollama defines as num_ctx (docs/modelfile.md's table:
 	// "-1 = num_ctx"); Sampling.PenaltyLastN is 0 until ollamaAPI.settings sets it to the request's context.
 	RepeatLastNCtx bool
-	Ignored     []string // "name (why)" of every option given and not applied, in name order
+	Ignored        []string // "name (why)" of every option given and not applied, in name order
 }
 
 // OptionError is the error for an Ollama option bankml refuses: the HTTP
