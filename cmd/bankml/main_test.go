@@ -86,7 +86,7 @@ func TestRunMissingFileIsAnIOError(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"run", absent, "-p", "x"}, "no such file"},
+		{[]string{"run", absent, "-p", "x"}, "bankml: run: guard: open " + absent + ": no such file"},
 		// The flags are checked before the file is read: -c past the model's bound names -c, not the file.
 		{[]string{"run", absent, "-p", "x", "-c", "2000000000"}, "run: --ctx-size: model: context size 2000000000 outside"},
 		{[]string{"run", absent, "-p", "x", "-n", "2147483648"}, "run: -n/--n-predict 2147483648: out of range"},

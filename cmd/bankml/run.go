@@ -94,7 +94,7 @@ func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error 
 	// can change the most likely token (chainSamples).
 	// The flags are checked here, before the file is read (usage errors); the model's general.sampling.*
 	// defaults join them once it is loaded (samplingParams).
-	if _, err := r.samplingParams(sample.DefaultParams(), stderr); err != nil {
+	if _, err := r.samplingParams(sample.DefaultParams(), stderr, nil); err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
 	// An invalid BANKML_CPU is a usage error (exit 1), found before the file is read: the model's file is

@@ -80,8 +80,9 @@ func popString(ctx *kong.DecodeContext, flag string) (string, error) {
 // samplingParams is base with run's sampling flags set on it: --temp always (run's default 0 is greedy,
 // bankml's deliberate difference from llama-cli's 0.8), --top-k, --top-p and -s/--seed when given, then the
 // others (runSampling.apply, whose warnings go to w). Errors: a flag's value arg.cpp refuses, or one
-// sample.Params.Check refuses.
-func (r *runCmd) samplingParams(base sample.Params, w io.Writer) (sample.Params, error) {
+// sample.Params.Check refuses, named by its flag, or by its general.sampling.* key in f (nil: none) when
+// the flag was not given and the model sets it (nameParam).
+func (r *runCmd) samplingParams(base sample.Params, w io.Writer, f *gguf.File) (sample.Params, error) {
 	p := base
 	p.Temp = r.Temp
 	if r.TopK != nil {
@@ -101,7 +102,63 @@ func (r *runCmd) samplingParams(base sample.Params, w io.Writer) (sample.Params,
 	if err := r.Sampling.apply(&p, w); err != nil {
 		return p, err
 	}
-	return p, p.Check()
+	return p, r.nameParam(p.Check(), f)
+}
+
+// runParams maps sample.ParamError's llama-server names to run's flags (arg.cpp's spellings) and, where
+// common_init_sampler_from_model reads one, the model's general.sampling.* key; set reports whether the
+// command line gave the flag.
+var runParams = map[string]struct {
+	flag, key string
+	set       func(r *runCmd) bool
+}{
+	"temperature":           {"--temp", "", func(*runCmd) bool { return true }}, // run's --temp always counts
+	"top_k":                 {"--top-k", "top_k", func(r *runCmd) bool { return r.TopK != nil }},
+	"top_p":                 {"--top-p", "top_p", func(r *runCmd) bool { return r.TopP != nil }},
+	"min_p":                 {"--min-p", "min_p", func(r *runCmd) bool { return r.Sampling.MinP != nil }},
+	"top_n_sigma":           {"--top-nsigma", "", func(r *runCmd) bool { return r.Sampling.TopNSigma != nil }},
+	"xtc_probability":       {"--xtc-probability", "xtc_probability", func(r *runCmd) bool { return r.Sampling.XTCProbability != nil }},
+	"xtc_threshold":         {"--xtc-threshold", "xtc_threshold", func(r *runCmd) bool { return r.Sampling.XTCThreshold != nil }},
+	"typical_p":             {"--typical", "", func(r *runCmd) bool { return r.Sampling.TypicalP != nil }},
+	"repeat_last_n":         {"--repeat-last-n", "penalty_last_n", func(r *runCmd) bool { return r.Sampling.RepeatLastN != nil }},
+	"repeat_penalty":        {"--repeat-penalty", "penalty_repeat", func(r *runCmd) bool { return r.Sampling.RepeatPenalty != nil }},
+	"presence_penalty":      {"--presence-penalty", "", func(r *runCmd) bool { return r.Sampling.PresencePenalty != nil }},
+	"frequency_penalty":     {"--frequency-penalty", "", func(r *runCmd) bool { return r.Sampling.FrequencyPenalty != nil }},
+	"dry_multiplier":        {"--dry-multiplier", "", func(r *runCmd) bool { return r.Sampling.DryMultiplier != nil }},
+	"dry_base":              {"--dry-base", "", func(r *runCmd) bool { return r.Sampling.DryBase != nil }},
+	"dry_allowed_length":    {"--dry-allowed-length", "", func(r *runCmd) bool { return r.Sampling.DryAllowedLength != nil }},
+	"dry_penalty_last_n":    {"--dry-penalty-last-n", "", func(r *runCmd) bool { return r.Sampling.DryPenaltyLastN != nil }},
+	"dry_sequence_breakers": {"--dry-sequence-breaker", "", func(r *runCmd) bool { return len(r.Sampling.DryBreaker) > 0 }},
+	"dynatemp_range":        {"--dynatemp-range", "", func(r *runCmd) bool { return r.Sampling.DynatempRange != nil }},
+	"dynatemp_exponent":     {"--dynatemp-exp", "", func(r *runCmd) bool { return r.Sampling.DynatempExp != nil }},
+	"mirostat":              {"--mirostat", "mirostat", func(r *runCmd) bool { return r.Sampling.Mirostat != nil }},
+	"mirostat_tau":          {"--mirostat-ent", "mirostat_tau", func(r *runCmd) bool { return r.Sampling.MirostatEnt != nil }},
+	"mirostat_eta":          {"--mirostat-lr", "mirostat_eta", func(r *runCmd) bool { return r.Sampling.MirostatLR != nil }},
+	"adaptive_target":       {"--adaptive-target", "", func(r *runCmd) bool { return r.Sampling.AdaptiveTarget != nil }},
+	"adaptive_decay":        {"--adaptive-decay", "", func(r *runCmd) bool { return r.Sampling.AdaptiveDecay != nil }},
+	"samplers":              {"--samplers/--sampler-seq", "sequence", func(r *runCmd) bool { return r.Sampling.Samplers != nil || r.Sampling.SamplerSeq != nil }},
+	"logit_bias":            {"-l/--logit-bias", "", func(r *runCmd) bool { return len(r.Sampling.LogitBias) > 0 }},
+}
+
+// nameParam rewrites a *sample.ParamError from sample.Params.Check so that it names what the user gave: the
+// flag ("--min-p: NaN is not a finite number (invalid sampling parameter)"), or, when the flag was not
+// given and f sets the parameter's general.sampling.* key, that key. Other errors are returned as they are.
+func (r *runCmd) nameParam(err error, f *gguf.File) error {
+	var pe *sample.ParamError
+	if !errors.As(err, &pe) {
+		return err
+	}
+	rp, ok := runParams[pe.Param]
+	if !ok {
+		return err
+	}
+	name := rp.flag
+	if f != nil && rp.key != "" && !rp.set(r) {
+		if _, ok := f.Get("general.sampling." + rp.key); ok {
+			name = "the model's general.sampling." + rp.key
+		}
+	}
+	return fmt.Errorf("%s: %s (%w)", name, pe.Reason, pe.Err)
 }
 
 // modelSampling is the sampling parameters of a run of the model in f, as llama-cli's
@@ -117,10 +174,10 @@ func (r *runCmd) modelSampling(f *gguf.File, stderr io.Writer) (sample.Params, e
 	for _, u := range sample.ApplyModelDefaults(&md, f) {
 		fmt.Fprintf(stderr, "bankml: run: %s: unable to match sampler by name '%s': skipped, as llama.cpp skips it\n", sample.KeySamplingSequence, strings.ToLower(u))
 	}
-	p, err := r.samplingParams(md, io.Discard) // the flags' warnings were written by Run's first pass
+	p, err := r.samplingParams(md, io.Discard, f) // the flags' warnings were written by Run's first pass
 	if err == nil && r.Sampling.Samplers == nil && r.Sampling.SamplerSeq != nil && modelSequence(f) {
 		p.Samplers = md.Samplers
-		err = p.Check()
+		err = r.nameParam(p.Check(), f)
 	}
 	if err != nil {
 		return p, cannotRun(fmt.Errorf("run: the flags with the model's general.sampling.* defaults: %w", err))
@@ -191,7 +248,7 @@ func (s *runSampling) apply(p *sample.Params, w io.Writer) error {
 	if s.DryBase != nil { // arg.cpp:2130 keeps the default for a base below 1
 		if *s.DryBase >= 1 {
 			p.DryBase = *s.DryBase
-		} else if _, err := fmt.Fprintf(w, "bankml: --dry-base %v ignored: below 1, as llama.cpp ignores it (the base stays %v)\n", *s.DryBase, p.DryBase); err != nil {
+		} else if _, err := fmt.Fprintf(w, "bankml: --dry-base %v ignored: %s, as llama.cpp ignores it (the base stays %v)\n", *s.DryBase, belowOne(*s.DryBase), p.DryBase); err != nil {
 			return err
 		}
 	}
@@ -235,6 +292,14 @@ func (s *runSampling) apply(p *sample.Params, w io.Writer) error {
 		p.LogitBias = append(p.LogitBias, lb)
 	}
 	return nil
+}
+
+// belowOne says why arg.cpp's "base >= 1" test fails for v: below 1, or not a number.
+func belowOne(v float32) string {
+	if v != v {
+		return "not a number"
+	}
+	return "below 1"
 }
 
 // parseLogitBias reads -l/--logit-bias TOKEN_ID(+/-)BIAS as arg.cpp:2243 does (a token id, a sign, a float
