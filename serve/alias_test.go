@@ -2,6 +2,7 @@ package serve
 
 import (
 	"encoding/json"
+	"net/http/httptest"
 	"slices"
 	"testing"
 )
@@ -81,5 +82,37 @@ func TestAlias(t *testing.T) {
 	}
 	if st, b := ts.post(t, "/api/generate", []byte(`{"model":"other","prompt":"x","stream":false}`)); st != 404 {
 		t.Errorf("/api/generate naming another model: %d %s, want 404", st, b)
+	}
+}
+
+// TestOllamaModelNameTags checks the names /api/chat and /api/generate accept: a served name or alias,
+// with Ollama's default tag ":latest" filled in only for a name without a tag (as Ollama's ParseName fills
+// it), so "my-model:v2:latest" is not "my-model:v2" (404) while "tiny" and "tiny:latest" are the same.
+func TestOllamaModelNameTags(t *testing.T) {
+	a := &ollamaAPI{model: ollamaModel{Name: "stories260K.gguf", Names: []string{"stories260K.gguf", "my-model:v2", "tiny", "ns/base:latest"}}}
+	for _, c := range []struct {
+		name string
+		ok   bool
+	}{
+		{"stories260K.gguf", true},
+		{"stories260K.gguf:latest", true},
+		{"tiny", true},
+		{"tiny:latest", true},
+		{"tiny:v1", false},
+		{"my-model:v2", true},
+		{"my-model:v2:latest", false},
+		{"my-model", false},
+		{"my-model:latest", false},
+		{"ns/base", true},
+		{"ns/base:latest", true},
+		{"ns/base:v2", false},
+		{"other", false},
+	} {
+		rec := httptest.NewRecorder()
+		if got := a.modelName(rec, c.name); got != c.ok {
+			t.Errorf("%q: accepted %v, want %v (%d %s)", c.name, got, c.ok, rec.Code, rec.Body)
+		} else if !got && rec.Code != 404 {
+			t.Errorf("%q: %d, want 404", c.name, rec.Code)
+		}
 	}
 }

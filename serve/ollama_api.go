@@ -59,15 +59,17 @@ type ollamaJob struct {
 }
 
 // modelName checks a request's model name: the served name, the file's base
-// name or one of the -a/--alias names, each with or without Ollama's default
-// tag ":latest". Ollama answers 404 for another.
+// name or one of the -a/--alias names, compared with Ollama's default tag
+// ":latest" on a name that has no tag (ollamaTagged): "tiny" and "tiny:latest"
+// are the same model, "my-model:v2:latest" is not "my-model:v2". Ollama
+// answers 404 for another.
 func (a *ollamaAPI) modelName(w http.ResponseWriter, name string) bool {
 	if name == "" {
 		ollamaError(w, http.StatusBadRequest, "model is required")
 		return false
 	}
 	for _, n := range append([]string{a.model.Name}, a.model.Names...) {
-		if name == n || name == n+":latest" {
+		if ollamaTagged(name) == ollamaTagged(n) {
 			return true
 		}
 	}
@@ -126,7 +128,8 @@ func unsupportedFields(format json.RawMessage, truncate, shift *bool, topLogprob
 	return ""
 }
 
-// settings maps the options (parseOllamaOptions), caps num_ctx at the server's context, gives a request
+// settings maps the options (parseOllamaOptions), caps num_ctx at the server's context, takes repeat_last_n -1
+// as that context (num_ctx when given, else the slot's, as Ollama's -1 = num_ctx), gives a request
 // without num_predict the server's -n (Options.NPredict: as an Ollama Modelfile's num_predict is the default
 // a request's options override, server/routes.go:122), and logs, in one line at WARN (Ollama warns of each
 // name it does not know, api/types.go:976), the options given that are not applied.
@@ -142,6 +145,12 @@ func (a *ollamaAPI) settings(w http.ResponseWriter, opts map[string]any) (ollama
 		// slots have the server's context, so that is the cap.
 		s.Ignored = append(s.Ignored, fmt.Sprintf("num_ctx %d (past the server's context of %d tokens per slot: %d is used)", s.NumCtx, n, n))
 		s.NumCtx = 0
+	}
+	if s.RepeatLastNCtx { // Ollama's repeat_last_n -1: num_ctx, the request's context
+		s.Sampling.PenaltyLastN = int32(a.engine().NCtx())
+		if s.NumCtx > 0 {
+			s.Sampling.PenaltyLastN = int32(s.NumCtx)
+		}
 	}
 	if !s.HasNPredict {
 		s.NPredict = slotLimit(a.s.nPredict) // -n below -1: one token, as on llama-server's routes
@@ -469,6 +478,17 @@ func (a *ollamaAPI) handleRoot(w http.ResponseWriter, r *http.Request) {
 // handleVersion is GET /api/version.
 func (a *ollamaAPI) handleVersion(w http.ResponseWriter, r *http.Request) {
 	writeOllamaJSON(w, http.StatusOK, map[string]string{"version": OllamaVersion})
+}
+
+// ollamaTagged is name with Ollama's default tag ":latest" when it has no tag
+// (no ':' after its last '/'), as Ollama's model name parsing fills the tag in
+// (types/model/name.go's ParseName with its default "latest"); a tagged name
+// is kept as it is.
+func ollamaTagged(name string) string {
+	if strings.Contains(name[strings.LastIndex(name, "/")+1:], ":") {
+		return name
+	}
+	return name + ":latest"
 }
 
 // tagged is the name Ollama clients list: the served name with Ollama's

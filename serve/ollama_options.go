@@ -24,7 +24,10 @@ type ollamaSettings struct {
 	HasNPredict bool     // num_predict was given (else the server's -n applies)
 	Stop        []string // stop strings, cut exactly (engine.Request.Stop)
 	NumCtx      int      // num_ctx: 0 when not given; else at least 4, prompt + answer must fit in it
-	Ignored     []string // "name (why)" of every option given and not applied, in name order
+	// RepeatLastNCtx: repeat_last_n was -1, which Ollama defines as num_ctx (docs/modelfile.md's table:
+	// "-1 = num_ctx"); Sampling.PenaltyLastN is 0 until ollamaAPI.settings sets it to the request's context.
+	RepeatLastNCtx bool
+	Ignored        []string // "name (why)" of every option given and not applied, in name order
 }
 
 // OptionError is the error for an Ollama option bankml refuses: the HTTP
@@ -125,6 +128,8 @@ var ollamaOptionNames = sync.OnceValue(func() map[string]bool {
 //   - num_ctx below 4 is 4 (Ollama's scheduler, server/sched.go:110);
 //   - num_predict <= 0 is unlimited (Ollama's -1 and -2: until EOG or the
 //     context is full);
+//   - repeat_last_n -1 is num_ctx, as Ollama defines it (the request's context: num_ctx, else the slot's;
+//     RepeatLastNCtx), below -1 is refused (Ollama defines no such value);
 //   - seed is read as llama-server reads it, as a uint32 (-1: random).
 //
 // The result has been through sample.Params.ApplyServerLimits and Check.
@@ -186,7 +191,14 @@ func parseOllamaOptions(opts map[string]any, base sample.Params) (ollamaSettings
 		case "repeat_last_n":
 			var n int64
 			if n, err = optInt(k, v, math.MinInt32, math.MaxInt32); err == nil {
-				p.PenaltyLastN = int32(n)
+				switch {
+				case n == -1: // Ollama's num_ctx: the request's context, known to ollamaAPI.settings
+					p.PenaltyLastN, s.RepeatLastNCtx = 0, true
+				case n < -1: // Ollama defines 0 (off), -1 (num_ctx) and counts only
+					err = &OptionError{Option: k, Reason: fmt.Sprintf("must be -1 (num_ctx), 0 (off) or a count of tokens, not %d", n)}
+				default:
+					p.PenaltyLastN = int32(n)
+				}
 			}
 		case "presence_penalty":
 			p.PenaltyPresent, err = optFloat(k, v)

@@ -3,6 +3,7 @@ package serve
 import (
 	"encoding/json"
 	"errors"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -135,6 +136,41 @@ func TestOllamaNumCtx(t *testing.T) {
 	}
 }
 
+// TestOllamaRepeatLastNIsNumCtx checks repeat_last_n -1, which Ollama defines as num_ctx (docs/modelfile.md:
+// "-1 = num_ctx"): the request's num_ctx when given (after the cap at the slot's context), else the slot's
+// context; other values are kept, and an end-to-end request with it is answered.
+func TestOllamaRepeatLastNIsNumCtx(t *testing.T) {
+	ts := newTestServer(t, storiesPath(t), AdmitOptions{}, Options{NCtx: 512})
+	a := &ollamaAPI{s: ts.Server}
+	for _, c := range []struct {
+		js   string
+		want int32
+	}{
+		{`{"repeat_last_n":-1}`, 512},
+		{`{"repeat_last_n":-1,"num_ctx":300}`, 300},
+		{`{"repeat_last_n":-1,"num_ctx":2}`, 4},
+		{`{"repeat_last_n":-1,"num_ctx":100000}`, 512}, // num_ctx capped at the slot's context
+		{`{"repeat_last_n":-1.5}`, 512},                // the fraction dropped toward zero, as FromMap drops it
+		{`{"repeat_last_n":0}`, 0},
+		{`{"repeat_last_n":16,"num_ctx":300}`, 16},
+		{`{}`, 64},
+	} {
+		rec := httptest.NewRecorder()
+		s, ok := a.settings(rec, decodeOptions(t, c.js))
+		if !ok {
+			t.Errorf("%s: refused: %s", c.js, rec.Body)
+			continue
+		}
+		if s.Sampling.PenaltyLastN != c.want {
+			t.Errorf("%s: repeat_last_n %d, want %d", c.js, s.Sampling.PenaltyLastN, c.want)
+		}
+	}
+	body := `{"model":"stories260K.gguf","stream":false,"prompt":"x","options":{"num_predict":2,"repeat_last_n":-1,"repeat_penalty":1.5}}`
+	if st, b := ts.post(t, "/api/generate", []byte(body)); st != 200 {
+		t.Errorf("%s: %d %s, want 200", body, st, b)
+	}
+}
+
 // TestOllamaOptionsIgnored: the options Ollama accepts but bankml does not
 // apply (api.Runner's, num_keep) and the names api.Options does not have
 // (which Ollama ignores with a warning) are accepted and listed, in name
@@ -204,7 +240,8 @@ func TestOllamaOptionsRefusedNameTheOption(t *testing.T) {
 		{`{"stop":["a",1]}`, "stop"},
 		{`{"stop":[""]}`, "stop"},
 		{`{"repeat_penalty":0}`, "repeat_penalty"},
-		{`{"repeat_last_n":-1}`, "repeat_last_n"},
+		{`{"repeat_last_n":-2}`, "repeat_last_n"},
+		{`{"repeat_last_n":-2147483648}`, "repeat_last_n"},
 	} {
 		_, err := parseOllamaOptions(decodeOptions(t, c.js), sample.DefaultParams())
 		var oe *OptionError

@@ -10,6 +10,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/bankml/bankml/engine"
 	"github.com/bankml/bankml/sample"
@@ -87,21 +88,23 @@ func (s *Server) decodeSampling(body []byte, nProbs *int32) (sample.Params, erro
 	if present(f.Samplers) {
 		var names []string
 		var chars string
-		var unknown []string
+		// llama-server (server-schema.cpp's "samplers" field) skips an unknown name or character with a
+		// warning: common_sampler_types_from_names (common/sampling.cpp:885) and _from_chars (:914).
 		switch {
 		case json.Unmarshal(f.Samplers, &names) == nil:
+			var unknown []string
 			p.Samplers, unknown = sample.ParseSamplerNames(names)
+			for _, u := range unknown {
+				s.log.Warn("samplers: unable to match sampler by name: skipped, as llama-server skips it", "name", strings.ToLower(u))
+			}
 		case json.Unmarshal(f.Samplers, &chars) == nil:
 			var bad []byte
 			p.Samplers, bad = sample.ParseSamplerChars(chars)
 			for _, c := range bad {
-				unknown = append(unknown, string(c))
+				s.log.Warn("samplers: unable to match sampler by char: skipped, as llama-server skips it", "char", string(c))
 			}
 		default:
 			return p, badRequest("Field 'samplers': expected an array of sampler names or a string of sampler characters")
-		}
-		if len(unknown) > 0 {
-			return p, badRequest("Field 'samplers': unknown sampler %q", unknown[0])
 		}
 	}
 	if present(f.LogitBias) {

@@ -77,7 +77,7 @@ func TestRefusals(t *testing.T) {
 		{"echo", "/v1/completions", `{"prompt": "x", "echo": true}`, 400, TypeInvalidRequest, "Only no echo"},
 		{"several prompts", "/v1/completions", `{"prompt": ["a", "b"]}`, 400, TypeInvalidRequest, "several prompts"},
 		{"max_tokens -2", "/v1/completions", `{"prompt": "x", "max_tokens": -2}`, 400, TypeInvalidRequest, "Field 'max_tokens'"},
-		{"samplers", "/v1/completions", `{"prompt": "x", "samplers": ["top_k", "mirror"]}`, 400, TypeInvalidRequest, `unknown sampler "mirror"`},
+		{"samplers", "/v1/completions", `{"prompt": "x", "samplers": 5}`, 400, TypeInvalidRequest, "Field 'samplers': expected an array of sampler names"},
 		{"context", "/v1/completions", `{"prompt": "` + long + `"}`, 400, TypeExceedContext, "exceeds the available context size (256 tokens)"},
 		{"too large", "/v1/completions", `{"prompt": "` + strings.Repeat("a", 5000) + `"}`, 413, TypeInvalidRequest, "larger than 4096 bytes"},
 		{"unknown route", "/v1/embeddings", `{}`, 404, TypeNotFound, "File Not Found"},

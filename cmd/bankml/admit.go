@@ -19,11 +19,11 @@ import (
 // reads them, package ternary) and admitted when that plays, with a note on
 // stderr that mainline would refuse it. A file the guard does not play, or
 // whose architecture no graph runs, cannot run (exit 2); I/O errors exit 1.
-// cmd names the command in errors. The caller closes the returned file.
+// cmd prefixes every error ("run: guard: open …"). The caller closes the returned file.
 func admit(cmd, path, manifest string, stderr errWriter) (*gguf.File, error) {
 	rep, mainline, err := guard.FileForBankml(path)
 	if err != nil {
-		return nil, err // I/O: exit 1
+		return nil, fmt.Errorf("%s: %w", cmd, err) // I/O: exit 1
 	}
 	if mainline != nil {
 		fmt.Fprintf(stderr, "note: %s: mainline llama.cpp would refuse this file (%s); admitted for engine bankml, whose loader sums the planes\n",
@@ -36,9 +36,9 @@ func admit(cmd, path, manifest string, stderr errWriter) (*gguf.File, error) {
 	if err != nil {
 		var pe *os.PathError
 		if errors.As(err, &pe) && !errors.Is(err, gguf.ErrTruncated) {
-			return nil, err // I/O: exit 1
+			return nil, fmt.Errorf("%s: %w", cmd, err) // I/O: exit 1
 		}
-		return nil, cannotRun(err)
+		return nil, cannotRun(fmt.Errorf("%s: %w", cmd, err))
 	}
 	// The architecture is refused from the header, before the pin reads
 	// the whole file.
@@ -67,7 +67,7 @@ func admit(cmd, path, manifest string, stderr errWriter) (*gguf.File, error) {
 func loadModel(cmd string, f *gguf.File) (*model.Model, tokenizer.Tokenizer, error) {
 	m, err := model.LoadBackground(f)
 	if err != nil {
-		return nil, nil, cannotRun(err)
+		return nil, nil, cannotRun(fmt.Errorf("%s: %w", cmd, err))
 	}
 	tok, err := tokenizer.FromGGUF(f)
 	if err != nil {

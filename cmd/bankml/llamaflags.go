@@ -390,11 +390,23 @@ var errNotInt = errors.New("must be an integer")
 func checkInt(v string) (string, error) {
 	if _, err := strconv.ParseInt(v, 10, 32); err != nil {
 		if errors.Is(err, strconv.ErrRange) {
-			return "", fmt.Errorf("out of range: llama.cpp takes a 32-bit int, in [%d, %d]", math.MinInt32, math.MaxInt32)
+			return "", errInt32
 		}
 		return "", errNotInt
 	}
 	return "", nil
+}
+
+// errInt32 is checkInt's out-of-range refusal, for a flag kong has read into an int.
+var errInt32 = fmt.Errorf("out of range: llama.cpp takes a 32-bit int, in [%d, %d]", math.MinInt32, math.MaxInt32)
+
+// checkInt32 refuses an int flag's value outside a 32-bit int, as arg.cpp's std::stoi refuses it
+// (out_of_range), with checkInt's words: "FLAG V: out of range: …".
+func checkInt32(flag string, v int) error {
+	if v < math.MinInt32 || v > math.MaxInt32 {
+		return fmt.Errorf("%s %d: %w", flag, v, errInt32)
+	}
+	return nil
 }
 
 func checkGPULayers(v string) (string, error) { // arg.cpp:2784

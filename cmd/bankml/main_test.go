@@ -81,9 +81,20 @@ func TestRunRefusesMalformedFiles(t *testing.T) {
 }
 
 func TestRunMissingFileIsAnIOError(t *testing.T) {
-	code, _, stderr := runCLI("run", filepath.Join(t.TempDir(), "absent.gguf"), "-p", "x")
-	if code != 1 || !strings.Contains(stderr, "no such file") {
-		t.Fatalf("exit %d, stderr %q; want 1 and the OS error", code, stderr)
+	absent := filepath.Join(t.TempDir(), "absent.gguf")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", absent, "-p", "x"}, "bankml: run: guard: open " + absent + ": no such file"},
+		// The flags are checked before the file is read: -c past the model's bound names -c, not the file.
+		{[]string{"run", absent, "-p", "x", "-c", "2000000000"}, "run: --ctx-size: model: context size 2000000000 outside"},
+		{[]string{"run", absent, "-p", "x", "-n", "2147483648"}, "run: -n/--n-predict 2147483648: out of range"},
+	} {
+		code, _, stderr := runCLI(c.args...)
+		if code != 1 || !strings.Contains(stderr, c.want) {
+			t.Errorf("%q: exit %d, stderr %q; want 1 and %q", c.args, code, stderr, c.want)
+		}
 	}
 }
 
@@ -133,13 +144,20 @@ func TestRunArguments(t *testing.T) {
 		{[]string{"-n", "-1", "-c", "16"}, 0, "generated:"},
 		// -c 16 is padded to 256 cells as llama.cpp pads n_ctx; the 5-token
 		// prompt leaves 251 tokens before the cache fills.
-		{[]string{"-n", "9223372036854775807", "-c", "16", "--ignore-eos"}, 0, "generated: 251 tokens"},
+		{[]string{"-n", "2147483647", "-c", "16", "--ignore-eos"}, 0, "generated: 251 tokens"},
+		// llama.cpp's std::stoi refuses -n and -c outside a 32-bit int (arg.cpp:1655, :1636).
+		{[]string{"-n", "9223372036854775807"}, 1, "run: -n/--n-predict 9223372036854775807: out of range: llama.cpp takes a 32-bit int, in [-2147483648, 2147483647]"},
+		{[]string{"-n", "99999999999"}, 1, "run: -n/--n-predict 99999999999: out of range: llama.cpp takes a 32-bit int"},
+		{[]string{"-n", "2147483648"}, 1, "run: -n/--n-predict 2147483648: out of range: llama.cpp takes a 32-bit int"},
+		{[]string{"-c", "2147483648"}, 1, "run: -c/--ctx-size 2147483648: out of range: llama.cpp takes a 32-bit int"},
+		{[]string{"--top-k", "2147483648"}, 1, "run: --top-k 2147483648: out of range: llama.cpp takes a 32-bit int"},
 		{[]string{"-n", "0"}, 0, "generated: 0 tokens"},
 		// -2 is llama.cpp's "until context filled": what -1 does without a context shift (off by default).
 		{[]string{"-n", "-2", "-c", "16", "--ignore-eos"}, 0, "generated: 251 tokens"},
 		{[]string{"-n", "-3"}, 1, "-n/--n-predict -3: must be -1 (infinity), -2 (until context filled)"},
-		{[]string{"-n", "-9223372036854775808"}, 1, "-n/--n-predict -9223372036854775808"},
-		{[]string{"-c", "9223372036854775807"}, 1, "context size"},
+		{[]string{"-n", "-9223372036854775808"}, 1, "-n/--n-predict -9223372036854775808: out of range"},
+		{[]string{"-c", "9223372036854775807"}, 1, "-c/--ctx-size 9223372036854775807: out of range"},
+		{[]string{"-c", "2000000000"}, 1, "run: --ctx-size: model: context size 2000000000 outside [0, 1073741824]"},
 		{[]string{"-c", "1000000000", "-n", "1"}, 0, "capped at the model's training context (2048)"},
 		{[]string{"-c", "-5"}, 1, "--ctx-size"},
 		{[]string{"-t", "0", "-n", "1"}, 0, "generated:"}, // llama.cpp's -t 0: the number of CPUs

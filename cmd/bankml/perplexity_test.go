@@ -36,6 +36,7 @@ func TestPerplexityCommand(t *testing.T) {
 		{[]string{"perplexity", model, short}, "you need at least 1024 tokens to evaluate perplexity with a context of 512"},
 		{[]string{"perplexity", model, short, "-c", "1"}, "want a context of at least 2"},
 		{[]string{"perplexity", model, filepath.Join(t.TempDir(), "absent.txt")}, "no such file"},
+		{[]string{"perplexity", filepath.Join(t.TempDir(), "absent.gguf"), short}, "bankml: perplexity: guard: open "},
 	} {
 		if code, _, stderr := runCLI(tc.args...); code != 1 || !strings.Contains(stderr, tc.want) {
 			t.Errorf("%v: exit %d, stderr %q; want 1 and %q", tc.args[2:], code, stderr, tc.want)

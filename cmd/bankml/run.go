@@ -12,6 +12,7 @@ import (
 
 	"github.com/alecthomas/kong"
 
+	"github.com/bankml/bankml/model"
 	"github.com/bankml/bankml/quant"
 	"github.com/bankml/bankml/sample"
 	"github.com/bankml/bankml/tokenizer"
@@ -23,7 +24,7 @@ type runCmd struct {
 	Prompt    *rawText    `short:"p" name:"prompt" help:"Prompt text (special-token text such as <s> is parsed, as llama-cli does); llama-cli's -f/--file FNAME gives a file's text instead (one trailing newline dropped; the last of -p and -f counts); read from standard input when absent."`
 	Escape    bool        `short:"e" name:"escape" negatable:"" default:"true" help:"Process the escapes \\n \\r \\t \\' \\\" \\\\ and \\xHH in the prompt (-p, or the prompt read from standard input; with --chat only -p's first message), as llama.cpp's -e/--escape, on by default; --no-escape takes it as is. --system and chat messages read from standard input are never processed, as in llama-cli."`
 	NPredict  int         `short:"n" name:"n-predict" default:"-1" help:"Number of tokens to generate, as llama.cpp's -n/--n-predict: -1 (infinity) and -2 (until context filled) both generate until an end-of-generation token or a full context (bankml has no context shift, which llama.cpp also leaves off by default)."`
-	Temp      float32     `name:"temp" default:"0" help:"Temperature; 0 is greedy (exact with llama.cpp)."`
+	Temp      float32     `name:"temp" default:"0" help:"Temperature; 0 keeps the most likely token at the temperature stage, as llama.cpp (greedy unless an earlier stage or --dynatemp-range changes it)."`
 	TopK      *int        `name:"top-k" placeholder:"N" help:"Top-k sampling, as llama-cli's --top-k (default 40, or the model's general.sampling.top_k; 0 = off)."`
 	TopP      *float32    `name:"top-p" placeholder:"N" help:"Top-p sampling, as llama-cli's --top-p (default 0.95, or the model's general.sampling.top_p; 1 = off)."`
 	Sampling  runSampling `embed:""`
@@ -69,8 +70,21 @@ func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error 
 	if err := r.Ignored.warn("run", stderr); err != nil {
 		return err
 	}
+	for _, f := range []struct { // arg.cpp's std::stoi (-n arg.cpp:1655, -c arg.cpp:1636)
+		flag string
+		v    int
+	}{{"-n/--n-predict", r.NPredict}, {"-c/--ctx-size", r.Ctx}} {
+		if err := checkInt32(f.flag, f.v); err != nil {
+			return fmt.Errorf("run: %w", err)
+		}
+	}
 	if r.Ctx < 0 {
 		return fmt.Errorf("run: --ctx-size %d: must be 0 or positive", r.Ctx)
+	}
+	// The model's own bound on the context (model.Model.ContextSize's, which needs no file to check it),
+	// before the file is read and hashed.
+	if _, _, err := (&model.Model{}).ContextSize(r.Ctx); err != nil {
+		return fmt.Errorf("run: --ctx-size: %w", err)
 	}
 	if r.NPredict < -2 {
 		return fmt.Errorf("run: -n/--n-predict %d: must be -1 (infinity), -2 (until context filled) or a count of 0 or more", r.NPredict)
@@ -80,7 +94,7 @@ func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error 
 	// can change the most likely token (chainSamples).
 	// The flags are checked here, before the file is read (usage errors); the model's general.sampling.*
 	// defaults join them once it is loaded (samplingParams).
-	if _, err := r.samplingParams(sample.DefaultParams(), stderr); err != nil {
+	if _, err := r.samplingParams(sample.DefaultParams(), stderr, nil); err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
 	// An invalid BANKML_CPU is a usage error (exit 1), found before the file is read: the model's file is
@@ -179,7 +193,7 @@ func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error 
 	if err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
-	if r.Temp > 0 && r.Seed == -1 {
+	if r.Seed == -1 && drawsAtRandom(sp) { // llama-cli prints its sampler seed (completion.cpp:452)
 		fmt.Fprintf(stderr, "seed: %d\n", s.Seed())
 	}
 	for _, id := range ids { // llama-server's init_sampler: the prompt is history

@@ -98,7 +98,7 @@ type chatTurn struct {
 	Stop   string  // why the answer stopped: "eog", "n-predict", "context" or "interrupt"
 
 	nCtx          int    // the context size
-	seed          string // the draw's seed when sampling (temp > 0), else ""
+	seed          string // the draw's seed when the chain draws at random (drawsAtRandom), else ""
 	tPrompt, tGen time.Duration
 	decodes       int
 }
@@ -349,7 +349,7 @@ func (s *chatSession) generate(t *chatTurn, logits []float32, out io.Writer) ([]
 	for _, id := range t.Prompt { // llama-server's init_sampler: the prompt is history
 		smp.Accept(id)
 	}
-	if s.sp.Temp > 0 {
+	if drawsAtRandom(s.sp) {
 		t.seed = fmt.Sprint(smp.Seed())
 	}
 	limit := s.c.NCtx() - len(t.Prompt) // llama-server stops when the cache would fill the context

@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"strconv"
 	"strings"
 
@@ -81,13 +80,14 @@ func popString(ctx *kong.DecodeContext, flag string) (string, error) {
 // samplingParams is base with run's sampling flags set on it: --temp always (run's default 0 is greedy,
 // bankml's deliberate difference from llama-cli's 0.8), --top-k, --top-p and -s/--seed when given, then the
 // others (runSampling.apply, whose warnings go to w). Errors: a flag's value arg.cpp refuses, or one
-// sample.Params.Check refuses.
-func (r *runCmd) samplingParams(base sample.Params, w io.Writer) (sample.Params, error) {
+// sample.Params.Check refuses, named by its flag, or by its general.sampling.* key in f (nil: none) when
+// the flag was not given and the model sets it (nameParam).
+func (r *runCmd) samplingParams(base sample.Params, w io.Writer, f *gguf.File) (sample.Params, error) {
 	p := base
 	p.Temp = r.Temp
 	if r.TopK != nil {
-		if *r.TopK < math.MinInt32 || *r.TopK > math.MaxInt32 {
-			return p, fmt.Errorf("--top-k %d: out of range: llama.cpp takes a 32-bit int", *r.TopK)
+		if err := checkInt32("--top-k", *r.TopK); err != nil {
+			return p, err
 		}
 		p.TopK = int32(*r.TopK)
 	}
@@ -102,7 +102,63 @@ func (r *runCmd) samplingParams(base sample.Params, w io.Writer) (sample.Params,
 	if err := r.Sampling.apply(&p, w); err != nil {
 		return p, err
 	}
-	return p, p.Check()
+	return p, r.nameParam(p.Check(), f)
+}
+
+// runParams maps sample.ParamError's llama-server names to run's flags (arg.cpp's spellings) and, where
+// common_init_sampler_from_model reads one, the model's general.sampling.* key; set reports whether the
+// command line gave the flag.
+var runParams = map[string]struct {
+	flag, key string
+	set       func(r *runCmd) bool
+}{
+	"temperature":           {"--temp", "", func(*runCmd) bool { return true }}, // run's --temp always counts
+	"top_k":                 {"--top-k", "top_k", func(r *runCmd) bool { return r.TopK != nil }},
+	"top_p":                 {"--top-p", "top_p", func(r *runCmd) bool { return r.TopP != nil }},
+	"min_p":                 {"--min-p", "min_p", func(r *runCmd) bool { return r.Sampling.MinP != nil }},
+	"top_n_sigma":           {"--top-nsigma", "", func(r *runCmd) bool { return r.Sampling.TopNSigma != nil }},
+	"xtc_probability":       {"--xtc-probability", "xtc_probability", func(r *runCmd) bool { return r.Sampling.XTCProbability != nil }},
+	"xtc_threshold":         {"--xtc-threshold", "xtc_threshold", func(r *runCmd) bool { return r.Sampling.XTCThreshold != nil }},
+	"typical_p":             {"--typical", "", func(r *runCmd) bool { return r.Sampling.TypicalP != nil }},
+	"repeat_last_n":         {"--repeat-last-n", "penalty_last_n", func(r *runCmd) bool { return r.Sampling.RepeatLastN != nil }},
+	"repeat_penalty":        {"--repeat-penalty", "penalty_repeat", func(r *runCmd) bool { return r.Sampling.RepeatPenalty != nil }},
+	"presence_penalty":      {"--presence-penalty", "", func(r *runCmd) bool { return r.Sampling.PresencePenalty != nil }},
+	"frequency_penalty":     {"--frequency-penalty", "", func(r *runCmd) bool { return r.Sampling.FrequencyPenalty != nil }},
+	"dry_multiplier":        {"--dry-multiplier", "", func(r *runCmd) bool { return r.Sampling.DryMultiplier != nil }},
+	"dry_base":              {"--dry-base", "", func(r *runCmd) bool { return r.Sampling.DryBase != nil }},
+	"dry_allowed_length":    {"--dry-allowed-length", "", func(r *runCmd) bool { return r.Sampling.DryAllowedLength != nil }},
+	"dry_penalty_last_n":    {"--dry-penalty-last-n", "", func(r *runCmd) bool { return r.Sampling.DryPenaltyLastN != nil }},
+	"dry_sequence_breakers": {"--dry-sequence-breaker", "", func(r *runCmd) bool { return len(r.Sampling.DryBreaker) > 0 }},
+	"dynatemp_range":        {"--dynatemp-range", "", func(r *runCmd) bool { return r.Sampling.DynatempRange != nil }},
+	"dynatemp_exponent":     {"--dynatemp-exp", "", func(r *runCmd) bool { return r.Sampling.DynatempExp != nil }},
+	"mirostat":              {"--mirostat", "mirostat", func(r *runCmd) bool { return r.Sampling.Mirostat != nil }},
+	"mirostat_tau":          {"--mirostat-ent", "mirostat_tau", func(r *runCmd) bool { return r.Sampling.MirostatEnt != nil }},
+	"mirostat_eta":          {"--mirostat-lr", "mirostat_eta", func(r *runCmd) bool { return r.Sampling.MirostatLR != nil }},
+	"adaptive_target":       {"--adaptive-target", "", func(r *runCmd) bool { return r.Sampling.AdaptiveTarget != nil }},
+	"adaptive_decay":        {"--adaptive-decay", "", func(r *runCmd) bool { return r.Sampling.AdaptiveDecay != nil }},
+	"samplers":              {"--samplers/--sampler-seq", "sequence", func(r *runCmd) bool { return r.Sampling.Samplers != nil || r.Sampling.SamplerSeq != nil }},
+	"logit_bias":            {"-l/--logit-bias", "", func(r *runCmd) bool { return len(r.Sampling.LogitBias) > 0 }},
+}
+
+// nameParam rewrites a *sample.ParamError from sample.Params.Check so that it names what the user gave: the
+// flag ("--min-p: NaN is not a finite number (invalid sampling parameter)"), or, when the flag was not
+// given and f sets the parameter's general.sampling.* key, that key. Other errors are returned as they are.
+func (r *runCmd) nameParam(err error, f *gguf.File) error {
+	var pe *sample.ParamError
+	if !errors.As(err, &pe) {
+		return err
+	}
+	rp, ok := runParams[pe.Param]
+	if !ok {
+		return err
+	}
+	name := rp.flag
+	if f != nil && rp.key != "" && !rp.set(r) {
+		if _, ok := f.Get("general.sampling." + rp.key); ok {
+			name = "the model's general.sampling." + rp.key
+		}
+	}
+	return fmt.Errorf("%s: %s (%w)", name, pe.Reason, pe.Err)
 }
 
 // modelSampling is the sampling parameters of a run of the model in f, as llama-cli's
@@ -118,10 +174,10 @@ func (r *runCmd) modelSampling(f *gguf.File, stderr io.Writer) (sample.Params, e
 	for _, u := range sample.ApplyModelDefaults(&md, f) {
 		fmt.Fprintf(stderr, "bankml: run: %s: unable to match sampler by name '%s': skipped, as llama.cpp skips it\n", sample.KeySamplingSequence, strings.ToLower(u))
 	}
-	p, err := r.samplingParams(md, io.Discard) // the flags' warnings were written by Run's first pass
+	p, err := r.samplingParams(md, io.Discard, f) // the flags' warnings were written by Run's first pass
 	if err == nil && r.Sampling.Samplers == nil && r.Sampling.SamplerSeq != nil && modelSequence(f) {
 		p.Samplers = md.Samplers
-		err = p.Check()
+		err = r.nameParam(p.Check(), f)
 	}
 	if err != nil {
 		return p, cannotRun(fmt.Errorf("run: the flags with the model's general.sampling.* defaults: %w", err))
@@ -181,8 +237,8 @@ func (s *runSampling) apply(p *sample.Params, w io.Writer) error {
 		if f.v == nil {
 			continue
 		}
-		if *f.v < math.MinInt32 || *f.v > math.MaxInt32 {
-			return fmt.Errorf("%s %d: out of range: llama.cpp takes a 32-bit int", f.flag, *f.v)
+		if err := checkInt32(f.flag, *f.v); err != nil {
+			return err
 		}
 		if f.negative && *f.v < 0 {
 			return fmt.Errorf("%s %d: invalid %s (llama.cpp: must be 0 or more)", f.flag, *f.v, strings.TrimPrefix(f.flag, "--"))
@@ -192,7 +248,7 @@ func (s *runSampling) apply(p *sample.Params, w io.Writer) error {
 	if s.DryBase != nil { // arg.cpp:2130 keeps the default for a base below 1
 		if *s.DryBase >= 1 {
 			p.DryBase = *s.DryBase
-		} else if _, err := fmt.Fprintf(w, "bankml: --dry-base %v ignored: below 1, as llama.cpp ignores it (the base stays %v)\n", *s.DryBase, p.DryBase); err != nil {
+		} else if _, err := fmt.Fprintf(w, "bankml: --dry-base %v ignored: %s, as llama.cpp ignores it (the base stays %v)\n", *s.DryBase, belowOne(*s.DryBase), p.DryBase); err != nil {
 			return err
 		}
 	}
@@ -238,6 +294,14 @@ func (s *runSampling) apply(p *sample.Params, w io.Writer) error {
 	return nil
 }
 
+// belowOne says why arg.cpp's "base >= 1" test fails for v: below 1, or not a number.
+func belowOne(v float32) string {
+	if v != v {
+		return "not a number"
+	}
+	return "below 1"
+}
+
 // parseLogitBias reads -l/--logit-bias TOKEN_ID(+/-)BIAS as arg.cpp:2243 does (a token id, a sign, a float
 // that the sign multiplies: 15043+1, 15043-1, 15043-inf), but whole: no white space or trailing text.
 func parseLogitBias(v string) (sample.LogitBias, error) {
@@ -263,10 +327,12 @@ func parseLogitBias(v string) (sample.LogitBias, error) {
 }
 
 // chainSamples reports whether run must draw each token through the sampler chain for p: always with
-// temp > 0; with temp <= 0 (llama.cpp's temperature stage then keeps the most likely token, its
-// llama_sampler_temp_impl) unless every stage before the temperature stage keeps the most likely token
-// too (top-k, top-p, min-p, top-n-sigma, or a stage its settings make a no-op) and no logit bias or
-// suppressed token applies: then the chain's choice is sample.Greedy's, which run takes without it.
+// temp > 0; with temp <= 0 and a --dynatemp-range > 0 too (llama_sampler_temp_ext_apply,
+// src/llama-sampler.cpp:2135, then samples over [max(0, temp-range), temp+range]); with temp <= 0 and no
+// range (llama.cpp's temperature stage then keeps the most likely token, its llama_sampler_temp_impl)
+// unless every stage before the temperature stage keeps the most likely token too (top-k, top-p, min-p,
+// top-n-sigma, or a stage its settings make a no-op) and no logit bias or suppressed token applies: then
+// the chain's choice is sample.Greedy's, which run takes without it.
 func chainSamples(p sample.Params, suppress []int32) bool {
 	if p.Temp > 0 || len(p.LogitBias) > 0 || len(suppress) > 0 {
 		return true
@@ -274,7 +340,7 @@ func chainSamples(p sample.Params, suppress []int32) bool {
 	for _, t := range p.Samplers {
 		switch t {
 		case sample.Temperature:
-			return false
+			return p.DynatempRange > 0 // llama_sampler_temp_ext_apply (src/llama-sampler.cpp:2135)
 		case sample.TopK, sample.TopP, sample.MinP, sample.TopNSigma:
 		case sample.Penalties:
 			if p.PenaltyLastN != 0 && !(p.PenaltyRepeat == 1 && p.PenaltyFreq == 0 && p.PenaltyPresent == 0) {
@@ -297,6 +363,30 @@ func chainSamples(p sample.Params, suppress []int32) bool {
 		}
 	}
 	return true // no temperature stage: the chain draws at random
+}
+
+// drawsAtRandom reports whether the chain for p draws at random, so that run prints the draw's seed as
+// llama-cli prints its sampler seed (tools/completion/completion.cpp:452): with temp > 0; with a
+// temperature stage whose --dynatemp-range is above 0 (llama_sampler_temp_ext_apply,
+// src/llama-sampler.cpp:2135, samples over [max(0, temp-range), temp+range]); with an active XTC stage
+// before the temperature stage (llama_sampler_xtc_apply's draw); with no temperature stage (the final
+// dist stage draws from the whole distribution). A stage after a temperature stage at temp <= 0 sees one
+// finite logit and cannot change the choice.
+func drawsAtRandom(p sample.Params) bool {
+	if p.Temp > 0 {
+		return true
+	}
+	for _, t := range p.Samplers {
+		switch t {
+		case sample.Temperature:
+			return p.DynatempRange > 0
+		case sample.XTC:
+			if p.XTCProbability > 0 && p.XTCThreshold <= 0.5 {
+				return true
+			}
+		}
+	}
+	return true
 }
 
 // vocab gives DRY's sequence breakers the tokenizer (sample.Vocab).

@@ -58,6 +58,8 @@ func TestRunSamplingFlags(t *testing.T) {
 				p.DryMultiplier, p.DryBase, p.DryAllowedLength, p.DryPenaltyLastN = 0.8, 2, -3, 0
 			}, "", ""},
 		{[]string{"--dry-base", "0.5"}, func(p *sample.Params) {}, "--dry-base 0.5 ignored: below 1", ""}, // arg.cpp:2130
+		{[]string{"--dry-base", "nan"}, func(p *sample.Params) {}, "--dry-base NaN ignored: not a number, as llama.cpp ignores it", ""},
+		{[]string{"--dry-base", "-inf"}, func(p *sample.Params) {}, "--dry-base -Inf ignored: below 1", ""},
 		{[]string{"--dry-sequence-breaker", "-x", "--dry-sequence-breaker", "\n"}, func(p *sample.Params) { p.DrySequenceBreakers = []string{"-x", "\n"} }, "", ""},
 		{[]string{"--dry-sequence-breaker", "a", "--dry-sequence-breaker", "none", "--dry-sequence-breaker", "b"}, func(p *sample.Params) { p.DrySequenceBreakers = []string{"b"} }, "", ""},
 		{[]string{"--dry-sequence-breaker", "none"}, func(p *sample.Params) { p.DrySequenceBreakers = []string{} }, "", ""},
@@ -73,27 +75,31 @@ func TestRunSamplingFlags(t *testing.T) {
 			p.LogitBias = []sample.LogitBias{{Token: 15, Bias: 1.5}, {Token: 7, Bias: -inf}, {Token: -1, Bias: -2}}
 		}, "", ""},
 		// arg.cpp's refusals.
-		{[]string{"--repeat-last-n", "-1"}, nil, "", "--repeat-last-n -1: invalid repeat-last-n"},         // arg.cpp:2078
-		{[]string{"--dry-penalty-last-n", "-1"}, nil, "", "--dry-penalty-last-n -1: invalid dry-penalty"}, // arg.cpp:2151
-		{[]string{"--repeat-penalty", "0"}, nil, "", "penalty_repeat must be finite and greater than 0"},  // arg.cpp:2091
-		{[]string{"--presence-penalty", "inf"}, nil, "", "penalty_present must be finite"},                // arg.cpp:2105
-		{[]string{"--frequency-penalty", "nan"}, nil, "", "penalty_freq must be finite"},                  // arg.cpp:2116
-		{[]string{"-l", "15"}, nil, "", `-l/--logit-bias "15": invalid input format`},                     // arg.cpp:2255
+		{[]string{"--repeat-last-n", "-1"}, nil, "", "--repeat-last-n -1: invalid repeat-last-n"},                          // arg.cpp:2078
+		{[]string{"--dry-penalty-last-n", "-1"}, nil, "", "--dry-penalty-last-n -1: invalid dry-penalty"},                  // arg.cpp:2151
+		{[]string{"--repeat-penalty", "0"}, nil, "", "--repeat-penalty: penalty_repeat must be finite and greater than 0"}, // arg.cpp:2091
+		{[]string{"--presence-penalty", "inf"}, nil, "", "--presence-penalty: penalty_present must be finite"},             // arg.cpp:2105
+		{[]string{"--frequency-penalty", "nan"}, nil, "", "--frequency-penalty: penalty_freq must be finite"},              // arg.cpp:2116
+		// Check's refusals name the flag, not sample.Params' field.
+		{[]string{"--min-p", "nan"}, nil, "", "--min-p: NaN is not a finite number (invalid sampling parameter)"},
+		{[]string{"--dynatemp-exp", "inf"}, nil, "", "--dynatemp-exp: +Inf is not a finite number"},
+		{[]string{"--typical", "-inf"}, nil, "", "--typical: -Inf is not a finite number"},
+		{[]string{"-l", "15"}, nil, "", `-l/--logit-bias "15": invalid input format`}, // arg.cpp:2255
 		{[]string{"-l", "15*1"}, nil, "", `-l/--logit-bias "15*1": invalid input format`},
 		{[]string{"-l", "x+1"}, nil, "", `-l/--logit-bias "x+1": invalid input format`},
 		{[]string{"-l", "15+one"}, nil, "", `-l/--logit-bias "15+one": invalid input format`},
 		{[]string{"--min-p", "0.1x"}, nil, "", "--min-p"}, // whole numbers (llamaflags.go's deliberate difference)
 		{[]string{"--samplers", "k", "--sampler-seq", "k"}, nil, "", "--samplers and --sampler-seq both set the sampler order"},
 		// What bankml does not reproduce, refused as serve refuses it per request (sample.Params.Check).
-		{[]string{"--mirostat", "2"}, nil, "", "mirostat 2 is not implemented"},
-		{[]string{"--samplers", "adaptive_p"}, nil, "", "the adaptive_p sampler is not implemented"},
+		{[]string{"--mirostat", "2"}, nil, "", "--mirostat: mirostat 2 is not implemented"},
+		{[]string{"--samplers", "adaptive_p"}, nil, "", "--samplers/--sampler-seq: the adaptive_p sampler is not implemented"},
 	} {
 		cl, err := parseCLI(append([]string{"run", "m.gguf"}, c.args...)...)
 		var w bytes.Buffer
 		p := sample.DefaultParams()
 		if err == nil {
 			if err = cl.Run.Sampling.apply(&p, &w); err == nil {
-				err = p.Check()
+				err = cl.Run.nameParam(p.Check(), nil)
 			}
 		}
 		switch {
@@ -140,6 +146,10 @@ func TestChainSamples(t *testing.T) {
 		{"logit bias", func(p *sample.Params) { p.Temp, p.LogitBias = 0, []sample.LogitBias{{Token: 1, Bias: 1}} }, nil, true},
 		{"suppressed tokens", func(p *sample.Params) { p.Temp = 0 }, []int32{3}, true},
 		{"no temperature stage", func(p *sample.Params) { p.Temp, p.Samplers = 0, []sample.Type{sample.TopK} }, nil, true},
+		{"dynatemp-range at temp 0", func(p *sample.Params) { p.Temp, p.DynatempRange = 0, 50 }, nil, true},
+		{"dynatemp-range at temp -1", func(p *sample.Params) { p.Temp, p.DynatempRange = -1, 0.5 }, nil, true},
+		{"dynatemp-range 0 at temp 0", func(p *sample.Params) { p.Temp, p.DynatempRange = 0, 0 }, nil, false},
+		{"dynatemp-range -1 at temp 0", func(p *sample.Params) { p.Temp, p.DynatempRange = 0, -1 }, nil, false},
 		{"typical after temperature", func(p *sample.Params) {
 			p.Temp, p.TypicalP, p.Samplers = 0, 0.9, []sample.Type{sample.Temperature, sample.TypicalP}
 		}, nil, false},
@@ -148,6 +158,61 @@ func TestChainSamples(t *testing.T) {
 		c.set(&p)
 		if got := chainSamples(p, c.suppress); got != c.chain {
 			t.Errorf("%s: chainSamples = %v, want %v", c.what, got, c.chain)
+		}
+	}
+}
+
+// TestDrawsAtRandom checks when run's chain draws at random (and run prints its seed): temp > 0, a
+// dynamic temperature range, XTC before the temperature stage, or no temperature stage.
+func TestDrawsAtRandom(t *testing.T) {
+	for _, c := range []struct {
+		what   string
+		set    func(p *sample.Params)
+		random bool
+	}{
+		{"temp 0.8", func(p *sample.Params) {}, true},
+		{"temp 0", func(p *sample.Params) { p.Temp = 0 }, false},
+		{"temp 0, repeat penalty", func(p *sample.Params) { p.Temp, p.PenaltyRepeat = 0, 1.5 }, false},
+		{"temp 0, dynatemp-range 0.5", func(p *sample.Params) { p.Temp, p.DynatempRange = 0, 0.5 }, true},
+		{"temp 0, xtc", func(p *sample.Params) { p.Temp, p.XTCProbability = 0, 0.5 }, true},
+		{"temp 0, xtc off by threshold", func(p *sample.Params) { p.Temp, p.XTCProbability, p.XTCThreshold = 0, 0.5, 0.6 }, false},
+		{"temp 0, xtc after temperature", func(p *sample.Params) {
+			p.Temp, p.XTCProbability, p.Samplers = 0, 0.5, []sample.Type{sample.Temperature, sample.XTC}
+		}, false},
+		{"temp 0, no temperature stage", func(p *sample.Params) { p.Temp, p.Samplers = 0, []sample.Type{sample.TopK} }, true},
+	} {
+		p := sample.DefaultParams()
+		c.set(&p)
+		if got := drawsAtRandom(p); got != c.random {
+			t.Errorf("%s: drawsAtRandom = %v, want %v", c.what, got, c.random)
+		}
+	}
+}
+
+// TestRunPrintsTheSeed runs `bankml run` on stories260K and checks that the "seed:" line is on standard
+// error exactly when the chain draws at random with a random seed (-s -1), as llama-cli prints its
+// sampler seed (tools/completion/completion.cpp:452).
+func TestRunPrintsTheSeed(t *testing.T) {
+	model := storiesPath(t)
+	for _, c := range []struct {
+		args []string
+		seed bool
+	}{
+		{[]string{"--temp", "0"}, false},
+		{[]string{"--temp", "0", "--repeat-penalty", "1.5"}, false},
+		{[]string{"--temp", "0.8"}, true},
+		{[]string{"--temp", "0.8", "-s", "3"}, false},
+		{[]string{"--temp", "0", "--dynatemp-range", "2"}, true},
+		{[]string{"--temp", "0", "--xtc-probability", "0.5"}, true},
+		{[]string{"--temp", "0", "--samplers", "top_k"}, true},
+	} {
+		code, _, stderr := runCLI(append([]string{"run", model, "-p", "Once upon a time", "-n", "2", "-t", "1", "-c", "256"}, c.args...)...)
+		if code != 0 {
+			t.Errorf("%q: exit %d: %s", c.args, code, stderr)
+			continue
+		}
+		if got := strings.Contains(stderr, "\nseed: ") || strings.HasPrefix(stderr, "seed: "); got != c.seed {
+			t.Errorf("%q: seed line printed %v, want %v: %s", c.args, got, c.seed, stderr)
 		}
 	}
 }
@@ -206,6 +271,10 @@ func TestRunSamplingMatchesTheReference(t *testing.T) {
 				p.Samplers = []sample.Type{sample.TopP, sample.TopK, sample.Temperature}
 				p.LogitBias = []sample.LogitBias{{Token: 13, Bias: 2}}
 			}, false},
+		{story, []string{"--temp", "0", "--dynatemp-range", "50", "--top-k", "0", "--top-p", "1", "--min-p", "0", "-s", "7"},
+			func(p *sample.Params) { p.Temp, p.DynatempRange, p.TopK, p.TopP, p.MinP, p.Seed = 0, 50, 0, 1, 0, 7 }, true}, // llama-sampler.cpp:2135
+		{story, []string{"--temp", "0", "--dynatemp-range", "1.5", "-s", "11"},
+			func(p *sample.Params) { p.Temp, p.DynatempRange, p.Seed = 0, 1.5, 11 }, true},
 		{story, []string{"--temp", "0", "--ignore-eos"}, func(p *sample.Params) { p.Temp, p.LogitBias = 0, eog }, false}, // common.cpp:1377
 	}
 	equal := 0
@@ -333,4 +402,28 @@ func TestRunTakesTheModelsSamplingDefaults(t *testing.T) {
 		}
 	}
 	t.Logf("run's text with the model's sampling defaults equal to the reference's: %d of %d flag sets", equal, len(rows))
+}
+
+// TestRunNamesTheRefusedModelDefault checks that a general.sampling.* value bankml refuses is named by its key
+// when the command line does not set it, and by the flag when it does (the flag's value being refused).
+func TestRunNamesTheRefusedModelDefault(t *testing.T) {
+	model := storiesWithKVs(t, []gguf.KV{
+		{Key: "general.sampling.penalty_repeat", Value: gguf.Float32Value(0)},
+		{Key: "general.sampling.mirostat", Value: gguf.Int32Value(2)},
+	})
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"--mirostat", "0"}, 2, "run: the flags with the model's general.sampling.* defaults: the model's general.sampling.penalty_repeat: penalty_repeat must be finite and greater than 0, not 0 (invalid sampling parameter)"},
+		{[]string{"--repeat-penalty", "1"}, 2, "the model's general.sampling.mirostat: mirostat 2 is not implemented"},
+		{[]string{"--mirostat", "0", "--repeat-penalty", "-1"}, 1, "run: --repeat-penalty: penalty_repeat must be finite and greater than 0, not -1"},
+		{[]string{"--mirostat", "0", "--repeat-penalty", "1"}, 0, "generated:"},
+	} {
+		code, _, stderr := runCLI(append([]string{"run", model, "-p", "Once upon a time", "-n", "2", "-t", "1", "-c", "256"}, c.args...)...)
+		if code != c.code || !strings.Contains(stderr, c.want) {
+			t.Errorf("%q: exit %d, stderr %q; want %d and %q", c.args, code, stderr, c.code, c.want)
+		}
+	}
 }

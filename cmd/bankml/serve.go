@@ -106,8 +106,13 @@ func (c *serveCmd) Run(stderr errWriter) error {
 	if c.Parallel < 1 {
 		return fmt.Errorf("serve: -np/--parallel %d: must be at least 1", c.Parallel)
 	}
-	if c.NPredict < math.MinInt32 || c.NPredict > math.MaxInt32 { // arg.cpp:1655 reads any int (std::stoi)
-		return fmt.Errorf("serve: -n/--n-predict %d: out of range: llama.cpp takes a 32-bit int, in [%d, %d]", c.NPredict, math.MinInt32, math.MaxInt32)
+	for _, f := range []struct { // arg.cpp's std::stoi (-n arg.cpp:1655, -c arg.cpp:1636)
+		flag string
+		v    int
+	}{{"-n/--n-predict", c.NPredict}, {"-c/--ctx-size", c.Ctx}, {"-np/--parallel", c.Parallel}} {
+		if err := checkInt32(f.flag, f.v); err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
 	}
 	if c.Parallel > maxSeq { // llama_context refuses n_seq_max (llama-server's -np) above it
 		return fmt.Errorf("serve: -np/--parallel %d: at most %d slots (llama.cpp's LLAMA_MAX_SEQ)", c.Parallel, maxSeq)

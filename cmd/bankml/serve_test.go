@@ -42,6 +42,8 @@ func TestServeRefusesBeforeListening(t *testing.T) {
 		{[]string{"serve", model, "--unpinned", "-c", "-5"}, 1, "--ctx-size -5"},
 		{[]string{"serve", model, "--unpinned", "-n", "3000000000", "--listen", "127.0.0.1:0"}, 1, "-n/--n-predict 3000000000: out of range: llama.cpp takes a 32-bit int"},
 		{[]string{"serve", model, "--unpinned", "-n", "-2147483649", "--listen", "127.0.0.1:0"}, 1, "-n/--n-predict -2147483649: out of range"},
+		{[]string{"serve", model, "--unpinned", "-c", "2147483648", "--listen", "127.0.0.1:0"}, 1, "serve: -c/--ctx-size 2147483648: out of range: llama.cpp takes a 32-bit int"},
+		{[]string{"serve", model, "--unpinned", "-np", "9999999999", "--listen", "127.0.0.1:0"}, 1, "serve: -np/--parallel 9999999999: out of range: llama.cpp takes a 32-bit int"},
 		// -n -2 and lower pass (llama-server takes any int): the next check, --port, is what refuses.
 		{[]string{"serve", model, "--unpinned", "-n", "-2", "--port", "70000"}, 1, "--port 70000"},
 		{[]string{"serve", model, "--unpinned", "-n", "-2147483648", "--port", "70000"}, 1, "--port 70000"},
