@@ -530,3 +530,9 @@ func (f *File) TensorData(t *TensorInfo) []byte {
 	end := start + t.Size
 	return f.data[start:end:end]
 }
+
+// DirectoryError is Open's error for a path that names a directory: "<path> is a directory, not a GGUF
+// file" (commands that check their arguments before opening say it in the same words).
+func DirectoryError(path string) error {
+	return fmt.Errorf("%s is a directory, not a GGUF file", path)
+}

@@ -19,7 +19,7 @@ import (
 func Open(path string) (*File, error) {
 	fd, err := fsutil.OpenRegular(path)
 	if errors.Is(err, syscall.EISDIR) {
-		return nil, fmt.Errorf("%s is a directory, not a GGUF file", path)
+		return nil, DirectoryError(path)
 	}
 	if err != nil {
 		return nil, err

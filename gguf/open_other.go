@@ -8,8 +8,11 @@ import (
 )
 
 // Open reads the whole file at path into memory and parses it (this build has no memory map). Errors are those of
-// Parse, prefixed with the path, or os errors.
+// Parse, prefixed with the path, DirectoryError, or os errors.
 func Open(path string) (*File, error) {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return nil, DirectoryError(path)
+	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err

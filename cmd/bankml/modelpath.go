@@ -8,19 +8,13 @@ import (
 )
 
 // notDirectory refuses a directory given where a command takes a GGUF file, as a usage error (exit 1)
-// before anything is read, in gguf.Open's words for it ("<path> is a directory, not a GGUF file"), after
-// label, the argument's name (MODEL, FILE, -m/--model). Anything else (a file, a missing path) is left to
-// the command.
+// before anything is read, in gguf.Open's words for it (gguf.DirectoryError), after label, the argument's
+// name (MODEL, FILE, -m/--model). Anything else (a file, a missing path) is left to the command.
 func notDirectory(label, path string) error {
 	if fi, err := os.Stat(path); err != nil || !fi.IsDir() {
 		return nil
 	}
-	f, err := gguf.Open(path)
-	if err == nil { // not on a platform whose gguf.Open reads directories; never seen
-		f.Close()
-		return nil
-	}
-	return fmt.Errorf("%s: %w", label, err)
+	return fmt.Errorf("%s: %w", label, gguf.DirectoryError(path))
 }
 
 // Validate (kong's hook after parsing) refuses a directory as FILE.
