@@ -326,32 +326,27 @@ func parseLogitBias(v string) (sample.LogitBias, error) {
 	return sample.LogitBias{Token: int32(id), Bias: float32(bias)}, nil
 }
 
-// chainSamples reports whether run must draw each token through the sampler chain for p: always with
-// temp > 0; with temp <= 0 and a --dynatemp-range > 0 too (llama_sampler_temp_ext_apply,
-// src/llama-sampler.cpp:2135, then samples over [max(0, temp-range), temp+range]); with temp <= 0 and no
-// range (llama.cpp's temperature stage then keeps the most likely token, its llama_sampler_temp_impl)
-// unless every stage before the temperature stage keeps the most likely token too (top-k, top-p, min-p,
-// top-n-sigma, or a stage its settings make a no-op) and no logit bias or suppressed token applies: then
+// chainSamples reports whether run must draw each token through the sampler chain for p: whenever it
+// draws at random (drawsAtRandom), a logit bias or a suppressed token applies, or a stage before the
+// temperature stage can change the most likely token (penalties, DRY, typical-p, a stage run does not
+// know). Otherwise (temp <= 0 and no --dynatemp-range: llama.cpp's temperature stage then keeps the most
+// likely token, llama_sampler_temp_impl; top-k, top-p, min-p, top-n-sigma and an inactive XTC keep it too)
 // the chain's choice is sample.Greedy's, which run takes without it.
 func chainSamples(p sample.Params, suppress []int32) bool {
-	if p.Temp > 0 || len(p.LogitBias) > 0 || len(suppress) > 0 {
+	if len(p.LogitBias) > 0 || len(suppress) > 0 || drawsAtRandom(p) {
 		return true
 	}
 	for _, t := range p.Samplers {
 		switch t {
 		case sample.Temperature:
-			return p.DynatempRange > 0 // llama_sampler_temp_ext_apply (src/llama-sampler.cpp:2135)
-		case sample.TopK, sample.TopP, sample.MinP, sample.TopNSigma:
+			return false
+		case sample.TopK, sample.TopP, sample.MinP, sample.TopNSigma, sample.XTC:
 		case sample.Penalties:
 			if p.PenaltyLastN != 0 && !(p.PenaltyRepeat == 1 && p.PenaltyFreq == 0 && p.PenaltyPresent == 0) {
 				return true
 			}
 		case sample.Dry:
 			if p.DryMultiplier != 0 && p.DryBase >= 1 && p.DryPenaltyLastN != 0 {
-				return true
-			}
-		case sample.XTC:
-			if p.XTCProbability > 0 && p.XTCThreshold <= 0.5 {
 				return true
 			}
 		case sample.TypicalP:
@@ -362,7 +357,7 @@ func chainSamples(p sample.Params, suppress []int32) bool {
 			return true
 		}
 	}
-	return true // no temperature stage: the chain draws at random
+	return true // not reached: drawsAtRandom holds without a temperature stage
 }
 
 // drawsAtRandom reports whether the chain for p draws at random, so that run prints the draw's seed as
