@@ -22,7 +22,7 @@ func (p *share) set(front, back int) { p.fb.Store(uint64(front)<<32 | uint64(bac
 
 // takeFront takes the front unit; back is the share's back after the take
 // (how far the taker may prefetch). ok is false when the share is empty.
-func (p *share) takeFront() (band, back int, ok bool) {
+func (p *share) takeFront() (u, back int, ok bool) {
 	for {
 		v := p.fb.Load()
 		f, b := int(v>>32), int(uint32(v))
@@ -36,7 +36,7 @@ func (p *share) takeFront() (band, back int, ok bool) {
 }
 
 // takeBack takes the back unit; ok is false when the share is empty.
-func (p *share) takeBack() (band int, ok bool) {
+func (p *share) takeBack() (u int, ok bool) {
 	for {
 		v := p.fb.Load()
 		f, b := int(v>>32), int(uint32(v))
@@ -88,15 +88,15 @@ func walkShares(parts []share, part int, run func(u, back int, start bool)) {
 
 // runShares hands the job's units groups to the pool as one share per
 // worker (walkShares) in units of unit groups: bands (q1Band) for the Q1_0
-// lookup-table tile (lut), single groups for the other packed tiles.
-func (w *Work) runShares(units, unit int, lut bool) {
+// lookup-table walk (matJob.q1LUT), single groups for the other packed tiles.
+func (w *Work) runShares(units, unit int) {
 	j := &w.job
 	nu := (units + unit - 1) / unit
 	parts := min(w.pool.Size(), nu)
 	for i := range parts {
 		w.shares[i].set(nu*i/parts, nu*(i+1)/parts)
 	}
-	j.parts, j.unit, j.lut = parts, unit, lut
+	j.parts, j.unit = parts, unit
 	w.pool.Run(parts, 1, j)
 	j.parts = 0
 }
@@ -109,7 +109,7 @@ func (j *matJob) doShare(worker, part int) {
 	walkShares(j.w.shares[:j.parts], part, func(u, back int, start bool) {
 		g0 := u * j.unit
 		g1 := min(groups, g0+j.unit)
-		if j.lut {
+		if j.q1LUT() {
 			j.doPackedQ1LUTRange(worker, g0, g1, min(groups, back*j.unit), start)
 		} else {
 			j.doPacked(worker, g0, g1)

@@ -105,7 +105,6 @@ type matJob struct {
 	gemm        int                                                     // Q4_K repacked: columns < gemm run the gemm chain
 	c0, cn      int                                                     // packed paths: the columns of this pool run
 	parts, unit int                                                     // parts > 0: Do runs shares of Work.shares of unit groups (doShare)
-	lut         bool                                                    // the shares run the Q1_0 lookup-table tile
 }
 
 type matPath uint8
@@ -333,23 +332,24 @@ func (w *Work) run(planes []Matrix, x []float32, n int, out []float32) {
 		j.path = pathBlock
 	}
 	j.c0, j.cn = 0, n
-	switch {
-	case j.path == pathPackedQ1 && hasQ1LUT(w.level):
-		// The lookup-table tile: the tables of lutCols(k) columns at a
-		// time, built here, then every group against them, one plane's
-		// bands as one share per worker.
+	switch j.path {
+	case pathPackedQ1, pathPackedQ2, pathPackedTQ2:
+		unit := 1
+		if j.q1LUT() {
+			unit = q1Band // the walk's shares are whole bands, read in memory order
+		}
+		if j.path != pathPackedQ1 || !hasQ1LUT(w.level) {
+			w.runShares(units, unit)
+			break
+		}
+		// The lookup-table tables of lutCols(k) columns at a time, built
+		// here, then every group against them.
 		lc := lutCols(k)
 		for c0 := 0; c0 < n; c0 += lc {
 			j.c0, j.cn = c0, min(lc, n-c0)
 			w.q8.fillLUT(w.level, j.c0, j.cn)
-			if len(planes) > 1 {
-				w.runShares(units, 1, false) // the planes run group by group (doPacked)
-				continue
-			}
-			w.runShares(units, q1Band, true)
+			w.runShares(units, unit)
 		}
-	case j.path == pathPackedQ1 || j.path == pathPackedQ2 || j.path == pathPackedTQ2:
-		w.runShares(units, 1, false)
 	default:
 		w.pool.Run(units, claimChunk(units, w.pool.Size()), j)
 	}
@@ -465,7 +465,7 @@ func (j *matJob) doPacked(worker, lo, hi int) {
 	nb := j.m.packedRows().nb
 	nc := min(j.cn, tileCols)
 	np := len(j.planes)
-	if j.path == pathPackedQ1 && hasQ1LUT(w.level) && np == 1 {
+	if j.q1LUT() {
 		j.doPackedQ1LUT(worker, lo, hi)
 		return
 	}
@@ -515,6 +515,13 @@ func (j *matJob) doPacked(worker, lo, hi int) {
 			j.inexactTQ2(r0, nr)
 		}
 	}
+}
+
+// q1LUT reports whether the job's groups run the Q1_0 lookup-table walk
+// (doPackedQ1LUT): one packed Q1_0 plane at a level that has it; planes of
+// Q1_0 run group by group.
+func (j *matJob) q1LUT() bool {
+	return j.path == pathPackedQ1 && hasQ1LUT(j.w.level) && len(j.planes) == 1
 }
 
 // doPackedQ1LUT runs the Q1_0 lookup-table tile on groups [lo, hi) for
