@@ -36,9 +36,10 @@ const NUbatch = 512
 // shapes the full pool is 24 GB of f16 KV); bankml's cache grows with use
 // instead, and NewContext refuses a context whose full cache cannot fit.
 func (m *Model) ContextSize(nCtx int) (size int, capped bool, err error) {
+	if err := CheckContextSize(nCtx); err != nil {
+		return 0, false, err
+	}
 	switch {
-	case nCtx < 0 || nCtx > maxCtx:
-		return 0, false, fmt.Errorf("model: context size %d outside [0, %d]", nCtx, maxCtx)
 	case nCtx == 0:
 		return m.HP.NCtxTrain, false, nil
 	}
@@ -47,6 +48,15 @@ func (m *Model) ContextSize(nCtx int) (size int, capped bool, err error) {
 		return m.HP.NCtxTrain, true, nil
 	}
 	return size, false, nil
+}
+
+// CheckContextSize is ContextSize's bound on a requested context size, which needs no model: nCtx in
+// [0, 2^30] (0: the training context). Errors name the size and the bound.
+func CheckContextSize(nCtx int) error {
+	if nCtx < 0 || nCtx > maxCtx {
+		return fmt.Errorf("model: context size %d outside [0, %d]", nCtx, maxCtx)
+	}
+	return nil
 }
 
 // Context is one sequence's state: its KV cache (f16, llama.cpp's default

@@ -81,9 +81,8 @@ func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error 
 	if r.Ctx < 0 {
 		return fmt.Errorf("run: --ctx-size %d: must be 0 or positive", r.Ctx)
 	}
-	// The model's own bound on the context (model.Model.ContextSize's, which needs no file to check it),
-	// before the file is read and hashed.
-	if _, _, err := (&model.Model{}).ContextSize(r.Ctx); err != nil {
+	// The model's own bound on the context, before the file is read and hashed.
+	if err := model.CheckContextSize(r.Ctx); err != nil {
 		return fmt.Errorf("run: --ctx-size: %w", err)
 	}
 	if r.NPredict < -2 {
