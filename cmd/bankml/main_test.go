@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -98,11 +99,12 @@ func TestRunMissingFileIsAnIOError(t *testing.T) {
 	}
 }
 
-// TestRunPrintsTheReferenceContinuation: bankml run's text is the reference's
-// greedy continuation, detokenized by the reference, byte for byte, followed
-// by a newline — on every stories260K file, for prompts with special-token
-// text (parsed, as llama-cli does), multi-byte and invalid UTF-8, and a
-// leading hyphen.
+// TestRunPrintsTheReferenceContinuation: bankml run's standard output is, as
+// llama-completion's, the prompt echoed (the reference's pieces of its tokens;
+// with -sp control tokens as text) then the reference's greedy continuation,
+// detokenized by the reference, byte for byte, followed by a newline — on
+// every stories260K file, for prompts with special-token text (parsed, as
+// llama-cli does), multi-byte and invalid UTF-8, and a leading hyphen.
 func TestRunPrintsTheReferenceContinuation(t *testing.T) {
 	lib, err := reference.Load()
 	if err != nil {
@@ -115,9 +117,14 @@ func TestRunPrintsTheReferenceContinuation(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, prompt := range prompts {
-			want := append(refContinuation(t, rm, prompt, 40), '\n')
-			code, out, stderr := runCLI("run", model, "-p", prompt, "-n", "40", "-t", "1")
+		for i, prompt := range prompts {
+			special := i%2 == 1 // -sp on every other prompt: the echoed BOS and </s> become text
+			want := slices.Concat(refEcho(t, rm, prompt, special), refContinuation(t, rm, prompt, 40), []byte{'\n'})
+			args := []string{"run", model, "-p", prompt, "-n", "40", "-t", "1"}
+			if special {
+				args = append(args, "-sp")
+			}
+			code, out, stderr := runCLI(args...)
 			if code != 0 {
 				t.Fatalf("%s %q: exit %d: %s", file, prompt, code, stderr)
 			}
@@ -224,7 +231,7 @@ func TestRunReadsThePromptFromStdin(t *testing.T) {
 	model := storiesPath(t)
 	var o, e bytes.Buffer
 	code := run([]string{"run", model, "-n", "8"}, strings.NewReader("Once upon a time\n"), &o, &e)
-	if code != 0 || !strings.HasPrefix(o.String(), ", there was") || !strings.HasSuffix(o.String(), "\n") {
+	if code != 0 || !strings.HasPrefix(o.String(), " Once upon a time, there was") || !strings.HasSuffix(o.String(), "\n") {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, o.String(), e.String())
 	}
 }

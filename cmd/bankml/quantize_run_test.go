@@ -75,7 +75,7 @@ func TestQuantizedF16RunsAsTheReference(t *testing.T) {
 			defer rm.Close()
 			for _, prompt := range prompts {
 				want := string(append(refContinuation(t, rm, prompt, n), '\n'))
-				code, got, stderr := runCLI("run", out, "-p", prompt, "-n", "24", "-t", "2")
+				code, got, stderr := runCLI("run", out, "-p", prompt, "-n", "24", "-t", "2", "--no-display-prompt")
 				if code != 0 {
 					t.Fatalf("run %q: exit %d: %s", prompt, code, stderr)
 				}
