@@ -88,6 +88,11 @@ func TestQuantizedF16RunsAsTheReference(t *testing.T) {
 				if ty == "ptqtp" && (!strings.Contains(stderr, "mainline llama.cpp would refuse this file") || !strings.Contains(stderr, "guard play (bankml)")) {
 					t.Errorf("run of a PTQTP file: stderr %q lacks the engine note", stderr)
 				}
+				for _, line := range strings.Split(stderr, "\n") { // issue 20: the note was one 500-character line
+					if strings.HasPrefix(line, "note:") && len(line) > 160 {
+						t.Errorf("a note of %d characters: %q", len(line), line)
+					}
+				}
 			}
 			if !t.Failed() {
 				t.Logf("%s: %d of %d continuations (%d tokens) equal the reference's, e.g. %q", ty, len(prompts), len(prompts), n, refContinuation(t, rm, prompts[0], n))
