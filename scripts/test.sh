@@ -5,4 +5,5 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 scripts/install-reference.sh
+scripts/cross.sh
 go test -count=1 -timeout 40m ./...

@@ -39,6 +39,23 @@ func TestVersionAndHelp(t *testing.T) {
 	}
 }
 
+// TestHelpListsFlagsFirst: `bankml serve --help` and `bankml run --help` list the arguments and flags first
+// and the prose on llama.cpp's flags after them, wrapped.
+func TestHelpListsFlagsFirst(t *testing.T) {
+	for _, cmd := range []string{"serve", "run"} {
+		code, out, _ := runCLI(cmd, "--help")
+		flags, prose := strings.Index(out, "\nFlags:\n"), strings.Index(out, "llama.cpp's flags (common/arg.cpp) are taken too")
+		if code != 0 || flags < 0 || prose < flags || !strings.Contains(out[flags:prose], "--threads") {
+			t.Errorf("bankml %s --help: exit %d, flags at %d, prose at %d:\n%s", cmd, code, flags, prose, out)
+		}
+		for _, line := range strings.Split(out[prose:], "\n") {
+			if len(line) > 80 {
+				t.Errorf("bankml %s --help: a prose line of %d bytes: %q", cmd, len(line), line)
+			}
+		}
+	}
+}
+
 // TestRunRefusesMalformedFiles: truncated or hostile copies of a real model
 // give exit status 2 and an error that names the problem, never a panic.
 func TestRunRefusesMalformedFiles(t *testing.T) {
