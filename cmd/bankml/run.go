@@ -42,7 +42,7 @@ type runCmd struct {
 	LogDisable    bool `name:"log-disable" help:"Print nothing on standard error but errors (no admission line, no timings, no warnings), as llama.cpp's --log-disable silences its log; the generated text still goes to standard output."`
 
 	// Conversation mode (runchat.go).
-	Chat       bool    `name:"chat" negatable:"" help:"Chat: each user message is rendered with the model's chat template together with the conversation so far, the answer is generated to an end-of-generation token, and the next turn reuses the cached prefix (as llama-cli does through llama-server). On a terminal an interactive loop (/exit or Ctrl-D ends it, Ctrl-C stops an answer); otherwise each line of standard input is one user message (a line ending in \\ continues on the next). -p gives the first user message."`
+	Chat       bool    `name:"chat" negatable:"" help:"Chat: each user message is rendered with the model's chat template together with the conversation so far, the answer is generated to an end-of-generation token, exactly as bankml serve's /v1/chat/completions generates it (the same engine; the next turn reuses what the engine's cache rule keeps), as llama-cli holds a chat through llama-server. On a terminal an interactive loop (/exit or Ctrl-D ends it, Ctrl-C stops an answer); otherwise each line of standard input is one user message (a line ending in \\ continues on the next). -p gives the first user message."`
 	System     rawText `name:"system" help:"System message of the conversation (with --chat; llama-cli's -sys)."`
 	SingleTurn bool    `name:"single-turn" help:"With --chat: answer one user message (-p or the first one read) and exit (llama-cli's -st)."`
 
