@@ -52,9 +52,11 @@ func installOpenAI(t *testing.T) string {
 
 // npmCase is one request the Node script sends.
 type npmCase struct {
-	Kind   string         `json:"kind"` // "chat" or "completion"
-	Stream bool           `json:"stream"`
-	Body   map[string]any `json:"body"`
+	Kind         string         `json:"kind"` // "chat" or "completion"
+	Stream       bool           `json:"stream"`
+	IncludeUsage bool           `json:"include_usage"` // stream_options.include_usage
+	CommonLoop   bool           `json:"common_loop"`   // read chunk.choices[0] of every chunk, as the READMEs' loop
+	Body         map[string]any `json:"body"`
 }
 
 // npmResult is the script's account of one answer.
@@ -124,10 +126,12 @@ func TestOpenAINpmClientGetsTheReferencesTokens(t *testing.T) {
 			model := models.Data[0].ID
 			msgs := []map[string]any{{"role": "user", "content": "Tell me a story."}}
 			cases := []npmCase{
-				{"chat", false, map[string]any{"model": model, "messages": msgs, "temperature": 0.0, "max_tokens": 24.0}},
-				{"chat", true, map[string]any{"model": model, "messages": msgs, "temperature": 0.8, "top_p": 0.9, "seed": 11.0, "max_tokens": 24.0}},
-				{"completion", false, map[string]any{"model": model, "prompt": "Once upon a time", "temperature": 1.0, "seed": 5.0, "max_tokens": 24.0}},
-				{"completion", true, map[string]any{"model": model, "prompt": "Once upon a time", "temperature": 0.0, "max_tokens": 24.0}},
+				{"chat", false, false, false, map[string]any{"model": model, "messages": msgs, "temperature": 0.0, "max_tokens": 24.0}},
+				{"chat", true, true, false, map[string]any{"model": model, "messages": msgs, "temperature": 0.8, "top_p": 0.9, "seed": 11.0, "max_tokens": 24.0}},
+				{"chat", true, false, true, map[string]any{"model": model, "messages": msgs, "temperature": 0.8, "top_p": 0.9, "seed": 11.0, "max_tokens": 24.0}},
+				{"completion", false, false, false, map[string]any{"model": model, "prompt": "Once upon a time", "temperature": 1.0, "seed": 5.0, "max_tokens": 24.0}},
+				{"completion", true, true, false, map[string]any{"model": model, "prompt": "Once upon a time", "temperature": 0.0, "max_tokens": 24.0}},
+				{"completion", true, false, true, map[string]any{"model": model, "prompt": "Once upon a time", "temperature": 0.0, "max_tokens": 24.0}},
 			}
 			spec, _ := json.Marshal(map[string]any{"baseURL": srv.URL + "/v1", "cases": cases})
 			cmd := exec.Command("node", script)
@@ -145,7 +149,7 @@ func TestOpenAINpmClientGetsTheReferencesTokens(t *testing.T) {
 			for i, c := range cases {
 				total++
 				r := results[i]
-				name := fmt.Sprintf("%s stream=%v", c.Kind, c.Stream)
+				name := fmt.Sprintf("%s stream=%v include_usage=%v common_loop=%v", c.Kind, c.Stream, c.IncludeUsage, c.CommonLoop)
 				if r.Error != "" {
 					t.Errorf("%s: %s", name, r.Error)
 					continue
@@ -166,7 +170,13 @@ func TestOpenAINpmClientGetsTheReferencesTokens(t *testing.T) {
 					t.Errorf("%s: text %q finish %q; reference %q %q", name, r.Text, r.FinishReason, wantText, want.finish)
 					ok = false
 				}
-				if r.Usage == nil || r.Usage.CompletionTokens != len(want.tokens) || r.Usage.PromptTokens != len(prompt) {
+				// A chat stream has usage only when asked for (OpenAI's usage chunk); every other answer has it.
+				wantUsage := !c.Stream || c.Kind == "completion" || c.IncludeUsage
+				switch {
+				case !wantUsage && r.Usage != nil:
+					t.Errorf("%s: usage %+v without stream_options.include_usage", name, r.Usage)
+					ok = false
+				case wantUsage && (r.Usage == nil || r.Usage.CompletionTokens != len(want.tokens) || r.Usage.PromptTokens != len(prompt)):
 					t.Errorf("%s: usage %+v; reference %d completion, %d prompt tokens", name, r.Usage, len(want.tokens), len(prompt))
 					ok = false
 				}
