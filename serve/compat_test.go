@@ -58,56 +58,6 @@ func TestUnknownRoutes(t *testing.T) {
 	}
 }
 
-// TestCORS checks llama-server's default CORS (server-http.cpp's pre-routing handler with common.h's
-// defaults): the Origin echoed on every answer, and an OPTIONS preflight to any path answered 200 before
-// the routes and the API key, with credentials allowed and its methods and headers.
-func TestCORS(t *testing.T) {
-	ts := newTestServer(t, storiesPath(t), AdmitOptions{}, Options{APIKey: "k"})
-	const origin = "http://app.example:3000"
-	for _, path := range []string{"/v1/chat/completions", "/completion", "/nope", "/api/chat"} {
-		req, _ := http.NewRequest(http.MethodOptions, ts.url+path, nil)
-		req.Header.Set("Origin", origin)
-		req.Header.Set("Access-Control-Request-Method", "POST")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		h := resp.Header
-		if resp.StatusCode != 200 || h.Get("Access-Control-Allow-Origin") != origin || h.Get("Access-Control-Allow-Credentials") != "true" ||
-			h.Get("Access-Control-Allow-Methods") != "GET, POST, DELETE, OPTIONS" || h.Get("Access-Control-Allow-Headers") != "*" {
-			t.Errorf("OPTIONS %s: %d %v", path, resp.StatusCode, h)
-		}
-	}
-	for _, c := range []struct {
-		path   string
-		key    bool
-		status int
-	}{{"/health", false, 200}, {"/v1/models", false, 401}, {"/v1/models", true, 200}, {"/nope", true, 404}} {
-		req, _ := http.NewRequest(http.MethodGet, ts.url+c.path, nil)
-		req.Header.Set("Origin", origin)
-		if c.key {
-			req.Header.Set("Authorization", "Bearer k")
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != c.status || resp.Header.Get("Access-Control-Allow-Origin") != origin || resp.Header.Get("Access-Control-Allow-Credentials") != "" {
-			t.Errorf("GET %s: %d %v; want %d with the Origin echoed and no -Allow-Credentials", c.path, resp.StatusCode, resp.Header, c.status)
-		}
-	}
-	resp, err := http.Get(ts.url + "/health")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if v, ok := resp.Header["Access-Control-Allow-Origin"]; ok {
-		t.Errorf("no Origin, yet Access-Control-Allow-Origin %q", v)
-	}
-}
-
 // TestAPIKeyPublicPaths checks get_public_endpoints (server-http.cpp): /health, /v1/health and the web UI's
 // "/" need no key; /models, /v1/models, /props, /metrics, /api/tags and unknown paths do.
 func TestAPIKeyPublicPaths(t *testing.T) {

@@ -46,7 +46,7 @@ func TestGoOpenAIClient(t *testing.T) {
 	if eog, _ := rm.IsEOG(want[len(want)-1]); eog {
 		wantFinish = "stop"
 	}
-	res, err := c.CreateChatCompletion(ctx, openai.ChatCompletionRequest{Model: "stories260K.gguf", Messages: msgs, MaxTokens: n, Seed: &seed})
+	res, err := c.CreateChatCompletion(ctx, openai.ChatCompletionRequest{Model: "stories260K.gguf", Messages: msgs, MaxCompletionTokens: n, Seed: &seed})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func TestGoOpenAIClient(t *testing.T) {
 		t.Errorf("chat: %+v, reference %q (%d tokens)", res, wantText, len(want))
 	}
 	st, err := c.CreateChatCompletionStream(ctx, openai.ChatCompletionRequest{
-		Model: "stories260K.gguf", Messages: msgs, MaxTokens: n, Seed: &seed, Stream: true,
+		Model: "stories260K.gguf", Messages: msgs, MaxCompletionTokens: n, Seed: &seed, Stream: true,
 		StreamOptions: &openai.StreamOptions{IncludeUsage: true},
 	})
 	if err != nil {
@@ -88,7 +88,7 @@ func TestGoOpenAIClient(t *testing.T) {
 	// The common loop reads r.Choices[0] of every chunk (it panics on a chunk with empty choices): without
 	// stream_options.include_usage no such chunk may come, the receipt's included.
 	st, err = c.CreateChatCompletionStream(ctx, openai.ChatCompletionRequest{
-		Model: "stories260K.gguf", Messages: msgs, MaxTokens: n, Seed: &seed, Stream: true,
+		Model: "stories260K.gguf", Messages: msgs, MaxCompletionTokens: n, Seed: &seed, Stream: true,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -58,6 +58,11 @@ type Options struct {
 	Alias []string
 
 	APIKey       string         // when set, every route but /health, /v1/health and / needs it (401), as llama-server's --api-key
+	// CORSOrigins are origins whose pages may read answers besides the loopback and app origins always
+	// allowed (cors.go: --cors-origin, BANKML_ORIGINS): "*" for any (answered with Access-Control-Allow-Origin:
+	// *, never with credentials), SCHEME://HOST[:PORT] with at most one "*" for any text; their host names are
+	// also accepted in the Host header of a loopback connection. New refuses a malformed one.
+	CORSOrigins []string
 	Ledger       *ledger.Ledger // the history (--history DIR); nil keeps none
 	MaxBodyBytes int64          // 0: DefaultMaxBodyBytes
 	Grace        time.Duration  // 0: DefaultGrace
@@ -123,6 +128,8 @@ type Server struct {
 	log     *slog.Logger
 	started time.Time
 
+	origins *originPolicy // who may read answers cross-origin and which Host names a loopback connection may ask (cors.go)
+
 	name    string   // the served name: the first alias, or the file's base name (Options.Alias)
 	aliases []string // the aliases, sorted, without duplicates ([] when none)
 
@@ -166,6 +173,10 @@ func New(m *Model, o Options) (*Server, error) {
 	if o.Version == "" {
 		o.Version = "dev"
 	}
+	origins, err := newOriginPolicy(o.CORSOrigins)
+	if err != nil {
+		return nil, fmt.Errorf("serve: %w", err)
+	}
 	suppress, err := sample.SuppressTokens(m.File, m.Model.HP.NVocab)
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
@@ -180,7 +191,7 @@ func New(m *Model, o Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
-	s := &Server{m: m, eng: eng, base: baseParams(m), nPredict: -1, opt: o, log: o.Log, started: time.Now()}
+	s := &Server{m: m, eng: eng, base: baseParams(m), nPredict: -1, opt: o, log: o.Log, started: time.Now(), origins: origins}
 	s.name, s.aliases = modelNames(m.Name, o.Alias)
 	if o.NPredict != nil {
 		s.nPredict = *o.NPredict
@@ -222,7 +233,7 @@ func (s *Server) Handler() http.Handler { return s.router }
 // Ollama routes (mountOllama).
 func (s *Server) routes() chi.Router {
 	r := chi.NewRouter()
-	r.Use(s.countRequests, cors, s.requireAPIKey, headAsGet)
+	r.Use(s.countRequests, s.checkHost, s.cors, s.requireAPIKey, headAsGet)
 	r.NotFound(notFound)
 	r.MethodNotAllowed(methodNotAllowed)
 
@@ -262,38 +273,6 @@ func (s *Server) countRequests(next http.Handler) http.Handler {
 			route = "unmatched"
 		}
 		s.metrics.request(route, max(ww.Status(), http.StatusOK))
-	})
-}
-
-// CORS of llama-server's pre-routing handler (server-http.cpp) with its defaults (common.h: cors_origins "*",
-// cors_credentials true, cors_methods "GET, POST, DELETE, OPTIONS", cors_headers "*").
-const (
-	corsMethods = "GET, POST, DELETE, OPTIONS"
-	corsHeaders = "*"
-)
-
-// cors is llama-server's CORS handling with its defaults, before the API key and the routes: every answer
-// echoes the request's Origin in Access-Control-Allow-Origin (origins "*" with credentials: the special case
-// that reflects the Origin; without an Origin header none is sent), and an OPTIONS request to any path is a
-// preflight answered at once, whatever the route and without the API key: 200, an empty text/html body,
-// Access-Control-Allow-Credentials true, -Allow-Methods and -Allow-Headers as corsMethods and corsHeaders.
-// The Ollama routes get the same (Ollama's own gin-contrib/cors refuses origins off its allow-list with a
-// 403; one server has one CORS policy, llama-server's).
-func cors(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if o := r.Header.Get("Origin"); o != "" {
-			w.Header().Set("Access-Control-Allow-Origin", o)
-		}
-		if r.Method == http.MethodOptions {
-			h := w.Header()
-			h.Set("Access-Control-Allow-Credentials", "true")
-			h.Set("Access-Control-Allow-Methods", corsMethods)
-			h.Set("Access-Control-Allow-Headers", corsHeaders)
-			h.Set("Content-Type", "text/html")
-			w.WriteHeader(http.StatusOK)
-			return
-		}
-		next.ServeHTTP(w, r)
 	})
 }
 
