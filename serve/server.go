@@ -58,17 +58,17 @@ type Options struct {
 	Alias []string
 
 	APIKey       string         // when set, every route but /health, /v1/health and / needs it (401), as llama-server's --api-key
-	// CORSOrigins are origins whose pages may read answers besides the loopback and app origins always
-	// allowed (cors.go: --cors-origin, BANKML_ORIGINS): "*" for any (answered with Access-Control-Allow-Origin:
-	// *, never with credentials), SCHEME://HOST[:PORT] with at most one "*" for any text; their host names are
-	// also accepted in the Host header of a loopback connection. New refuses a malformed one.
-	CORSOrigins []string
 	Ledger       *ledger.Ledger // the history (--history DIR); nil keeps none
 	MaxBodyBytes int64          // 0: DefaultMaxBodyBytes
 	Grace        time.Duration  // 0: DefaultGrace
 	Timeout      time.Duration  // each socket read and write of an exchange (-to/--timeout; withIOTimeouts); 0: DefaultTimeout
 	Version      string         // bankml's version, for receipts, /props and /api/version
 	Log          *slog.Logger   // nil: discard
+	// CORSOrigins are origins whose pages may read answers besides the loopback and app origins always
+	// allowed (cors.go: --cors-origin, BANKML_ORIGINS): "*" for any (answered with Access-Control-Allow-Origin:
+	// *, never with credentials), SCHEME://HOST[:PORT] with at most one "*" for any text; their host names are
+	// also accepted in the Host header of a loopback connection. New refuses a malformed one.
+	CORSOrigins []string
 }
 
 // modelNames is the served name and the sorted aliases for a file's base name and -a/--alias values, as
@@ -290,17 +290,31 @@ func headAsGet(next http.Handler) http.Handler {
 	})
 }
 
-// notFound answers a path no route serves. Under /api/ it is Ollama's answer (gin's default 404: the text
-// "404 page not found", text/plain; Ollama's server/routes.go sets no NoRoute handler); elsewhere
-// llama-server's (its error handler in server-http.cpp: 404 {"error": {"message": "File Not Found", "type":
-// "not_found_error", "code": 404}}).
+// notFound answers a path no route serves. Under /api/ it is Ollama's error shape, {"error": "..."}
+// (application/json), which Ollama's clients read (ollama-js's checkOk, api.Client's StatusError): for a
+// route of Ollama v0.17.4 that bankml does not serve (ollamaUnserved) a message naming it, else gin's text
+// "404 page not found" (Ollama's server/routes.go sets no NoRoute handler); elsewhere llama-server's (its
+// error handler in server-http.cpp: 404 {"error": {"message": "File Not Found", "type": "not_found_error",
+// "code": 404}}).
 func notFound(w http.ResponseWriter, r *http.Request) {
 	if strings.HasPrefix(r.URL.Path, "/api/") {
-		writeText(w, http.StatusNotFound, "404 page not found")
+		msg := "404 page not found"
+		for _, p := range ollamaUnserved {
+			if r.URL.Path == p || (strings.HasSuffix(p, "/") && strings.HasPrefix(r.URL.Path, p)) {
+				msg = fmt.Sprintf("%s %s: bankml serve does not serve this Ollama route (no model store, embeddings or accounts): it serves the one model it was started with", r.Method, r.URL.Path)
+				break
+			}
+		}
+		ollamaError(w, http.StatusNotFound, msg)
 		return
 	}
 	writeError(w, &APIError{Type: TypeNotFound, Message: "File Not Found"})
 }
+
+// ollamaUnserved are the paths of Ollama v0.17.4's routes (server/routes.go GenerateRoutes) that bankml does
+// not serve; one ending in "/" stands for the paths under it.
+var ollamaUnserved = []string{"/api/status", "/api/pull", "/api/push", "/api/delete", "/api/me", "/api/signout",
+	"/api/user/keys/", "/api/create", "/api/blobs/", "/api/copy", "/api/experimental/aliases", "/api/embed", "/api/embeddings"}
 
 // methodNotAllowed answers a known path asked with another method. Under /api/ it is Ollama's answer (gin
 // with HandleMethodNotAllowed, as Ollama's GenerateRoutes sets it: 405, the text "405 method not allowed",
@@ -362,6 +376,10 @@ func (s *Server) requireAPIKey(next http.Handler) http.Handler {
 		}
 		key = strings.TrimPrefix(key, "Bearer ")
 		if subtle.ConstantTimeCompare([]byte(key), want) != 1 {
+			if strings.HasPrefix(r.URL.Path, "/api/") { // Ollama's error shape, which its clients read
+				ollamaError(w, http.StatusUnauthorized, "Invalid API Key")
+				return
+			}
 			writeError(w, &APIError{Type: TypeAuthentication, Message: "Invalid API Key"})
 			return
 		}

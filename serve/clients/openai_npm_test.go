@@ -20,11 +20,14 @@ import (
 // 7.x line asks for Node 22).
 const openaiNpm = "openai@6.30.1"
 
-// installOpenAI installs the openai package into a temporary folder with
-// npm (no package.json, no lock file: npm install --no-save) and copies the
-// driver script next to it, returning the script's path. No npm, or no
-// registry, is testdata.Absent (a failure under CI=1).
-func installOpenAI(t *testing.T) string {
+// installOpenAI installs the openai package with its driver script (installNpm).
+func installOpenAI(t *testing.T) string { return installNpm(t, openaiNpm, "openai_client.cjs") }
+
+// installNpm installs pkg (name@version) into a temporary folder with npm
+// (no package.json, no lock file: npm install --no-save) and copies the
+// driver script testdata/script next to it, returning the script's path. No
+// npm, or no registry, is testdata.Absent (a failure under CI=1).
+func installNpm(t *testing.T, pkg, script string) string {
 	t.Helper()
 	npm, err := exec.LookPath("npm")
 	if err != nil {
@@ -34,20 +37,20 @@ func installOpenAI(t *testing.T) string {
 		testdata.Absent(t, "node not installed: %v", err)
 	}
 	dir := t.TempDir()
-	cmd := exec.Command(npm, "install", "--no-save", "--no-audit", "--no-fund", "--no-package-lock", "--prefix", dir, openaiNpm)
+	cmd := exec.Command(npm, "install", "--no-save", "--no-audit", "--no-fund", "--no-package-lock", "--prefix", dir, pkg)
 	cmd.Dir = dir
 	if out, err := cmd.CombinedOutput(); err != nil {
-		testdata.Absent(t, "npm install %s (is the npm registry reachable?): %v\n%s", openaiNpm, err, out)
+		testdata.Absent(t, "npm install %s (is the npm registry reachable?): %v\n%s", pkg, err, out)
 	}
-	src, err := os.ReadFile(filepath.Join("testdata", "openai_client.cjs"))
+	src, err := os.ReadFile(filepath.Join("testdata", script))
 	if err != nil {
 		t.Fatal(err)
 	}
-	script := filepath.Join(dir, "openai_client.cjs")
-	if err := os.WriteFile(script, src, 0o644); err != nil {
+	path := filepath.Join(dir, script)
+	if err := os.WriteFile(path, src, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return script
+	return path
 }
 
 // npmCase is one request the Node script sends.
