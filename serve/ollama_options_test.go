@@ -150,7 +150,7 @@ func TestOllamaRepeatLastNIsNumCtx(t *testing.T) {
 		{`{"repeat_last_n":-1,"num_ctx":300}`, 300},
 		{`{"repeat_last_n":-1,"num_ctx":2}`, 4},
 		{`{"repeat_last_n":-1,"num_ctx":512}`, 512},
-		{`{"repeat_last_n":-1.5}`, 512},                // the fraction dropped toward zero, as FromMap drops it
+		{`{"repeat_last_n":-1.5}`, 512}, // the fraction dropped toward zero, as FromMap drops it
 		{`{"repeat_last_n":0}`, 0},
 		{`{"repeat_last_n":16,"num_ctx":300}`, 16},
 		{`{}`, 64},
