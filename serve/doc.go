@@ -22,7 +22,8 @@
 // unknown paths and wrong methods alike (server-http.cpp, cpp-httplib has no 405; under /api/ Ollama's gin
 // texts instead), its "Field 'name': ..." wording of a bad field, and its /metrics names
 // (llamacpp:prompt_tokens_total, ...). OpenAI's chat.completion(.chunk) and
-// text_completion shapes as llama-server produces them. The receipt of bankml-digest §3.5.
+// text_completion shapes as llama-server produces them, text that is not UTF-8 as its JSON carries it
+// (utf8.go). The receipt of bankml-digest §3.5.
 //
 // Deliberate differences. Cross-origin reads follow Ollama, not llama-server's default (which echoes any
 // Origin with credentials): loopback and app origins only, more by Options.CORSOrigins, a refused origin a
@@ -51,8 +52,8 @@
 //     arrival time the receipt measures from.
 //   - x.tokenSeen(time.Now()): call for every token released to the client (sets ttft_ms).
 //   - s.finish(x, usageOf(res), answer) (Receipt, error): re-checks the model file (503), builds the
-//     receipt for the answer text exactly as the client receives it (clientText: invalid UTF-8 bytes as
-//     U+FFFD), counts the answer in the metrics, and appends the exchange to the ledger (the receipt then
+//     receipt for the answer text exactly as the client receives it (Ollama routes: clientText, Go's
+//     encoding/json's U+FFFD per invalid byte; llama-server's routes: jsonText/chatText, utf8.go), counts the answer in the metrics, and appends the exchange to the ledger (the receipt then
 //     carries ledger_index); on an error no receipt may be sent (answer the error instead).
 //   - s.recheck() error: the model re-check alone (begin and finish call it).
 //   - s.generationError(err) *APIError: maps package engine's errors: ErrQueueFull → 429, a
