@@ -19,18 +19,18 @@ import (
 // (Options.TLog) it names the answer's leaf: ledger_index is the leaf index, entry_sha256 the leaf's data
 // (the sha256 of the private history line, which stays on the server), log_origin the log.
 type Receipt struct {
-	Version          string   `json:"version"`           // bankml's version
-	Engine           string   `json:"engine"`            // what computed the answer
-	ModelSHA256      string   `json:"model_sha256"`      // the model file's sha256, lower-case hex
-	Guard            string   `json:"guard"`             // the guard's verdict at admission ("play")
-	Pinned           bool     `json:"pinned"`            // false when served with --unpinned
-	PromptTokens     int      `json:"prompt_tokens"`     // tokens of the prompt (cached ones included)
-	CompletionTokens int      `json:"completion_tokens"` // tokens generated (an ending EOG token included, as llama-server counts)
-	CachedTokens     int      `json:"cached_tokens"`     // prompt tokens reused from the slot's cache (timings.cache_n)
-	TTFTMS           *float64 `json:"ttft_ms"`           // ms from the request's arrival to the first token; null when none was generated
-	WallMS           float64  `json:"wall_ms"`           // ms from the request's arrival to the answer's completion
-	RequestSHA256    string   `json:"request_sha256"`    // sha256 of the exact request body bytes
-	ResponseSHA256   string   `json:"response_sha256"`   // sha256 of the answer text exactly as the client receives it
+	Version          string   `json:"version"`                // bankml's version
+	Engine           string   `json:"engine"`                 // what computed the answer
+	ModelSHA256      string   `json:"model_sha256"`           // the model file's sha256, lower-case hex
+	Guard            string   `json:"guard"`                  // the guard's verdict at admission ("play")
+	Pinned           bool     `json:"pinned"`                 // false when served with --unpinned
+	PromptTokens     int      `json:"prompt_tokens"`          // tokens of the prompt (cached ones included)
+	CompletionTokens int      `json:"completion_tokens"`      // tokens generated (an ending EOG token included, as llama-server counts)
+	CachedTokens     int      `json:"cached_tokens"`          // prompt tokens reused from the slot's cache (timings.cache_n)
+	TTFTMS           *float64 `json:"ttft_ms"`                // ms from the request's arrival to the first token; null when none was generated
+	WallMS           float64  `json:"wall_ms"`                // ms from the request's arrival to the answer's completion
+	RequestSHA256    string   `json:"request_sha256"`         // sha256 of the exact request body bytes
+	ResponseSHA256   string   `json:"response_sha256"`        // sha256 of the answer text exactly as the client receives it
 	LedgerIndex      *uint64  `json:"ledger_index,omitempty"` // the leaf index in the log (with a log), else the history entry's index
 	EntrySHA256      string   `json:"entry_sha256,omitempty"` // the log leaf's data: sha256 of the history line (with a log)
 	LogOrigin        string   `json:"log_origin,omitempty"`   // the log's origin (its checkpoints' first line), with a log

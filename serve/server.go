@@ -58,19 +58,19 @@ type Options struct {
 	// (Model.Name), bankml's default (llama-server's is the path as given).
 	Alias []string
 
-	APIKey       string         // when set, every route but /health, /v1/health and / needs it (401), as llama-server's --api-key
-	Ledger       *ledger.Ledger // the history (--history DIR); nil keeps none
+	APIKey string         // when set, every route but /health, /v1/health and / needs it (401), as llama-server's --api-key
+	Ledger *ledger.Ledger // the history (--history DIR); nil keeps none
 	// TLog is the transparency log the history's lines are committed to (--key with --history; its leaves
 	// are the lines' sha256): every answer's entry is published before its receipt is sent, and the
 	// /bankml/ledger routes serve the log read-only. It needs Ledger. nil keeps none.
 	TLog *ledger.Log
 	// Signer is the operator key that signs every receipt (--key); nil sends receipts saying signed: false.
-	Signer *provenance.Signer
-	MaxBodyBytes int64          // 0: DefaultMaxBodyBytes
-	Grace        time.Duration  // 0: DefaultGrace
-	Timeout      time.Duration  // each socket read and write of an exchange (-to/--timeout; withIOTimeouts); 0: DefaultTimeout
-	Version      string         // bankml's version, for receipts, /props and /api/version
-	Log          *slog.Logger   // nil: discard
+	Signer       *provenance.Signer
+	MaxBodyBytes int64         // 0: DefaultMaxBodyBytes
+	Grace        time.Duration // 0: DefaultGrace
+	Timeout      time.Duration // each socket read and write of an exchange (-to/--timeout; withIOTimeouts); 0: DefaultTimeout
+	Version      string        // bankml's version, for receipts, /props and /api/version
+	Log          *slog.Logger  // nil: discard
 }
 
 // modelNames is the served name and the sorted aliases for a file's base name and -a/--alias values, as
