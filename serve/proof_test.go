@@ -24,7 +24,7 @@ import (
 )
 
 // proofServer serves stories260K with a history, a POSIX transparency log and an operator key.
-func proofServer(t *testing.T) (*testServer, *provenance.Signer, string) {
+func proofServer(t *testing.T, ao AdmitOptions) (*testServer, *provenance.Signer, string) {
 	t.Helper()
 	l, dir := openLedger(t)
 	keyPath := filepath.Join(t.TempDir(), "op.key")
@@ -45,7 +45,7 @@ func proofServer(t *testing.T) (*testServer, *provenance.Signer, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { g.Close(context.Background()) })
-	ts := newTestServer(t, storiesPath(t), AdmitOptions{}, Options{Ledger: l, TLog: g, Signer: signer})
+	ts := newTestServer(t, storiesPath(t), ao, Options{Ledger: l, TLog: g, Signer: signer})
 	return ts, signer, dir
 }
 
@@ -95,7 +95,7 @@ func streamedReceipt(t *testing.T, ts *testServer, body []byte) (string, []byte)
 // leaf verifies with tessera's own client over the server's /bankml/ledger/ tiles, as does the
 // consistency of an early checkpoint with a later one, and the server's own proof route.
 func TestSignedReceiptsNameTheirLeafInTheLog(t *testing.T) {
-	ts, signer, dir := proofServer(t)
+	ts, signer, dir := proofServer(t, AdmitOptions{})
 	ctx := context.Background()
 	type answer struct {
 		text    string

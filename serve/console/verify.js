@@ -45,9 +45,10 @@ const bankmlVerify = (() => {
   // parseVKey reads a signed-note verifier key (name+hash+base64(alg || key)); alg 0x01 is Ed25519, 0x04 an
   // Ed25519 cosignature/v1 key. The hash is checked.
   async function parseVKey(vkey) {
-    const parts = vkey.trim().split('+');
-    if (parts.length !== 3) throw new Error('a verifier key is name+hash+base64');
-    const [name, hash, k] = parts;
+    // The name holds no '+'; the base64 key may.
+    const m = /^([^+\s]+)\+([0-9a-f]{8})\+([A-Za-z0-9+/=]+)$/.exec(vkey.trim());
+    if (!m) throw new Error('a verifier key is name+hash+base64');
+    const [, name, hash, k] = m;
     const raw = fromB64(k);
     if (raw.length !== 33 || (raw[0] !== 0x01 && raw[0] !== 0x04)) throw new Error('not an Ed25519 verifier key');
     const key = raw.subarray(1);
