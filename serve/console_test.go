@@ -17,6 +17,7 @@ import (
 	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
+	"golang.org/x/mod/sumdb/note"
 
 	"github.com/bankml/bankml/internal/testdata"
 	"github.com/bankml/bankml/provenance"
@@ -76,7 +77,7 @@ func TestConsoleVerifiesAnswersInTheBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts, _, _ := proofServer(t, AdmitOptions{Manifest: digest})
+	ts, _, _, cosig := proofServer(t, AdmitOptions{Manifest: digest}, true)
 
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
 		chromedp.ExecPath(chromium), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
@@ -194,6 +195,35 @@ func TestConsoleVerifiesAnswersInTheBrowser(t *testing.T) {
 	expect("the tampered answer's text check fails: "+checks["answer"], strings.HasPrefix(checks["answer"], "false "))
 	expect("its receipt's signature still verifies (only the text was changed): "+checks["signature"], strings.HasPrefix(checks["signature"], "true "))
 
+	// Requiring the log's witness: the next answer verifies with its checkpoint cosigned; requiring a witness
+	// that never cosigned this log: the checkpoint check fails.
+	require := func(vkey string) {
+		t.Helper()
+		if err := chromedp.Do(ctx,
+			chromedp.Evaluate[chromedp.Void](`document.getElementById("settings").open = true`),
+			chromedp.SetValue(chromedp.ID("pin-witness"), vkey),
+			chromedp.Click(chromedp.ID("save-settings")),
+		); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.getElementById("settings-note").textContent === "saved"`, chromedp.WithPollingTimeout(10*time.Second))); err != nil {
+			t.Fatalf("saving the witness key: %v", err)
+		}
+	}
+	require(cosig)
+	v, checks = ask("Once upon a time there was a witness", 2)
+	witnessedShot := shot("witnessed")
+	expect("with the log's witness required, an answer verifies: "+v+" "+fmtChecks(checks), v == "verified")
+	expect("its checkpoint is cosigned by the witness: "+checks["checkpoint"], strings.HasPrefix(checks["checkpoint"], "true ") && strings.Contains(checks["checkpoint"], "cosigned by witness.test/w1"))
+	_, otherVKey, err := note.GenerateKey(nil, "witness.test/other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	require(otherVKey)
+	v, checks = ask("Once upon a time there was no witness", 3)
+	expect("with a witness that never cosigned required, the answer fails: "+v+" "+fmtChecks(checks), v == "failed")
+	expect("its checkpoint check names the missing cosignature: "+checks["checkpoint"], strings.HasPrefix(checks["checkpoint"], "false ") && strings.Contains(checks["checkpoint"], "cosignature"))
+
 	mu.Lock()
 	for _, u := range requested {
 		expect("the page asked only its server: "+u, strings.HasPrefix(u, ts.url+"/") || strings.HasPrefix(u, "blob:"))
@@ -201,7 +231,7 @@ func TestConsoleVerifiesAnswersInTheBrowser(t *testing.T) {
 	n := len(requested)
 	mu.Unlock()
 	expect("the page made requests", n > 0)
-	t.Logf("console in headless Chromium: %d of %d checks as expected; %d requests, all to the server; screenshots %s, %s", pass, total, n, verifiedShot, tamperedShot)
+	t.Logf("console in headless Chromium: %d of %d checks as expected; %d requests, all to the server; screenshots %s, %s, %s", pass, total, n, verifiedShot, tamperedShot, witnessedShot)
 }
 
 func fmtChecks(c map[string]string) string {

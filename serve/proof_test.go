@@ -9,6 +9,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"net/http/httptest"
 	"net/url"
 	"path/filepath"
 	"strings"
@@ -17,14 +19,18 @@ import (
 
 	"github.com/transparency-dev/merkle/proof"
 	"github.com/transparency-dev/merkle/rfc6962"
+	"github.com/transparency-dev/tessera"
 	"github.com/transparency-dev/tessera/client"
+	"golang.org/x/mod/sumdb/note"
 
 	"github.com/bankml/bankml/ledger"
 	"github.com/bankml/bankml/provenance"
 )
 
-// proofServer serves stories260K with a history, a POSIX transparency log and an operator key.
-func proofServer(t *testing.T, ao AdmitOptions) (*testServer, *provenance.Signer, string) {
+// proofServer serves stories260K with a history, a POSIX transparency log and an operator key. With
+// witnessed, a bankml witness (ledger.Witness behind an httptest server) must cosign every checkpoint; its
+// cosignature verifier key is returned.
+func proofServer(t *testing.T, ao AdmitOptions, witnessed bool) (*testServer, *provenance.Signer, string, string) {
 	t.Helper()
 	l, dir := openLedger(t)
 	keyPath := filepath.Join(t.TempDir(), "op.key")
@@ -39,14 +45,35 @@ func proofServer(t *testing.T, ao AdmitOptions) (*testServer, *provenance.Signer
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := ledger.OpenPOSIXLog(filepath.Join(dir, "log"), signer.NoteSigner(), v,
-		ledger.LogOptions{CheckpointInterval: 100 * time.Millisecond, BatchMaxAge: 5 * time.Millisecond})
+	lo := ledger.LogOptions{CheckpointInterval: 100 * time.Millisecond, BatchMaxAge: 5 * time.Millisecond}
+	cosig := ""
+	if witnessed {
+		wskey, wvkey, err := note.GenerateKey(nil, "witness.test/w1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := ledger.NewWitness(wskey, []string{signer.Public().VerifierKey()}, filepath.Join(t.TempDir(), "witness.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws := httptest.NewServer(w.Handler())
+		t.Cleanup(ws.Close)
+		if cosig, err = ledger.WitnessVerifierKey(wvkey); err != nil {
+			t.Fatal(err)
+		}
+		wg, err := tessera.NewWitnessGroupFromPolicy(fmt.Appendf(nil, "witness w1 %s %s\nquorum w1\n", cosig, ws.URL))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lo.Witnesses = &wg
+	}
+	g, err := ledger.OpenPOSIXLog(filepath.Join(dir, "log"), signer.NoteSigner(), v, lo)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { g.Close(context.Background()) })
 	ts := newTestServer(t, storiesPath(t), ao, Options{Ledger: l, TLog: g, Signer: signer})
-	return ts, signer, dir
+	return ts, signer, dir, cosig
 }
 
 // streamedReceipt posts a streamed chat request and returns the text received and the receipt's bytes.
@@ -95,7 +122,7 @@ func streamedReceipt(t *testing.T, ts *testServer, body []byte) (string, []byte)
 // leaf verifies with tessera's own client over the server's /bankml/ledger/ tiles, as does the
 // consistency of an early checkpoint with a later one, and the server's own proof route.
 func TestSignedReceiptsNameTheirLeafInTheLog(t *testing.T) {
-	ts, signer, dir := proofServer(t, AdmitOptions{})
+	ts, signer, dir, _ := proofServer(t, AdmitOptions{}, false)
 	ctx := context.Background()
 	type answer struct {
 		text    string
