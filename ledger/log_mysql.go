@@ -38,8 +38,15 @@ func OpenMySQLLog(dsn string, signer note.Signer, verifier note.Verifier, o LogO
 	if cfg.DBName == "" {
 		return nil, fmt.Errorf("ledger: --history-db %s names no database (want user:password@tcp(host:port)/database)", cfg.FormatDSN())
 	}
+	// A database that does not answer fails an append (which Log.Add then retries) instead of hanging it.
 	if cfg.Timeout == 0 {
-		cfg.Timeout = 5 * time.Second // a database that does not answer fails an append instead of hanging it
+		cfg.Timeout = 5 * time.Second
+	}
+	if cfg.ReadTimeout == 0 {
+		cfg.ReadTimeout = 30 * time.Second
+	}
+	if cfg.WriteTimeout == 0 {
+		cfg.WriteTimeout = 30 * time.Second
 	}
 	db, err := sql.Open("mysql", cfg.FormatDSN())
 	if err != nil {

@@ -143,6 +143,7 @@ func (l *Ledger) Reconcile(ctx context.Context, g *Log) (Reconciled, error) {
 		want[p.commit] = k
 	}
 	found := make([]bool, len(todo))
+	var recErr error
 	err = g.scan(ctx, 0, size, func(i uint64, data []byte) bool {
 		var h Hash
 		if len(data) != len(h) {
@@ -153,11 +154,14 @@ func (l *Ledger) Reconcile(ctx context.Context, g *Log) (Reconciled, error) {
 			found[k] = true
 			rec.Found++
 			l.mu.Lock()
-			err = l.li.record(todo[k].entry, i)
+			recErr = l.li.record(todo[k].entry, i)
 			l.mu.Unlock()
 		}
-		return err == nil
+		return recErr == nil
 	})
+	if err == nil {
+		err = recErr
+	}
 	if err != nil {
 		return rec, fmt.Errorf("ledger: reconciling with the log: %w", err)
 	}
