@@ -15,6 +15,9 @@ import (
 	"testing"
 	"time"
 
+	f_log "github.com/transparency-dev/formats/log"
+	"golang.org/x/mod/sumdb/note"
+
 	"github.com/bankml/bankml/ledger"
 	"github.com/bankml/bankml/provenance"
 	"github.com/bankml/bankml/serve"
@@ -159,6 +162,44 @@ func TestReceiptVerifyAndLedgerVerifyCheckAServedAnswer(t *testing.T) {
 		total--
 		time.Sleep(100 * time.Millisecond)
 	}
+	// Consistency: the checkpoint of one entry, then two more answers; a forked checkpoint of one entry
+	// (another root, signed by the same key) is not consistent with the log.
+	early, err := httpGet(url + "/bankml/ledger/checkpoint")
+	if err != nil {
+		t.Fatal(err)
+	}
+	earlyPath := write("early.checkpoint", string(early))
+	signer, err := provenance.LoadSigner(keyPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forked, err := note.Sign(&note.Note{Text: string(f_log.Checkpoint{Origin: "bankml.test/cli", Size: 1, Hash: make([]byte, 32)}.Marshal())}, signer.NoteSigner())
+	if err != nil {
+		t.Fatal(err)
+	}
+	forkedPath := write("forked.checkpoint", string(forked))
+	for range 2 {
+		if _, err := httpPost(url+"/v1/completions", body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		code, stdout, stderr := runCLI("ledger", "verify", dir, "--key", keyPath+".pub", "--since", earlyPath, "--all-published")
+		if code == 0 && strings.Contains(stdout, `"consistent_to": 1`) && strings.Contains(stdout, `"published": 3`) {
+			pass++
+			total++
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ledger verify --since: exit %d\n%s%s", code, stdout, stderr)
+		}
+	}
+	total++
+	if code, stdout, _ := runCLI("ledger", "verify", dir, "--key", keyPath+".pub", "--since", forkedPath); code == 2 && strings.Contains(stdout, "consistency") {
+		pass++
+	} else {
+		t.Errorf("ledger verify --since a forked checkpoint: exit %d %s", code, stdout)
+	}
 	total++
 	if code, stdout, _ := runCLI("ledger", "verify", dir, "--key", otherKey+".pub"); code == 2 && strings.Contains(stdout, `"ok": false`) {
 		pass++
@@ -166,6 +207,20 @@ func TestReceiptVerifyAndLedgerVerifyCheckAServedAnswer(t *testing.T) {
 		t.Errorf("ledger verify with another key: exit %d %s", code, stdout)
 	}
 	t.Logf("receipt verify and ledger verify: %d of %d as expected", pass, total)
+}
+
+// httpGet returns the body of a GET (an error for a status other than 200).
+func httpGet(url string) ([]byte, error) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("status %d: %s", resp.StatusCode, b)
+	}
+	return b, err
 }
 
 // httpPost posts a JSON body and returns the answer's bytes (an error for a status other than 200).
@@ -180,6 +235,15 @@ func httpPost(url, body string) ([]byte, error) {
 		err = fmt.Errorf("status %d: %s", resp.StatusCode, b)
 	}
 	return b, err
+}
+
+// TestWitnessRefusesAMissingKey: bankml witness names a key file it cannot read (exit 1).
+func TestWitnessRefusesAMissingKey(t *testing.T) {
+	dir := t.TempDir()
+	code, _, stderr := runCLI("witness", "--key", filepath.Join(dir, "none.key"), "--log", "x+00000000+AA", "--state", filepath.Join(dir, "s.json"))
+	if code != 1 || !strings.Contains(stderr, "none.key") {
+		t.Errorf("witness with a missing key: exit %d %q", code, stderr)
+	}
 }
 
 // TestServeRefusesProofFlagsThatDoNotGoTogether: --history-db without --history or --key, and
