@@ -13,7 +13,10 @@ import (
 // engine bankml only (PTQTP trit-planes) and the admission line. A refusal is exit status 2, any other
 // error (I/O) 1; errors are prefixed with cmd ("run: guard: open …"). The caller closes the model.
 func openModel(cmd, path string, o admit.Options, stderr errWriter, info io.Writer) (*admit.Model, error) {
-	progress, done := progressFor(stderr, path)
+	progress, done := io.Writer(nil), func() {}
+	if info != io.Discard { // --log-disable: no progress bar either
+		progress, done = progressFor(stderr, path)
+	}
 	o.Progress = progress
 	m, err := admit.Open(path, o)
 	done()
