@@ -183,29 +183,72 @@ type attnShape struct {
 
 func (s attnShape) scale() float64 { return 1 / math.Sqrt(float64(s.headDim)) }
 
+// mm sets c (m×n) = a (m×k) · b (k×n) on the calling goroutine (the ops' tasks call it): quant's GemmF32 for
+// float32, the same chain without fused steps for float64.
+func mm[F Float](l quant.Level, c, a, b []F, m, n, k int) {
+	if c32, ok := any(c).([]float32); ok {
+		l.GemmF32(c32, any(a).([]float32), any(b).([]float32), m, n, k, 0, m, false)
+		return
+	}
+	for i := range m {
+		cr := c[i*n : i*n+n]
+		clear(cr)
+		for p, av := range a[i*k : i*k+k] {
+			for j, bv := range b[p*n : p*n+n] {
+				cr[j] += av * bv
+			}
+		}
+	}
+}
+
+// headScratch is one attention task's matrices: a head's Q, K, V and their transposes, and seq×seq products.
+type headScratch[F Float] struct {
+	q, kT, v, vT, o, s, s2, g, g2 []F
+}
+
+func newHeadScratch[F Float](seq, hd int) *headScratch[F] {
+	f := func(n int) []F { return make([]F, n) }
+	return &headScratch[F]{q: f(seq * hd), kT: f(seq * hd), v: f(seq * hd), vT: f(seq * hd), o: f(seq * hd),
+		s: f(seq * seq), s2: f(seq * seq), g: f(seq * hd), g2: f(seq * hd)}
+}
+
+// gather copies head h's columns (width hd) of the seq rows of x (row width w) starting at row r0 into dst
+// (seq×hd), and, when dstT is not nil, their transpose into dstT (hd×seq).
+func gather[F Float](dst, dstT, x []F, r0, seq, w, col, hd int) {
+	for t := range seq {
+		src := x[(r0+t)*w+col : (r0+t)*w+col+hd]
+		copy(dst[t*hd:t*hd+hd], src)
+		if dstT != nil {
+			for i, v := range src {
+				dstT[i*seq+t] = v
+			}
+		}
+	}
+}
+
 // attentionForward sets o (n×heads·hd) = softmax(q·kᵀ·scale, causal)·v per sequence and head, query head h
-// reading K/V head h/(heads/kvHeads), and keeps the probabilities in p (batch·heads·seq·seq). The softmax sums in
-// float64.
+// reading K/V head h/(heads/kvHeads), and keeps the probabilities in p (batch·heads·seq·seq; zero above the
+// diagonal). The softmax sums in float64. Each task is one (sequence, head): its products are dense seq×seq
+// matrices through mm (the masked half computed and discarded).
 func attentionForward[F Float](e *exec, o, p, q, k, v []F, s attnShape) {
 	hd, nq, nkv, T := s.headDim, s.heads*s.headDim, s.kvHeads*s.headDim, s.seq
 	group := s.heads / s.kvHeads
 	sc := F(s.scale())
 	e.rows(s.batch*s.heads, 1, func(lo, hi int) {
+		w := newHeadScratch[F](T, hd)
 		for u := lo; u < hi; u++ {
 			b, h := u/s.heads, u%s.heads
 			kh := h / group
+			gather(w.q, nil, q, b*T, T, nq, h*hd, hd)
+			gather(w.v, w.kT, k, b*T, T, nkv, kh*hd, hd) // w.v holds K here; only its transpose is used
+			gather(w.v, nil, v, b*T, T, nkv, kh*hd, hd)
 			pp := p[u*T*T : (u+1)*T*T]
+			mm(e.level, pp, w.q, w.kT, T, T, hd)
 			for t := range T {
-				qt := q[(b*T+t)*nq+h*hd : (b*T+t)*nq+h*hd+hd]
 				row := pp[t*T : t*T+T]
 				mx := math.Inf(-1)
 				for j := 0; j <= t; j++ {
-					kj := k[(b*T+j)*nkv+kh*hd : (b*T+j)*nkv+kh*hd+hd]
-					var d F
-					for i, qv := range qt {
-						d += qv * kj[i]
-					}
-					row[j] = d * sc
+					row[j] *= sc
 					mx = max(mx, float64(row[j]))
 				}
 				var sum float64
@@ -219,65 +262,80 @@ func attentionForward[F Float](e *exec, o, p, q, k, v []F, s attnShape) {
 					row[j] = F(float64(row[j]) * inv)
 				}
 				clear(row[t+1:])
-				ot := o[(b*T+t)*nq+h*hd : (b*T+t)*nq+h*hd+hd]
-				clear(ot)
-				for j := 0; j <= t; j++ {
-					vj := v[(b*T+j)*nkv+kh*hd : (b*T+j)*nkv+kh*hd+hd]
-					pj := row[j]
-					for i := range ot {
-						ot[i] += pj * vj[i]
-					}
-				}
+			}
+			mm(e.level, w.o, pp, w.v, T, hd, T)
+			for t := range T {
+				copy(o[(b*T+t)*nq+h*hd:(b*T+t)*nq+h*hd+hd], w.o[t*hd:t*hd+hd])
 			}
 		}
 	})
 }
 
 // attentionBackward sets dq, dk and dv from do and the probabilities of attentionForward. One task owns a
-// sequence's K/V head and its group of query heads, so each gradient element has one writer and a fixed order.
-// ds is scratch of batch·kvHeads·seq.
-func attentionBackward[F Float](e *exec, dq, dk, dv, do, p, q, k, v, ds []F, s attnShape) {
+// sequence's K/V head and its group of query heads (added in head order), so each gradient element has one
+// writer and a fixed order.
+func attentionBackward[F Float](e *exec, dq, dk, dv, do, p, q, k, v []F, s attnShape) {
 	hd, nq, nkv, T := s.headDim, s.heads*s.headDim, s.kvHeads*s.headDim, s.seq
 	group := s.heads / s.kvHeads
 	sc := F(s.scale())
 	e.rows(s.batch*s.kvHeads, 1, func(lo, hi int) {
+		w := newHeadScratch[F](T, hd)
+		kk, qT, pT, dsT := make([]F, T*hd), make([]F, hd*T), make([]F, T*T), make([]F, T*T)
 		for u := lo; u < hi; u++ {
 			b, kh := u/s.kvHeads, u%s.kvHeads
-			dsr := ds[u*T : u*T+T]
+			gather(kk, nil, k, b*T, T, nkv, kh*hd, hd)
+			gather(w.v, w.vT, v, b*T, T, nkv, kh*hd, hd)
 			for t := range T {
 				clear(dk[(b*T+t)*nkv+kh*hd : (b*T+t)*nkv+kh*hd+hd])
 				clear(dv[(b*T+t)*nkv+kh*hd : (b*T+t)*nkv+kh*hd+hd])
 			}
 			for h := kh * group; h < (kh+1)*group; h++ {
 				pp := p[(b*s.heads+h)*T*T : (b*s.heads+h+1)*T*T]
+				gather(w.o, nil, do, b*T, T, nq, h*hd, hd) // dO of the head
+				gather(w.q, qT, q, b*T, T, nq, h*hd, hd)
+				// dV += Pᵀ·dO
 				for t := range T {
-					row := pp[t*T : t*T+T]
-					dot := do[(b*T+t)*nq+h*hd : (b*T+t)*nq+h*hd+hd]
+					for j := range T {
+						pT[j*T+t] = pp[t*T+j]
+					}
+				}
+				mm(e.level, w.g, pT, w.o, T, hd, T)
+				for t := range T {
+					r := dv[(b*T+t)*nkv+kh*hd : (b*T+t)*nkv+kh*hd+hd]
+					for i, x := range w.g[t*hd : t*hd+hd] {
+						r[i] += x
+					}
+				}
+				// dP = dO·Vᵀ; dS = P ⊙ (dP − rowsum(P ⊙ dP)) · scale
+				mm(e.level, w.s, w.o, w.vT, T, T, hd)
+				for t := range T {
+					row, dp := pp[t*T:t*T+T], w.s[t*T:t*T+T]
 					var sum float64
 					for j := 0; j <= t; j++ {
-						vj := v[(b*T+j)*nkv+kh*hd : (b*T+j)*nkv+kh*hd+hd]
-						dvj := dv[(b*T+j)*nkv+kh*hd : (b*T+j)*nkv+kh*hd+hd]
-						var d F
-						pj := row[j]
-						for i, g := range dot {
-							d += g * vj[i]
-							dvj[i] += pj * g
-						}
-						dsr[j] = d
-						sum += float64(pj) * float64(d)
+						sum += float64(row[j]) * float64(dp[j])
 					}
 					sm := F(sum)
-					qt := q[(b*T+t)*nq+h*hd : (b*T+t)*nq+h*hd+hd]
-					dqt := dq[(b*T+t)*nq+h*hd : (b*T+t)*nq+h*hd+hd]
-					clear(dqt)
 					for j := 0; j <= t; j++ {
-						g := row[j] * (dsr[j] - sm) * sc
-						kj := k[(b*T+j)*nkv+kh*hd : (b*T+j)*nkv+kh*hd+hd]
-						dkj := dk[(b*T+j)*nkv+kh*hd : (b*T+j)*nkv+kh*hd+hd]
-						for i := range dqt {
-							dqt[i] += g * kj[i]
-							dkj[i] += g * qt[i]
-						}
+						dp[j] = row[j] * (dp[j] - sm) * sc
+					}
+					clear(dp[t+1:])
+				}
+				// dQ = dS·K
+				mm(e.level, w.g, w.s, kk, T, hd, T)
+				for t := range T {
+					copy(dq[(b*T+t)*nq+h*hd:(b*T+t)*nq+h*hd+hd], w.g[t*hd:t*hd+hd])
+				}
+				// dK += dSᵀ·Q
+				for t := range T {
+					for j := range T {
+						dsT[j*T+t] = w.s[t*T+j]
+					}
+				}
+				mm(e.level, w.g2, dsT, w.q, T, hd, T)
+				for t := range T {
+					r := dk[(b*T+t)*nkv+kh*hd : (b*T+t)*nkv+kh*hd+hd]
+					for i, x := range w.g2[t*hd : t*hd+hd] {
+						r[i] += x
 					}
 				}
 			}
@@ -330,16 +388,20 @@ func embedBackward[F Float](dtable, dy []F, tokens []int32, d int) {
 // lossRow is one position's share of the loss.
 type lossRow struct{ ce, kl float64 }
 
+// Soft are sparse soft targets: for each of n positions the teacher's K most likely next tokens and their
+// probabilities (ID −1 pads a position with fewer, or none).
+type Soft struct {
+	K  int
+	ID []int32   // n·K
+	P  []float32 // n·K
+}
+
 // crossEntropy scores n rows of logits (n×vocab) against targets: the loss of row t is
-// (1−λ)·(−log softmax(z)[y_t]) + λ·(−Σ_v p_t[v]·log softmax(z)[v]) with p_t the teacher's softmax(soft[t]) (λ =
-// soft == nil ? 0 : lambda). It sets dz = (softmax(z) − target)/n (target the same mix) and returns per row the
-// hard cross-entropy and KL(p_t ‖ softmax(z)) (0 without soft). Softmaxes and logs are float64.
-func crossEntropy[F Float](e *exec, dz, z []F, targets []int32, soft []float32, lambda float64, rows []lossRow, n, vocab int) {
-	if soft == nil {
-		lambda = 0
-	}
+// (1−λ)·(−log q[y_t]) + λ·(−Σ_v p̃_t[v]·log q[v]) with q = softmax(z) and p̃_t the teacher's top-K probabilities
+// renormalized to sum 1 (λ = 0 when soft is nil or row t has none). It sets dz = (q − target)/n with target the
+// same mix, and returns per row the hard cross-entropy and KL(p̃_t ‖ q). Softmaxes and logs are float64.
+func crossEntropy[F Float](e *exec, dz, z []F, targets []int32, soft *Soft, lambda float64, rows []lossRow, n, vocab int) {
 	e.rows(n, strip, func(lo, hi int) {
-		pt := make([]float64, vocab)
 		for t := lo; t < hi; t++ {
 			zr := z[t*vocab : t*vocab+vocab]
 			mx := math.Inf(-1)
@@ -353,37 +415,36 @@ func crossEntropy[F Float](e *exec, dz, z []F, targets []int32, soft []float32, 
 			lse := mx + math.Log(sum)
 			y := targets[t]
 			r := lossRow{ce: lse - float64(zr[y])}
-			if lambda != 0 {
-				sr := soft[t*vocab : t*vocab+vocab]
-				tm := math.Inf(-1)
-				for _, v := range sr {
-					tm = max(tm, float64(v))
+			dr := dz[t*vocab : t*vocab+vocab]
+			for i, v := range zr {
+				dr[i] = F(math.Exp(float64(v) - lse))
+			}
+			lam := 0.0
+			if soft != nil && lambda != 0 {
+				ids, ps := soft.ID[t*soft.K:(t+1)*soft.K], soft.P[t*soft.K:(t+1)*soft.K]
+				var tot float64
+				for i, id := range ids {
+					if id >= 0 {
+						tot += float64(ps[i])
+					}
 				}
-				var ts float64
-				for i, v := range sr {
-					pt[i] = math.Exp(float64(v) - tm)
-					ts += pt[i]
-				}
-				tlse := tm + math.Log(ts)
-				for i, v := range sr {
-					pt[i] /= ts
-					if pt[i] > 0 {
-						r.kl += pt[i] * ((float64(v) - tlse) - (float64(zr[i]) - lse))
+				if tot > 0 {
+					lam = lambda
+					for i, id := range ids {
+						if id < 0 || ps[i] <= 0 {
+							continue
+						}
+						p := float64(ps[i]) / tot
+						r.kl += p * (math.Log(p) - (float64(zr[id]) - lse))
+						dr[id] = F(float64(dr[id]) - lam*p)
 					}
 				}
 			}
-			rows[t] = r
-			dr := dz[t*vocab : t*vocab+vocab]
-			for i, v := range zr {
-				tgt := lambda * pt[i]
-				if lambda == 0 {
-					tgt = 0
-				}
-				if int32(i) == y {
-					tgt += 1 - lambda
-				}
-				dr[i] = F((math.Exp(float64(v)-lse) - tgt) / float64(n))
+			dr[y] = F(float64(dr[y]) - (1 - lam))
+			for i := range dr {
+				dr[i] = F(float64(dr[i]) / float64(n))
 			}
+			rows[t] = r
 		}
 	})
 }

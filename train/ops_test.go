@@ -120,8 +120,8 @@ func TestAttentionBackwardMatchesFiniteDifferences(t *testing.T) {
 		attentionForward(e64, o, p, q, k, v, s)
 		return o
 	}, func(do []float64) [][]float64 {
-		dq, dk, dv, ds := make([]float64, len(q)), make([]float64, len(k)), make([]float64, len(v)), make([]float64, s.batch*s.kvHeads*s.seq)
-		attentionBackward(e64, dq, dk, dv, do, p, q, k, v, ds, s)
+		dq, dk, dv := make([]float64, len(q)), make([]float64, len(k)), make([]float64, len(v))
+		attentionBackward(e64, dq, dk, dv, do, p, q, k, v, s)
 		return [][]float64{dq, dk, dv}
 	})
 }
@@ -159,12 +159,16 @@ func TestEmbeddingBackwardMatchesFiniteDifferences(t *testing.T) {
 
 func TestCrossEntropyBackwardMatchesFiniteDifferences(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 7))
-	const n, vocab = 6, 9
+	const n, vocab, k = 6, 9, 4
 	targets := []int32{0, 8, 3, 3, 5, 1}
-	soft := make([]float32, n*vocab)
-	for i := range soft {
-		soft[i] = float32(rng.NormFloat64() * 2)
+	soft := &Soft{K: k, ID: make([]int32, n*k), P: make([]float32, n*k)}
+	for i := range soft.ID {
+		soft.ID[i], soft.P[i] = int32(rng.IntN(vocab)), float32(rng.Float64())
 	}
+	for i := 0; i < k; i++ { // row 2 has no teacher targets
+		soft.ID[2*k+i] = -1
+	}
+	soft.ID[4*k+3] = -1 // row 4 has three
 	for _, lambda := range []float64{0, 0.5, 1} {
 		z := randn(rng, n*vocab, 2)
 		rows := make([]lossRow, n)
@@ -172,10 +176,14 @@ func TestCrossEntropyBackwardMatchesFiniteDifferences(t *testing.T) {
 		name := map[float64]string{0: "cross-entropy (hard targets)", 0.5: "cross-entropy (half teacher)", 1: "cross-entropy (teacher only)"}[lambda]
 		gradcheck(t, name, [][]float64{z}, func() []float64 {
 			crossEntropy(e64, dz, z, targets, soft, lambda, rows, n, vocab)
-			// the loss is the mean over rows of (1−λ)·ce + λ·(KL + H(p)); H(p) does not depend on z
+			// the loss is the mean over rows of (1−λ)·ce + λ·(KL + H(p̃)); H(p̃) does not depend on z
 			var l float64
-			for _, r := range rows {
-				l += (1-lambda)*r.ce + lambda*r.kl
+			for i, r := range rows {
+				lam := lambda
+				if i == 2 {
+					lam = 0
+				}
+				l += (1-lam)*r.ce + lam*r.kl
 			}
 			return []float64{l / n}
 		}, func(dy []float64) [][]float64 {

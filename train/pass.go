@@ -123,7 +123,7 @@ func (m *Model) backward(e *exec, p *pass, tokens []int32) {
 		addInto(e, dx, dmid) // dx is now d x_mid
 		// x_mid = x_in + o·Woᵀ
 		m.dwBig(e, p, l.wo, dx, a.o, p.do, nq, c.Embd)
-		attentionBackward(e, p.dq, p.dk, p.dv, p.do, a.p, a.q, a.k, a.v, p.ds, m.shape(p.batch))
+		attentionBackward(e, p.dq, p.dk, p.dv, p.do, a.p, a.q, a.k, a.v, m.shape(p.batch))
 		m.rope.apply(e, p.dq, n, c.Seq, c.Heads, true)
 		m.rope.apply(e, p.dk, n, c.Seq, c.KVHeads, true)
 		// the rope'd q and k were kept; dW needs the normed input only
@@ -163,9 +163,9 @@ func (p *pass) gradScratch(n int) []float32 {
 }
 
 // loss runs one batch forward and backward: it zeroes the gradients, quantizes the ternary weights, scores the
-// logits against targets (and the teacher's logits soft, with weight lambda; nil: none) and leaves every trained
+// logits against targets (and the teacher's soft targets, with weight lambda; nil: none) and leaves every trained
 // weight's gradient in G. It returns the mean hard cross-entropy and the mean KL to the teacher.
-func (m *Model) loss(e *exec, p *pass, tokens, targets []int32, soft []float32, lambda float64) (ce, kl float64) {
+func (m *Model) loss(e *exec, p *pass, tokens, targets []int32, soft *Soft, lambda float64) (ce, kl float64) {
 	for _, t := range m.Tensors {
 		clear(t.G)
 	}
