@@ -109,11 +109,11 @@ func TernaryScale(w []float32) float32 {
 }
 
 // Trit is the round-clip of BitNet b1.58 as ternary.EncodeTQ2_0Scaled computes it: clamp(round_half_away(w·(1/d)),
-// −1, 1), NaN to 0.
+// −1, 1), NaN to 0, and 0 never negative (so Trit·d is bit for bit what the TQ2_0 block dequantizes to).
 func Trit(w, id float32) float32 {
 	r := float32(math.Round(float64(w * id)))
 	switch {
-	case r != r:
+	case r != r || r == 0:
 		return 0
 	case r > 1:
 		return 1
