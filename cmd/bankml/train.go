@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/bankml/bankml/gguf"
+	"github.com/bankml/bankml/parallel"
 	"github.com/bankml/bankml/quant"
 	"github.com/bankml/bankml/train"
 )
@@ -122,5 +123,87 @@ func (c *trainCmd) Run(stderr errWriter) error {
 }
 
 func (c *trainCmd) runES(ctx context.Context, stderr errWriter, level quant.Level) error {
-	return fmt.Errorf("train: --es %s: not yet", c.ES)
+	pool := parallel.New(int(c.Threads))
+	defer pool.Close()
+	if c.ES == "spirals" {
+		o := train.DefaultSpirals()
+		c.esOptions(&o.ES, &o.MaxIters)
+		fmt.Fprintf(stderr, "es: two spirals (%d points each), 2→256→256→2 with TQ2_0 genomes of %d trits, %d antithetic pairs, flip rate %g, update fraction %g\n",
+			o.Points, 256*256+2*256, o.ES.Pairs, o.ES.FlipRate, o.ES.UpdateFraction)
+		r, err := train.RunSpirals(ctx, o, pool, level, func(it int, ce, acc float64) {
+			fmt.Fprintf(stderr, "es: iteration %d  ce %.4f  accuracy %.4f\n", it, ce, acc)
+		})
+		if err != nil {
+			return err
+		}
+		verdict := "PASS"
+		if r.Accuracy < o.Target || !r.Verified {
+			verdict = "FAIL"
+		}
+		fmt.Fprintf(stderr, "es: %s: accuracy %.4f (deployed int8 path, every point) after %d iterations, %.1f s; verified from the genome bytes: %v\n",
+			verdict, r.Accuracy, r.Iters, r.Seconds, r.Verified)
+		if verdict == "FAIL" {
+			return cannotRun(fmt.Errorf("train: es spirals did not reach accuracy %g", o.Target))
+		}
+		return nil
+	}
+	// the student's last layers
+	m, cp, err := train.LoadCheckpoint(filepath.Join(c.Out, "checkpoint.bin"))
+	if err != nil {
+		return err
+	}
+	_ = cp
+	srcPath := filepath.Join(c.Out, "student-TQ2_0.gguf")
+	src, err := gguf.Open(srcPath)
+	if err != nil {
+		return fmt.Errorf("train: es student: %w (train the ternary student into --out first)", err)
+	}
+	defer src.Close()
+	dataPath := c.Data
+	if dataPath == "" {
+		dataPath = filepath.Join(c.Out, "data.tok")
+	}
+	data, err := train.ReadData(dataPath)
+	if err != nil {
+		return err
+	}
+	o := train.FineTuneOptions{ES: train.ESOptions{Seed: c.Seed, Pairs: 8, FlipRate: 0.0005, UpdateFraction: 0.001}, Iters: 100, Windows: 8, Seed: c.Seed + 1000, Lambda: c.Lambda}
+	c.esOptions(&o.ES, &o.Iters)
+	dstPath := filepath.Join(c.Out, "student-TQ2_0-es.gguf")
+	f, err := os.Create(dstPath)
+	if err != nil {
+		return fmt.Errorf("train: %w", err)
+	}
+	fmt.Fprintf(stderr, "es: fine-tuning blk.%d.ffn_down and output of %s on %d windows: %d iterations of %d antithetic pairs\n", m.Cfg.Layers-1, srcPath, o.Windows, o.Iters, o.ES.Pairs)
+	r, err := train.FineTuneLastLayers(ctx, m, src, data, o, f, pool, level, func(it int, loss float64) {
+		if it%10 == 0 {
+			fmt.Fprintf(stderr, "es: iteration %d  loss %.4f\n", it, loss)
+		}
+	})
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(dstPath)
+		return err
+	}
+	fmt.Fprintf(stderr, "es: loss on the fine-tune windows %.4f -> %.4f after %d iterations (%.1f s); wrote %s\n", r.Before, r.After, r.Iters, r.Seconds, dstPath)
+	return nil
+}
+
+// esOptions applies the --es-* flags that were set.
+func (c *trainCmd) esOptions(o *train.ESOptions, iters *int) {
+	if c.ESIters > 0 {
+		*iters = c.ESIters
+	}
+	if c.ESPop > 0 {
+		o.Pairs = c.ESPop
+	}
+	if c.ESFlipRate > 0 {
+		o.FlipRate = c.ESFlipRate
+	}
+	if c.ESUpdate > 0 {
+		o.UpdateFraction = c.ESUpdate
+	}
+	o.Seed = c.Seed
 }
