@@ -101,6 +101,10 @@ type ESOptions struct {
 	FlipRate       float64 // fraction of all trits flipped per member (at least 1)
 	UpdateFraction float64 // fraction of all trits moved one bin per iteration (at least 1)
 	UpdateDecay    float64 // the fraction shrinks as 1/(1 + decay·iteration)
+	// Accept keeps an iteration's update only when it does not lower the fitness of the unperturbed genomes
+	// (undone otherwise, from its own undo log), and adapts K: halved after a rejection, grown by a quarter after
+	// an acceptance, never above the UpdateFraction's. bankml's addition: Fucina always keeps the update.
+	Accept bool
 }
 
 // Validate checks the options.
@@ -122,6 +126,7 @@ type ES struct {
 	Iter    int
 
 	total int
+	scale float64 // Accept's factor on K, in (0, 1]
 	undo  []undoEntry
 	votes []float64
 	hit   []bool
@@ -145,7 +150,7 @@ func NewES(genomes []*Genome, opt ESOptions) (*ES, error) {
 	if es.total == 0 {
 		return nil, fmt.Errorf("train: ES over no trits")
 	}
-	es.votes, es.hit = make([]float64, es.total), make([]bool, es.total)
+	es.votes, es.hit, es.scale = make([]float64, es.total), make([]bool, es.total), 1
 	return es, nil
 }
 
@@ -201,6 +206,10 @@ func (es *ES) restore() {
 // fitness, the positive member of pair p at 2p and the negative at 2p+1.
 func (es *ES) Step(fitness func() float64) []float64 {
 	P := es.Opt.Pairs
+	var f0 float64
+	if es.Opt.Accept {
+		f0 = fitness()
+	}
 	fit := make([]float64, 2*P)
 	for p := range P {
 		for k, s := range []int8{1, -1} {
@@ -247,7 +256,7 @@ func (es *ES) Step(fitness func() float64) []float64 {
 			es.votes[idx] += c * float64(dir)
 		}
 	}
-	k := int(math.Round(es.Opt.UpdateFraction * float64(es.total) / (1 + es.Opt.UpdateDecay*float64(es.Iter))))
+	k := int(math.Round(es.scale * es.Opt.UpdateFraction * float64(es.total) / (1 + es.Opt.UpdateDecay*float64(es.Iter))))
 	k = min(len(es.touch), max(1, k))
 	slices.SortFunc(es.touch, func(a, b int) int {
 		va, vb := math.Abs(es.votes[a]), math.Abs(es.votes[b])
@@ -259,16 +268,27 @@ func (es *ES) Step(fitness func() float64) []float64 {
 		}
 		return a - b
 	})
+	es.undo = es.undo[:0]
 	for _, idx := range es.touch[:k] {
 		if v := es.votes[idx]; v != 0 {
 			g, i := es.at(idx)
-			c := int8(g.code(i))
+			old := g.code(i)
+			c := int8(old)
 			if v > 0 {
 				c = min(2, c+1)
 			} else {
 				c = max(0, c-1)
 			}
+			es.undo = append(es.undo, undoEntry{idx, old})
 			g.set(i, c)
+		}
+	}
+	if es.Opt.Accept {
+		if fitness() < f0 {
+			es.restore()
+			es.scale = max(es.scale/2, 1/float64(es.total))
+		} else {
+			es.scale = min(1, es.scale*1.25)
 		}
 	}
 	for _, idx := range es.touch {

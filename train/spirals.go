@@ -29,7 +29,7 @@ type SpiralsOptions struct {
 // DefaultSpirals are the demo's settings.
 func DefaultSpirals() SpiralsOptions {
 	return SpiralsOptions{Points: 96, Turns: 1.5, LogitScale: 4, Seed: 1, MaxIters: 20000, Target: 1,
-		ES: ESOptions{Seed: 1, Pairs: 15, FlipRate: 0.001, UpdateFraction: 0.005}}
+		ES: ESOptions{Seed: 1, Pairs: 15, FlipRate: 0.001, UpdateFraction: 0.005, Accept: true}}
 }
 
 // SpiralsResult is what the demo measured.
