@@ -199,6 +199,18 @@ func (es *ES) restore() {
 		g, i := es.at(u.i)
 		g.set(i, int8(u.code))
 	}
+	es.undo = es.undo[:0]
+}
+
+// Applied returns the global indices of the trits changed since the genomes were last unperturbed (a member's
+// flips while fitness scores it, or the update while Accept scores it; nil otherwise), so that a fitness can
+// recompute only what they touch.
+func (es *ES) Applied() []int {
+	out := make([]int, len(es.undo))
+	for k, u := range es.undo {
+		out[k] = u.i
+	}
+	return out
 }
 
 // Step runs one iteration: every member of the population is perturbed, scored by fitness (higher is better,
@@ -291,6 +303,7 @@ func (es *ES) Step(fitness func() float64) []float64 {
 			es.scale = min(1, es.scale*1.25)
 		}
 	}
+	es.undo = es.undo[:0]
 	for _, idx := range es.touch {
 		es.votes[idx], es.hit[idx] = 0, false
 	}

@@ -50,12 +50,19 @@ type spirals struct {
 	w      *quant.Work
 	z2, z3 []float32
 	scale  float32
+
+	base     []float32 // the pre-activations of layer 2 for the unperturbed genome (full)
+	rows     []byte    // scratch: the changed rows of g2
+	zsub     []float32
+	rowIndex []int
+	seen     []bool
 }
 
 func newSpirals(o SpiralsOptions, w *quant.Work) (*spirals, error) {
 	n := 2 * o.Points
 	s := &spirals{x: make([]float32, 2*n), y: make([]int32, n), h1: make([]float32, n*256), w: w,
-		z2: make([]float32, n*256), z3: make([]float32, n*2), scale: o.LogitScale}
+		z2: make([]float32, n*256), z3: make([]float32, n*2), scale: o.LogitScale,
+		base: make([]float32, n*256), zsub: make([]float32, n*256), seen: make([]bool, 256)}
 	for c := range 2 {
 		for i := range o.Points {
 			t := float64(i) / float64(o.Points) * o.Turns * 2 * math.Pi
@@ -91,16 +98,56 @@ func newSpirals(o SpiralsOptions, w *quant.Work) (*spirals, error) {
 }
 
 // eval runs every point through the network on the deployed kernels and returns the mean cross-entropy and the
-// accuracy.
+// accuracy; the layer-2 pre-activations become the base of evalChanged.
 func (s *spirals) eval() (ce, acc float64) {
 	n := len(s.y)
-	m2, m3 := s.g2.Matrix(), s.g3.Matrix()
+	m2 := s.g2.Matrix()
 	_, _ = m2.Repack() // the SIMD kernels' layout, as a served model's (a fresh copy: the genome changes every member)
-	_, _ = m3.Repack()
-	s.w.MatMul(&m2, s.h1, n, s.z2)
+	s.w.MatMul(&m2, s.h1, n, s.base)
+	copy(s.z2, s.base)
+	return s.head()
+}
+
+// evalChanged is eval when only the trits at the global indices changed (ES.Applied) since the last eval: the
+// rows of g2 they touch are recomputed (their TQ2_0 rows gathered into one matrix: each output of quant's product
+// depends on its row and column alone, so these are the bits a full product gives), the rest taken from the base.
+func (s *spirals) evalChanged(changed []int) (ce, acc float64) {
+	n := len(s.y)
+	s.rowIndex = s.rowIndex[:0]
+	for _, i := range changed {
+		if r := i / 256; i < 256*256 && !s.seen[r] {
+			s.seen[r] = true
+			s.rowIndex = append(s.rowIndex, r)
+		}
+	}
+	copy(s.z2, s.base)
+	if k := len(s.rowIndex); k > 0 {
+		rb := 256 / quant.QK_K * quant.BlockTQ2_0Size
+		s.rows = s.rows[:0]
+		for _, r := range s.rowIndex {
+			s.rows = append(s.rows, s.g2.Data[r*rb:(r+1)*rb]...)
+			s.seen[r] = false
+		}
+		m := quant.Matrix{Name: "w2 rows", Type: s.g2.Matrix().Type, Rows: k, Cols: 256, Data: s.rows}
+		_, _ = m.Repack()
+		s.w.MatMul(&m, s.h1, n, s.zsub[:n*k])
+		for j := range n {
+			for q, r := range s.rowIndex {
+				s.z2[j*256+r] = s.zsub[j*k+q]
+			}
+		}
+	}
+	return s.head()
+}
+
+// head applies ReLU to layer 2's pre-activations and runs the output layer, scoring every point.
+func (s *spirals) head() (ce, acc float64) {
+	n := len(s.y)
 	for i, v := range s.z2 {
 		s.z2[i] = max(0, v)
 	}
+	m3 := s.g3.Matrix()
+	_, _ = m3.Repack()
 	s.w.MatMul(&m3, s.z2, n, s.z3)
 	right := 0
 	for k := range n {
@@ -146,7 +193,7 @@ func RunSpirals(ctx context.Context, o SpiralsOptions, pool *parallel.Pool, leve
 		if err := ctx.Err(); err != nil {
 			return SpiralsResult{}, err
 		}
-		es.Step(func() float64 { c, _ := s.eval(); return -c })
+		es.Step(func() float64 { c, _ := s.evalChanged(es.Applied()); return -c })
 		ce, acc = s.eval()
 		if progress != nil && (es.Iter%50 == 0 || acc >= o.Target) {
 			progress(es.Iter, ce, acc)
