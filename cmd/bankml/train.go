@@ -16,7 +16,7 @@ import (
 
 // trainCmd is `bankml train`: the flags of package train's Job (a distilled student) and of its ES runs.
 type trainCmd struct {
-	Teacher  string `name:"teacher" default:"../shared/models/stories260K.gguf" help:"The float teacher the training set is sampled from (and whose logits are the soft targets)." type:"path"`
+	Teacher  string `name:"teacher" default:"../shared/models/stories260K.gguf" help:"The float teacher the training set is sampled from (its top next-token probabilities are the soft targets)." type:"path"`
 	Out      string `name:"out" default:"/tmp/bankml-train" help:"Directory of the run: checkpoint.bin (resumed when present), loss.csv, loss.svg and the exported GGUF files." type:"path"`
 	Data     string `name:"data" help:"The training data file, drawn from the teacher when absent or drawn with other options (default: OUT/data.tok); runs of one data file share it." type:"path"`
 	HeldOut  string `name:"heldout" default:"perplexity/testdata/heldout-stories.txt" help:"Text kept out of the training set: stories sharing 12 tokens in a row with it are dropped." type:"path"`
@@ -30,8 +30,8 @@ type trainCmd struct {
 	FF      int    `name:"n-ff" default:"512" help:"Feed-forward width (a multiple of 256 for ternary)."`
 	Seq     int    `name:"seq" default:"256" help:"Tokens per training sequence (the exported context_length)."`
 
-	Steps     int     `name:"steps" default:"1500" help:"Optimizer steps (a resumed run continues to this many)."`
-	Batch     int     `name:"batch" default:"8" help:"Sequences per step."`
+	Steps     int     `name:"steps" default:"400" help:"Optimizer steps (a resumed run continues to this many)."`
+	Batch     int     `name:"batch" default:"4" help:"Sequences per step."`
 	Warmup    int     `name:"warmup" default:"50" help:"Warm-up steps."`
 	LR        float64 `name:"lr" default:"0.002" help:"Peak learning rate (AdamW)."`
 	MinLR     float64 `name:"min-lr" default:"0.0002" help:"Learning rate at the last step (cosine)."`
@@ -42,7 +42,7 @@ type trainCmd struct {
 	CkptEvery int     `name:"checkpoint-every" default:"50" help:"Steps between checkpoints (the run resumes from the last one)."`
 	Export    string  `name:"export" default:"tq2_0,q2_0" help:"GGUF files written at the end: any of tq2_0, q2_0 (ternary runs), f32."`
 
-	Stories     int     `name:"stories" default:"1600" help:"Stories sampled from the teacher for the training set."`
+	Stories     int     `name:"stories" default:"360" help:"Stories sampled from the teacher for the training set."`
 	StoryTokens int     `name:"story-tokens" default:"256" help:"Tokens per story at most."`
 	SampleSeed  uint32  `name:"sample-seed" default:"1000" help:"Story i is drawn with the sampler seed sample-seed+i."`
 	Temp        float32 `name:"temp" default:"1" help:"Sampling temperature of the stories."`
