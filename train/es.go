@@ -102,8 +102,9 @@ type ESOptions struct {
 	UpdateFraction float64 // fraction of all trits moved one bin per iteration (at least 1)
 	UpdateDecay    float64 // the fraction shrinks as 1/(1 + decay·iteration)
 	// Accept keeps an iteration's update only when it does not lower the fitness of the unperturbed genomes
-	// (undone otherwise, from its own undo log), and adapts K: halved after a rejection, grown by a quarter after
-	// an acceptance, never above the UpdateFraction's. bankml's addition: Fucina always keeps the update.
+	// (undone otherwise, from its own undo log), and adapts K: ×0.8 after a rejection, ×1.25 after an acceptance
+	// (so about half the updates are kept), never above the UpdateFraction's. bankml's addition: Fucina always
+	// keeps the update.
 	Accept bool
 }
 
@@ -298,7 +299,7 @@ func (es *ES) Step(fitness func() float64) []float64 {
 	if es.Opt.Accept {
 		if fitness() < f0 {
 			es.restore()
-			es.scale = max(es.scale/2, 1/float64(es.total))
+			es.scale = max(es.scale*0.8, 1/float64(es.total))
 		} else {
 			es.scale = min(1, es.scale*1.25)
 		}

@@ -98,13 +98,8 @@ func (c *trainCmd) Run(stderr errWriter) error {
 	if err := opt.Validate(); err != nil {
 		return err
 	}
-	f, err := admit("train", c.Teacher, c.Manifest, stderr)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
 	j := &train.Job{
-		Teacher: f, HeldOut: c.HeldOut, Out: c.Out, DataPath: c.Data,
+		HeldOut: c.HeldOut, Out: c.Out, DataPath: c.Data,
 		Config: train.Config{Embd: c.Embd, Layers: c.Layers, Heads: c.Heads, KVHeads: c.KVHeads, FF: c.FF, Seq: c.Seq,
 			RMSEps: 1e-5, RopeBase: 10000, Mode: mode},
 		Options:  opt,
@@ -119,6 +114,12 @@ func (c *trainCmd) Run(stderr errWriter) error {
 	if err := j.Config.Validate(); err != nil {
 		return err
 	}
+	f, err := admit("train", c.Teacher, c.Manifest, stderr)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	j.Teacher = f
 	return j.Run(ctx)
 }
 
