@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/bankml/bankml/gguf"
@@ -102,5 +103,60 @@ func TestExportedStudentRunsInTheReferenceWithTheSameGreedyTokens(t *testing.T) 
 			m.Close()
 			gf.Close()
 		}
+	}
+}
+
+// EnvTrainedStudent names GGUF files of a student trained with bankml train (comma-separated), for
+// TestTrainedStudentMatchesTheReference; the trained student is not committed (docs/TRAINING.md).
+const EnvTrainedStudent = "BANKML_TRAINED_STUDENT"
+
+// The trained student (the hour-long run, outside CI) gives the reference's greedy tokens, 64 per prompt, from
+// the oracle prompts of package model.
+func TestTrainedStudentMatchesTheReference(t *testing.T) {
+	paths := os.Getenv(EnvTrainedStudent)
+	if paths == "" {
+		t.Skipf("set %s to the student GGUF files of a bankml train run (not in CI: the run takes an hour)", EnvTrainedStudent)
+	}
+	lib := reftest.Lib(t)
+	prompts := []string{"Once upon a time", "The little dog was sad because", "Lily and Tom went to the park. They saw a big tree!",
+		"  One day, a boy named 7 found", "Mom said: \"Do not touch the hot stove.\" But Ben", "Sun"}
+	for _, path := range strings.Split(paths, ",") {
+		gf, err := gguf.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := model.Load(gf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rm, err := lib.LoadModel(path)
+		if err != nil {
+			t.Fatalf("%s: the reference does not load it: %v", path, err)
+		}
+		same, total := 0, 0
+		for _, p := range prompts {
+			toks, err := rm.Tokenize(p, true, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := rm.Greedy(toks, 64, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := greedy(t, m, toks, 64)
+			for i := range want {
+				total++
+				if got[i] == want[i] {
+					same++
+				}
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("%s %q: bankml %v, reference %v", filepath.Base(path), p, got, want)
+			}
+		}
+		t.Logf("%s: %d of %d greedy tokens equal the reference's (%d prompts)", filepath.Base(path), same, total, len(prompts))
+		rm.Close()
+		m.Close()
+		gf.Close()
 	}
 }

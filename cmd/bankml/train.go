@@ -168,7 +168,7 @@ func (c *trainCmd) runES(ctx context.Context, stderr errWriter, level quant.Leve
 	if err != nil {
 		return err
 	}
-	o := train.FineTuneOptions{ES: train.ESOptions{Seed: c.Seed, Pairs: 8, FlipRate: 0.0005, UpdateFraction: 0.001}, Iters: 100, Windows: 8, Seed: c.Seed + 1000, Lambda: c.Lambda}
+	o := train.FineTuneOptions{ES: train.ESOptions{Seed: c.Seed, Pairs: 8, FlipRate: 0.0005, UpdateFraction: 0.001, Accept: true}, Iters: 100, Windows: 8, Seed: c.Seed + 1000, Lambda: c.Lambda}
 	c.esOptions(&o.ES, &o.Iters)
 	dstPath := filepath.Join(c.Out, "student-TQ2_0-es.gguf")
 	f, err := os.Create(dstPath)
