@@ -84,6 +84,9 @@ func SampleStories(ctx context.Context, eng *engine.Engine, bos int32, eogs []in
 						}
 						return nil
 					})
+				if err == nil && len(st.Tokens) != len(res.Tokens)+1 {
+					err = fmt.Errorf("%d tokens streamed, %d generated", len(st.Tokens)-1, len(res.Tokens))
+				}
 				if err != nil {
 					mu.Lock()
 					if firstErr == nil {
@@ -92,9 +95,6 @@ func SampleStories(ctx context.Context, eng *engine.Engine, bos int32, eogs []in
 					mu.Unlock()
 					stop()
 					return
-				}
-				if len(st.Tokens) != len(res.Tokens)+1 {
-					err = fmt.Errorf("train: story %d: %d tokens streamed, %d generated", i, len(st.Tokens)-1, len(res.Tokens))
 				}
 				if n := len(st.Tokens); n > 1 && isEOG[st.Tokens[n-1]] {
 					st.Tokens = st.Tokens[:n-1]

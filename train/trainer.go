@@ -214,22 +214,3 @@ func (tr *Trainer) adamW(lr float64) float64 {
 	}
 	return norm
 }
-
-// Evaluate returns the mean cross-entropy (and KL to the teacher when one is given) of the model on the n
-// sequences of Seq tokens that start at the given offsets of stream, without changing any weight.
-func (tr *Trainer) Evaluate(stream []int32, offsets []int) (ce float64, err error) {
-	m := tr.Model
-	T := m.Cfg.Seq
-	p := newPass(m.Cfg, 1)
-	for _, o := range offsets {
-		if o < 0 || o+T+1 > len(stream) {
-			return 0, fmt.Errorf("train: evaluation offset %d outside a stream of %d tokens", o, len(stream))
-		}
-		c, _ := m.loss(&tr.e, p, stream[o:o+T], stream[o+1:o+T+1], nil, 0)
-		ce += c
-	}
-	for _, t := range m.Tensors {
-		clear(t.G)
-	}
-	return ce / float64(len(offsets)), nil
-}
