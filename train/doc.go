@@ -27,7 +27,10 @@
 // logits from a second DecodeAll: the teacher is evaluated once per training token. Attention products run as
 // dense seq×seq matrices with the masked half discarded. The spirals' first layer (width 2, not a TQ2_0 block) is
 // a fixed random ReLU feature map and the network has no biases, so ES trains trits only (Fucina keeps float
-// biases under Gaussian ES).
+// biases under Gaussian ES). ESOptions.Accept (on in the demo and the fine-tune) keeps an update only when it does
+// not lower the fitness, and adapts K; Fucina always keeps it. A spirals member recomputes only the rows its flips
+// touch (bit-identical to the full product). The fine-tune's frozen activations come from the straight-through
+// forward (float32 attention), not from the served path's f16 KV cache.
 //
 // Determinism. Every op splits its rows into fixed strips (quant.GemmTileRows rows, or gradChunk rows for a
 // weight gradient's partial sums, added in strip order); each element is one fixed chain. A step's batch is a pure
