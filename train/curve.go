@@ -58,7 +58,8 @@ func WriteSVG(w io.Writer, hist []Record, title string) error {
 		p.Add(l)
 		p.Legend.Add(s.name, l)
 	}
-	p.Legend.Top = true
+	p.Legend.Top = true // top right, below the curves' start, inside the canvas
+	p.Legend.XOffs, p.Legend.YOffs = -vg.Points(28), -vg.Points(48)
 	wt, err := p.WriterTo(8*vg.Inch, 4.5*vg.Inch, "svg")
 	if err != nil {
 		return fmt.Errorf("train: plot: %w", err)
