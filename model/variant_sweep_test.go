@@ -15,6 +15,7 @@ import (
 
 	"github.com/bankml/bankml/gguf"
 	"github.com/bankml/bankml/internal/reference"
+	"github.com/bankml/bankml/internal/reftest"
 	"github.com/bankml/bankml/quant"
 )
 
@@ -209,4 +210,12 @@ func TestVariantOpsChild(t *testing.T) {
 		}
 		rm.Close()
 	}
+}
+
+// TestWholeModelOraclesAgainstAutoVariant runs the greedy oracles (stories260K
+// files, the synthetic qwen3 files, and under BANKML_ORACLE_HEAVY=1 the
+// Bonsai-8B-shaped ones) against the CPU variant ggml loads on this CPU as
+// well as haswell (reftest.AgainstAutoVariant).
+func TestWholeModelOraclesAgainstAutoVariant(t *testing.T) {
+	reftest.AgainstAutoVariant(t, "^(TestGreedyMatchesReference|TestQwen3GreedyMatchesReference|TestQwen3Bonsai8BMatchesReference)$")
 }

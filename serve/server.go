@@ -63,6 +63,7 @@ type Options struct {
 	Grace        time.Duration  // 0: DefaultGrace
 	Timeout      time.Duration  // each socket read and write of an exchange (-to/--timeout; withIOTimeouts); 0: DefaultTimeout
 	Version      string         // bankml's version, for receipts, /props and /api/version
+	Match        string         // the reference CPU variant the answers are exact against (quant.ResolveMatch), for receipts and /props
 	Log          *slog.Logger   // nil: discard
 }
 
