@@ -46,7 +46,9 @@ func ProcessVariant() (cpuvariant.Variant, error) { return processVariant() }
 // VariantScore dlopens the variant's library (locally, not registering it
 // with ggml) and returns its ggml_backend_score on this CPU: what
 // ggml_backend_load_best weighs. Scoring runs CPUID only, so every variant
-// can be scored on any x86 CPU.
+// can be scored on any x86 CPU; but the library stays mapped, so a process
+// that scores another variant cannot Load afterwards (the oracle of
+// package cpuvariant calls it, in a process of its own).
 func VariantScore(v cpuvariant.Variant) (int, error) {
 	dir, err := Dir()
 	if err != nil {
@@ -67,40 +69,31 @@ func VariantScore(v cpuvariant.Variant) (int, error) {
 }
 
 // AutoVariant is the variant ggml_backend_load_best would load from the
-// bins folder on this CPU, by the libraries' own scores: the first highest
-// score over the folder's libggml-cpu-*.so (the scores are distinct).
+// bins folder on this CPU: cpuvariant.Auto, ggml's scorer as bankml
+// reproduces it (internal/cpuvariant's TestScoresMatchTheLibraries holds it
+// equal to every library's own ggml_backend_score). It is computed without
+// loading the libraries: a library once dlopened stays mapped, and Load
+// verifies that no other CPU variant is mapped into the process.
 func AutoVariant() (cpuvariant.Variant, error) {
 	dir, err := Dir()
 	if err != nil {
 		return 0, err
 	}
-	best, bestScore := cpuvariant.Haswell, 0
-	for _, v := range cpuvariant.All() {
-		if !isFile(filepath.Join(dir, v.Library())) {
-			continue
-		}
-		s, err := VariantScore(v)
-		if err != nil {
-			return 0, err
-		}
-		if s > bestScore {
-			best, bestScore = v, s
-		}
-	}
-	if bestScore == 0 {
+	v := cpuvariant.Auto()
+	if v.Score() == 0 {
 		return 0, fmt.Errorf("reference: no CPU variant in %s scores above 0 on this CPU", dir)
 	}
-	return best, nil
+	if !isFile(filepath.Join(dir, v.Library())) {
+		return 0, fmt.Errorf("reference: %s has no %s: %w", dir, v.Library(), ErrNotInstalled)
+	}
+	return v, nil
 }
 
-// CanExecute reports whether this CPU runs the variant's code: its score is
-// above 0 (ggml would load it), else an error naming what it lacks.
+// CanExecute reports whether this CPU runs the variant's code: its score
+// (cpuvariant's reproduction of ggml_backend_score, computed without loading
+// the library) is above 0, else an error naming what the CPU lacks.
 func CanExecute(v cpuvariant.Variant) error {
-	s, err := VariantScore(v)
-	if err != nil {
-		return err
-	}
-	if s == 0 {
+	if v.Score() == 0 {
 		return fmt.Errorf("reference: this CPU cannot run %s (it lacks %s)", v.Library(), strings.Join(v.Missing(), ", "))
 	}
 	return nil
