@@ -18,6 +18,7 @@ import (
 
 	"github.com/bankml/bankml/engine"
 	"github.com/bankml/bankml/ledger"
+	"github.com/bankml/bankml/quant"
 	"github.com/bankml/bankml/sample"
 )
 
@@ -63,7 +64,7 @@ type Options struct {
 	Grace        time.Duration  // 0: DefaultGrace
 	Timeout      time.Duration  // each socket read and write of an exchange (-to/--timeout; withIOTimeouts); 0: DefaultTimeout
 	Version      string         // bankml's version, for receipts, /props and /api/version
-	Match        string         // the reference CPU variant the answers are exact against (quant.ResolveMatch), for receipts and /props
+	Match        string         // the reference CPU variant the answers are exact against (quant.ResolveMatch), for receipts and /props; "": BANKML_MATCH's (quant.MatchFromEnv)
 	Log          *slog.Logger   // nil: discard
 }
 
@@ -166,6 +167,13 @@ func New(m *Model, o Options) (*Server, error) {
 	}
 	if o.Version == "" {
 		o.Version = "dev"
+	}
+	if o.Match == "" {
+		mt, err := quant.MatchFromEnv()
+		if err != nil {
+			return nil, fmt.Errorf("serve: %w", err)
+		}
+		o.Match = mt.Variant.String()
 	}
 	suppress, err := sample.SuppressTokens(m.File, m.Model.HP.NVocab)
 	if err != nil {
