@@ -1,0 +1,156 @@
+package quant
+
+import (
+	"encoding/binary"
+
+	"github.com/bankml/bankml/fmath"
+	"github.com/bankml/bankml/gguf"
+	"github.com/bankml/bankml/internal/cpuvariant"
+)
+
+// Chains of CPU variants other than haswell that bankml models so far, for
+// the CPU variants sweep (docs/exactness.md, "CPU variants"): the dot
+// products of the AVX builds without AVX2 (sandybridge, ivybridge: no FMA;
+// piledriver: FMA), the __AVX__ branches of
+// ggml/src/ggml-cpu/arch/x86/quants.c, and the generic loops as the builds
+// without FMA compile them. fused says whether a build contracts a*b+c
+// (piledriver's vfmadd231ps/ss, read with objdump).
+
+// mulAdd is a*b+c as the build computes it: one rounding when fused, else
+// the product rounded first.
+func mulAdd(a, b, c float32, fused bool) float32 {
+	if fused {
+		return fmath.FMA32(a, b, c)
+	}
+	return float32(a*b) + c
+}
+
+// avxLanes4 is mul_sum_i8_quad_float's (and the Q4_0 branch's int16 adds
+// and sum_i16_pairs_float's) lane sums of one block: lane k is the
+// maddubs-saturated sum of bytes 4k..4k+3 and 16+4k..16+4k+3, i.e. AVX2's
+// lanes k and k+4 added.
+func avxLanes4(x, y *[32]int8, out []int32) {
+	var ls [8]int32
+	laneSums8(x, y, &ls)
+	for k := range 4 {
+		out[k] = ls[k] + ls[k+4]
+	}
+}
+
+// vecDotQ8_0Q8_0AVX is ggml_vec_dot_q8_0_q8_0 of the AVX builds: two blocks
+// per step, lanes 0..3 of the first and 4..7 of the second, each
+// acc = acc + (dx*dy)·lane; hsum_float_8; an odd last block scalar,
+// sumf += sumi·(dx*dy) with the exact integer sum.
+func vecDotQ8_0Q8_0AVX(w, a []byte, nb int, fused bool) float32 {
+	var acc [8]float32
+	var x, y [32]int8
+	var ls [8]int32
+	b := 0
+	for ; b+1 < nb; b += 2 {
+		for h := range 2 {
+			wb, ab := w[(b+h)*BlockQ8_0Size:], a[(b+h)*BlockQ8_0Size:]
+			d := FP16ToFP32(binary.LittleEndian.Uint16(wb)) * FP16ToFP32(binary.LittleEndian.Uint16(ab))
+			for i := range 32 {
+				x[i], y[i] = int8(wb[2+i]), int8(ab[2+i])
+			}
+			avxLanes4(&x, &y, ls[4*h:4*h+4])
+			for k := 4 * h; k < 4*h+4; k++ {
+				acc[k] = mulAdd(d, float32(ls[k]), acc[k], fused)
+			}
+		}
+	}
+	sumf := hsum8(&acc)
+	for ; b < nb; b++ {
+		wb, ab := w[b*BlockQ8_0Size:], a[b*BlockQ8_0Size:]
+		var sumi int32
+		for i := range 32 {
+			sumi += int32(int8(wb[2+i])) * int32(int8(ab[2+i]))
+		}
+		d := FP16ToFP32(binary.LittleEndian.Uint16(wb)) * FP16ToFP32(binary.LittleEndian.Uint16(ab))
+		sumf = mulAdd(float32(sumi), d, sumf, fused)
+	}
+	return sumf
+}
+
+// vecDotQ4_0Q8_0AVX is ggml_vec_dot_q4_0_q8_0 of the AVX builds: as
+// vecDotQ8_0Q8_0AVX with the weights unpacked to nibble-8 (the int16 adds
+// cannot wrap: |pair| ≤ 2048); an odd last block sumf += (sumi·dx)·dy.
+func vecDotQ4_0Q8_0AVX(w, a []byte, nb int, fused bool) float32 {
+	var acc [8]float32
+	var x, y [32]int8
+	var ls [8]int32
+	b := 0
+	for ; b+1 < nb; b += 2 {
+		for h := range 2 {
+			wb, ab := w[(b+h)*BlockQ4_0Size:], a[(b+h)*BlockQ8_0Size:]
+			d := FP16ToFP32(binary.LittleEndian.Uint16(wb)) * FP16ToFP32(binary.LittleEndian.Uint16(ab))
+			q4_0Values(wb, &x)
+			for i := range 32 {
+				y[i] = int8(ab[2+i])
+			}
+			avxLanes4(&x, &y, ls[4*h:4*h+4])
+			for k := 4 * h; k < 4*h+4; k++ {
+				acc[k] = mulAdd(d, float32(ls[k]), acc[k], fused)
+			}
+		}
+	}
+	sumf := hsum8(&acc)
+	for ; b < nb; b++ {
+		wb, ab := w[b*BlockQ4_0Size:], a[b*BlockQ8_0Size:]
+		q4_0Values(wb, &x)
+		var sumi int32
+		for i := range 32 {
+			sumi += int32(x[i]) * int32(int8(ab[2+i]))
+		}
+		t := float32(sumi) * FP16ToFP32(binary.LittleEndian.Uint16(wb))
+		sumf = mulAdd(t, FP16ToFP32(binary.LittleEndian.Uint16(ab)), sumf, fused)
+	}
+	return sumf
+}
+
+// vecDotQ2_0Q8_0NoFMA is ggml_vec_dot_q2_0_q8_0 of the builds without FMA
+// (x64, sse42, sandybridge, ivybridge: the same generic C loop as haswell's,
+// compiled to mulss/addss):
+// s = +0 + float(isum0)*dy0, s += float(isum1)*dy1, sumf += s*d, each
+// product and sum rounded.
+func vecDotQ2_0Q8_0NoFMA(w, a []byte, nb int) float32 {
+	var sumf float32
+	for b := range nb {
+		wb := w[b*BlockQ2_0Size:]
+		a0, a1 := a[2*b*BlockQ8_0Size:], a[(2*b+1)*BlockQ8_0Size:]
+		var s float32
+		s += float32(float32(q2SubSum(wb[2:10], a0[2:])) * FP16ToFP32(binary.LittleEndian.Uint16(a0)))
+		s += float32(float32(q2SubSum(wb[10:18], a1[2:])) * FP16ToFP32(binary.LittleEndian.Uint16(a1)))
+		sumf += float32(s * FP16ToFP32(binary.LittleEndian.Uint16(wb)))
+	}
+	return sumf
+}
+
+// variantDot returns the block dot product of typ as variant v computes it
+// where its chain differs from haswell's and bankml models it, else nil (the
+// sweep falls back to haswell's kernel; a variant is matched only once all
+// its paths are modelled: Modelled).
+func variantDot(v Variant, typ gguf.GGMLType) func(w, a []byte, nb int) float32 {
+	if typ == gguf.Q2_0 {
+		switch v {
+		case cpuvariant.X64, cpuvariant.SSE42, cpuvariant.SandyBridge, cpuvariant.IvyBridge:
+			return vecDotQ2_0Q8_0NoFMA
+		}
+		return nil
+	}
+	var fused bool
+	switch v {
+	case cpuvariant.SandyBridge, cpuvariant.IvyBridge:
+	case cpuvariant.Piledriver:
+		fused = true
+	default:
+		return nil
+	}
+	switch typ {
+	case gguf.Q8_0:
+		return func(w, a []byte, nb int) float32 { return vecDotQ8_0Q8_0AVX(w, a, nb, fused) }
+	case gguf.Q4_0:
+		return func(w, a []byte, nb int) float32 { return vecDotQ4_0Q8_0AVX(w, a, nb, fused) }
+	}
+	return nil
+}
