@@ -131,12 +131,39 @@ func vecDotQ2_0Q8_0NoFMA(w, a []byte, nb int) float32 {
 // sweep falls back to haswell's kernel; a variant is matched only once all
 // its paths are modelled: Modelled).
 func variantDot(v Variant, typ gguf.GGMLType) func(w, a []byte, nb int) float32 {
-	if typ == gguf.Q2_0 {
-		switch v {
-		case cpuvariant.X64, cpuvariant.SSE42, cpuvariant.SandyBridge, cpuvariant.IvyBridge:
+	unfused := func(f func(w, a []byte, nb int, fused bool) float32) func(w, a []byte, nb int) float32 {
+		return func(w, a []byte, nb int) float32 { return f(w, a, nb, false) }
+	}
+	switch {
+	case v == cpuvariant.X64 && typ == gguf.Q4_0:
+		return unfused(vecDotQ4_0Generic)
+	case v == cpuvariant.X64 && typ == gguf.Q1_0:
+		return unfused(vecDotQ1_0Generic)
+	case (v == cpuvariant.X64 || v == cpuvariant.SSE42) && typ == gguf.Q8_0:
+		// sse42 has no SSSE3 branch for Q8_0: its scalar loop is the generic one.
+		return unfused(vecDotQ8_0Generic)
+	}
+	switch v {
+	case cpuvariant.X64, cpuvariant.SSE42, cpuvariant.SandyBridge, cpuvariant.IvyBridge:
+		// ggml's generic C loops, compiled without FMA.
+		switch typ {
+		case gguf.Q2_0:
 			return vecDotQ2_0Q8_0NoFMA
+		case gguf.TQ1_0:
+			return unfused(vecDotTQ1_0Generic)
+		case gguf.TQ2_0:
+			return unfused(vecDotTQ2_0Generic)
 		}
-		return nil
+	}
+	if v == cpuvariant.Piledriver {
+		// Without AVX2 these types take ggml's generic C loops, which the
+		// FMA build contracts as haswell's *_generic exports are.
+		switch typ {
+		case gguf.TQ1_0:
+			return VecDotTQ1_0Q8_KGeneric
+		case gguf.TQ2_0:
+			return VecDotTQ2_0Q8_KGeneric
+		}
 	}
 	var fused bool
 	switch v {
