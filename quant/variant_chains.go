@@ -126,6 +126,63 @@ func vecDotQ2_0Q8_0NoFMA(w, a []byte, nb int) float32 {
 	return sumf
 }
 
+// vecDotQ1_0AVX is ggml_vec_dot_q1_0_q8_0 of the AVX builds without AVX2
+// (sandybridge, ivybridge): haswell's lanes and order with the block scale
+// multiplied and added apart (the sub-block products are exact either way:
+// see VecDotQ1_0Q8_0).
+func vecDotQ1_0AVX(w, a []byte, nb int) float32 {
+	var acc [8]float32
+	var ls [8]int32
+	for b := range nb {
+		wb := w[b*BlockQ1_0Size : (b+1)*BlockQ1_0Size]
+		d0 := FP16ToFP32(binary.LittleEndian.Uint16(wb))
+		var blk [8]float32
+		for k := range 4 {
+			ab := a[(4*b+k)*BlockQ8_0Size : (4*b+k+1)*BlockQ8_0Size]
+			dy := FP16ToFP32(binary.LittleEndian.Uint16(ab))
+			q1LaneSums(binary.LittleEndian.Uint32(wb[2+4*k:]), ab[2:], &ls)
+			for j := range 8 {
+				if k == 0 {
+					blk[j] = dy * float32(ls[j])
+				} else {
+					blk[j] += float32(dy * float32(ls[j]))
+				}
+			}
+		}
+		for j := range 8 {
+			acc[j] += float32(d0 * blk[j])
+		}
+	}
+	return hsum8(&acc)
+}
+
+// vecDotQ1_0SSSE3 is ggml_vec_dot_q1_0_q8_0 of the sse42 build (its SSSE3
+// branch): one 4-lane accumulator per Q8_0 sub-block K, lane l holding the
+// sums of bytes 4l..4l+3 and 16+4l..16+4l+3, acc_K += ((d0*dy_K)·q) with
+// every product rounded; hsum_float_4x4 of the four (hadd pairs, then the
+// pairs' sums, then those).
+func vecDotQ1_0SSSE3(w, a []byte, nb int) float32 {
+	var acc [4][4]float32
+	var ls [8]int32
+	for b := range nb {
+		wb := w[b*BlockQ1_0Size : (b+1)*BlockQ1_0Size]
+		d0 := FP16ToFP32(binary.LittleEndian.Uint16(wb))
+		for k := range 4 {
+			ab := a[(4*b+k)*BlockQ8_0Size : (4*b+k+1)*BlockQ8_0Size]
+			d := d0 * FP16ToFP32(binary.LittleEndian.Uint16(ab))
+			q1LaneSums(binary.LittleEndian.Uint32(wb[2+4*k:]), ab[2:], &ls)
+			for l := range 4 {
+				acc[k][l] += float32(d * float32(ls[l]+ls[l+4]))
+			}
+		}
+	}
+	var s [4]float32
+	for k := range 4 {
+		s[k] = (acc[k][0] + acc[k][1]) + (acc[k][2] + acc[k][3])
+	}
+	return (s[0] + s[1]) + (s[2] + s[3])
+}
+
 // variantDot returns the block dot product of typ as variant v computes it
 // where its chain differs from haswell's and bankml models it, else nil (the
 // sweep falls back to haswell's kernel; a variant is matched only once all
@@ -139,6 +196,10 @@ func variantDot(v Variant, typ gguf.GGMLType) func(w, a []byte, nb int) float32 
 		return unfused(vecDotQ4_0Generic)
 	case v == cpuvariant.X64 && typ == gguf.Q1_0:
 		return unfused(vecDotQ1_0Generic)
+	case v == cpuvariant.SSE42 && typ == gguf.Q1_0:
+		return vecDotQ1_0SSSE3
+	case (v == cpuvariant.SandyBridge || v == cpuvariant.IvyBridge) && typ == gguf.Q1_0:
+		return vecDotQ1_0AVX
 	case (v == cpuvariant.X64 || v == cpuvariant.SSE42) && typ == gguf.Q8_0:
 		// sse42 has no SSSE3 branch for Q8_0: its scalar loop is the generic one.
 		return unfused(vecDotQ8_0Generic)
