@@ -2,6 +2,7 @@ package quant
 
 import (
 	"encoding/binary"
+	"math"
 
 	"github.com/bankml/bankml/fmath"
 	"github.com/bankml/bankml/gguf"
@@ -181,6 +182,42 @@ func vecDotQ1_0SSSE3(w, a []byte, nb int) float32 {
 		s[k] = (acc[k][0] + acc[k][1]) + (acc[k][2] + acc[k][3])
 	}
 	return (s[0] + s[1]) + (s[2] + s[3])
+}
+
+// quantizeRowQ8_0Ref is quantize_row_q8_0_ref of libggml-base.so, which the
+// x64 and sse42 builds' quantize_row_q8_0 calls (no AVX branch): as
+// QuantizeRowQ8_1Ref without the sum, amax = max |x| (amax > |x| ? amax :
+// |x|), d = amax/127 stored by the software f16 conversion, id = 1/d (0
+// when d is 0), q = (int8)roundf(x*id) (halves away from zero, truncated
+// through cvttss2si). len(x) a multiple of 32; dst needs len(x)/32*34 bytes.
+func quantizeRowQ8_0Ref(x []float32, dst []byte) {
+	nb := min(len(x)/QK8_0, len(dst)/BlockQ8_0Size)
+	for b := range nb {
+		xb := x[b*QK8_0 : (b+1)*QK8_0]
+		out := dst[b*BlockQ8_0Size : (b+1)*BlockQ8_0Size]
+		var amax float32
+		for _, v := range xb {
+			amax = legacyMaxPS(amax, absBits(v))
+		}
+		d := amax / 127
+		var id float32
+		if d != 0 {
+			id = 1 / d
+		}
+		binary.LittleEndian.PutUint16(out, softFP32ToFP16(d))
+		for i, v := range xb {
+			out[2+i] = byte(int8(cvttss2si(float32(math.Round(float64(v * id))))))
+		}
+	}
+}
+
+// variantQuantizeQ8_0 returns quantize_row_q8_0 as variant v computes it
+// where it differs from haswell's and bankml models it, else nil.
+func variantQuantizeQ8_0(v Variant) func(x []float32, dst []byte) {
+	if v == cpuvariant.X64 || v == cpuvariant.SSE42 {
+		return quantizeRowQ8_0Ref
+	}
+	return nil
 }
 
 // variantDot returns the block dot product of typ as variant v computes it
