@@ -220,6 +220,18 @@ func variantQuantizeQ8_0(v Variant) func(x []float32, dst []byte) {
 	return nil
 }
 
+// variantVecDotOnly reports whether v's mul_mat takes typ's vec_dot for two
+// or more columns too: always but for the types llamafile's tinyBLAS_Q0
+// takes in the builds with AVX (Q8_0, Q4_0, Q5_0; its per-output chain is
+// not the AVX builds' vec_dot's).
+func variantVecDotOnly(v Variant, typ gguf.GGMLType) bool {
+	switch typ {
+	case gguf.Q8_0, gguf.Q4_0, gguf.Q5_0:
+		return v == cpuvariant.X64 || v == cpuvariant.SSE42
+	}
+	return true
+}
+
 // variantDot returns the block dot product of typ as variant v computes it
 // where its chain differs from haswell's and bankml models it, else nil (the
 // sweep falls back to haswell's kernel; a variant is matched only once all

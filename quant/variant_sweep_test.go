@@ -246,6 +246,7 @@ func TestVariantSweepChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	work.variant = v // its chains where bankml models them (variantDot)
 	// 12 rows: a plain context never repacks, and a model's Q4_0/Q4_K
 	// weights are repacked exactly when their rows are a multiple of 8
 	// (that case is the CPU_REPACK rows below, at 16 rows).
@@ -276,7 +277,8 @@ func TestVariantSweepChild(t *testing.T) {
 					}
 				}
 			}
-			report(fmt.Sprintf("mul_mat %s, %s", typ, cols.label), same, total)
+			modelled := variantDot(v, typ) != nil && (cols.ns[0] == 1 || variantVecDotOnly(v, typ))
+			reportM(fmt.Sprintf("mul_mat %s, %s", typ, cols.label), same, total, modelled)
 		}
 	}
 	if strings.Contains(strings.Join(v.Features(), " "), "AVX2") {
