@@ -133,8 +133,10 @@ func Parse(text string, vocab Tokens) (r *Rules, err error) {
 	return &p.Rules, nil
 }
 
-func isDigit(c byte) bool    { return '0' <= c && c <= '9' }
-func isWordChar(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c == '-' || isDigit(c) }
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+func isWordChar(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c == '-' || isDigit(c)
+}
 
 func (p *parser) parseSpace(pos int, newlineOK bool) int {
 	for {

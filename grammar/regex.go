@@ -81,7 +81,7 @@ func compileRegex(pattern string) (re *regex, err error) {
 }
 
 func (p *reParser) more() bool { return p.i < len(p.s) }
-func (p *reParser) peek() byte  { return p.s[p.i] }
+func (p *reParser) peek() byte { return p.s[p.i] }
 
 func (p *reParser) disjunction() *reNode {
 	alts := []*reNode{p.alternative()}
@@ -208,7 +208,9 @@ func classOf(f func(c byte) bool) *[256]bool {
 }
 
 func isSpaceC(c byte) bool { return c == ' ' || c >= '\t' && c <= '\r' }
-func isWordC(c byte) bool  { return isDigit(c) || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c == '_' }
+func isWordC(c byte) bool {
+	return isDigit(c) || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c == '_'
+}
 
 func (p *reParser) atom() *reNode {
 	c := p.peek()
