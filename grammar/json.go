@@ -411,7 +411,8 @@ func (j *JSON) clone() *JSON {
 // strings with '"', '\\' and control characters escaped (\b \f \n \r \t,
 // others \u00xx) and other bytes as they are, integers in decimal, doubles
 // in the shortest form that reads back (with ".0" when they look like an
-// integer, exponents as e+NN from 1e16 and below 1e-4), NaN and infinities
+// integer, exponents as e+NN from 1e16 and below 1e-4; the digits are
+// Grisu2's, which read back as the same double), NaN and infinities
 // as null.
 func (j *JSON) Dump() string {
 	var b strings.Builder
@@ -489,8 +490,8 @@ func dumpString(b *strings.Builder, s string) {
 	b.WriteByte('"')
 }
 
-// dumpFloat is nlohmann's to_chars: the digits of the shortest decimal that
-// reads back as x, laid out by format_buffer with kMinExp -4, kMaxExp 15.
+// dumpFloat is nlohmann's to_chars: the digits Grisu2 gives for x, laid out
+// by format_buffer with kMinExp -4, kMaxExp 15.
 func dumpFloat(x float64) string {
 	if math.IsNaN(x) || math.IsInf(x, 0) {
 		return "null"
@@ -504,12 +505,10 @@ func dumpFloat(x float64) string {
 		b.WriteString("0.0")
 		return b.String()
 	}
-	e := strconv.FormatFloat(x, 'e', -1, 64) // d.ddde±XX
-	mant, exp, _ := strings.Cut(e, "e")
-	digits := strings.Replace(mant, ".", "", 1)
-	x10, _ := strconv.Atoi(exp)
+	d, exp := grisu2(x)
+	digits := string(d)
 	k := len(digits)
-	n := x10 + 1 // position of the decimal point
+	n := k + exp // position of the decimal point
 	const minExp, maxExp = -4, 15
 	switch {
 	case k <= n && n <= maxExp:
