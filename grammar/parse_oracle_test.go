@@ -81,3 +81,43 @@ func TestParseMatchesTheReference(t *testing.T) {
 	}
 	t.Logf("parse: %d of %d grammars (rules or error message) equal to llama_grammar_parser's", same, total)
 }
+
+// TestNewRefusesAsTheReference builds every refused grammar with New and with
+// llama_sampler_init_grammar: both refuse, New with the reference's message
+// (the parser's, or the init's log line: no rules, no root, left recursion).
+func TestNewRefusesAsTheReference(t *testing.T) {
+	lib, shim := shimFor(t)
+	vm := vocabs(t, lib)[1]
+	same := 0
+	for _, c := range badGrammars {
+		t.Run(c.name, func(t *testing.T) {
+			rg, msg := shim.NewGrammar(vm.ref, c.text, "root", false, nil, nil)
+			if rg != nil {
+				rg.Free()
+				if c.text == "" {
+					// an empty grammar makes a sampler that constrains nothing
+					same++
+					return
+				}
+				t.Fatalf("the reference accepts %q", c.text)
+			}
+			_, err := New(c.text, vm.v, Options{})
+			var pe *ParseError
+			var ie *InitError
+			switch {
+			case errors.As(err, &pe):
+				if !strings.Contains(msg, "error parsing grammar: "+pe.Msg) {
+					t.Fatalf("error %q; the reference said %q", pe.Msg, msg)
+				}
+			case errors.As(err, &ie):
+				if !strings.Contains(msg, ie.Msg+"\n") {
+					t.Fatalf("error %q; the reference said %q", ie.Msg, msg)
+				}
+			default:
+				t.Fatalf("New: %v; the reference said %q", err, msg)
+			}
+			same++
+		})
+	}
+	t.Logf("refusals: %d of %d refused grammars refused with the reference's message", same, len(badGrammars))
+}

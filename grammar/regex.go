@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // This file is a small backtracking matcher for the regular expressions of
@@ -611,4 +612,18 @@ func (tp *triggerPattern) find(input string) (int, bool) {
 		return startPos(caps), true
 	}
 	return 0, false
+}
+
+// RegexEscape is common/common.cpp's regex_escape: every character of
+// .^$|()*+?[]{}\ preceded by a backslash, so that s matches itself
+// (llama-server turns a trigger word into a pattern with it).
+func RegexEscape(s string) string {
+	var b []byte
+	for i := 0; i < len(s); i++ {
+		if strings.IndexByte(`.^$|()*+?[]{}\`, s[i]) >= 0 {
+			b = append(b, '\\')
+		}
+		b = append(b, s[i])
+	}
+	return string(b)
 }
