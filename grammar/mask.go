@@ -58,6 +58,10 @@ func (m *Mask) Count() int {
 	return n
 }
 
+// Words returns the mask as a bit set by token id: bit id%64 of word id/64.
+// The slice is shared: do not modify it. Nil when All.
+func (m *Mask) Words() []uint64 { return m.bits }
+
 // All reports whether the mask holds every token (a lazy grammar awaiting
 // its trigger constrains nothing).
 func (m *Mask) All() bool { return m.all }
@@ -98,66 +102,95 @@ func (g *Grammar) Mask() *Mask {
 func (g *Grammar) trieMask(cur int32) bitset {
 	v, c := g.v, g.c
 	pos := newBitset(len(v.posToken))
-	type item struct{ node, state int32 }
-	todo := []item{{0, cur}}
-	for len(todo) > 0 {
-		it := todo[len(todo)-1]
-		todo = todo[:len(todo)-1]
-		n := &v.nodes[it.node]
-		st := c.states[it.state]
-		if n.termStart < n.termEnd {
-			if !n.partial {
-				pos.setRange(n.termStart, n.termEnd)
+	// stack[d] is the state at depth d of the current path
+	stack := make([]int32, 1, 64)
+	stack[0] = cur
+	nodes := v.nodes
+	for i := int32(0); int(i) < len(nodes); {
+		n := &nodes[i]
+		s := cur
+		if i > 0 {
+			parent := stack[n.depth-1]
+			st := c.states[parent]
+			if n.cp < 128 {
+				if s = st.ascii[n.cp]; s < 0 {
+					s = c.step(parent, n.cp)
+				}
 			} else {
-				for p := n.termStart; p < n.termEnd; p++ {
+				s = c.step(parent, n.cp)
+			}
+			if s == 0 {
+				i = n.skip
+				continue
+			}
+			if int(n.depth) < len(stack) {
+				stack = stack[:n.depth+1]
+				stack[n.depth] = s
+			} else {
+				stack = append(stack, s)
+			}
+		}
+		st := c.states[s]
+		if n.nTerm > 0 {
+			end := n.termStart + int32(n.nTerm)
+			if !n.partial {
+				pos.setRange(n.termStart, end)
+			} else {
+				for p := n.termStart; p < end; p++ {
 					if c.endAllows(st, v.posPartial[p]) {
 						pos.set(p)
 					}
 				}
 			}
 		}
-		for _, e := range st.tokTops {
-			p := int32(-1)
-			if int(e.Value) < v.n {
-				p = v.tokenPos[e.Value]
-			}
-			inside := n.termEnd <= p && p < n.subEnd
-			if e.Type == Token {
-				if inside {
-					pos.set(p)
-				}
-			} else if inside {
-				pos.setRange(n.termEnd, p)
-				pos.setRange(p+1, n.subEnd)
-			} else {
-				pos.setRange(n.termEnd, n.subEnd)
+		if len(st.tokTops) == 0 && n.sum >= 0 {
+			// a subtree whose every code point leads back to this state
+			// is allowed whole, unless a piece in it ends in a partial
+			// sequence
+			if sum := &v.sums[n.sum]; !sum.partial && c.loops(s).loopsOver(sum) {
+				pos.setRange(n.termStart+int32(n.nTerm), v.subEnd(i))
+				i = n.skip
+				continue
 			}
 		}
-		for _, ch := range v.children[n.childStart:n.childEnd] {
-			var next int32
-			if ch.cp < 128 {
-				if next = st.ascii[ch.cp]; next < 0 {
-					next = c.step(it.state, ch.cp)
+		if len(st.tokTops) > 0 {
+			lo, hi := n.termStart+int32(n.nTerm), v.subEnd(i)
+			for _, e := range st.tokTops {
+				p := int32(-1)
+				if int(e.Value) < v.n {
+					p = v.tokenPos[e.Value]
 				}
-			} else {
-				next = c.step(it.state, ch.cp)
-			}
-			if next != 0 {
-				todo = append(todo, item{ch.node, next})
+				inside := lo <= p && p < hi
+				if e.Type == Token {
+					if inside {
+						pos.set(p)
+					}
+				} else if inside {
+					pos.setRange(lo, p)
+					pos.setRange(p+1, hi)
+				} else {
+					pos.setRange(lo, hi)
+				}
 			}
 		}
+		i++
 	}
 	out := newBitset(v.n)
-	for p, tok := range v.posToken {
-		if pos.has(int32(p)) {
-			out.set(tok)
+	for w, word := range pos {
+		for word != 0 {
+			b := bits.TrailingZeros64(word)
+			word &= word - 1
+			out.set(v.posToken[w<<6|b])
+		}
+	}
+	for _, id := range v.long {
+		if g.allowsLocked(cur, PartialUTF8{}, id) {
+			out.set(id)
 		}
 	}
 	if c.states[cur].hasEmpty {
-		for id, e := range v.eog {
-			if e {
-				out.set(int32(id))
-			}
+		for _, id := range v.eogIDs {
+			out.set(id)
 		}
 	}
 	return out
@@ -175,11 +208,12 @@ func (g *Grammar) partialMask(cur int32, partial PartialUTF8) bitset {
 		}
 	}
 	if g.c.states[cur].hasEmpty {
-		for id, e := range v.eog {
-			if e {
-				out.set(int32(id))
-			}
+		for _, id := range v.eogIDs {
+			out.set(id)
 		}
 	}
 	return out
 }
+
+// Len returns the size of the vocabulary the mask is over.
+func (m *Mask) Len() int { return m.n }

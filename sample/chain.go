@@ -57,7 +57,7 @@ func New(p Params, m Model) (*Chain, error) {
 		return nil, fmt.Errorf("sample: vocabulary of %d tokens", m.NVocab)
 	}
 	c := &Chain{params: p, nVocab: m.NVocab, cur: make([]TokenData, m.NVocab)}
-	g, err := newGrammar(&p, m.Grammar)
+	g, err := newGrammar(&p, m.Grammar, m.NVocab)
 	if err != nil {
 		return nil, err
 	}

@@ -55,12 +55,15 @@ const llguidancePrefix = "%llguidance"
 // "root", then, for a grammar made from a schema or for tool calls that is
 // not lazy, the generation prompt's tokens fed to it. It returns nil when
 // p.Grammar is empty.
-func newGrammar(p *Params, v *grammar.Vocab) (*grammar.Grammar, error) {
+func newGrammar(p *Params, v *grammar.Vocab, nVocab int) (*grammar.Grammar, error) {
 	if p.Grammar == "" {
 		return nil, nil
 	}
 	if v == nil {
 		return nil, invalid("grammar", "the model has no vocabulary for grammars (sample.Model.Grammar)")
+	}
+	if n := v.Tokens().NVocab(); n != nVocab {
+		return nil, invalid("grammar", "the grammar vocabulary has %d tokens and the model %d", n, nVocab)
 	}
 	o := grammar.Options{Lazy: p.GrammarLazy}
 	for _, t := range p.GrammarTriggers {
@@ -124,25 +127,28 @@ func grammarReason(err error) string {
 // isSpace is std::isspace in the C locale.
 func isSpace(c byte) bool { return c == ' ' || c >= '\t' && c <= '\r' }
 
-// applyGrammar is the grammar sampler's apply on the chain's candidates:
-// every candidate the grammar refuses gets logit -Inf. A single candidate
-// (the rejection check) is tested alone; more go through the whole mask.
+// applyGrammar is the grammar sampler's apply on the chain's candidates,
+// which are the whole vocabulary in id order (set_logits has just filled
+// them): every candidate the grammar refuses gets logit -Inf, a word of the
+// grammar's mask at a time.
 func applyGrammar(g *grammar.Grammar, c *candidates) {
 	if g.Awaiting() {
 		return
 	}
-	if len(c.data) <= 8 {
-		for i := range c.data {
-			if !g.Allows(c.data[i].ID) {
-				c.data[i].Logit = float32(math.Inf(-1))
-			}
-		}
+	m := g.Mask()
+	if m.All() {
 		return
 	}
-	m := g.Mask()
-	for i := range c.data {
-		if !m.Allowed(c.data[i].ID) {
-			c.data[i].Logit = float32(math.Inf(-1))
+	ninf := float32(math.Inf(-1))
+	for w, x := range m.Words() {
+		if x == ^uint64(0) {
+			continue
+		}
+		base := w * 64
+		for b := range min(64, len(c.data)-base) {
+			if x&(1<<b) == 0 {
+				c.data[base+b].Logit = ninf
+			}
 		}
 	}
 }
