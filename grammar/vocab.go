@@ -41,6 +41,7 @@ type Vocab struct {
 	// order, so a subtree's terminals are a range of positions
 	nodes        []trieNode
 	sums         []trieSum
+	rootKids     []rootKid // the root's children in code point order
 	posToken     []int32 // terminal position -> token id
 	posPartial   []PartialUTF8
 	tokenPos     []int32 // token id -> terminal position, -1 if not in the trie
@@ -66,6 +67,12 @@ type trieNode struct {
 	sum       int32 // index of the subtree's summary in Vocab.sums, -1 for a leaf
 	depth     uint16
 	partial   bool // some piece ending here ends in a partial UTF-8 sequence
+}
+
+// rootKid is a child of the trie's root: its code point and node.
+type rootKid struct {
+	cp   uint32
+	node int32
 }
 
 // trieSum summarizes the strict subtree of an inner node: which code points
@@ -146,6 +153,9 @@ func (v *Vocab) build() {
 		}
 		cps := func(i int) []uint32 { return entries[i].cps }
 		v.buildNode(cps, 0, len(entries), 0, 0)
+		for i := int32(1); int(i) < len(v.nodes); i = v.nodes[i].skip {
+			v.rootKids = append(v.rootKids, rootKid{v.nodes[i].cp, i})
+		}
 	})
 }
 

@@ -83,7 +83,7 @@ func (l *Lib) loadGrammarShim(ctx context.Context) (*GrammarShim, error) {
 			return nil, err
 		}
 	}
-	h, err := purego.Dlopen(so, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+	h, err := dlopen(so, rtldNow|rtldGlobal)
 	if err != nil {
 		return nil, fmt.Errorf("reference: dlopen %s: %w", so, err)
 	}
@@ -96,7 +96,7 @@ func (l *Lib) loadGrammarShim(ctx context.Context) (*GrammarShim, error) {
 		{&g.reset, "gs_reset"}, {&g.freeSmpl, "gs_free_sampler"}, {&g.schema, "gs_schema"}, {&g.build, "gs_build"},
 		{&g.dump, "gs_dump"}, {&g.regexFind, "gs_regex_find"}, {&g.parse, "gs_parse"}, {&g.free, "gs_free"},
 	} {
-		sym, err := purego.Dlsym(h, f.name)
+		sym, err := dlsym(h, f.name)
 		if err != nil {
 			return nil, fmt.Errorf("reference: %s: no symbol %s: %w", so, f.name, err)
 		}
