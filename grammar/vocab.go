@@ -42,7 +42,7 @@ type Vocab struct {
 	nodes        []trieNode
 	sums         []trieSum
 	rootKids     []rootKid // the root's children in code point order
-	posToken     []int32 // terminal position -> token id
+	posToken     []int32   // terminal position -> token id
 	posPartial   []PartialUTF8
 	tokenPos     []int32 // token id -> terminal position, -1 if not in the trie
 	continuation []int32 // tokens whose piece starts with a continuation byte
