@@ -53,7 +53,7 @@ type Turn struct {
 // Answer is what the reference generates for a Turn.
 type Answer struct {
 	Tokens []int32 // every sampled token, an end-of-generation one included
-	Text   string  // the pieces (without special tokens), cut before the first stop string
+	Text   string  // the pieces (special tokens only when preserved), cut before the first stop string
 	Finish string  // "stop" or "length"
 }
 
