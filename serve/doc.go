@@ -1,8 +1,8 @@
 // Package serve is bankml's HTTP server: the OpenAI API (/v1/chat/completions, /v1/completions,
 // /v1/models), llama-server's own routes (/completion, /health, /props, /tokenize, /detokenize,
 // /apply-template, /metrics; native.go, extras.go),
-// the Ollama API (/api/*, in ollama*.go) and bankml's history (/bankml/ledger, /bankml/ledger/proof), over
-// one admitted model and package engine's slots.
+// the Ollama API (/api/*, in ollama*.go), bankml's history and transparency log (/bankml/ledger/..., in
+// ledger.go) and the console (/console, console.go), over one admitted model and package engine's slots.
 //
 // # Design record
 //
@@ -10,7 +10,9 @@
 // port opens); New builds a Server over it; Handler is its chi router; Serve answers on a listener until
 // its context is cancelled, then shuts down gracefully. Every answer carries a Receipt (bankml_receipt),
 // is preceded by a re-check of the model file's identity (FileIdentity: device, inode, size, mtime; 503
-// when it changed) and, with a ledger, is appended to the history before its receipt is sent.
+// when it changed) and, with a ledger, is appended to the history before its receipt is sent; with a
+// transparency log (Options.TLog) the line's commitment is in the log and the receipt names its leaf; with
+// an operator key (Options.Signer) the receipt is signed (receipt.go, docs/receipts.md).
 //
 // Follows. llama-server (tools/server of llama.cpp at the reference's commit): its routes, its request
 // fields and defaults (server-schema.cpp, through sample.Params.ApplyServerLimits), its error bodies

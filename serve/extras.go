@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"unicode/utf8"
 
 	"github.com/bankml/bankml/chat"
-	"github.com/bankml/bankml/ledger"
 	"github.com/bankml/bankml/sample"
 )
 
@@ -276,49 +274,6 @@ func (s *Server) render(body []byte) (chat.Result, error) {
 		return chat.Result{}, badRequest("chat template: %v", err)
 	}
 	return res, nil
-}
-
-// handleLedger is GET /bankml/ledger: the history's head {size, root, bytes, cid}; 404 without --history.
-func (s *Server) handleLedger(w http.ResponseWriter, r *http.Request) {
-	if s.opt.Ledger == nil {
-		writeError(w, noHistory())
-		return
-	}
-	writeJSON(w, http.StatusOK, s.opt.Ledger.Head())
-}
-
-// handleLedgerProof is GET /bankml/ledger/proof?index=i: the inclusion proof of entry i in the current tree
-// (ledger.Proof, checkable with Proof.Check: RFC 9162 §2.1.3.2). A missing or malformed index is a 400, an
-// entry the ledger does not have a 404.
-func (s *Server) handleLedgerProof(w http.ResponseWriter, r *http.Request) {
-	if s.opt.Ledger == nil {
-		writeError(w, noHistory())
-		return
-	}
-	q := r.URL.Query().Get("index")
-	if q == "" {
-		writeError(w, badRequest("index: missing (GET /bankml/ledger/proof?index=I)"))
-		return
-	}
-	i, err := strconv.ParseUint(q, 10, 64)
-	if err != nil {
-		writeError(w, badRequest("index %q: not an entry number", q))
-		return
-	}
-	p, err := s.opt.Ledger.Prove(i)
-	if err != nil {
-		if errors.Is(err, ledger.ErrNoEntry) {
-			writeError(w, &APIError{Type: TypeNotFound, Message: err.Error()})
-			return
-		}
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, p)
-}
-
-func noHistory() *APIError {
-	return &APIError{Type: TypeNotFound, Message: "this server keeps no history: start bankml serve with --history DIR"}
 }
 
 // deref returns *p, or def when p is nil.
