@@ -191,3 +191,50 @@ func TestBuildSharesNamesAsTheConverter(t *testing.T) {
 		t.Fatalf("names %v, grammar:\n%s", names, g)
 	}
 }
+
+// TestGrammarsShareTheirAutomatonSafely runs grammars made from one text
+// over one Vocab in parallel (their automaton is shared): each sees the
+// masks a lone grammar sees (run with -race).
+func TestGrammarsShareTheirAutomatonSafely(t *testing.T) {
+	text := "root ::= ( [a-b] | \"é\" | \"日\" | \"{\" [^}]* \"}\" )* \" \"\n"
+	walk := func(v *Vocab, seed uint64) []int {
+		g, err := New(text, v, Options{})
+		if err != nil {
+			t.Error(err)
+			return nil
+		}
+		rng := rand.New(rand.NewPCG(seed, 1))
+		var counts []int
+		for range 30 {
+			m := g.Mask()
+			counts = append(counts, m.Count())
+			var allowed []int32
+			for id := range int32(len(fake)) {
+				if m.Allowed(id) && !fake.IsEOG(id) {
+					allowed = append(allowed, id)
+				}
+			}
+			if len(allowed) == 0 || g.Accept(allowed[rng.IntN(len(allowed))]) != nil {
+				break
+			}
+		}
+		return counts
+	}
+	shared := NewVocab(fake)
+	results := make([][]int, 8)
+	done := make(chan int)
+	for i := range results {
+		go func() {
+			results[i] = walk(shared, uint64(i))
+			done <- i
+		}()
+	}
+	for range results {
+		<-done
+	}
+	for i, got := range results {
+		if want := walk(NewVocab(fake), uint64(i)); !slices.Equal(got, want) {
+			t.Errorf("walk %d: mask sizes %v, alone %v", i, got, want)
+		}
+	}
+}
