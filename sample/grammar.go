@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/bankml/bankml/grammar"
@@ -98,20 +99,62 @@ func newGrammar(p *Params, v *grammar.Vocab, nVocab int) (*grammar.Grammar, erro
 	if err != nil {
 		return nil, &ParamError{Param: "grammar", Reason: grammarReason(err), Err: ErrInvalid}
 	}
-	if !p.GrammarLazy && (p.GrammarType == GrammarOutputFormat || p.GrammarType == GrammarToolCalls) && p.GenerationPrompt != "" {
-		tok := v.Tokens()
-		ids := tok.Tokenize(p.GenerationPrompt, false, true)
-		for i, id := range ids {
-			piece := tok.TokenToPiece(id, true)
-			if i == 0 && len(piece) > 0 && isSpace(piece[0]) && !isSpace(p.GenerationPrompt[0]) {
-				continue // a space some tokenizers put before a leading special token
-			}
+	if !p.GrammarLazy && (p.GrammarType == GrammarOutputFormat || p.GrammarType == GrammarToolCalls) {
+		for _, id := range prefillTokens(p, v.Tokens()) {
 			if err := g.Accept(id); err != nil {
 				return nil, &ParamError{Param: "generation_prompt", Reason: "the grammar does not accept the generation prompt: " + err.Error(), Err: ErrInvalid}
 			}
 		}
 	}
 	return g, nil
+}
+
+// prefillTokens are the tokens of the generation prompt fed to the grammar
+// and the reasoning budget (tokenized with special tokens; a first token
+// whose piece starts with a space the prompt does not start with is left
+// out, as some tokenizers put one before a leading special token).
+func prefillTokens(p *Params, tok grammar.Tokens) []int32 {
+	if p.GenerationPrompt == "" {
+		return nil
+	}
+	var out []int32
+	for i, id := range tok.Tokenize(p.GenerationPrompt, false, true) {
+		piece := tok.TokenToPiece(id, true)
+		if i == 0 && len(piece) > 0 && isSpace(piece[0]) && !isSpace(p.GenerationPrompt[0]) {
+			continue
+		}
+		out = append(out, id)
+	}
+	return out
+}
+
+// newReasoningBudget builds the reasoning budget sampler as
+// common_sampler_init does (nil when it is not wanted) and feeds it the
+// generation prompt's tokens.
+func newReasoningBudget(p *Params, v *grammar.Vocab) (*reasoningBudget, error) {
+	if len(p.ReasoningBudgetStart) == 0 || len(p.ReasoningBudgetEnd) == 0 ||
+		!(p.GrammarLazy || p.ReasoningBudgetTokens >= 0 || p.ReasoningControl) {
+		return nil, nil
+	}
+	if v == nil {
+		return nil, invalid("reasoning_budget_tokens", "the model has no vocabulary for the reasoning budget (sample.Model.Grammar)")
+	}
+	budget := p.ReasoningBudgetTokens
+	if budget < 0 {
+		budget = math.MaxInt32
+	}
+	tok := v.Tokens()
+	r := &reasoningBudget{
+		piece:  func(id int32) []byte { return tok.TokenToPiece(id, false) },
+		start:  newTokenMatcher([][]int32{p.ReasoningBudgetStart}),
+		end:    newTokenMatcher(p.ReasoningBudgetEnd),
+		forced: slices.Clone(p.ReasoningBudgetForced),
+		budget: budget, remaining: budget, endMatch: -1,
+	}
+	for _, id := range prefillTokens(p, tok) {
+		r.accept(id)
+	}
+	return r, nil
 }
 
 // grammarReason words a grammar error as llama.cpp does: the parser's

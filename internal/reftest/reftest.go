@@ -1,8 +1,8 @@
 // Package reftest is test support shared by the oracle tests of several
 // packages: the reference loaded or the test skipped (failed under CI) when
 // it is not installed (Lib), the reference's sampler chain for a
-// sample.Params (Chain) with its grammar sampler (Grammar, joined to the
-// chain by Draw as common_sampler_sample joins them), and llama-server's
+// sample.Params (Chain), llama.cpp's own common_sampler for requests with a
+// grammar or a reasoning budget (CommonSampler), and llama-server's
 // per-request slot loop run on the
 // reference (Generate: cached prefix, prompt micro-batches, init_sampler,
 // EOG, n_predict, the context limit, stop strings), the oracle of package
