@@ -256,7 +256,14 @@ func (s *ChatShim) Apply(model string, body json.RawMessage, reasoning int) (Cha
 // (the saved parser loaded back, the generation prompt prepended): every byte prefix as partial, then the whole
 // answer as complete (ChatAnswer.Parses).
 func (s *ChatShim) ApplyParse(model string, body json.RawMessage, reasoning int, answers []string) (ChatAnswer, error) {
-	return s.call(map[string]any{"model": model, "reasoning": reasoning, "body": body, "answers": answers})
+	raw := make([][]int, len(answers))
+	for i, a := range answers {
+		raw[i] = make([]int, len(a))
+		for j := 0; j < len(a); j++ {
+			raw[i][j] = int(a[j])
+		}
+	}
+	return s.call(map[string]any{"model": model, "reasoning": reasoning, "body": body, "answers": raw})
 }
 
 // Render runs a template alone through common_chat_template_direct_apply (no llama-server preparation): the
