@@ -194,9 +194,6 @@ func (t *Template) genInputs(in *Inputs) (*genInputs, error) {
 		if n, err := parseJSON([]byte(params)); params == "" || (err == nil && (n.kind == jNull || (n.kind == jObject && len(n.keys) == 0))) {
 			params = `{"type":"object","properties":{}}`
 		}
-		if t.gb == nil {
-			return nil, fmt.Errorf("%w: tool schemas need package grammar, which this build lacks", ErrTemplate)
-		}
 		s, err := t.gb.parseSchema([]byte(params))
 		if err != nil {
 			return nil, fail(err)
@@ -212,9 +209,6 @@ func (t *Template) genInputs(in *Inputs) (*genInputs, error) {
 			return nil, reqErr("json_schema: %v", err)
 		}
 		if n.kind == jObject && len(n.keys) > 0 {
-			if t.gb == nil {
-				return nil, fmt.Errorf("%w: response formats need package grammar, which this build lacks", ErrTemplate)
-			}
 			if gi.jsonSchema, err = t.gb.parseSchema([]byte(js)); err != nil {
 				return nil, fail(err)
 			}

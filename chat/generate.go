@@ -455,13 +455,10 @@ func (a *analysis) generate(in *genInputs, generationPrompt string, gb grammarBa
 		return g, nil
 	}
 	g.grammarLazy = !hasFormat && in.toolChoice == ToolChoiceAuto
-	if gb == nil {
-		return nil, fmt.Errorf("%w: no grammar backend", ErrTemplate)
-	}
 	var err error
 	g.grammar, err = gb.build(func(b peg.GrammarBuilder) { g.parser.BuildGrammar(b, g.grammarLazy) })
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: Unable to generate parser for this template. Automatic parser generation failed: %v", ErrRequest, err)
 	}
 	if g.grammarLazy {
 		g.triggers = []Trigger{{Type: TriggerWord, Value: trigger}}

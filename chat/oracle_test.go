@@ -175,7 +175,6 @@ func makeFixture(ref *reference.ChatShim, models, name, template, bos, eos strin
 	if err != nil {
 		return nil, err
 	}
-	chat.UseStubGrammar(tmpl)
 	return &fixture{name: name, path: path, tmpl: tmpl}, nil
 }
 
