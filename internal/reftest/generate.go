@@ -1,11 +1,14 @@
 package reftest
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
+	"github.com/bankml/bankml/grammar"
 	"github.com/bankml/bankml/internal/reference"
 	"github.com/bankml/bankml/sample"
 )
@@ -95,20 +98,31 @@ func Generate(m *reference.Model, s *reference.Session, turn Turn) (Answer, erro
 		return Answer{}, err
 	}
 	defer chain.Free()
+	grmr, err := Grammar(m, p)
+	if err != nil {
+		return Answer{}, err
+	}
+	if grmr != nil {
+		defer grmr.Free()
+	}
 	for _, tok := range turn.Prompt {
 		chain.Accept(tok)
 	}
 	var a Answer
 	var text []byte
 	for {
-		ap, err := chain.Apply(logits)
+		tok, err := Draw(chain, grmr, logits)
 		if err != nil {
 			return Answer{}, err
 		}
-		tok := ap.Cands[ap.Selected].ID
+		if grmr != nil && !isEOG(m, tok) {
+			if err := grmr.Accept(tok); err != nil {
+				return Answer{}, fmt.Errorf("reftest: the grammar refuses token %d: %w", tok, err)
+			}
+		}
 		chain.Accept(tok)
 		a.Tokens = append(a.Tokens, tok)
-		piece, err := m.TokenToPiece(tok, false)
+		piece, err := m.TokenToPiece(tok, slices.Contains(p.PreservedTokens, tok))
 		if err != nil {
 			return Answer{}, err
 		}
@@ -144,4 +158,108 @@ func Generate(m *reference.Model, s *reference.Session, turn Turn) (Answer, erro
 			return Answer{}, fmt.Errorf("reftest: token %d: %w", len(a.Tokens), err)
 		}
 	}
+}
+
+func isEOG(m *reference.Model, tok int32) bool {
+	eog, err := m.IsEOG(tok)
+	return err == nil && eog
+}
+
+// Grammar builds the reference's grammar sampler for p as common_sampler_init builds it (nil when p.Grammar is
+// empty): the triggers turned into patterns (a word through regex_escape, a full pattern anchored) and tokens,
+// llama_sampler_init_grammar or _lazy_patterns with start symbol "root" (through the grammar shim), then, for an
+// output-format or tool-calls grammar that is not lazy, the tokens of the generation prompt accepted (the first
+// one skipped when its piece starts with a space the prompt does not). The caller frees it.
+func Grammar(m *reference.Model, p sample.Params) (*reference.RefGrammar, error) {
+	if p.Grammar == "" {
+		return nil, nil
+	}
+	lib, err := reference.Load()
+	if err != nil {
+		return nil, err
+	}
+	shim, err := lib.LoadGrammarShim(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	var patterns []string
+	var tokens []int32
+	for _, t := range p.GrammarTriggers {
+		switch t.Type {
+		case sample.TriggerWord:
+			patterns = append(patterns, grammar.RegexEscape(t.Value))
+		case sample.TriggerPattern:
+			patterns = append(patterns, t.Value)
+		case sample.TriggerPatternFull:
+			a := "^$"
+			if v := t.Value; v != "" {
+				a = v
+				if v[0] != '^' {
+					a = "^" + a
+				}
+				if v[len(v)-1] != '$' {
+					a += "$"
+				}
+			}
+			patterns = append(patterns, a)
+		case sample.TriggerToken:
+			tokens = append(tokens, t.Token)
+		}
+	}
+	g, msg := shim.NewGrammar(m, p.Grammar, "root", p.GrammarLazy, patterns, tokens)
+	if g == nil {
+		return nil, fmt.Errorf("reftest: the reference refuses the grammar: %s", msg)
+	}
+	if !p.GrammarLazy && (p.GrammarType == sample.GrammarOutputFormat || p.GrammarType == sample.GrammarToolCalls) && p.GenerationPrompt != "" {
+		ids, err := m.Tokenize(p.GenerationPrompt, false, true)
+		if err != nil {
+			g.Free()
+			return nil, err
+		}
+		for i, id := range ids {
+			piece, err := m.TokenToPiece(id, true)
+			if err != nil {
+				g.Free()
+				return nil, err
+			}
+			if i == 0 && len(piece) > 0 && isSpace(piece[0]) && !isSpace(p.GenerationPrompt[0]) {
+				continue
+			}
+			if err := g.Accept(id); err != nil {
+				g.Free()
+				return nil, fmt.Errorf("reftest: the grammar refuses the generation prompt: %w", err)
+			}
+		}
+	}
+	return g, nil
+}
+
+func isSpace(c byte) bool { return c == ' ' || c >= '\t' && c <= '\r' }
+
+// Draw is common_sampler_sample (grammar_first false, as llama-server calls it) on the reference's samplers: the
+// chain draws; with a grammar, the token drawn is checked alone, and when the grammar refuses it the candidates
+// are set afresh, masked by the grammar over the whole vocabulary and drawn from again.
+func Draw(chain *reference.SamplerChain, g *reference.RefGrammar, logits []float32) (int32, error) {
+	ap, err := chain.Apply(logits)
+	if err != nil {
+		return 0, err
+	}
+	tok := ap.Cands[ap.Selected].ID
+	if g == nil || g.Apply([]int32{tok})[0] {
+		return tok, nil
+	}
+	all := make([]int32, len(logits))
+	for i := range all {
+		all[i] = int32(i)
+	}
+	masked := slices.Clone(logits)
+	for i, ok := range g.Apply(all) {
+		if !ok {
+			masked[i] = float32(math.Inf(-1))
+		}
+	}
+	if ap, err = chain.Apply(masked); err != nil {
+		return 0, err
+	}
+	return ap.Cands[ap.Selected].ID, nil
 }
