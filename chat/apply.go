@@ -183,6 +183,10 @@ func (t *Template) genInputs(in *Inputs) (*genInputs, error) {
 	if len(in.Tools) > 0 && in.ToolChoice != ToolChoiceNone && in.Grammar != "" {
 		return nil, reqErr("Cannot specify grammar with tools")
 	}
+	if len(in.Tools) > 0 && in.ToolChoice != ToolChoiceNone && !(t.caps.ToolCalls && t.an.tools.format.mode != toolFormatNone) {
+		// llama-server renders the request without its tools and answers unconstrained text
+		return nil, reqErr("tools: the model's chat template renders no tool calls, so bankml cannot offer the tools to the model or parse its calls (send tool_choice \"none\" or no tools)")
+	}
 	if in.NamedTool != "" {
 		gi.toolChoice = ToolChoiceRequired
 	}

@@ -407,6 +407,11 @@ func parseConstraints(body *node, in *Inputs) error {
 			return reqErr("response_format type must be one of \"text\" or \"json_object\", but got: %s", typ)
 		}
 	}
+	if schema != nil && grammar != "" {
+		// llama-server checks only a json_schema field against the grammar; with a response_format it drops
+		// the grammar silently. bankml refuses every pair of constraints.
+		return reqErr("Cannot use both response_format and grammar")
+	}
 	if schema != nil {
 		if schema.kind == jObject && len(schema.keys) == 0 {
 			schema = jobj().set("type", jstr("object"))

@@ -2,14 +2,18 @@ package serve
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/bankml/bankml/chat"
 	"github.com/bankml/bankml/gguf"
 	"github.com/bankml/bankml/internal/reference"
 	"github.com/bankml/bankml/internal/reftest"
@@ -37,10 +41,65 @@ func sharedTemp() string {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	if chatShim != nil {
+		chatShim.Close()
+	}
 	if tempDir != "" {
 		os.RemoveAll(tempDir)
 	}
 	os.Exit(code)
+}
+
+var (
+	chatShimOnce sync.Once
+	chatShim     *reference.ChatShim
+	chatShimErr  error
+)
+
+// refChat is the reference's chat oracle (common_chat_templates_apply and common_chat_parse in
+// libllama-common), started once per test binary.
+func refChat(t testing.TB) *reference.ChatShim {
+	t.Helper()
+	chatShimOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		chatShim, chatShimErr = reference.StartChatShim(ctx)
+	})
+	if chatShimErr != nil {
+		if errors.Is(chatShimErr, reference.ErrNotInstalled) {
+			testdata.Absent(t, "chat oracle: %v", chatShimErr)
+		}
+		t.Fatal(chatShimErr)
+	}
+	return chatShim
+}
+
+// refParse is common_chat_parse of text with the parser llama-server builds for a chat body on the model
+// (complete, or partial).
+func refParse(t testing.TB, model string, body []byte, text string, partial bool) reference.ChatParse {
+	t.Helper()
+	a, err := refChat(t).ApplyParse(model, body, -1, []string{text})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Error != "" {
+		t.Fatalf("reference: %s", a.Error)
+	}
+	ps := a.Parses[0]
+	if partial {
+		return ps[len(ps)-2]
+	}
+	return ps[len(ps)-1]
+}
+
+// refReceiptAnswer is the answer a receipt hashes for a parsed chat answer (serve's receiptAnswer).
+func refReceiptAnswer(t testing.TB, p reference.ChatParse) []byte {
+	t.Helper()
+	a := chat.Answer{Content: p.Content, ReasoningContent: p.ReasoningContent}
+	for _, c := range p.ToolCalls {
+		a.ToolCalls = append(a.ToolCalls, chat.ToolCall{Name: c.Name, Arguments: c.Arguments, ID: c.ID})
+	}
+	return receiptAnswer(a)
 }
 
 // storiesPath is stories260K (a trained llama, SentencePiece, 512 tokens, no chat template: ChatML).

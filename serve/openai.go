@@ -39,7 +39,8 @@ type oaiCall struct {
 	req          engine.Request
 	stream       bool
 	includeUsage bool
-	id           string // chatcmpl-<32 random alphanumerics>, llama-server's gen_chatcmplid (for both routes)
+	id           string       // chatcmpl-<32 random alphanumerics>, llama-server's gen_chatcmplid (for both routes)
+	answer       *answerState // chat: the parser of the answer (content, reasoning, tool calls)
 }
 
 // decodeOAI reads an OpenAI body into an engine request: the prompt (the chat template applied to messages,
@@ -83,6 +84,13 @@ func (s *Server) decodeOAI(body []byte, k kind) (*oaiCall, error) {
 			return nil, badRequest("%v", err)
 		}
 		req.Prompt = engine.Prompt{Tokens: toks}
+		call.answer = &answerState{parser: res.Parser}
+		if req.Sampling, err = s.decodeSampling(body, nProbs); err != nil {
+			return nil, err
+		}
+		if err := s.chatConstraints(body, &req, res); err != nil {
+			return nil, err
+		}
 	case kindText:
 		var f struct {
 			Prompt   json.RawMessage `json:"prompt"`
@@ -131,9 +139,15 @@ func (s *Server) decodeOAI(body []byte, k kind) (*oaiCall, error) {
 			return nil, err
 		}
 		req.Prompt = engine.Prompt{Tokens: toks}
+		if req.Sampling, err = s.decodeSampling(body, nProbs); err != nil {
+			return nil, err
+		}
+		if err := s.completionConstraints(body, &req.Sampling); err != nil {
+			return nil, err
+		}
 	}
-	if req.Sampling, err = s.decodeSampling(body, nProbs); err != nil {
-		return nil, err
+	if err := req.Sampling.Check(); err != nil {
+		return nil, paramError(err)
 	}
 	call.req = req
 	return call, nil
@@ -220,8 +234,21 @@ func (s *Server) completeJSON(w http.ResponseWriter, r *http.Request, x *exchang
 		writeError(w, s.generationError(err))
 		return
 	}
-	text := clientText(res.Text)
-	rc, err := s.finish(x, usageOf(res), []byte(text))
+	var msg map[string]any
+	finish := res.FinishReason
+	if call.answer != nil {
+		if _, err := call.answer.update(res.Text, false); err != nil {
+			writeError(w, answerError(err))
+			return
+		}
+		msg = messageJSON(call.answer.msg)
+		finish = chatFinishReason(res, call.answer.msg)
+	}
+	answer := []byte(clientText(res.Text))
+	if call.answer != nil {
+		answer = receiptAnswer(call.answer.msg)
+	}
+	rc, err := s.finish(x, usageOf(res), answer)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -241,9 +268,9 @@ func (s *Server) completeJSON(w http.ResponseWriter, r *http.Request, x *exchang
 	}
 	if call.kind == kindChat {
 		choice := map[string]any{
-			"finish_reason": res.FinishReason,
+			"finish_reason": finish,
 			"index":         0,
-			"message":       map[string]any{"role": "assistant", "content": res.Text},
+			"message":       msg,
 		}
 		if logprobs != nil {
 			choice["logprobs"] = logprobs
@@ -299,8 +326,12 @@ func (s *Server) completeStream(w http.ResponseWriter, r *http.Request, x *excha
 			if nDecoded == 1 {
 				chunks = append(chunks, s.chatChunk(call, map[string]any{"role": "assistant", "content": nil}, nil))
 			}
-			if t.Text != "" {
-				chunks = append(chunks, s.chatChunk(call, map[string]any{"content": t.Text}, nil))
+			diffs, err := call.answer.update(t.Text, true)
+			if err != nil {
+				return answerError(err)
+			}
+			for _, d := range diffs {
+				chunks = append(chunks, s.chatChunk(call, diffJSON(d), nil))
 			}
 			if len(chunks) > 0 && t.Probs != nil && len(t.Probs.Top) > 0 {
 				last := chunks[len(chunks)-1].(map[string]any)
@@ -331,7 +362,15 @@ func (s *Server) completeStream(w http.ResponseWriter, r *http.Request, x *excha
 	var final []any
 	switch call.kind {
 	case kindChat:
-		final = append(final, s.chatChunk(call, map[string]any{}, res.FinishReason))
+		diffs, err := call.answer.update("", false)
+		if err != nil {
+			sse.fail(answerError(err))
+			return
+		}
+		for _, d := range diffs {
+			final = append(final, s.chatChunk(call, diffJSON(d), nil))
+		}
+		final = append(final, s.chatChunk(call, map[string]any{}, chatFinishReason(res, call.answer.msg)))
 		if call.includeUsage {
 			u := s.chatBase(call)
 			u["choices"] = []any{}
@@ -344,8 +383,11 @@ func (s *Server) completeStream(w http.ResponseWriter, r *http.Request, x *excha
 		final = append(final, c)
 	}
 	final[len(final)-1].(map[string]any)["timings"] = timingsJSON(res.Timings)
-	text := clientText(sent.String())
-	rc, ferr := s.finish(x, usageOf(res), []byte(text))
+	answer := []byte(clientText(sent.String()))
+	if call.answer != nil {
+		answer = receiptAnswer(call.answer.msg)
+	}
+	rc, ferr := s.finish(x, usageOf(res), answer)
 	if ferr != nil {
 		sse.fail(ferr)
 		return
