@@ -68,7 +68,8 @@ type ollamaPiece struct {
 }
 
 // modelName checks a request's model name: the served name, the file's base
-// name or one of the -a/--alias names, compared with Ollama's default tag
+// name, its stem (without .gguf: "stories260K" for stories260K.gguf, as
+// Ollama users name models) or one of the -a/--alias names, compared with Ollama's default tag
 // ":latest" on a name that has no tag (ollamaTagged): "tiny" and "tiny:latest"
 // are the same model, "my-model:v2:latest" is not "my-model:v2". Ollama
 // answers 404 for another.
@@ -135,7 +136,7 @@ func unsupportedFields(format json.RawMessage, truncate, shift *bool, topLogprob
 	return ""
 }
 
-// settings maps the options (parseOllamaOptions), caps num_ctx at the server's context, takes repeat_last_n -1
+// settings maps the options (parseOllamaOptions), refuses a num_ctx past the server's context, takes repeat_last_n -1
 // as that context (num_ctx when given, else the slot's, as Ollama's -1 = num_ctx), gives a request
 // without num_predict the server's -n (Options.NPredict: as an Ollama Modelfile's num_predict is the default
 // a request's options override, server/routes.go:122), and logs, in one line at WARN (Ollama warns of each
@@ -148,10 +149,13 @@ func (a *ollamaAPI) settings(w http.ResponseWriter, opts map[string]any) (ollama
 		return s, false
 	}
 	if n := a.engine().NCtx(); s.NumCtx > n {
-		// Ollama caps num_ctx at the model's training context with a warning (llm/server.go:168); bankml's
-		// slots have the server's context, so that is the cap.
-		s.Ignored = append(s.Ignored, fmt.Sprintf("num_ctx %d (past the server's context of %d tokens per slot: %d is used)", s.NumCtx, n, n))
-		s.NumCtx = 0
+		// Ollama loads the model again with a larger context, capped at the training context with a warning
+		// (llm/server.go:168); bankml's slots have the context the server started with, so a larger one is
+		// refused rather than silently cut down.
+		a.s.metrics.refusedFor("invalid")
+		ollamaError(w, http.StatusBadRequest, fmt.Sprintf("Field 'options.num_ctx': %d tokens is past the server's context of %d tokens per slot "+
+			"(bankml serve's -c/--ctx-size shared by its -np/--parallel slots): ask for at most %d, or restart the server with a larger -c", s.NumCtx, n, n))
+		return s, false
 	}
 	if s.RepeatLastNCtx { // Ollama's repeat_last_n -1: num_ctx, the request's context
 		s.Sampling.PenaltyLastN = int32(a.engine().NCtx())
@@ -210,25 +214,38 @@ func responseFormat(format json.RawMessage) (any, error) {
 	return nil, badRequest("invalid format: %q; expected \"json\" or a valid JSON Schema object", string(format))
 }
 
-// thinkSettings checks Ollama's think against the template as Ollama checks it against the model's
-// capabilities: true on a template without thinking is "%q does not support thinking"; a level ("high",
-// "medium", "low") needs a template that reads reasoning_effort (Ollama: "think value %q is not supported for
-// this model"). It returns the OpenAI fields: chat_template_kwargs.enable_thinking and reasoning_effort.
-func (a *ollamaAPI) thinkSettings(model string, think *api.ThinkValue) (kwargs map[string]any, effort string, err error) {
-	if think == nil {
-		return nil, "", nil
-	}
+// checkThink refuses a think value Ollama v0.17.4 refuses (server/routes.go GenerateHandler and
+// ChatHandler): a string level with `think value "high" is not supported for this model` (Ollama takes levels
+// only for gpt-oss's harmony parser; bankml takes them for a template that reads reasoning_effort, which they
+// become), and true for a model whose template has no thinking with `"NAME" does not support thinking` (NAME
+// as the request gave it). bankml's thinking capability is the chat template's (chat.Template.SupportsThinking:
+// its analysis found reasoning markers), as Ollama's is its template's thinking tags. It has answered when it
+// returns false.
+func (a *ollamaAPI) checkThink(w http.ResponseWriter, model string, think *api.ThinkValue) bool {
 	tmpl := a.s.m.Template
-	if think.IsString() {
-		if !tmpl.Caps().ReasoningEffort {
-			return nil, "", badRequest("think value %q is not supported for this model", think.String())
-		}
-		return map[string]any{"enable_thinking": true}, think.String(), nil
+	switch {
+	case think == nil:
+		return true
+	case think.IsString() && (tmpl == nil || !tmpl.Caps().ReasoningEffort):
+		ollamaError(w, http.StatusBadRequest, fmt.Sprintf("think value %q is not supported for this model", think.String()))
+		return false
+	case !think.IsString() && think.Bool() && (tmpl == nil || !tmpl.SupportsThinking()):
+		ollamaError(w, http.StatusBadRequest, fmt.Sprintf("%q does not support thinking", model))
+		return false
 	}
-	if think.Bool() && !tmpl.SupportsThinking() {
-		return nil, "", badRequest("%q does not support thinking", model)
+	return true
+}
+
+// thinkSettings is think (checked by checkThink) as OpenAI fields: chat_template_kwargs.enable_thinking, and a
+// level as reasoning_effort.
+func thinkSettings(think *api.ThinkValue) (kwargs map[string]any, effort string) {
+	switch {
+	case think == nil:
+		return nil, ""
+	case think.IsString():
+		return map[string]any{"enable_thinking": true}, think.String()
 	}
-	return map[string]any{"enable_thinking": think.Bool()}, "", nil
+	return map[string]any{"enable_thinking": think.Bool()}, ""
 }
 
 // chatPrompt renders messages with the chat template as llama-server's
@@ -279,10 +296,8 @@ func (a *ollamaAPI) chatPrompt(model string, msgs []api.Message, c ollamaConstra
 		}
 		body.Messages = append(body.Messages, om)
 	}
+	body.Kwargs, body.ReasoningEffort = thinkSettings(c.think)
 	var err error
-	if body.Kwargs, body.ReasoningEffort, err = a.thinkSettings(model, c.think); err != nil {
-		return chat.Result{}, err
-	}
 	if body.ResponseFormat, err = responseFormat(c.format); err != nil {
 		return chat.Result{}, err
 	}
@@ -356,6 +371,9 @@ func (a *ollamaAPI) handleChat(w http.ResponseWriter, r *http.Request) {
 		Tools json.RawMessage `json:"tools"`
 	}
 	_ = json.Unmarshal(x.body, &raw) // decoded once already; the tools as given (api.Tool drops unknown schema keywords)
+	if !a.checkThink(w, req.Model, req.Think) {
+		return
+	}
 	if len(req.Messages) == 0 {
 		a.loadAnswer(w, req.Model, req.KeepAlive, func(reason string) any {
 			return api.ChatResponse{Model: req.Model, CreatedAt: time.Now().UTC(),
@@ -416,6 +434,9 @@ func (a *ollamaAPI) handleGenerate(w http.ResponseWriter, r *http.Request) {
 		ollamaError(w, http.StatusBadRequest, msg)
 		return
 	}
+	if !a.checkThink(w, req.Model, req.Think) {
+		return
+	}
 	if req.Prompt == "" {
 		a.loadAnswer(w, req.Model, req.KeepAlive, func(reason string) any {
 			return api.GenerateResponse{Model: req.Model, CreatedAt: time.Now().UTC(), Done: true, DoneReason: reason}
@@ -434,7 +455,7 @@ func (a *ollamaAPI) handleGenerate(w http.ResponseWriter, r *http.Request) {
 			ollamaError(w, http.StatusBadRequest, "system: the model has no chat template to put a system prompt in")
 			return
 		}
-		if req.Think != nil {
+		if req.Think != nil && req.Think.Bool() {
 			ollamaError(w, http.StatusBadRequest, "think: needs the model's chat template (not raw)")
 			return
 		}
@@ -490,7 +511,8 @@ func (a *ollamaAPI) rawFormat(job *ollamaJob, format json.RawMessage) error {
 
 // loadAnswer is Ollama's answer to a request without a prompt (or
 // messages): "load the model". The model is loaded for the server's
-// lifetime, so keep_alive 0 ("unload") is refused rather than pretended.
+// lifetime (until the model store can load and unload models), so
+// keep_alive 0 ("unload") is refused rather than pretended.
 func (a *ollamaAPI) loadAnswer(w http.ResponseWriter, model string, keepAlive *api.Duration, answer func(reason string) any) {
 	if keepAlive != nil && keepAlive.Duration == 0 {
 		ollamaError(w, http.StatusBadRequest, "keep_alive: bankml serve keeps its model loaded for its lifetime; it cannot unload it")

@@ -307,9 +307,10 @@ func (s *Server) generateWhole(r *http.Request, x *exchange, req engine.Request)
 // completeStream answers a streamed completion as llama-server's SSE: a chunk per released token (for chat,
 // a first delta {"role": "assistant", "content": null} with the first token; tokens that release no text
 // send no chat chunk), a final chunk with finish_reason (and for text completions the usage), for chat with
-// stream_options.include_usage a usage chunk with empty choices, then bankml's receipt as one more chunk
-// (same id, object, created, model; "choices": []; bankml_receipt) and "data: [DONE]". Errors before the first chunk are answered as plain JSON errors (llama-server treats the
-// first result so); later ones as an SSE error event.
+// stream_options.include_usage a usage chunk with empty choices (OpenAI's), then "data: [DONE]". bankml's
+// receipt is a top-level bankml_receipt of the final choice chunk and of the usage chunk (never a chunk of
+// its own). Errors before the first chunk are answered as plain JSON errors (llama-server treats the first
+// result so); later ones as an SSE error event.
 func (s *Server) completeStream(w http.ResponseWriter, r *http.Request, x *exchange, call *oaiCall) {
 	sse := newSSE(w)
 	var sent strings.Builder // the text the client received, for the receipt
@@ -359,9 +360,12 @@ func (s *Server) completeStream(w http.ResponseWriter, r *http.Request, x *excha
 		sse.fail(s.generationError(err))
 		return
 	}
+	// The answer's complete parse (a chat answer): what it adds to the streamed deltas, the finish reason and
+	// the receipt's answer.
 	var final []any
-	switch call.kind {
-	case kindChat:
+	finish := res.FinishReason
+	answer := []byte(clientText(sent.String()))
+	if call.kind == kindChat {
 		diffs, err := call.answer.update("", false)
 		if err != nil {
 			sse.fail(answerError(err))
@@ -370,21 +374,7 @@ func (s *Server) completeStream(w http.ResponseWriter, r *http.Request, x *excha
 		for _, d := range diffs {
 			final = append(final, s.chatChunk(call, diffJSON(d), nil))
 		}
-		final = append(final, s.chatChunk(call, map[string]any{}, chatFinishReason(res, call.answer.msg)))
-		if call.includeUsage {
-			u := s.chatBase(call)
-			u["choices"] = []any{}
-			u["usage"] = usageJSON(res)
-			final = append(final, u)
-		}
-	case kindText:
-		c := s.textChunk(call, "", nil, res.FinishReason)
-		c["usage"] = usageJSON(res)
-		final = append(final, c)
-	}
-	final[len(final)-1].(map[string]any)["timings"] = timingsJSON(res.Timings)
-	answer := []byte(clientText(sent.String()))
-	if call.answer != nil {
+		finish = chatFinishReason(res, call.answer.msg)
 		answer = receiptAnswer(call.answer.msg)
 	}
 	rc, ferr := s.finish(x, usageOf(res), answer)
@@ -392,17 +382,28 @@ func (s *Server) completeStream(w http.ResponseWriter, r *http.Request, x *excha
 		sse.fail(ferr)
 		return
 	}
-	// The receipt rides in a chunk of the stream's own kind with empty choices (as OpenAI's usage chunk),
-	// so that clients that read choices of every chunk (openai-node's documented loop) accept it.
-	var rchunk map[string]any
-	if call.kind == kindChat {
-		rchunk = s.chatBase(call)
-	} else {
-		rchunk = s.textChunk(call, "", nil, nil)
+	// The receipt rides as a top-level field of the final choice chunk (the one with finish_reason) and of
+	// the usage chunk when usage was asked for: no chunk without choices is sent unless the client asked for
+	// OpenAI's usage chunk, so the common loop over chunk.choices[0] never meets an empty array.
+	switch call.kind {
+	case kindChat:
+		c := s.chatChunk(call, map[string]any{}, finish)
+		c["bankml_receipt"] = rc
+		final = append(final, c)
+		if call.includeUsage {
+			u := s.chatBase(call)
+			u["choices"] = []any{}
+			u["usage"] = usageJSON(res)
+			u["bankml_receipt"] = rc
+			final = append(final, u)
+		}
+	case kindText:
+		c := s.textChunk(call, "", nil, res.FinishReason)
+		c["usage"] = usageJSON(res)
+		c["bankml_receipt"] = rc
+		final = append(final, c)
 	}
-	rchunk["choices"] = []any{}
-	rchunk["bankml_receipt"] = rc
-	final = append(final, rchunk)
+	final[len(final)-1].(map[string]any)["timings"] = timingsJSON(res.Timings)
 	if err := sse.events(final...); err != nil {
 		return
 	}
