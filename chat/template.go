@@ -87,6 +87,15 @@ type Template struct {
 // one trailing newline dropped).
 func (t *Template) Source() string { return t.source }
 
+// ToolUseSource is the model's tokenizer.chat_template.tool_use as bankml renders it (common_chat_templates_source
+// of "tool_use"), "" when the model has none.
+func (t *Template) ToolUseSource() string {
+	if t.toolUse == nil {
+		return ""
+	}
+	return t.toolUse.source
+}
+
 // Builtin reports whether the model had no template and llama.cpp's ChatML stands in.
 func (t *Template) Builtin() bool { return t.builtin }
 
