@@ -157,6 +157,11 @@ func (t *Template) generateFor(res *Result, p *prepared, in *Inputs) error {
 	if err != nil {
 		return err
 	}
+	if len(in.Tools) > 0 && in.ToolChoice != ToolChoiceNone && !(t.caps.ToolCalls && t.an.tools.format.mode != toolFormatNone) {
+		// llama-server answers unconstrained text the template's parser takes as content (checked after the
+		// parser generation, so that a request it refuses is refused with its message)
+		return reqErr("tools: the model's chat template renders no tool calls, so bankml cannot offer the tools to the model or parse its calls (send tool_choice \"none\" or no tools)")
+	}
 	res.Parser = &Parser{arena: g.parser, generationPrompt: res.GenerationPrompt}
 	res.Grammar, res.GrammarLazy, res.Triggers = g.grammar, g.grammarLazy, g.triggers
 	res.PreservedTokens, res.AdditionalStops = g.preservedTokens, g.additionalStops
@@ -182,10 +187,6 @@ func (t *Template) genInputs(in *Inputs) (*genInputs, error) {
 	}
 	if len(in.Tools) > 0 && in.ToolChoice != ToolChoiceNone && in.Grammar != "" {
 		return nil, reqErr("Cannot specify grammar with tools")
-	}
-	if len(in.Tools) > 0 && in.ToolChoice != ToolChoiceNone && !(t.caps.ToolCalls && t.an.tools.format.mode != toolFormatNone) {
-		// llama-server renders the request without its tools and answers unconstrained text
-		return nil, reqErr("tools: the model's chat template renders no tool calls, so bankml cannot offer the tools to the model or parse its calls (send tool_choice \"none\" or no tools)")
 	}
 	if in.NamedTool != "" {
 		gi.toolChoice = ToolChoiceRequired

@@ -111,6 +111,7 @@ func (a *analysis) buildParser(in *genInputs, generationPrompt string) *peg.Aren
 		ctx := &buildCtx{p: p, in: in, reasoningParser: p.Eps(), a: a}
 		ctx.extractingReasoning = in.reasoningFormat != ReasoningNone && a.reasoning.mode != reasoningNone
 		ctx.reasoningParser = a.buildReasoningParser(ctx)
+		//lint:ignore SA4006 created for its arena id, as the C++ creates it (later ids follow it)
 		parser := p.Eps()
 		pure := a.reasoning.mode == reasoningNone
 		switch {
@@ -201,6 +202,7 @@ func (a *analysis) buildToolsJSONNative(ctx *buildCtx) peg.P {
 		FunctionIsKey: f.funNameIsKey, CallIDKey: f.idField, GenCallIDKey: f.genIDField,
 		ParametersOrder: f.parameterOrder, AcceptOpenAIWrapper: f.openaiWrapperTrigger,
 		Parallel: in.parallel, ForceToolCalls: in.toolChoice == ToolChoiceRequired}
+	//lint:ignore SA4006 created for its arena id, as the C++ creates it (later ids follow it)
 	toolsParser := p.Eps()
 	if f.sectionStart == "" && f.perCallStart != "" {
 		single := p.StandardJSONTools(f.perCallStart, f.perCallEnd, tools, opts)
@@ -226,6 +228,7 @@ func (a *analysis) buildFuncParser(p *peg.Builder, name string, callIDSection pe
 	fn, f := &a.tools.function, &a.tools.format
 	open := p.ToolOpen(p.Cat(fn.namePrefix, func() peg.P { return p.ToolName(p.Literal(name)) }, fn.nameSuffix))
 	matched := false
+	//lint:ignore SA4006 created for its arena id, as the C++ creates it (later ids follow it)
 	fp := p.Eps()
 	if fn.argsSeparator != "" {
 		open = p.Cat(open, p.Space, p.Lf(fn.argsSeparator))
@@ -265,6 +268,7 @@ func (a *analysis) buildFuncParser(p *peg.Builder, name string, callIDSection pe
 
 func (a *analysis) toolsSection(ctx *buildCtx, choice peg.P, tagged bool) peg.P {
 	p, f, in := ctx.p, &a.tools.format, ctx.in
+	//lint:ignore SA4006 created for its arena id, as the C++ creates it (later ids follow it)
 	calls := p.Eps()
 	if f.perCallStart != "" {
 		if tagged {

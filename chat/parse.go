@@ -400,12 +400,14 @@ func Diffs(prev, next Answer) ([]AnswerDiff, error) {
 		out = append(out, AnswerDiff{ContentDelta: d, ToolCallIndex: -1})
 	}
 	if len(next.ToolCalls) < len(prev.ToolCalls) {
+		//lint:ignore ST1005 llama.cpp's message (common_chat_msg_diff::compute_diffs)
 		return nil, fmt.Errorf("%w: Invalid diff: now finding less tool calls!", ErrAnswer)
 	}
 	if n := len(prev.ToolCalls); n > 0 {
 		idx := n - 1
 		pf, nf := prev.ToolCalls[idx], next.ToolCalls[idx]
 		if pf.Name != nf.Name && pf.Name != "" && nf.Name != "" && !strings.HasPrefix(nf.Name, pf.Name) {
+			//lint:ignore ST1005 llama.cpp's message (common_chat_msg_diff::compute_diffs)
 			return nil, fmt.Errorf("%w: Invalid diff: tool call mismatch!", ErrAnswer)
 		}
 		args, err := stringDiff(pf.Arguments, nf.Arguments)

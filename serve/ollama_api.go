@@ -331,13 +331,18 @@ func (a *ollamaAPI) chatJob(job *ollamaJob, res chat.Result) error {
 }
 
 // ollamaToolCalls are an answer's tool calls in Ollama's form: arguments as a JSON object, the index in the
-// answer, the id as given to it.
-func ollamaToolCalls(calls []chat.ToolCall) ([]api.ToolCall, error) {
+// answer, the id as given to it. A call the answer's end cut short (done_reason length: its arguments are not
+// a complete JSON object, which Ollama's form cannot carry) is left out; a cut call in an answer that was not
+// cut is an error.
+func ollamaToolCalls(calls []chat.ToolCall, cut bool) ([]api.ToolCall, error) {
 	var out []api.ToolCall
-	for i, c := range calls {
+	for _, c := range calls {
 		tc := api.ToolCall{ID: c.ID}
-		tc.Function.Index, tc.Function.Name = i, c.Name
+		tc.Function.Index, tc.Function.Name = len(out), c.Name
 		if err := json.Unmarshal([]byte(c.Arguments), &tc.Function.Arguments); err != nil {
+			if cut {
+				continue
+			}
 			return nil, fmt.Errorf("tool call %q: arguments %q are not a JSON object: %w", c.Name, c.Arguments, err)
 		}
 		out = append(out, tc)
@@ -613,7 +618,7 @@ func (a *ollamaAPI) run(w http.ResponseWriter, r *http.Request, job *ollamaJob, 
 			piece.Content += d.ContentDelta
 			piece.Thinking += d.ReasoningContentDelta
 		}
-		if piece.ToolCalls, err = ollamaToolCalls(job.answer.msg.ToolCalls); err != nil {
+		if piece.ToolCalls, err = ollamaToolCalls(job.answer.msg.ToolCalls, res.FinishReason == "length"); err != nil {
 			fail(answerError(err))
 			return
 		}

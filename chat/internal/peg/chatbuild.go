@@ -161,6 +161,7 @@ func (b *Builder) StandardJSONTools(sectionStart, sectionEnd string, tools []JSO
 	if argsKey == "" {
 		argsKey = "arguments"
 	}
+	//lint:ignore SA4006 created for its arena id, as the C++ creates it (later ids follow it)
 	choices := b.Eps() // tool_choices starts as eps()
 	switch {
 	case o.FunctionIsKey:
@@ -211,6 +212,7 @@ func (b *Builder) jsonToolsFunctionIsKey(tools []JSONTool, argsKey, effArgsKey, 
 			gid := b.Atomic(b.Cat(b.Lf(`"`+genCallIDKey+`"`), b.Space, b.Lf(":"), b.Space, b.idChoice))
 			inner = append(inner, b.optIDField(gid))
 		}
+		//lint:ignore SA4006 created for its arena id, as the C++ creates it (later ids follow it)
 		args := b.Eps()
 		if argsKey == "" {
 			args = b.ToolArgs(b.toolSchema(t))
@@ -218,6 +220,7 @@ func (b *Builder) jsonToolsFunctionIsKey(tools []JSONTool, argsKey, effArgsKey, 
 			args = b.Cat(b.Lf(`"`+effArgsKey+`"`), b.Space, b.Lf(":"), b.Space, func() P { return b.ToolArgs(b.toolSchema(t)) })
 		}
 		inner = append(inner, args)
+		//lint:ignore SA4006 created for its arena id, as the C++ creates it (later ids follow it)
 		obj := b.Eps()
 		if argsKey == "" && len(inner) == 1 {
 			obj = inner[0]

@@ -609,12 +609,8 @@ func parseCharClassChar(s string, pos int) (uint32, int) {
 // parseCharClasses is parse_char_classes: the ranges of "[...]" (brackets optional) and whether it is negated.
 func parseCharClasses(classes string) ([]charRange, bool) {
 	content := classes
-	if strings.HasPrefix(content, "[") {
-		content = content[1:]
-	}
-	if strings.HasSuffix(content, "]") {
-		content = content[:len(content)-1]
-	}
+	content = strings.TrimPrefix(content, "[")
+	content = strings.TrimSuffix(content, "]")
 	negated := false
 	if strings.HasPrefix(content, "^") {
 		negated = true

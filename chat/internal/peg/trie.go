@@ -97,9 +97,8 @@ func (n *trieNode) child(cp uint32) (int, bool) {
 
 // trie is common_trie over code points.
 type trie struct {
-	nodes      []trieNode
-	nPatterns  int
-	hasPattern bool
+	nodes     []trieNode
+	nPatterns int
 }
 
 func newTrie(words []string) *trie {
