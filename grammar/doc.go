@@ -23,11 +23,13 @@
 //
 // Deliberate differences. A repetition {m,n} with n < m, on which the
 // reference loops forever, is a *ParseError. A token the grammar cannot
-// take, where the reference throws or aborts, is an *AcceptError. Trigger
-// patterns are matched by this package's own backtracking matcher of
-// std::regex's ECMAScript syntax over bytes; a pattern it cannot read is an
-// error, and a match that backtracks past a fixed step budget counts as no
-// match.
+// take, where the reference throws or aborts, is an *AcceptError (the
+// grammar is left as it was). Trigger patterns are matched by this
+// package's own backtracking matcher of std::regex's ECMAScript syntax over
+// bytes (Go's regexp has no lookahead and matches code points); a pattern it
+// cannot read is an error, and a match that backtracks past a fixed step
+// budget counts as no match. An empty grammar text is an *InitError here;
+// callers treat "" as no grammar, as common_sampler_init does.
 //
 // Determinism. Masks and stacks are functions of the grammar text, the
 // vocabulary and the tokens accepted; the order in which concurrent

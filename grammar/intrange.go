@@ -203,5 +203,6 @@ func buildMinMaxInt(minValue, maxValue int64, out *strings.Builder, decimalsLeft
 		return nil
 	}
 
+	//lint:ignore ST1005 the reference's exception text, which the converter's error quotes
 	return errors.New("At least one of min_value or max_value must be set")
 }

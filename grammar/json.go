@@ -352,17 +352,6 @@ func (j *JSON) int64() int64 {
 	return 0
 }
 
-// float64 is get<double>().
-func (j *JSON) float64() float64 {
-	switch j.kind {
-	case jsonInt:
-		return float64(j.i)
-	case jsonUint:
-		return float64(j.u)
-	}
-	return j.f
-}
-
 // cvttsd2si is a double converted to int64_t on x86-64: truncated, and
 // INT64_MIN when out of range or NaN.
 func cvttsd2si(d float64) int64 {
@@ -370,20 +359,6 @@ func cvttsd2si(d float64) int64 {
 		return math.MinInt64
 	}
 	return int64(d)
-}
-
-// length is size(): elements of an array, keys of an object, 1 for other
-// non-null values, 0 for null.
-func (j *JSON) length() int {
-	switch {
-	case j.isNull():
-		return 0
-	case j.kind == jsonArray:
-		return len(j.arr)
-	case j.kind == jsonObject:
-		return len(j.keys)
-	}
-	return 1
 }
 
 // isTrue is `== true`: only the boolean true.

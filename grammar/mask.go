@@ -1,6 +1,9 @@
 package grammar
 
-import "math/bits"
+import (
+	"math/bits"
+	"sort"
+)
 
 // bitset is a set of small non-negative integers.
 type bitset []uint64
@@ -58,6 +61,10 @@ func (m *Mask) Count() int {
 	return n
 }
 
+// Words returns the mask as a bit set by token id: bit id%64 of word id/64.
+// The slice is shared: do not modify it. Nil when All.
+func (m *Mask) Words() []uint64 { return m.bits }
+
 // All reports whether the mask holds every token (a lazy grammar awaiting
 // its trigger constrains nothing).
 func (m *Mask) All() bool { return m.all }
@@ -94,73 +101,155 @@ func (g *Grammar) Mask() *Mask {
 // its code points lead to (the walk leaves subtrees the grammar cannot
 // continue into), the pieces ending at a node allowed when they end cleanly
 // or in a partial sequence a class can complete, and every piece going
-// past a node allowed by a token terminal on top of a stack there.
+// past a node allowed by a token terminal on top of a stack there. The
+// root's children (a piece's first code point: tens of thousands for a
+// large vocabulary) are taken by runs of code points the state treats
+// alike, so that a run the grammar refuses costs one step.
 func (g *Grammar) trieMask(cur int32) bitset {
 	v, c := g.v, g.c
-	pos := newBitset(len(v.posToken))
-	type item struct{ node, state int32 }
-	todo := []item{{0, cur}}
-	for len(todo) > 0 {
-		it := todo[len(todo)-1]
-		todo = todo[:len(todo)-1]
-		n := &v.nodes[it.node]
-		st := c.states[it.state]
-		if n.termStart < n.termEnd {
-			if !n.partial {
-				pos.setRange(n.termStart, n.termEnd)
-			} else {
-				for p := n.termStart; p < n.termEnd; p++ {
-					if c.endAllows(st, v.posPartial[p]) {
-						pos.set(p)
-					}
-				}
+	w := &maskWalk{v: v, c: c, pos: newBitset(len(v.posToken)), stack: make([]int32, 1, 64)}
+	w.stack[0] = cur
+	if !w.node(0, cur) {
+		kids := v.rootKids
+		for k := 0; k < len(kids); {
+			cp := kids[k].cp
+			if cp < 128 {
+				w.scan(kids[k].node)
+				k++
+				continue
 			}
-		}
-		for _, e := range st.tokTops {
-			p := int32(-1)
-			if int(e.Value) < v.n {
-				p = v.tokenPos[e.Value]
+			// the run of children in the interval of the state's bounds
+			// holding cp: they all step to the same state
+			st := c.states[cur]
+			iv := sort.Search(len(st.bounds), func(i int) bool { return st.bounds[i] > cp }) - 1
+			end := len(kids)
+			if iv+1 < len(st.bounds) {
+				hi := st.bounds[iv+1]
+				end = k + sort.Search(len(kids)-k, func(i int) bool { return kids[k+i].cp >= hi })
 			}
-			inside := n.termEnd <= p && p < n.subEnd
-			if e.Type == Token {
-				if inside {
-					pos.set(p)
-				}
-			} else if inside {
-				pos.setRange(n.termEnd, p)
-				pos.setRange(p+1, n.subEnd)
-			} else {
-				pos.setRange(n.termEnd, n.subEnd)
+			if c.step(cur, cp) == 0 {
+				k = end
+				continue
 			}
-		}
-		for _, ch := range v.children[n.childStart:n.childEnd] {
-			var next int32
-			if ch.cp < 128 {
-				if next = st.ascii[ch.cp]; next < 0 {
-					next = c.step(it.state, ch.cp)
-				}
-			} else {
-				next = c.step(it.state, ch.cp)
-			}
-			if next != 0 {
-				todo = append(todo, item{ch.node, next})
+			for ; k < end; k++ {
+				w.scan(kids[k].node)
 			}
 		}
 	}
 	out := newBitset(v.n)
-	for p, tok := range v.posToken {
-		if pos.has(int32(p)) {
-			out.set(tok)
+	for wi, word := range w.pos {
+		for word != 0 {
+			b := bits.TrailingZeros64(word)
+			word &= word - 1
+			out.set(v.posToken[wi<<6|b])
+		}
+	}
+	for _, id := range v.long {
+		if g.allowsLocked(cur, PartialUTF8{}, id) {
+			out.set(id)
 		}
 	}
 	if c.states[cur].hasEmpty {
-		for id, e := range v.eog {
-			if e {
-				out.set(int32(id))
-			}
+		for _, id := range v.eogIDs {
+			out.set(id)
 		}
 	}
 	return out
+}
+
+// maskWalk is the state of trieMask's walk: the allowed terminal positions
+// and the states along the current path (stack[d] at depth d).
+type maskWalk struct {
+	v     *Vocab
+	c     *compiled
+	pos   bitset
+	stack []int32
+}
+
+// scan walks the subtree of node first (a child of the root) in one
+// forward pass over its nodes.
+func (w *maskWalk) scan(first int32) {
+	v, c := w.v, w.c
+	nodes := v.nodes
+	for i, end := first, nodes[first].skip; i < end; {
+		n := &nodes[i]
+		parent := w.stack[n.depth-1]
+		var s int32
+		if n.cp < 128 {
+			if s = c.states[parent].ascii[n.cp]; s < 0 {
+				s = c.step(parent, n.cp)
+			}
+		} else {
+			s = c.step(parent, n.cp)
+		}
+		if s == 0 {
+			i = n.skip
+			continue
+		}
+		if int(n.depth) < len(w.stack) {
+			w.stack = w.stack[:n.depth+1]
+			w.stack[n.depth] = s
+		} else {
+			w.stack = append(w.stack, s)
+		}
+		if w.node(i, s) {
+			i = n.skip
+		} else {
+			i++
+		}
+	}
+}
+
+// node handles node i reached in state s: its own pieces, the token
+// terminals on top of s's stacks for the pieces going past it, and, when
+// every code point below it leads back to s, its whole subtree (then it
+// returns true: the walk skips the subtree).
+func (w *maskWalk) node(i, s int32) bool {
+	v, c := w.v, w.c
+	n := &v.nodes[i]
+	st := c.states[s]
+	if n.nTerm > 0 {
+		end := n.termStart + int32(n.nTerm)
+		if !n.partial {
+			w.pos.setRange(n.termStart, end)
+		} else {
+			for p := n.termStart; p < end; p++ {
+				if c.endAllows(st, v.posPartial[p]) {
+					w.pos.set(p)
+				}
+			}
+		}
+	}
+	if len(st.tokTops) == 0 {
+		// a subtree whose every code point leads back to this state is
+		// allowed whole, unless a piece in it ends in a partial sequence
+		if n.sum >= 0 {
+			if sum := &v.sums[n.sum]; !sum.partial && c.loops(s).loopsOver(sum) {
+				w.pos.setRange(n.termStart+int32(n.nTerm), v.subEnd(i))
+				return true
+			}
+		}
+		return false
+	}
+	lo, hi := n.termStart+int32(n.nTerm), v.subEnd(i)
+	for _, e := range st.tokTops {
+		p := int32(-1)
+		if int(e.Value) < v.n {
+			p = v.tokenPos[e.Value]
+		}
+		inside := lo <= p && p < hi
+		if e.Type == Token {
+			if inside {
+				w.pos.set(p)
+			}
+		} else if inside {
+			w.pos.setRange(lo, p)
+			w.pos.setRange(p+1, hi)
+		} else {
+			w.pos.setRange(lo, hi)
+		}
+	}
+	return false
 }
 
 // partialMask computes the mask of state cur when the tokens accepted so far
@@ -175,11 +264,12 @@ func (g *Grammar) partialMask(cur int32, partial PartialUTF8) bitset {
 		}
 	}
 	if g.c.states[cur].hasEmpty {
-		for id, e := range v.eog {
-			if e {
-				out.set(int32(id))
-			}
+		for _, id := range v.eogIDs {
+			out.set(id)
 		}
 	}
 	return out
 }
+
+// Len returns the size of the vocabulary the mask is over.
+func (m *Mask) Len() int { return m.n }

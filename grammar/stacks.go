@@ -71,6 +71,12 @@ type state struct {
 	next   []int32
 
 	mask *bitset // the mask for this state with no partial UTF-8 sequence, once computed
+
+	// the code points that lead back to this state: loopASCII below 128,
+	// loopNext marks the intervals (of bounds) that do; computed by loops
+	loopKnown bool
+	loopASCII [2]uint64
+	loopNext  []bool
 }
 
 func newCompiled(rules [][]Element) *compiled {
@@ -360,4 +366,41 @@ func (c *compiled) computeStep(st *state, cp uint32) int32 {
 	}
 	slices.Sort(out)
 	return c.intern(out)
+}
+
+// loops computes which code points lead from state id back to itself.
+func (c *compiled) loops(id int32) *state {
+	st := c.states[id]
+	if st.loopKnown {
+		return st
+	}
+	for cp := uint32(0); cp < 128; cp++ {
+		if c.step(id, cp) == id {
+			st.loopASCII[cp>>6] |= 1 << (cp & 63)
+		}
+	}
+	st.loopNext = make([]bool, len(st.bounds))
+	for i, b := range st.bounds {
+		st.loopNext[i] = c.step(id, b) == id
+	}
+	st.loopKnown = true
+	return st
+}
+
+// loopsOver reports whether every code point of a subtree summary leads
+// from st back to st.
+func (st *state) loopsOver(s *trieSum) bool {
+	if s.ascii[0]&^st.loopASCII[0] != 0 || s.ascii[1]&^st.loopASCII[1] != 0 {
+		return false
+	}
+	if s.lo > s.hi {
+		return true
+	}
+	i := sort.Search(len(st.bounds), func(i int) bool { return st.bounds[i] > s.lo }) - 1
+	for ; i < len(st.bounds) && (i < 0 || st.bounds[i] <= s.hi); i++ {
+		if i < 0 || !st.loopNext[i] {
+			return false
+		}
+	}
+	return true
 }

@@ -36,6 +36,7 @@ type Chain struct {
 	buf []TokenData // scratch for the bucket sort
 
 	grmr    *grammar.Grammar // the grammar sampler, nil without a grammar
+	rbudget *reasoningBudget // the reasoning budget sampler, nil without one
 	sampled bool             // Sample ran since New or Reset: Accept takes generated tokens
 	err     error            // a token the grammar could not take, returned by the next Sample
 }
@@ -57,11 +58,14 @@ func New(p Params, m Model) (*Chain, error) {
 		return nil, fmt.Errorf("sample: vocabulary of %d tokens", m.NVocab)
 	}
 	c := &Chain{params: p, nVocab: m.NVocab, cur: make([]TokenData, m.NVocab)}
-	g, err := newGrammar(&p, m.Grammar)
+	g, err := newGrammar(&p, m.Grammar, m.NVocab)
 	if err != nil {
 		return nil, err
 	}
 	c.grmr = g
+	if c.rbudget, err = newReasoningBudget(&p, m.Grammar); err != nil {
+		return nil, err
+	}
 	bias := append([]LogitBias(nil), p.LogitBias...)
 	for _, t := range m.SuppressTokens {
 		bias = append(bias, LogitBias{Token: t, Bias: float32(math.Inf(-1))})
@@ -154,13 +158,25 @@ func (c *Chain) Sample(logits []float32) (int32, error) {
 	}
 	c.sampled = true
 	id, err := c.run(logits, false)
-	if err != nil || c.grmr == nil {
+	if err != nil || !c.grammarApplies() {
 		return id, err
 	}
 	if c.grmr.Allows(id) {
 		return id, nil
 	}
 	return c.run(logits, true)
+}
+
+// grammarApplies is grammar_should_apply: there is a grammar, and unless it
+// is lazy and a reasoning budget is counting, it applies.
+func (c *Chain) grammarApplies() bool {
+	if c.grmr == nil {
+		return false
+	}
+	if c.rbudget == nil || !c.params.GrammarLazy {
+		return true
+	}
+	return c.rbudget.state == ReasoningIdle || c.rbudget.state == ReasoningDone
 }
 
 // run sets the candidates from logits, masks them by the grammar when
@@ -171,7 +187,10 @@ func (c *Chain) run(logits []float32, masked bool) (int32, error) {
 		c.cur[i] = TokenData{ID: int32(i), Logit: l}
 	}
 	c.arr = candidates{data: c.cur, selected: -1}
-	if masked {
+	if c.rbudget != nil {
+		c.rbudget.apply(&c.arr)
+	}
+	if masked && c.grammarApplies() {
 		applyGrammar(c.grmr, &c.arr)
 	}
 	for _, s := range c.stages {
@@ -184,25 +203,49 @@ func (c *Chain) run(logits []float32, masked bool) (int32, error) {
 }
 
 // Accept feeds an accepted token to the stages that keep history (penalties,
-// DRY) and to the grammar, as common_sampler_accept does. Tokens accepted
+// DRY), to the reasoning budget and to the grammar, as common_sampler_accept
+// does. Tokens accepted
 // before the first Sample since New or Reset are prompt tokens
 // (llama-server's server_slot::init_sampler accepts every prompt token
 // after the reset with is_generated false): the grammar does not take them.
 // A token the grammar cannot take is kept as an error for the next Sample
 // (see Err).
 func (c *Chain) Accept(tok int32) {
-	if c.grmr != nil && c.sampled && c.err == nil {
-		if err := c.grmr.Accept(tok); err != nil {
-			c.err = &GrammarError{Err: err}
+	if !c.sampled {
+		c.AcceptPrompt(tok)
+		return
+	}
+	acceptGrammar := c.grammarApplies() // before the budget takes the token
+	if c.rbudget != nil {
+		c.rbudget.accept(tok)
+		// a budget that has just ended replays its end sequence (which may
+		// hold the grammar's trigger) to a grammar that stood aside
+		if c.grmr != nil && !acceptGrammar && c.rbudget.state == ReasoningDone {
+			for _, t := range c.rbudget.endSeq() {
+				c.acceptGrammar(t)
+			}
 		}
+	}
+	if c.grmr != nil && acceptGrammar {
+		c.acceptGrammar(tok)
 	}
 	for _, s := range c.stages {
 		s.accept(tok)
 	}
 }
 
+func (c *Chain) acceptGrammar(tok int32) {
+	if c.err != nil {
+		return
+	}
+	if err := c.grmr.Accept(tok); err != nil {
+		c.err = &GrammarError{Err: err}
+	}
+}
+
 // AcceptPrompt feeds a prompt token (common_sampler_accept with
-// is_generated false): the history stages take it, the grammar does not.
+// is_generated false): the history stages take it, the grammar and the
+// reasoning budget do not.
 func (c *Chain) AcceptPrompt(tok int32) {
 	for _, s := range c.stages {
 		s.accept(tok)
@@ -216,6 +259,15 @@ func (c *Chain) Err() error { return c.err }
 // Grammar returns the chain's grammar (nil without one), for callers that
 // report its state.
 func (c *Chain) Grammar() *grammar.Grammar { return c.grmr }
+
+// Reasoning returns the state of the reasoning budget (ReasoningIdle
+// without one).
+func (c *Chain) Reasoning() ReasoningState {
+	if c.rbudget == nil {
+		return ReasoningIdle
+	}
+	return c.rbudget.state
+}
 
 // Reset clears the history and reseeds XTC and the draw (common_sampler_reset;
 // DefaultSeed draws new random seeds). Like common_sampler_reset it leaves

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/bankml/bankml/grammar"
@@ -55,12 +56,15 @@ const llguidancePrefix = "%llguidance"
 // "root", then, for a grammar made from a schema or for tool calls that is
 // not lazy, the generation prompt's tokens fed to it. It returns nil when
 // p.Grammar is empty.
-func newGrammar(p *Params, v *grammar.Vocab) (*grammar.Grammar, error) {
+func newGrammar(p *Params, v *grammar.Vocab, nVocab int) (*grammar.Grammar, error) {
 	if p.Grammar == "" {
 		return nil, nil
 	}
 	if v == nil {
 		return nil, invalid("grammar", "the model has no vocabulary for grammars (sample.Model.Grammar)")
+	}
+	if n := v.Tokens().NVocab(); n != nVocab {
+		return nil, invalid("grammar", "the grammar vocabulary has %d tokens and the model %d", n, nVocab)
 	}
 	o := grammar.Options{Lazy: p.GrammarLazy}
 	for _, t := range p.GrammarTriggers {
@@ -95,20 +99,62 @@ func newGrammar(p *Params, v *grammar.Vocab) (*grammar.Grammar, error) {
 	if err != nil {
 		return nil, &ParamError{Param: "grammar", Reason: grammarReason(err), Err: ErrInvalid}
 	}
-	if !p.GrammarLazy && (p.GrammarType == GrammarOutputFormat || p.GrammarType == GrammarToolCalls) && p.GenerationPrompt != "" {
-		tok := v.Tokens()
-		ids := tok.Tokenize(p.GenerationPrompt, false, true)
-		for i, id := range ids {
-			piece := tok.TokenToPiece(id, true)
-			if i == 0 && len(piece) > 0 && isSpace(piece[0]) && !isSpace(p.GenerationPrompt[0]) {
-				continue // a space some tokenizers put before a leading special token
-			}
+	if !p.GrammarLazy && (p.GrammarType == GrammarOutputFormat || p.GrammarType == GrammarToolCalls) {
+		for _, id := range prefillTokens(p, v.Tokens()) {
 			if err := g.Accept(id); err != nil {
 				return nil, &ParamError{Param: "generation_prompt", Reason: "the grammar does not accept the generation prompt: " + err.Error(), Err: ErrInvalid}
 			}
 		}
 	}
 	return g, nil
+}
+
+// prefillTokens are the tokens of the generation prompt fed to the grammar
+// and the reasoning budget (tokenized with special tokens; a first token
+// whose piece starts with a space the prompt does not start with is left
+// out, as some tokenizers put one before a leading special token).
+func prefillTokens(p *Params, tok grammar.Tokens) []int32 {
+	if p.GenerationPrompt == "" {
+		return nil
+	}
+	var out []int32
+	for i, id := range tok.Tokenize(p.GenerationPrompt, false, true) {
+		piece := tok.TokenToPiece(id, true)
+		if i == 0 && len(piece) > 0 && isSpace(piece[0]) && !isSpace(p.GenerationPrompt[0]) {
+			continue
+		}
+		out = append(out, id)
+	}
+	return out
+}
+
+// newReasoningBudget builds the reasoning budget sampler as
+// common_sampler_init does (nil when it is not wanted) and feeds it the
+// generation prompt's tokens.
+func newReasoningBudget(p *Params, v *grammar.Vocab) (*reasoningBudget, error) {
+	if len(p.ReasoningBudgetStart) == 0 || len(p.ReasoningBudgetEnd) == 0 ||
+		!(p.GrammarLazy || p.ReasoningBudgetTokens >= 0 || p.ReasoningControl) {
+		return nil, nil
+	}
+	if v == nil {
+		return nil, invalid("reasoning_budget_tokens", "the model has no vocabulary for the reasoning budget (sample.Model.Grammar)")
+	}
+	budget := p.ReasoningBudgetTokens
+	if budget < 0 {
+		budget = math.MaxInt32
+	}
+	tok := v.Tokens()
+	r := &reasoningBudget{
+		piece:  func(id int32) []byte { return tok.TokenToPiece(id, false) },
+		start:  newTokenMatcher([][]int32{p.ReasoningBudgetStart}),
+		end:    newTokenMatcher(p.ReasoningBudgetEnd),
+		forced: slices.Clone(p.ReasoningBudgetForced),
+		budget: budget, remaining: budget, endMatch: -1,
+	}
+	for _, id := range prefillTokens(p, tok) {
+		r.accept(id)
+	}
+	return r, nil
 }
 
 // grammarReason words a grammar error as llama.cpp does: the parser's
@@ -124,25 +170,28 @@ func grammarReason(err error) string {
 // isSpace is std::isspace in the C locale.
 func isSpace(c byte) bool { return c == ' ' || c >= '\t' && c <= '\r' }
 
-// applyGrammar is the grammar sampler's apply on the chain's candidates:
-// every candidate the grammar refuses gets logit -Inf. A single candidate
-// (the rejection check) is tested alone; more go through the whole mask.
+// applyGrammar is the grammar sampler's apply on the chain's candidates,
+// which are the whole vocabulary in id order (set_logits has just filled
+// them): every candidate the grammar refuses gets logit -Inf, a word of the
+// grammar's mask at a time.
 func applyGrammar(g *grammar.Grammar, c *candidates) {
 	if g.Awaiting() {
 		return
 	}
-	if len(c.data) <= 8 {
-		for i := range c.data {
-			if !g.Allows(c.data[i].ID) {
-				c.data[i].Logit = float32(math.Inf(-1))
-			}
-		}
+	m := g.Mask()
+	if m.All() {
 		return
 	}
-	m := g.Mask()
-	for i := range c.data {
-		if !m.Allowed(c.data[i].ID) {
-			c.data[i].Logit = float32(math.Inf(-1))
+	ninf := float32(math.Inf(-1))
+	for w, x := range m.Words() {
+		if x == ^uint64(0) {
+			continue
+		}
+		base := w * 64
+		for b := range min(64, len(c.data)-base) {
+			if x&(1<<b) == 0 {
+				c.data[base+b].Logit = ninf
+			}
 		}
 	}
 }

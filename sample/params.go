@@ -168,8 +168,22 @@ type Params struct {
 	// use them.
 	PreservedTokens []int32 `json:"-"`
 	// GenerationPrompt is the part of the prompt the chat template put
-	// after the last message (common_params_sampling.generation_prompt).
+	// after the last message (common_params_sampling.generation_prompt); its
+	// tokens are fed to the reasoning budget, and to output-format and
+	// tool-call grammars.
 	GenerationPrompt string `json:"-"`
+
+	// The reasoning budget (common/reasoning-budget.cpp), made when both
+	// tags are set and the grammar is lazy, the budget is >= 0 or
+	// ReasoningControl is set: it counts the tokens between the start
+	// tokens and one of the end sequences and, past ReasoningBudgetTokens,
+	// forces ReasoningBudgetForced (the message and the first end tag);
+	// while it counts, a lazy grammar stands aside.
+	ReasoningBudgetTokens int32     `json:"-"` // -1: no limit
+	ReasoningBudgetStart  []int32   `json:"-"` // the start tag's tokens
+	ReasoningBudgetEnd    [][]int32 `json:"-"` // the end tags' tokens
+	ReasoningBudgetForced []int32   `json:"-"`
+	ReasoningControl      bool      `json:"-"`
 }
 
 // DefaultParams returns common_params_sampling's defaults, llama-server's
@@ -183,13 +197,14 @@ type Params struct {
 //	dry_multiplier 0, dry_base 1.75, dry_allowed_length 2,
 //	dry_penalty_last_n 64, dry_sequence_breakers ["\n", ":", "\"", "*"],
 //	mirostat 0, mirostat_tau 5, mirostat_eta 0.1, adaptive_target -1,
-//	adaptive_decay 0.9, n_probs 0, samplers DefaultSamplers().
+//	adaptive_decay 0.9, n_probs 0, samplers DefaultSamplers(),
+//	reasoning_budget_tokens -1.
 func DefaultParams() Params {
 	return Params{
 		Seed: DefaultSeed, Temp: 0.8, DynatempExponent: 1, TopK: 40, TopP: 0.95, MinP: 0.05, TopNSigma: -1,
 		XTCThreshold: 0.1, TypicalP: 1, PenaltyLastN: 64, PenaltyRepeat: 1, DryBase: 1.75, DryAllowedLength: 2,
 		DryPenaltyLastN: 64, DrySequenceBreakers: []string{"\n", ":", "\"", "*"}, MirostatTau: 5, MirostatEta: 0.1,
-		AdaptiveTarget: -1, AdaptiveDecay: 0.9, Samplers: DefaultSamplers(),
+		AdaptiveTarget: -1, AdaptiveDecay: 0.9, Samplers: DefaultSamplers(), ReasoningBudgetTokens: -1,
 	}
 }
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs Debian's chromium (headless browser) for the tests that drive a real
-# browser: serve's CORS and Host test (serve/browser_test.go) and the ledger
-# console's test. Debian's package from the distribution's own archive (bookworm's
-# security updates carry 156.x); no browser is downloaded from anywhere else.
+# browser from Go with chromedp: serve's CORS and Host test
+# (serve/browser_test.go) and the console's test (serve/console_test.go).
+# Debian's package from the distribution's own archive (bookworm's security
+# updates carry 156.x); no browser is downloaded from anywhere else.
 #
 # Idempotent: does nothing when /usr/bin/chromium exists. Needs root (apt-get);
 # when not root and chromium is absent, it says so and exits 0, and the browser
@@ -23,9 +24,10 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 export DEBIAN_FRONTEND=noninteractive
 lock=(-o DPkg::Lock::Timeout=600) # another install may hold dpkg's lock: wait for it
-if ! apt-get "${lock[@]}" install -y --no-install-recommends chromium >/dev/null 2>&1; then
+if ! apt-get "${lock[@]}" install -y -qq --no-install-recommends chromium >/dev/null 2>&1; then
   say "apt-get install failed with the current package lists; running apt-get update once"
   apt-get "${lock[@]}" update -qq
-  apt-get "${lock[@]}" install -y --no-install-recommends chromium >/dev/null
+  apt-get "${lock[@]}" install -y -qq --no-install-recommends chromium >/dev/null
 fi
+[ -x /usr/bin/chromium ] || { say "/usr/bin/chromium not found after installing chromium"; exit 1; }
 say "installed $(/usr/bin/chromium --version 2>/dev/null || echo chromium)"

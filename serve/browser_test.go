@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -16,19 +15,14 @@ import (
 	"github.com/bankml/bankml/internal/testdata"
 )
 
-// chromiumPath is Debian's chromium, which scripts/install-chromium.sh installs.
-const chromiumPath = "/usr/bin/chromium"
-
 // newBrowser starts headless chromium (a fresh profile, no sandbox: the tests run as root) with
 // host-resolver rules (Chromium's own DNS, for a name that rebinds to loopback) and returns a context
 // whose tab is the browser's first. The browser is stopped when the test ends.
 func newBrowser(t *testing.T, resolverRules string) context.Context {
 	t.Helper()
-	if _, err := os.Stat(chromiumPath); err != nil {
-		testdata.Absent(t, "%s not installed (scripts/install-chromium.sh installs it): %v", chromiumPath, err)
-	}
+	chromium := chromiumPath(t) // console_test.go: Debian's chromium or $BANKML_CHROMIUM
 	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(chromiumPath),
+		chromedp.ExecPath(chromium),
 		chromedp.UserDataDir(t.TempDir()),
 		chromedp.Headless,
 		chromedp.NoSandbox,
@@ -50,7 +44,7 @@ func newBrowser(t *testing.T, resolverRules string) context.Context {
 		cancelAlloc()
 	})
 	if err := chromedp.Do(ctx); err != nil { // starts the browser
-		t.Fatalf("starting %s: %v", chromiumPath, err)
+		t.Fatalf("starting %s: %v", chromium, err)
 	}
 	return ctx
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -30,6 +31,87 @@ type constraintFields struct {
 	ResponseFormat  json.RawMessage `json:"response_format"`
 	Tools           json.RawMessage `json:"tools"`
 	ToolChoice      json.RawMessage `json:"tool_choice"`
+	budgetFields
+}
+
+// budgetFields are the reasoning budget's fields (server-schema.cpp; on the chat route the template's thinking
+// tags replace the tags and thinking_budget_tokens is an alias, server-common.cpp).
+type budgetFields struct {
+	BudgetTokens   *int64          `json:"reasoning_budget_tokens"`
+	ThinkingTokens *int64          `json:"thinking_budget_tokens"`
+	StartTag       *string         `json:"reasoning_budget_start_tag"`
+	EndTags        json.RawMessage `json:"reasoning_budget_end_tags"`
+	EndTag         *string         `json:"reasoning_budget_end_tag"`
+	Message        *string         `json:"reasoning_budget_message"`
+	Control        *bool           `json:"reasoning_control"`
+}
+
+// reasoningBudget sets the reasoning budget sampler's parameters on p (common/reasoning-budget.cpp, which
+// package sample runs): the start tag's tokens, the end tags' tokens, the budget (-1: none) and the forced end
+// (the message's tokens, then the first end tag's), reasoning_control. On a chat route with a template that
+// has thinking tags (startTag, endTags), they are the template's, the budget is reasoning_budget_tokens or
+// thinking_budget_tokens and the message always set (oaicompat_chat_params_parse); elsewhere the request's
+// fields, as server-schema.cpp reads them. With a lazy grammar the sampler keeps the grammar asleep inside the
+// reasoning block. A budget (>= 0) or reasoning_control without both tags is refused, where llama-server
+// ignores it; reasoning_control is taken, but bankml serves no control route to end reasoning early with.
+func (s *Server) reasoningBudget(f budgetFields, p *sample.Params, chatRoute bool, startTag string, endTags []string) error {
+	tokens := int64(-1)
+	var start string
+	var ends []string
+	var msg string
+	msgSet := false
+	if chatRoute && len(endTags) > 0 {
+		switch {
+		case f.BudgetTokens != nil:
+			tokens = *f.BudgetTokens
+		case f.ThinkingTokens != nil:
+			tokens = *f.ThinkingTokens
+		}
+		start, ends, msg, msgSet = startTag, endTags, deref(f.Message, ""), true
+	} else {
+		if f.BudgetTokens != nil {
+			tokens = *f.BudgetTokens
+		}
+		start = deref(f.StartTag, "")
+		switch {
+		case present(f.EndTags):
+			if err := json.Unmarshal(f.EndTags, &ends); err != nil {
+				return badRequest("Field 'reasoning_budget_end_tags': expected an array of strings")
+			}
+		case f.EndTag != nil:
+			ends = []string{*f.EndTag}
+		}
+		if f.Message != nil {
+			msg, msgSet = *f.Message, true
+		}
+	}
+	if tokens < -1 || tokens > math.MaxInt32 {
+		return badRequest("Field 'reasoning_budget_tokens': %d is outside [-1, %d]", tokens, math.MaxInt32)
+	}
+	p.ReasoningBudgetTokens, p.ReasoningControl = int32(tokens), deref(f.Control, false)
+	p.ReasoningBudgetStart, p.ReasoningBudgetEnd, p.ReasoningBudgetForced = nil, nil, nil
+	if start != "" {
+		p.ReasoningBudgetStart = s.m.Tokenizer.Tokenize(start, false, true)
+	}
+	for _, e := range ends {
+		if e != "" {
+			p.ReasoningBudgetEnd = append(p.ReasoningBudgetEnd, s.m.Tokenizer.Tokenize(e, false, true))
+		}
+	}
+	if msgSet && len(p.ReasoningBudgetEnd) > 0 {
+		if msg != "" {
+			p.ReasoningBudgetForced = s.m.Tokenizer.Tokenize(msg, false, true)
+		}
+		p.ReasoningBudgetForced = append(p.ReasoningBudgetForced, p.ReasoningBudgetEnd[0]...)
+	}
+	if (tokens >= 0 || p.ReasoningControl) && (len(p.ReasoningBudgetStart) == 0 || len(p.ReasoningBudgetEnd) == 0) {
+		field := "reasoning_budget_tokens"
+		if tokens < 0 {
+			field = "reasoning_control"
+		}
+		return badRequest("Field '%s': no reasoning block to budget (the chat template has no thinking tags, or reasoning_budget_start_tag and reasoning_budget_end_tags are missing); llama-server ignores it", field)
+	}
+	return nil
 }
 
 // schemaGrammar converts a request's JSON schema to GBNF as json_schema_to_grammar does (an empty schema {} is
@@ -151,7 +233,7 @@ func (s *Server) completionConstraints(body []byte, p *sample.Params) error {
 	if p.Grammar != "" && p.GrammarLazy && len(p.GrammarTriggers) == 0 {
 		return badRequest("Field 'grammar_triggers': Error: no triggers set for lazy grammar!")
 	}
-	return nil
+	return s.reasoningBudget(f.budgetFields, p, false, "", nil)
 }
 
 // preservedTokens keeps the words that tokenize (with special parsing) to one token, as llama-server's
@@ -220,7 +302,7 @@ func (s *Server) chatConstraints(body []byte, req *engine.Request, res chat.Resu
 		p.Grammar, p.GrammarType = g, sample.GrammarOutputFormat
 	}
 	req.Stop = append(req.Stop, res.AdditionalStops...)
-	return nil
+	return s.reasoningBudget(f.budgetFields, p, true, res.ThinkingStartTag, res.ThinkingEndTags)
 }
 
 // answerState is task_result_state for a chat answer: the text generated so far, the message parsed from it
@@ -252,9 +334,24 @@ func (a *answerState) update(added string, partial bool) ([]chat.AnswerDiff, err
 	return diffs, nil
 }
 
+// sendable is an answer's text as llama-server's JSON carries it (jsonText: bytes that are not UTF-8, which
+// the parser lets through, as nlohmann's replace handler writes them).
+func sendable(a chat.Answer) chat.Answer { return encodedAnswer(a, jsonText) }
+
+// encodedAnswer is a with every text passed through enc.
+func encodedAnswer(a chat.Answer, enc func(string) string) chat.Answer {
+	out := chat.Answer{Content: enc(a.Content), ReasoningContent: enc(a.ReasoningContent)}
+	for _, tc := range a.ToolCalls {
+		out.ToolCalls = append(out.ToolCalls, chat.ToolCall{Name: enc(tc.Name), Arguments: enc(tc.Arguments), ID: tc.ID})
+	}
+	return out
+}
+
 // messageJSON is common_chat_msg::to_json_oaicompat for an answer: role, content ("" when none), then
-// reasoning_content when not empty, then tool_calls [{type, function {name, arguments}, id}].
+// reasoning_content when not empty, then tool_calls [{type, function {name, arguments}, id}]; strings as
+// sendable writes them.
 func messageJSON(a chat.Answer) map[string]any {
+	a = sendable(a)
 	m := map[string]any{"role": "assistant", "content": a.Content}
 	if a.ReasoningContent != "" {
 		m["reasoning_content"] = a.ReasoningContent
@@ -275,14 +372,16 @@ func messageJSON(a chat.Answer) map[string]any {
 
 // receiptAnswer is the answer a chat receipt hashes and the history keeps: the message's content when that is
 // all it has (the text the client shows), else the message object's JSON as bankml writes it (messageJSON:
-// role, content, reasoning_content, tool_calls; keys sorted, no HTML escaping).
+// role, content, reasoning_content, tool_calls; keys sorted, no HTML escaping); text that is not UTF-8 as
+// llama-server's routes send it (jsonText). The Ollama routes, which send it as Go's encoding/json does, hash
+// receiptAnswer(encodedAnswer(a, clientText)) (both encodings leave valid UTF-8 as it is).
 func receiptAnswer(a chat.Answer) []byte {
 	if a.ReasoningContent == "" && len(a.ToolCalls) == 0 {
-		return []byte(a.Content)
+		return []byte(jsonText(a.Content))
 	}
 	b, err := marshalJSON(messageJSON(a))
 	if err != nil {
-		return []byte(a.Content)
+		return []byte(jsonText(a.Content))
 	}
 	return b
 }
@@ -292,10 +391,10 @@ func receiptAnswer(a chat.Answer) []byte {
 func diffJSON(d chat.AnswerDiff) map[string]any {
 	delta := map[string]any{}
 	if d.ReasoningContentDelta != "" {
-		delta["reasoning_content"] = d.ReasoningContentDelta
+		delta["reasoning_content"] = jsonText(d.ReasoningContentDelta)
 	}
 	if d.ContentDelta != "" {
-		delta["content"] = d.ContentDelta
+		delta["content"] = jsonText(d.ContentDelta)
 	}
 	if d.ToolCallIndex >= 0 {
 		tc := map[string]any{"index": d.ToolCallIndex}
@@ -306,10 +405,10 @@ func diffJSON(d chat.AnswerDiff) map[string]any {
 		if d.ToolCallDelta.Name != "" || d.ToolCallDelta.Arguments != "" {
 			fn := map[string]any{}
 			if d.ToolCallDelta.Name != "" {
-				fn["name"] = d.ToolCallDelta.Name
+				fn["name"] = jsonText(d.ToolCallDelta.Name)
 			}
 			if d.ToolCallDelta.Arguments != "" {
-				fn["arguments"] = d.ToolCallDelta.Arguments
+				fn["arguments"] = jsonText(d.ToolCallDelta.Arguments)
 			}
 			tc["function"] = fn
 		}

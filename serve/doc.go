@@ -1,8 +1,8 @@
 // Package serve is bankml's HTTP server: the OpenAI API (/v1/chat/completions, /v1/completions,
 // /v1/models), llama-server's own routes (/completion, /health, /props, /tokenize, /detokenize,
 // /apply-template, /metrics; native.go, extras.go),
-// the Ollama API (/api/*, in ollama*.go) and bankml's history (/bankml/ledger, /bankml/ledger/proof), over
-// one admitted model and package engine's slots.
+// the Ollama API (/api/*, in ollama*.go), bankml's history and transparency log (/bankml/ledger/..., in
+// ledger.go) and the console (/console, console.go), over one admitted model and package engine's slots.
 //
 // # Design record
 //
@@ -10,7 +10,9 @@
 // port opens); New builds a Server over it; Handler is its chi router; Serve answers on a listener until
 // its context is cancelled, then shuts down gracefully. Every answer carries a Receipt (bankml_receipt),
 // is preceded by a re-check of the model file's identity (FileIdentity: device, inode, size, mtime; 503
-// when it changed) and, with a ledger, is appended to the history before its receipt is sent.
+// when it changed) and, with a ledger, is appended to the history before its receipt is sent; with a
+// transparency log (Options.TLog) the line's commitment is in the log and the receipt names its leaf; with
+// an operator key (Options.Signer) the receipt is signed (receipt.go, docs/receipts.md).
 //
 // Follows. llama-server (tools/server of llama.cpp at the reference's commit): its routes, its request
 // fields and defaults (server-schema.cpp, through sample.Params.ApplyServerLimits), its error bodies
@@ -22,7 +24,8 @@
 // unknown paths and wrong methods alike (server-http.cpp, cpp-httplib has no 405; under /api/ Ollama's gin
 // texts instead), its "Field 'name': ..." wording of a bad field, and its /metrics names
 // (llamacpp:prompt_tokens_total, ...). OpenAI's chat.completion(.chunk) and
-// text_completion shapes as llama-server produces them. The receipt of bankml-digest §3.5.
+// text_completion shapes as llama-server produces them, text that is not UTF-8 as its JSON carries it
+// (utf8.go). The receipt of bankml-digest §3.5.
 //
 // Deliberate differences. Cross-origin reads follow Ollama, not llama-server's default (which echoes any
 // Origin with credentials): loopback and app origins only, more by Options.CORSOrigins, a refused origin a
@@ -34,7 +37,8 @@
 // speculative.*) and answers one prompt per request. Token ids outside the vocabulary are a 400 (llama-server reads out
 // of bounds). Bodies over Options.MaxBodyBytes are a 413 and a full queue a 429 (llama-server has neither:
 // it defers without bound). Sampler settings bankml does not reproduce exactly (mirostat, ...) are a 400
-// naming the parameter (sample.Params.Check), never approximated. Constraints fail closed (constraints.go):
+// naming the parameter (sample.Params.Check), never approximated; a grammar that does not parse is a 400
+// naming "grammar". Constraints fail closed (constraints.go):
 // where llama-server would loosen or drop one (a pattern its schema converter skips with a warning, a grammar
 // next to a json_schema, response_format or tools, grammar_lazy or grammar_triggers on a chat route (the
 // template's replace them there), a lazy grammar without triggers, response_format or tools on a completion
@@ -46,7 +50,9 @@
 // Constraints and parsed answers (constraints.go). The chat routes take llama-server's request surface as
 // common/chat.cpp reads it: response_format (json_object, json_schema with its schema, the bare schema form),
 // json_schema, grammar, grammar_lazy with grammar_triggers, preserved_tokens, tools, tool_choice,
-// parallel_tool_calls, reasoning_format, chat_template_kwargs; package chat renders the prompt and makes the
+// parallel_tool_calls, reasoning_format, chat_template_kwargs, the reasoning budget's fields (reasoningBudget:
+// package sample's reasoning budget sampler, which also keeps a lazy grammar asleep inside a think block);
+// package chat renders the prompt and makes the
 // grammar, triggers, preserved tokens and the answer's parser (the port of llama.cpp's autoparser), which
 // travel to the sampler in sample.Params. Every chat answer is parsed by that parser as llama-server parses
 // it (common_chat_parse): content, reasoning_content and tool_calls (ids as llama-server makes them),
@@ -69,8 +75,8 @@
 //     arrival time the receipt measures from.
 //   - x.tokenSeen(time.Now()): call for every token released to the client (sets ttft_ms).
 //   - s.finish(x, usageOf(res), answer) (Receipt, error): re-checks the model file (503), builds the
-//     receipt for the answer text exactly as the client receives it (clientText: invalid UTF-8 bytes as
-//     U+FFFD), counts the answer in the metrics, and appends the exchange to the ledger (the receipt then
+//     receipt for the answer text exactly as the client receives it (Ollama routes: clientText, Go's
+//     encoding/json's U+FFFD per invalid byte; llama-server's routes: jsonText/chatText, utf8.go), counts the answer in the metrics, and appends the exchange to the ledger (the receipt then
 //     carries ledger_index); on an error no receipt may be sent (answer the error instead).
 //   - s.recheck() error: the model re-check alone (begin and finish call it).
 //   - s.generationError(err) *APIError: maps package engine's errors: ErrQueueFull → 429, a

@@ -2,16 +2,12 @@ package serve
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/bankml/bankml/chat"
 	"github.com/bankml/bankml/gguf"
@@ -24,54 +20,19 @@ import (
 	"github.com/bankml/bankml/sample"
 )
 
-var (
-	tempOnce sync.Once
-	tempDir  string
-)
-
-// sharedTemp is a folder shared by the tests of this binary (removed by TestMain).
-func sharedTemp() string {
-	tempOnce.Do(func() {
-		if d, err := os.MkdirTemp("", "bankml-serve-test-"); err == nil {
-			tempDir = d
-		}
-	})
-	return tempDir
-}
-
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if chatShim != nil {
-		chatShim.Close()
-	}
-	if tempDir != "" {
-		os.RemoveAll(tempDir)
+	if shim != nil {
+		shim.Close()
 	}
 	os.Exit(code)
 }
 
-var (
-	chatShimOnce sync.Once
-	chatShim     *reference.ChatShim
-	chatShimErr  error
-)
-
 // refChat is the reference's chat oracle (common_chat_templates_apply and common_chat_parse in
-// libllama-common), started once per test binary.
+// libllama-common), started once per test binary (chatShim).
 func refChat(t testing.TB) *reference.ChatShim {
 	t.Helper()
-	chatShimOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		defer cancel()
-		chatShim, chatShimErr = reference.StartChatShim(ctx)
-	})
-	if chatShimErr != nil {
-		if errors.Is(chatShimErr, reference.ErrNotInstalled) {
-			testdata.Absent(t, "chat oracle: %v", chatShimErr)
-		}
-		t.Fatal(chatShimErr)
-	}
-	return chatShim
+	return chatShim(t)
 }
 
 // refParse is common_chat_parse of text with the parser llama-server builds for a chat body on the model

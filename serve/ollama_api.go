@@ -625,7 +625,7 @@ func (a *ollamaAPI) run(w http.ResponseWriter, r *http.Request, job *ollamaJob, 
 	}
 	received := []byte(clientText(res.Text))
 	if job.answer != nil {
-		received = receiptAnswer(job.answer.msg)
+		received = receiptAnswer(encodedAnswer(job.answer.msg, clientText))
 	}
 	rc, err := a.s.finish(job.x, usageOf(res), received)
 	if err != nil {

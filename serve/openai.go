@@ -190,6 +190,16 @@ func (s *Server) completionPrompt(raw json.RawMessage) ([]int32, error) {
 	return toks, nil
 }
 
+// answerText is the text llama-server's answer carries for generated text s: its chat parser's content for
+// chat (chatText: a character cut by the end is dropped), its JSON's text for completions (jsonText: one
+// U+FFFD for it).
+func (c *oaiCall) answerText(s string) string {
+	if c.kind == kindChat {
+		return chatText(s)
+	}
+	return jsonText(s)
+}
+
 // randomString is llama-server's random_string: 32 characters of [0-9A-Za-z].
 func randomString() string {
 	const alphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
@@ -236,6 +246,8 @@ func (s *Server) completeJSON(w http.ResponseWriter, r *http.Request, x *exchang
 	}
 	var msg map[string]any
 	finish := res.FinishReason
+	text := call.answerText(res.Text)
+	answer := []byte(text)
 	if call.answer != nil {
 		if _, err := call.answer.update(res.Text, false); err != nil {
 			writeError(w, answerError(err))
@@ -243,9 +255,6 @@ func (s *Server) completeJSON(w http.ResponseWriter, r *http.Request, x *exchang
 		}
 		msg = messageJSON(call.answer.msg)
 		finish = chatFinishReason(res, call.answer.msg)
-	}
-	answer := []byte(clientText(res.Text))
-	if call.answer != nil {
 		answer = receiptAnswer(call.answer.msg)
 	}
 	rc, err := s.finish(x, usageOf(res), answer)
@@ -279,7 +288,7 @@ func (s *Server) completeJSON(w http.ResponseWriter, r *http.Request, x *exchang
 		out["object"] = "chat.completion"
 	} else {
 		out["choices"] = []any{map[string]any{
-			"text": res.Text, "index": 0, "logprobs": logprobs, "finish_reason": res.FinishReason,
+			"text": text, "index": 0, "logprobs": logprobs, "finish_reason": res.FinishReason,
 		}}
 		out["object"] = "text_completion"
 	}
@@ -321,6 +330,7 @@ func (s *Server) completeStream(w http.ResponseWriter, r *http.Request, x *excha
 			return nil
 		}
 		now := time.Now()
+		text := call.answerText(t.Text) // a released piece never ends inside a character (the engine holds it back)
 		var chunks []any
 		switch call.kind {
 		case kindChat:
@@ -345,7 +355,7 @@ func (s *Server) completeStream(w http.ResponseWriter, r *http.Request, x *excha
 			if t.Probs != nil && len(t.Probs.Top) > 0 {
 				logprobs = map[string]any{"content": s.probsJSON([]probEntry{{t.Text, t.Probs}}, call.req.PostSamplingProbs)}
 			}
-			chunks = append(chunks, s.textChunk(call, t.Text, logprobs, nil))
+			chunks = append(chunks, s.textChunk(call, text, logprobs, nil))
 		}
 		if len(chunks) == 0 {
 			return nil
@@ -353,7 +363,7 @@ func (s *Server) completeStream(w http.ResponseWriter, r *http.Request, x *excha
 		if t.Text != "" {
 			x.tokenSeen(now)
 		}
-		sent.WriteString(t.Text)
+		sent.WriteString(text)
 		return sse.events(chunks...)
 	})
 	if err != nil {
@@ -364,7 +374,7 @@ func (s *Server) completeStream(w http.ResponseWriter, r *http.Request, x *excha
 	// the receipt's answer.
 	var final []any
 	finish := res.FinishReason
-	answer := []byte(clientText(sent.String()))
+	answer := []byte(sent.String())
 	if call.kind == kindChat {
 		diffs, err := call.answer.update("", false)
 		if err != nil {
@@ -498,11 +508,11 @@ func (s *Server) probsJSON(entries []probEntry, post bool) []any {
 		for _, tp := range e.probs.Top {
 			piece := string(s.m.Tokenizer.TokenToPiece(tp.ID, false))
 			top = append(top, map[string]any{
-				"id": tp.ID, "token": piece[:validUTF8Prefix(piece)], "bytes": byteList(piece), pKey: value(tp.P),
+				"id": tp.ID, "token": jsonText(piece[:validUTF8Prefix(piece)]), "bytes": byteList(piece), pKey: value(tp.P),
 			})
 		}
 		out = append(out, map[string]any{
-			"id": e.probs.Token, "token": e.text[:validUTF8Prefix(e.text)], "bytes": byteList(e.text),
+			"id": e.probs.Token, "token": jsonText(e.text[:validUTF8Prefix(e.text)]), "bytes": byteList(e.text),
 			pKey: value(e.probs.P), topKey: top,
 		})
 	}
@@ -531,8 +541,9 @@ func validUTF8Prefix(s string) int {
 	return n
 }
 
-// clientText is the text a JSON client decodes from s as encoding/json writes it: each byte of an invalid
-// UTF-8 sequence becomes U+FFFD. The receipt hashes it and the ledger keeps it.
+// clientText is the text a JSON client decodes from s as Go's encoding/json writes it: each byte of an
+// invalid UTF-8 sequence becomes U+FFFD. The Ollama routes answer so, as Ollama (Go) does; the receipt hashes
+// it and the ledger keeps it. llama-server's routes answer jsonText or chatText instead.
 func clientText(s string) string {
 	if utf8.ValidString(s) {
 		return s

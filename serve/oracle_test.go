@@ -315,23 +315,26 @@ func TestAnswersEqualReference(t *testing.T) {
 						t.Errorf("%s: status %d: %s", name, st, b)
 						continue
 					}
+					// llama-server's text for the reference's bytes: a stream sends only what is complete UTF-8
+					// at a token (streamedText), the chat route its parser's content, every route through
+					// nlohmann's dump_safe (the chat shim)
 					var a answer
-					wantText := clientText(wantRaw)
+					raw := wantRaw
 					if stream {
 						a = parseStream(t, b)
-						wantText = clientText(wantRaw[:validUTF8Prefix(wantRaw)])
+						raw = streamedText(t, rm, want)
 					} else {
 						a = parseAnswer(t, b)
 					}
+					wantText, wantCompletion := llamaServerTexts(t, mdl.path, []byte(raw))
 					wantAnswer := []byte(wantText)
-					if route == "/v1/chat/completions" {
-						// llama-server answers the chat template's parse of the text it generated (the text it
-						// streamed, for a stream): common_chat_parse in libllama-common
-						text := wantRaw
-						if stream {
-							text = wantRaw[:validUTF8Prefix(wantRaw)]
-						}
-						p := refParse(t, mdl.path, body, text, false)
+					if route == "/v1/completions" {
+						wantText, wantAnswer = wantCompletion, []byte(wantCompletion)
+					} else {
+						// llama-server answers the chat template's parse of the text it generated (streamed:
+						// of the text it released) for this body: common_chat_parse in libllama-common, its
+						// JSON dumped with nlohmann's replace handler
+						p := refParse(t, mdl.path, body, raw, false)
 						wantText, wantAnswer = p.Content, refReceiptAnswer(t, p)
 					}
 					ok := true

@@ -18,6 +18,7 @@ import (
 
 	"github.com/bankml/bankml/engine"
 	"github.com/bankml/bankml/ledger"
+	"github.com/bankml/bankml/provenance"
 	"github.com/bankml/bankml/sample"
 )
 
@@ -57,13 +58,19 @@ type Options struct {
 	// (Model.Name), bankml's default (llama-server's is the path as given).
 	Alias []string
 
-	APIKey       string         // when set, every route but /health, /v1/health and / needs it (401), as llama-server's --api-key
-	Ledger       *ledger.Ledger // the history (--history DIR); nil keeps none
-	MaxBodyBytes int64          // 0: DefaultMaxBodyBytes
-	Grace        time.Duration  // 0: DefaultGrace
-	Timeout      time.Duration  // each socket read and write of an exchange (-to/--timeout; withIOTimeouts); 0: DefaultTimeout
-	Version      string         // bankml's version, for receipts, /props and /api/version
-	Log          *slog.Logger   // nil: discard
+	APIKey string         // when set, every route but /health, /v1/health and / needs it (401), as llama-server's --api-key
+	Ledger *ledger.Ledger // the history (--history DIR); nil keeps none
+	// TLog is the transparency log the history's lines are committed to (--key with --history; its leaves
+	// are the lines' sha256): every answer's entry is published before its receipt is sent, and the
+	// /bankml/ledger routes serve the log read-only. It needs Ledger. nil keeps none.
+	TLog *ledger.Log
+	// Signer is the operator key that signs every receipt (--key); nil sends receipts saying signed: false.
+	Signer       *provenance.Signer
+	MaxBodyBytes int64         // 0: DefaultMaxBodyBytes
+	Grace        time.Duration // 0: DefaultGrace
+	Timeout      time.Duration // each socket read and write of an exchange (-to/--timeout; withIOTimeouts); 0: DefaultTimeout
+	Version      string        // bankml's version, for receipts, /props and /api/version
+	Log          *slog.Logger  // nil: discard
 	// CORSOrigins are origins whose pages may read answers besides the loopback and app origins always
 	// allowed (cors.go: --cors-origin, BANKML_ORIGINS): "*" for any (answered with Access-Control-Allow-Origin:
 	// *, never with credentials), SCHEME://HOST[:PORT] with at most one "*" for any text; their host names are
@@ -173,6 +180,9 @@ func New(m *Model, o Options) (*Server, error) {
 	if o.Version == "" {
 		o.Version = "dev"
 	}
+	if o.TLog != nil && o.Ledger == nil {
+		return nil, errors.New("serve: a transparency log needs the history it commits (Options.Ledger)")
+	}
 	origins, err := newOriginPolicy(o.CORSOrigins)
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
@@ -256,8 +266,8 @@ func (s *Server) routes() chi.Router {
 	r.Post("/v1/completions", s.handleCompletions)
 
 	// bankml
-	r.Get("/bankml/ledger", s.handleLedger)
-	r.Get("/bankml/ledger/proof", s.handleLedgerProof)
+	s.mountLedger(r)
+	s.mountConsole(r)
 
 	s.mountOllama(r)
 	return r
@@ -357,7 +367,8 @@ func writeText(w http.ResponseWriter, status int, text string) {
 // but its public ones needs "Authorization: Bearer KEY" (or the bare key, or X-Api-Key), else 401
 // {"error": {"message": "Invalid API Key", "type": "authentication_error", "code": 401}}, unknown paths
 // included (the check runs before routing). The public paths are get_public_endpoints': /health, /v1/health
-// and the web UI's paths, of which bankml serves "/" (Ollama's "Ollama is running"); /models, /v1/models
+// and the web UI's paths, of which bankml serves "/" (Ollama's "Ollama is running") and the console's
+// static files (/console, /console/...; its API calls need the key); /models, /v1/models
 // and /api/tags need the key. OPTIONS requests never get here (cors answers them, as llama-server does
 // before the check).
 func (s *Server) requireAPIKey(next http.Handler) http.Handler {
@@ -366,7 +377,7 @@ func (s *Server) requireAPIKey(next http.Handler) http.Handler {
 	}
 	want := []byte(s.opt.APIKey)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/health" || r.URL.Path == "/v1/health" || r.URL.Path == "/" {
+		if r.URL.Path == "/health" || r.URL.Path == "/v1/health" || r.URL.Path == "/" || r.URL.Path == "/console" || strings.HasPrefix(r.URL.Path, "/console/") {
 			next.ServeHTTP(w, r)
 			return
 		}

@@ -29,6 +29,10 @@ type constrainedCase struct {
 var (
 	callBias = map[string]float32{"<tool_call>": 12, "\n": 10}
 	endBias  = map[string]float32{"<tool_call>": 12, "\n": 10, "<|im_end|>": 14}
+	// thinkBias opens think blocks; mixBias mixes think blocks and tool-call markers, inside and after them (a
+	// lazy grammar must sleep inside the block: the reasoning budget sampler)
+	thinkBias = map[string]float32{"<think>": 12}
+	mixBias   = map[string]float32{"<think>": 13, "</think>": 12, "<tool_call>": 12, "\n": 10}
 )
 
 var weatherTool = map[string]any{"type": "function", "function": map[string]any{
@@ -73,6 +77,9 @@ func constrainedCases(tools bool) []constrainedCase {
 			constrainedCase{"tools auto seeded, unsteered", map[string]any{"tools": tools, "seed": 8}, seeded(8), 24, nil},
 			constrainedCase{"tools none seeded", map[string]any{"tools": tools, "tool_choice": "none", "seed": 8}, seeded(8), 24, callBias},
 			constrainedCase{"named function seeded", map[string]any{"tools": tools, "tool_choice": map[string]any{"type": "function", "function": map[string]any{"name": "search"}}, "parallel_tool_calls": false, "seed": 12}, seeded(12), 200, endBias},
+			constrainedCase{"tools auto seeded, think blocks", map[string]any{"tools": tools, "seed": 13}, seeded(13), 64, mixBias},
+			constrainedCase{"reasoning budget 6 with a message", map[string]any{"reasoning_budget_tokens": 6, "reasoning_budget_message": " Enough.", "seed": 6}, seeded(6), 40, thinkBias},
+			constrainedCase{"thinking_budget_tokens 0, tools auto", map[string]any{"tools": tools, "thinking_budget_tokens": 0, "seed": 7}, seeded(7), 40, mixBias},
 			constrainedCase{"schema, reasoning_format none", map[string]any{"json_schema": answerSchemaJSON, "reasoning_format": "none", "seed": 2}, seeded(2), 48, nil},
 		)
 	}
@@ -137,6 +144,7 @@ func refConstrained(t *testing.T, rm *reference.Model, model string, body map[st
 		p.GrammarTriggers = append(p.GrammarTriggers, st)
 	}
 	p.GenerationPrompt = pa.GenerationPrompt
+	refBudget(t, rm, &p, ga, body)
 	s, err := rm.NewSession(512, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -151,6 +159,55 @@ func refConstrained(t *testing.T, rm *reference.Model, model string, body map[st
 		t.Fatalf("reference parse: %v %s", err, a.Error)
 	}
 	return ans, a.Parses[0][len(a.Parses[0])-1], prompt
+}
+
+// refBudget sets the reasoning budget llama-server's chat route gives the sampler (server-common.cpp: the
+// template's thinking tags, reasoning_budget_tokens or thinking_budget_tokens, the message before the first end
+// tag; server-schema.cpp tokenizes them with special tokens parsed) from the reference's apply.
+func refBudget(t *testing.T, rm *reference.Model, p *sample.Params, ga reference.ChatAnswer, body map[string]any) {
+	t.Helper()
+	if len(ga.ThinkingEndTags) == 0 {
+		return
+	}
+	tok := func(s string) []int32 {
+		ids, err := rm.Tokenize(s, false, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ids
+	}
+	p.ReasoningBudgetTokens = -1
+	for _, k := range []string{"reasoning_budget_tokens", "thinking_budget_tokens"} {
+		if v, ok := body[k]; ok {
+			p.ReasoningBudgetTokens = int32(toFloat(v))
+			break
+		}
+	}
+	if ga.ThinkingStartTag != "" {
+		p.ReasoningBudgetStart = tok(ga.ThinkingStartTag)
+	}
+	for _, e := range ga.ThinkingEndTags {
+		if e != "" {
+			p.ReasoningBudgetEnd = append(p.ReasoningBudgetEnd, tok(e))
+		}
+	}
+	if len(p.ReasoningBudgetEnd) > 0 {
+		if m, _ := body["reasoning_budget_message"].(string); m != "" {
+			p.ReasoningBudgetForced = tok(m)
+		}
+		p.ReasoningBudgetForced = append(p.ReasoningBudgetForced, p.ReasoningBudgetEnd[0]...)
+	}
+	p.ReasoningControl, _ = body["reasoning_control"].(bool)
+}
+
+func toFloat(v any) float64 {
+	switch x := v.(type) {
+	case float64:
+		return x
+	case int:
+		return float64(x)
+	}
+	return 0
 }
 
 // TestConstrainedAnswersEqualReference sends chat requests with JSON mode, schemas, user grammars and tools to
@@ -173,7 +230,7 @@ func TestConstrainedAnswersEqualReference(t *testing.T) {
 			for _, stream := range []bool{false, true} {
 				// streamed, the same tokens are parsed as deltas: CI streams the cases whose messages differ most
 				// (BANKML_ORACLE_FULL=1 streams all)
-				if stream && !full && cc.name != "schema seeded" && cc.name != "tools required seeded, parallel" && cc.name != "named function seeded" {
+				if stream && !full && cc.name != "schema seeded" && cc.name != "tools required seeded, parallel" && cc.name != "named function seeded" && cc.name != "tools auto seeded, think blocks" {
 					continue
 				}
 				name := fmt.Sprintf("%s %s stream=%v", mdl.name, cc.name, stream)

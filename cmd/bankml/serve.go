@@ -42,6 +42,8 @@ type serveCmd struct {
 	Alias      aliasList   `short:"a" name:"alias" placeholder:"STRING" help:"Names of the model, comma-separated (given again, each one adds), as llama-server's -a/--alias: the first in byte order is the name /v1/models, /props and every answer give (default: the file's base name); /v1/models lists them all as aliases; Ollama requests may name the model by any of them or by the file's base name."`
 	NPredict   int         `short:"n" name:"n-predict" default:"-1" help:"Tokens to predict for a request that sets no n_predict/max_tokens (or -1; Ollama: no num_predict), as llama-server's -n/--n-predict; a request's own count wins, above or below it; -1: until an end-of-generation token or a full context; below -1 (any int, as llama-server takes it): one token, as llama-server's slot limit then has no budget."`
 
+	Proof proofFlags `embed:""`
+
 	Ignored llamaIgnored `embed:""`
 }
 
@@ -176,12 +178,19 @@ func (c *serveCmd) Run(stderr errWriter) error {
 		}
 		fmt.Fprintf(stderr, "history: %s, %d entries, root %s\n", c.History, opened.Size, opened.Root)
 	}
+	signer, tlog, err := c.openProof(l, stderr, log)
+	if err != nil {
+		return err
+	}
+	if tlog != nil {
+		defer closeLog(tlog, stderr) // before the history closes
+	}
 	if err := c.checkSlots(m.Model.HP.NCtxTrain); err != nil {
 		return err
 	}
 	s, err := serve.New(m, serve.Options{
 		NCtx: c.Ctx, Threads: int(c.Threads), Parallel: c.Parallel, QueueSize: c.Queue, NPredict: &c.NPredict,
-		Alias: []string(c.Alias), APIKey: c.APIKey, CORSOrigins: c.CORSOrigin, Ledger: l, Version: version, Log: log, Timeout: time.Duration(c.Timeout) * time.Second,
+		Alias: []string(c.Alias), APIKey: c.APIKey, CORSOrigins: c.CORSOrigin, Ledger: l, TLog: tlog, Signer: signer, Version: version, Log: log, Timeout: time.Duration(c.Timeout) * time.Second,
 	})
 	if err != nil {
 		return cannotRun(err)

@@ -70,6 +70,12 @@ type ChatAnswer struct {
 	// Parses are common_chat_parse's results for each answer of ApplyParse: every byte prefix as a partial
 	// answer (len+1 of them), then the whole answer as complete.
 	Parses [][]ChatParse `json:"parses"`
+
+	// MessageJSON and TextJSON answer ParseGenerated: the message llama-server's chat parser makes of the
+	// generated text (common_chat_msg::to_json_oaicompat) and the raw text, each as JSON dumped with
+	// common_json::dump_safe (nlohmann's replace error handler), the bytes llama-server sends.
+	MessageJSON string `json:"message_json"`
+	TextJSON    string `json:"text_json"`
 }
 
 // ChatTrigger is a common_grammar_trigger: its type (0 token, 1 word, 2 pattern, 3 full pattern) and value.
@@ -272,6 +278,15 @@ func (s *ChatShim) ApplyParse(model string, body json.RawMessage, reasoning int,
 		}
 	}
 	return s.call(map[string]any{"model": model, "reasoning": reasoning, "body": body, "answers": raw})
+}
+
+// ParseGenerated is what llama-server sends, not streamed, for generated (the answer's bytes, valid UTF-8 or
+// not) to a chat request body: Apply's answer plus MessageJSON (common_chat_parse of generated with the parser
+// params llama-server derives from the template's, its default reasoning format deepseek, then the message's
+// to_json_oaicompat, dumped by dump_safe) and TextJSON (the bytes as a JSON string, dumped by dump_safe: the
+// "text"/"content" of /v1/completions and /completion).
+func (s *ChatShim) ParseGenerated(model string, body json.RawMessage, generated []byte) (ChatAnswer, error) {
+	return s.call(map[string]any{"model": model, "reasoning": -1, "body": body, "generated_hex": hex.EncodeToString(generated)})
 }
 
 // Render runs a template alone through common_chat_template_direct_apply (no llama-server preparation): the

@@ -44,6 +44,13 @@ type GrammarShim struct {
 	regexFind func(pattern string, input *byte, n uint64, start *uint64, msg **byte) int32
 	parse     func(vocab uintptr, text string, out **byte) int32
 	free      func(p *byte)
+
+	csInit       func(model uintptr, params string, err **byte) uintptr
+	csSample     func(gs, ctx uintptr, idx int32) int32
+	csAccept     func(gs uintptr, tok int32, generated int32, err **byte) int32
+	csCandidates func(gs uintptr, out *TokenData, n uint64, selected *int64) uint64
+	csReset      func(gs uintptr)
+	csFree       func(gs uintptr)
 }
 
 var (
@@ -83,7 +90,7 @@ func (l *Lib) loadGrammarShim(ctx context.Context) (*GrammarShim, error) {
 			return nil, err
 		}
 	}
-	h, err := purego.Dlopen(so, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+	h, err := dlopen(so, rtldNow|rtldGlobal)
 	if err != nil {
 		return nil, fmt.Errorf("reference: dlopen %s: %w", so, err)
 	}
@@ -95,8 +102,10 @@ func (l *Lib) loadGrammarShim(ctx context.Context) (*GrammarShim, error) {
 		{&g.init, "gs_grammar_init"}, {&g.accept, "gs_accept"}, {&g.apply, "gs_apply"}, {&g.clone, "gs_clone"},
 		{&g.reset, "gs_reset"}, {&g.freeSmpl, "gs_free_sampler"}, {&g.schema, "gs_schema"}, {&g.build, "gs_build"},
 		{&g.dump, "gs_dump"}, {&g.regexFind, "gs_regex_find"}, {&g.parse, "gs_parse"}, {&g.free, "gs_free"},
+		{&g.csInit, "gs_csampler_init"}, {&g.csSample, "gs_csampler_sample"}, {&g.csAccept, "gs_csampler_accept"},
+		{&g.csCandidates, "gs_csampler_candidates"}, {&g.csReset, "gs_csampler_reset"}, {&g.csFree, "gs_csampler_free"},
 	} {
-		sym, err := purego.Dlsym(h, f.name)
+		sym, err := dlsym(h, f.name)
 		if err != nil {
 			return nil, fmt.Errorf("reference: %s: no symbol %s: %w", so, f.name, err)
 		}
@@ -409,4 +418,102 @@ func CheckoutBundle(ctx context.Context, folders ...string) (string, error) {
 func isDir(p string) bool {
 	st, err := os.Stat(p)
 	return err == nil && st.IsDir()
+}
+
+// CommonSampler is llama.cpp's own common_sampler (libllama-common: common_sampler_init, common_sampler_sample,
+// common_sampler_accept) over a model, the whole of llama-server's sampling: the chain, the grammar sampler joined
+// to it (the draw checked, the candidates masked and drawn again when the grammar refuses it), the reasoning
+// budget sampler, the prefill of the generation prompt. It is not safe for concurrent use; Free releases it.
+type CommonSampler struct {
+	g   *GrammarShim
+	m   *Model
+	gs  uintptr
+	buf []TokenData
+}
+
+// NewCommonSampler builds common_sampler_init(model, params) with common_params_sampling set from p (its stage
+// names as common_sampler_types_from_names reads them; a GrammarType of 0 with a grammar is a user grammar). The
+// error carries the exception's text (a grammar that does not parse: "failed to parse grammar").
+func (g *GrammarShim) NewCommonSampler(m *Model, p CommonSamplerParams) (*CommonSampler, error) {
+	if p.Grammar != "" && p.GrammarType == 0 {
+		p.GrammarType = 1
+	}
+	params, err := p.structJSON()
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	ptr := m.ptr
+	m.mu.Unlock()
+	if ptr == 0 {
+		return nil, errClosed
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var msg *byte
+	gs := g.csInit(ptr, string(params), &msg)
+	if gs == 0 {
+		return nil, fmt.Errorf("reference: common_sampler_init: %s", g.take(msg))
+	}
+	return &CommonSampler{g: g, m: m, gs: gs}, nil
+}
+
+// Sample is common_sampler_sample(gsmpl, ctx, -1) on the logits of the session's last decoded token.
+func (c *CommonSampler) Sample(s *Session) int32 {
+	s.m.mu.Lock()
+	defer s.m.mu.Unlock()
+	c.g.mu.Lock()
+	defer c.g.mu.Unlock()
+	return c.g.csSample(c.gs, s.ctx, -1)
+}
+
+// Accept is common_sampler_accept(gsmpl, tok, generated); an exception (the grammar cannot take the token) is
+// returned as an error with its text.
+func (c *CommonSampler) Accept(tok int32, generated bool) error {
+	c.g.mu.Lock()
+	defer c.g.mu.Unlock()
+	gen := int32(0)
+	if generated {
+		gen = 1
+	}
+	var msg *byte
+	if c.g.csAccept(c.gs, tok, gen, &msg) != 0 {
+		return errors.New(c.g.take(msg))
+	}
+	return nil
+}
+
+// Candidates returns common_sampler_get_candidates(gsmpl, false): the candidates the last Sample left and the
+// selected index.
+func (c *CommonSampler) Candidates() ([]TokenData, int) {
+	n := c.m.NVocab()
+	if cap(c.buf) < n {
+		c.buf = make([]TokenData, n)
+	}
+	buf := c.buf[:n]
+	var pin runtime.Pinner
+	pin.Pin(&buf[0])
+	defer pin.Unpin()
+	c.g.mu.Lock()
+	defer c.g.mu.Unlock()
+	var sel int64
+	k := c.g.csCandidates(c.gs, &buf[0], uint64(n), &sel)
+	return append([]TokenData(nil), buf[:min(int(k), n)]...), int(sel)
+}
+
+// Reset is common_sampler_reset.
+func (c *CommonSampler) Reset() {
+	c.g.mu.Lock()
+	defer c.g.mu.Unlock()
+	c.g.csReset(c.gs)
+}
+
+// Free is common_sampler_free.
+func (c *CommonSampler) Free() {
+	if c.gs != 0 {
+		c.g.mu.Lock()
+		c.g.csFree(c.gs)
+		c.g.mu.Unlock()
+		c.gs = 0
+	}
 }

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/bankml/bankml/grammar"
 	"github.com/bankml/bankml/internal/reference"
 	"github.com/bankml/bankml/sample"
 )
@@ -53,7 +52,7 @@ type Turn struct {
 // Answer is what the reference generates for a Turn.
 type Answer struct {
 	Tokens []int32 // every sampled token, an end-of-generation one included
-	Text   string  // the pieces (without special tokens), cut before the first stop string
+	Text   string  // the pieces (special tokens only when preserved), cut before the first stop string
 	Finish string  // "stop" or "length"
 }
 
@@ -93,34 +92,26 @@ func Generate(m *reference.Model, s *reference.Session, turn Turn) (Answer, erro
 			}
 		}
 	}
-	chain, err := Chain(m, p)
+	smpl, err := newSampler(m, p)
 	if err != nil {
 		return Answer{}, err
 	}
-	defer chain.Free()
-	grmr, err := Grammar(m, p)
-	if err != nil {
-		return Answer{}, err
-	}
-	if grmr != nil {
-		defer grmr.Free()
-	}
+	defer smpl.free()
 	for _, tok := range turn.Prompt {
-		chain.Accept(tok)
+		if err := smpl.accept(tok, false); err != nil {
+			return Answer{}, err
+		}
 	}
 	var a Answer
 	var text []byte
 	for {
-		tok, err := Draw(chain, grmr, logits)
+		tok, err := smpl.draw(s, logits)
 		if err != nil {
 			return Answer{}, err
 		}
-		if grmr != nil && !isEOG(m, tok) {
-			if err := grmr.Accept(tok); err != nil {
-				return Answer{}, fmt.Errorf("reftest: the grammar refuses token %d: %w", tok, err)
-			}
+		if err := smpl.accept(tok, true); err != nil {
+			return Answer{}, fmt.Errorf("reftest: token %d: %w", tok, err)
 		}
-		chain.Accept(tok)
 		a.Tokens = append(a.Tokens, tok)
 		piece, err := m.TokenToPiece(tok, slices.Contains(p.PreservedTokens, tok))
 		if err != nil {
@@ -160,20 +151,53 @@ func Generate(m *reference.Model, s *reference.Session, turn Turn) (Answer, erro
 	}
 }
 
-func isEOG(m *reference.Model, tok int32) bool {
-	eog, err := m.IsEOG(tok)
-	return err == nil && eog
+// sampler is what Generate draws with: the reference's chain built in Go as common_sampler_init builds it
+// (Chain), or, when p has a grammar or a reasoning budget, llama.cpp's own common_sampler.
+type sampler struct {
+	chain  *reference.SamplerChain
+	common *reference.CommonSampler
 }
 
-// Grammar builds the reference's grammar sampler for p as common_sampler_init builds it (nil when p.Grammar is
-// empty): the triggers turned into patterns (a word through regex_escape, a full pattern anchored) and tokens,
-// llama_sampler_init_grammar or _lazy_patterns with start symbol "root" (through the grammar shim), then, for an
-// output-format or tool-calls grammar that is not lazy, the tokens of the generation prompt accepted (the first
-// one skipped when its piece starts with a space the prompt does not). The caller frees it.
-func Grammar(m *reference.Model, p sample.Params) (*reference.RefGrammar, error) {
-	if p.Grammar == "" {
-		return nil, nil
+func newSampler(m *reference.Model, p sample.Params) (*sampler, error) {
+	if p.Grammar == "" && len(p.ReasoningBudgetStart) == 0 {
+		c, err := Chain(m, p)
+		return &sampler{chain: c}, err
 	}
+	c, err := CommonSampler(m, p)
+	return &sampler{common: c}, err
+}
+
+func (s *sampler) accept(tok int32, generated bool) error {
+	if s.chain != nil {
+		s.chain.Accept(tok)
+		return nil
+	}
+	return s.common.Accept(tok, generated)
+}
+
+func (s *sampler) draw(sess *reference.Session, logits []float32) (int32, error) {
+	if s.chain != nil {
+		ap, err := s.chain.Apply(logits)
+		if err != nil {
+			return 0, err
+		}
+		return ap.Cands[ap.Selected].ID, nil
+	}
+	return s.common.Sample(sess), nil
+}
+
+func (s *sampler) free() {
+	if s.chain != nil {
+		s.chain.Free()
+	} else {
+		s.common.Free()
+	}
+}
+
+// CommonSampler builds llama.cpp's own common_sampler for p (common_sampler_init in libllama-common, through the
+// grammar shim): the chain, the grammar sampler joined to it as common_sampler_sample joins them, the reasoning
+// budget, the generation prompt fed to both. The caller frees it.
+func CommonSampler(m *reference.Model, p sample.Params) (*reference.CommonSampler, error) {
 	lib, err := reference.Load()
 	if err != nil {
 		return nil, err
@@ -182,84 +206,26 @@ func Grammar(m *reference.Model, p sample.Params) (*reference.RefGrammar, error)
 	if err != nil {
 		return nil, err
 	}
-	var patterns []string
-	var tokens []int32
-	for _, t := range p.GrammarTriggers {
-		switch t.Type {
-		case sample.TriggerWord:
-			patterns = append(patterns, grammar.RegexEscape(t.Value))
-		case sample.TriggerPattern:
-			patterns = append(patterns, t.Value)
-		case sample.TriggerPatternFull:
-			a := "^$"
-			if v := t.Value; v != "" {
-				a = v
-				if v[0] != '^' {
-					a = "^" + a
-				}
-				if v[len(v)-1] != '$' {
-					a += "$"
-				}
-			}
-			patterns = append(patterns, a)
-		case sample.TriggerToken:
-			tokens = append(tokens, t.Token)
-		}
+	var rp reference.CommonSamplerParams
+	b, err := json.Marshal(p)
+	if err == nil {
+		err = json.Unmarshal(b, &rp)
 	}
-	g, msg := shim.NewGrammar(m, p.Grammar, "root", p.GrammarLazy, patterns, tokens)
-	if g == nil {
-		return nil, fmt.Errorf("reftest: the reference refuses the grammar: %s", msg)
-	}
-	if !p.GrammarLazy && (p.GrammarType == sample.GrammarOutputFormat || p.GrammarType == sample.GrammarToolCalls) && p.GenerationPrompt != "" {
-		ids, err := m.Tokenize(p.GenerationPrompt, false, true)
-		if err != nil {
-			g.Free()
-			return nil, err
-		}
-		for i, id := range ids {
-			piece, err := m.TokenToPiece(id, true)
-			if err != nil {
-				g.Free()
-				return nil, err
-			}
-			if i == 0 && len(piece) > 0 && isSpace(piece[0]) && !isSpace(p.GenerationPrompt[0]) {
-				continue
-			}
-			if err := g.Accept(id); err != nil {
-				g.Free()
-				return nil, fmt.Errorf("reftest: the grammar refuses the generation prompt: %w", err)
-			}
-		}
-	}
-	return g, nil
-}
-
-func isSpace(c byte) bool { return c == ' ' || c >= '\t' && c <= '\r' }
-
-// Draw is common_sampler_sample (grammar_first false, as llama-server calls it) on the reference's samplers: the
-// chain draws; with a grammar, the token drawn is checked alone, and when the grammar refuses it the candidates
-// are set afresh, masked by the grammar over the whole vocabulary and drawn from again.
-func Draw(chain *reference.SamplerChain, g *reference.RefGrammar, logits []float32) (int32, error) {
-	ap, err := chain.Apply(logits)
 	if err != nil {
-		return 0, err
+		return nil, fmt.Errorf("reftest: sampling parameters: %w", err)
 	}
-	tok := ap.Cands[ap.Selected].ID
-	if g == nil || g.Apply([]int32{tok})[0] {
-		return tok, nil
+	for _, st := range p.Samplers {
+		rp.Samplers = append(rp.Samplers, st.String())
 	}
-	all := make([]int32, len(logits))
-	for i := range all {
-		all[i] = int32(i)
+	for _, lb := range p.LogitBias {
+		rp.LogitBias = append(rp.LogitBias, reference.LogitBias{Token: lb.Token, Bias: lb.Bias})
 	}
-	masked := slices.Clone(logits)
-	for i, ok := range g.Apply(all) {
-		if !ok {
-			masked[i] = float32(math.Inf(-1))
-		}
+	rp.Grammar, rp.GrammarType, rp.GrammarLazy = p.Grammar, int(p.GrammarType), p.GrammarLazy
+	for _, t := range p.GrammarTriggers {
+		rp.GrammarTriggers = append(rp.GrammarTriggers, reference.GrammarTrigger{Type: int(t.Type), Value: t.Value, Token: t.Token})
 	}
-	if ap, err = chain.Apply(masked); err != nil {
-		return 0, err
-	}
-	return ap.Cands[ap.Selected].ID, nil
+	rp.PreservedTokens, rp.GenerationPrompt = p.PreservedTokens, p.GenerationPrompt
+	rp.ReasoningBudgetTokens, rp.ReasoningBudgetStart = p.ReasoningBudgetTokens, p.ReasoningBudgetStart
+	rp.ReasoningBudgetEnd, rp.ReasoningBudgetForced, rp.ReasoningControl = p.ReasoningBudgetEnd, p.ReasoningBudgetForced, p.ReasoningControl
+	return shim.NewCommonSampler(m, rp)
 }
