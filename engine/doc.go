@@ -19,6 +19,10 @@
 // determinism rule below allows (cache_prompt), evaluates the rest, then builds a
 // fresh [sample.Chain] for the request, accepts every prompt token into it
 // (server_slot::init_sampler) and generates token by token.
+// [Engine.Evaluate] decodes a sequence from position 0 in llama_decode calls
+// of a given size and returns the logits of its last tokens, what
+// llama-perplexity asks. Every bankml command that generates or evaluates is
+// a client of this engine: serve, run and run --chat, perplexity, bench model.
 //
 // Follows. tools/server/server-context.cpp at the reference's commit:
 // get_available_slot (slot choice), launch_slot_with_task (n_predict: the

@@ -68,6 +68,12 @@ type Options struct {
 	// then depend on what the slot ran before, as llama-server's do (see
 	// the package doc); off by default.
 	ServerPrefixReuse bool
+
+	// PastTrainingContext takes NCtx as the context size itself, even above
+	// the model's training context, as llama-perplexity takes -c (it only
+	// warns); by default a slot's context is model.ContextSize's (llama-server
+	// caps a slot at the training context).
+	PastTrainingContext bool
 }
 
 // Engine serves completions over Parallel slots of one model. Its methods
@@ -135,6 +141,9 @@ func New(m *model.Model, tok tokenizer.Tokenizer, tmpl *chat.Template, o Options
 		o.Parallel = 1
 	}
 	n, _, err := m.ContextSize(o.NCtx)
+	if o.PastTrainingContext {
+		n, err = evalCtx(m, o.NCtx)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}

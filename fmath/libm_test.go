@@ -35,7 +35,7 @@ func openLibm(t *testing.T) *libm {
 	if runtime.GOOS != "linux" {
 		t.Skip("libm oracle: glibc is only on linux")
 	}
-	h, err := purego.Dlopen("libm.so.6", purego.RTLD_NOW|purego.RTLD_GLOBAL)
+	h, err := dlopenLibm()
 	if err != nil {
 		t.Skipf("libm oracle: cannot open libm.so.6: %v", err)
 	}

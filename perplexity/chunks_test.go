@@ -7,23 +7,23 @@ import (
 	"testing"
 )
 
-// fakeEval returns all-zero logits and records the batches it is given.
+// fakeEval returns all-zero logits and records the chunks it is given: first token, outputs, length and
+// batch size.
 type fakeEval struct {
-	nVocab  int
-	resets  int
-	batches []string
+	nVocab int
+	chunks []string
 }
 
-func (e *fakeEval) Reset() error { e.resets++; return nil }
-func (e *fakeEval) DecodeOutputs(t []int32, n int) ([]float32, error) {
-	e.batches = append(e.batches, fmt.Sprintf("%d:%d/%d", t[0], n, len(t)))
-	return make([]float32, n*e.nVocab), nil
+func (e *fakeEval) Evaluate(t []int32, outputs, nBatch int) ([]float32, error) {
+	e.chunks = append(e.chunks, fmt.Sprintf("%d:%d/%d/b%d", t[0], outputs, len(t), nBatch))
+	return make([]float32, outputs*e.nVocab), nil
 }
 func (e *fakeEval) NVocab() int { return e.nVocab }
 
-// TestChunking follows perplexity.cpp's loop: n_chunk = len/n_ctx chunks from
-// an empty cache, BOS replacing each chunk's first token, batches of n_batch
-// with flags on pos >= n_ctx/2, n_ctx - n_ctx/2 - 1 tokens scored per chunk.
+// TestChunking follows perplexity.cpp's loop: n_chunk = len/n_ctx chunks, each
+// evaluated as a new sequence in batches of n_batch with flags on
+// pos >= n_ctx/2, BOS replacing each chunk's first token, n_ctx - n_ctx/2 - 1
+// tokens scored per chunk.
 // With uniform logits every token costs log(n_vocab): PPL = n_vocab and the
 // variance 0 up to the rounding of nll2/count - (nll/count)².
 func TestChunking(t *testing.T) {
@@ -36,10 +36,10 @@ func TestChunking(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 4 chunks (the last 5 tokens dropped); batches [0,4) [4,8) [8,10): first = 5.
-	want := "[1:0/4 104:3/4 108:2/2 1:0/4 114:3/4 118:2/2 1:0/4 124:3/4 128:2/2 1:0/4 134:3/4 138:2/2]"
-	if got := fmt.Sprint(ev.batches); got != want || ev.resets != 4 {
-		t.Errorf("batches %s (%d resets), want %s (4)", got, ev.resets, want)
+	// 4 chunks of 10 (the last 5 tokens dropped), positions 5..9 outputs, in batches of 4.
+	want := "[1:5/10/b4 1:5/10/b4 1:5/10/b4 1:5/10/b4]"
+	if got := fmt.Sprint(ev.chunks); got != want {
+		t.Errorf("chunks %s, want %s", got, want)
 	}
 	if r.Chunks != 4 || r.Count != 4*4 || len(r.Running) != 4 {
 		t.Errorf("chunks %d count %d running %d, want 4, 16, 4", r.Chunks, r.Count, len(r.Running))
@@ -52,8 +52,8 @@ func TestChunking(t *testing.T) {
 	if r, err = Compute(ev, tokens, Options{NCtx: 10, NBatch: 2048, NChunks: 2}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if got := fmt.Sprint(ev.batches); got != "[100:5/10 110:5/10]" || r.NBatch != 10 {
-		t.Errorf("batches %s, batch %d; want [100:5/10 110:5/10], 10", got, r.NBatch)
+	if got := fmt.Sprint(ev.chunks); got != "[100:5/10/b10 110:5/10/b10]" || r.NBatch != 10 {
+		t.Errorf("chunks %s, batch %d; want [100:5/10/b10 110:5/10/b10], 10", got, r.NBatch)
 	}
 }
 

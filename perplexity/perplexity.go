@@ -15,15 +15,15 @@ const (
 	DefaultNBatch = 2048
 )
 
-// Evaluator is the model Compute scores: one sequence whose cache Reset
-// empties (llama_memory_clear) and whose DecodeOutputs evaluates tokens at the
-// next positions with the logits flags set on the last outputs tokens (0 or
-// more), returning outputs rows of NVocab() logits in order (llama_decode and
-// llama_get_logits). *model.Context and the reference's Session fit it
-// through small adapters.
+// Evaluator is the model Compute scores. Evaluate evaluates one chunk as
+// llama-perplexity does: tokens as a new sequence from position 0
+// (llama_memory_clear), decoded in llama_decode calls of nBatch tokens, the
+// last one shorter, with the logits flags set on the last outputs tokens; it
+// returns their outputs rows of NVocab() logits in order (llama_get_logits).
+// bankml's engine (engine.Engine.Evaluate) and the reference's Session
+// (reference.Session.Evaluate) fit it through small adapters.
 type Evaluator interface {
-	Reset() error
-	DecodeOutputs(tokens []int32, outputs int) ([]float32, error)
+	Evaluate(tokens []int32, outputs, nBatch int) ([]float32, error)
 	NVocab() int
 }
 
@@ -90,21 +90,14 @@ func Compute(ev Evaluator, tokens []int32, opt Options, chunkDone func(i int, pp
 		if opt.AddBOS {
 			chunk[0] = opt.BOS
 		}
-		if err := ev.Reset(); err != nil {
+		// Positions first.. are scored: their logits flags are set (a batch
+		// before first has none).
+		logits, err := ev.Evaluate(chunk, nCtx-first, nBatch)
+		if err != nil {
 			return nil, fmt.Errorf("perplexity: chunk %d: %w", i+1, err)
 		}
-		logits := make([]float32, 0, (nCtx-first)*nVocab)
-		for b := 0; b < nCtx; b += nBatch {
-			e := min(b+nBatch, nCtx)
-			outputs := max(0, e-max(b, first)) // a batch before first has none
-			l, err := ev.DecodeOutputs(chunk[b:e], outputs)
-			if err != nil {
-				return nil, fmt.Errorf("perplexity: chunk %d: %w", i+1, err)
-			}
-			if len(l) != outputs*nVocab {
-				return nil, fmt.Errorf("perplexity: chunk %d: %d logits for %d outputs of %d tokens", i+1, len(l), outputs, nVocab)
-			}
-			logits = append(logits, l...)
+		if len(logits) != (nCtx-first)*nVocab {
+			return nil, fmt.Errorf("perplexity: chunk %d: %d logits for %d outputs of %d", i+1, len(logits), nCtx-first, nVocab)
 		}
 		// Row j is the distribution after chunk position first+j; the
 		// token scored is the original text's (BOS only replaces the

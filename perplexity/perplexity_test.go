@@ -2,6 +2,7 @@ package perplexity
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"math"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bankml/bankml/engine"
 	"github.com/bankml/bankml/gguf"
 	"github.com/bankml/bankml/internal/cshim"
 	"github.com/bankml/bankml/internal/reference"
@@ -34,31 +36,32 @@ type recorder struct {
 	rows []float32
 }
 
-func (r *recorder) DecodeOutputs(t []int32, n int) ([]float32, error) {
-	l, err := r.Evaluator.DecodeOutputs(t, n)
+func (r *recorder) Evaluate(t []int32, outputs, nBatch int) ([]float32, error) {
+	l, err := r.Evaluator.Evaluate(t, outputs, nBatch)
 	r.rows = append(r.rows, l...)
 	return l, err
 }
 
+// bankmlEval scores through bankml's engine, as bankml perplexity does.
 type bankmlEval struct {
-	c *model.Context
-	n int
+	e *engine.Engine
 }
 
-func (e bankmlEval) Reset() error { return e.c.Truncate(0) }
-func (e bankmlEval) DecodeOutputs(t []int32, n int) ([]float32, error) {
-	return e.c.DecodeOutputs(t, n)
+func (e bankmlEval) Evaluate(t []int32, outputs, nBatch int) ([]float32, error) {
+	return e.e.Evaluate(context.Background(), engine.EvalRequest{Tokens: t, Outputs: outputs, NBatch: nBatch})
 }
-func (e bankmlEval) NVocab() int { return e.n }
+func (e bankmlEval) NVocab() int { return e.e.Model().HP.NVocab }
 
+// refEval scores with the reference: llama-perplexity's loop of llama_decode calls (Session.Evaluate).
 type refEval struct {
 	s *reference.Session
 	n int
 }
 
-func (e refEval) Reset() error                                      { return e.s.Truncate(0) }
-func (e refEval) DecodeOutputs(t []int32, n int) ([]float32, error) { return e.s.DecodeOutputs(t, n) }
-func (e refEval) NVocab() int                                       { return e.n }
+func (e refEval) Evaluate(t []int32, outputs, nBatch int) ([]float32, error) {
+	return e.s.Evaluate(t, outputs, nBatch)
+}
+func (e refEval) NVocab() int { return e.n }
 
 // formulaShim is llama-perplexity's scoring as its source computes it
 // (tools/perplexity/perplexity.cpp: log_softmax, the nll/nll2 sums, the running
@@ -103,7 +106,8 @@ extern "C" void final_estimate(double nll, double nll2, int count, double *ppl_o
 `
 
 // TestPerplexityMatchesReference: on stories260K and the held-out text,
-// bankml's perplexity equals the reference's. The reference's logits come
+// bankml's perplexity, evaluated through its engine (engine.Evaluate) as
+// bankml perplexity evaluates it, equals the reference's. The reference's logits come
 // from llama_decode on the same chunks and batches (one sequence, BOS in
 // position 0, logits flags on pos >= n_ctx/2); its scoring is
 // llama-perplexity's own source compiled with g++ against libm, over those
@@ -160,18 +164,18 @@ func TestPerplexityMatchesReference(t *testing.T) {
 	for _, tc := range []struct{ nCtx, nBatch, chunks int }{{512, 2048, 3}, {128, 48, 4}} {
 		t.Run(fmt.Sprintf("c%d-b%d", tc.nCtx, tc.nBatch), func(t *testing.T) {
 			opt := Options{NCtx: tc.nCtx, NBatch: tc.nBatch, NChunks: tc.chunks, BOS: tok.BOS(), AddBOS: tok.AddBOS()}
-			c, err := m.NewContext(tc.nCtx, 2)
+			e, err := engine.New(m, tok, nil, engine.Options{NCtx: tc.nCtx, Threads: 2, PastTrainingContext: true})
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer c.Close()
+			defer e.Close()
 			s, err := rm.NewSession(tc.nCtx, 2)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer s.Close()
 			var gotOut, refOut bytes.Buffer
-			bk := &recorder{Evaluator: bankmlEval{c, nv}}
+			bk := &recorder{Evaluator: bankmlEval{e}}
 			got, err := Compute(bk, ids, opt, func(i int, ppl float64) { _ = WriteRunning(&gotOut, i, ppl) })
 			if err != nil {
 				t.Fatal(err)

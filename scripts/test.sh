@@ -8,4 +8,5 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 scripts/install-reference.sh
 scripts/install-mariadb.sh
 scripts/install-chromium.sh
+scripts/cross.sh
 go test -count=1 -timeout 40m ./...

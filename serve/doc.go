@@ -6,13 +6,15 @@
 //
 // # Design record
 //
-// What. Admit guards, pins and loads a model (a refused model never listens: bankml serve exits 2 before the
-// port opens); New builds a Server over it; Handler is its chi router; Serve answers on a listener until
-// its context is cancelled, then shuts down gracefully. Every answer carries a Receipt (bankml_receipt),
-// is preceded by a re-check of the model file's identity (FileIdentity: device, inode, size, mtime; 503
-// when it changed) and, with a ledger, is appended to the history before its receipt is sent; with a
-// transparency log (Options.TLog) the line's commitment is in the log and the receipt names its leaf; with
-// an operator key (Options.Signer) the receipt is signed (receipt.go, docs/receipts.md).
+// What. New builds a Server over a model admitted by package admit (bankml's one front door: a refused
+// model never listens, bankml serve exits 2 before the port opens); Handler is its chi router; Serve answers
+// on a listener until its context is cancelled, then shuts down gracefully. Every answer carries a Receipt
+// (bankml_receipt), is preceded by a re-check of the model file (identity.go: its admit.FileIdentity; when
+// it changed the file is hashed again in the background, answers held as 503 "re-verifying" meanwhile; the
+// same sha256 answers again, another one is a 503 naming both) and, with a ledger, is appended to the
+// history before its receipt is sent; with a transparency log (Options.TLog) the line's commitment is in the
+// log and the receipt names its leaf; with an operator key (Options.Signer) the receipt is signed
+// (receipt.go, docs/receipts.md).
 //
 // Follows. llama-server (tools/server of llama.cpp at the reference's commit): its routes, its request
 // fields and defaults (server-schema.cpp, through sample.Params.ApplyServerLimits), its error bodies
@@ -89,6 +91,6 @@
 //     badRequest, decodeJSON(body, v): the error bodies and request decoding.
 //   - s.metrics.refusedFor(reason) (requests_processing and requests_deferred are read from the engine's
 //     busy slots and queue at each scrape).
-//   - s.m (*Model: Name, Path, SHA256, Identity, Pin, Guard, File, Tokenizer, Template, Model), s.opt
+//   - s.m (*admit.Model: Name, Path, SHA256, Identity, Pin, Guard, File, Tokenizer, Template, Model), s.opt
 //     (Options), s.nCtx(), s.started, s.fingerprint().
 package serve

@@ -13,11 +13,11 @@ import (
 
 // handleHealth is llama-server's GET /health: {"status": "ok"} while the server can answer. The model is
 // loaded before the port opens, so there is no loading state; the one state in which bankml cannot answer
-// is a model file that changed on disk (Model.Recheck), and then /health is a 503 unavailable_error naming
-// what changed, as llama-server's middleware_server_state answers 503 unavailable_error while it cannot
+// is a model file that changed on disk (verifier.check: held while it is re-hashed, or another sha256), and
+// then /health is a 503 unavailable_error naming what changed, as llama-server's middleware_server_state answers 503 unavailable_error while it cannot
 // serve (tools/server/server-http.cpp:307–324). It needs no API key, and is not counted as a refusal.
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
-	if err := s.m.Recheck(); err != nil {
+	if err := s.verify.check(); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -83,7 +83,7 @@ func (s *Server) handleProps(w http.ResponseWriter, r *http.Request) {
 		"is_sleeping":                 false,
 		"bankml": map[string]any{
 			"version": s.opt.Version, "model_sha256": s.m.SHA256, "pinned": s.m.Pin.Pinned,
-			"guard": s.m.Guard.Verdict, "identity": s.m.Identity, "match": s.opt.Match,
+			"guard": s.m.Guard.Verdict, "identity": s.verify.identity(), "match": s.opt.Match,
 			// what the template's analysis found (chat_template_caps are the Jinja probes'): tool calls
 			// bankml can offer and parse, and reasoning it separates (the default of enable_thinking)
 			"capabilities": map[string]bool{"tools": s.m.Template.SupportsTools(), "thinking": s.m.Template.SupportsThinking()},

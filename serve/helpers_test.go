@@ -9,6 +9,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/bankml/bankml/admit"
 	"github.com/bankml/bankml/chat"
 	"github.com/bankml/bankml/gguf"
 	"github.com/bankml/bankml/internal/reference"
@@ -87,17 +88,29 @@ type testServer struct {
 	url string
 }
 
-// newTestServer admits the model at path (unpinned unless o says otherwise) and serves it.
-func newTestServer(t testing.TB, path string, ao AdmitOptions, o Options) *testServer {
+// AdmitOptions are admit.Options, as the tests give them to newTestServer and admitModel.
+type AdmitOptions = admit.Options
+
+// admitModel admits the model at path as bankml serve does (admit.Open with the chat template), unpinned
+// unless ao names a manifest; it is closed when the test ends.
+func admitModel(t testing.TB, path string, ao AdmitOptions) *admit.Model {
 	t.Helper()
 	if ao.Manifest == "" {
-		ao.Unpinned = true
+		ao.Pin = admit.AllowUnpinned
 	}
-	m, err := Admit(path, ao)
+	ao.Chat = true
+	m, err := admit.Open(path, ao)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+// newTestServer admits the model at path (unpinned unless ao names a manifest: admitModel) and serves it.
+func newTestServer(t testing.TB, path string, ao AdmitOptions, o Options) *testServer {
+	t.Helper()
+	m := admitModel(t, path, ao)
 	if o.NCtx == 0 {
 		o.NCtx = 512
 	}

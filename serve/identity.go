@@ -1,45 +1,146 @@
 package serve
 
 import (
+	"context"
 	"fmt"
-	"os"
-	"syscall"
+	"io"
+	"log/slog"
+	"sync"
 	"time"
+
+	"github.com/bankml/bankml/admit"
+	"github.com/bankml/bankml/internal/fsutil"
+	"github.com/bankml/bankml/provenance"
 )
 
-// FileIdentity is what the server re-checks of the model file before each answer: the device and inode it
-// lives on, its size in bytes and its modification time (nanoseconds). A file replaced, rewritten or touched
-// after admission no longer has the identity it was verified with.
-type FileIdentity struct {
-	Dev   uint64 `json:"dev"`
-	Inode uint64 `json:"inode"`
-	Size  int64  `json:"size"`
-	Mtime int64  `json:"mtime_ns"` // Unix nanoseconds
+// verifier is the per-answer re-check of the model file. The file was hashed at admission; before every
+// answer (and on /health) its identity (admit.FileIdentity: device, inode, size, mtime) is compared with the
+// one its hash is of. While it is unchanged the model answers. When it changed (a `touch`, a copy of the
+// same bytes, a new file), the file is hashed again in the background and answers and /health are held as
+// 503 "re-verifying" meanwhile: the same sha256 serves again (logged), another sha256 is a 503 naming both
+// hashes and what to do, until the file changes again (restored, say), which is re-verified the same way.
+// The model in memory is never reloaded: a file that hashes the same holds the bytes it was loaded from.
+type verifier struct {
+	path, sha256 string // the model file and the sha256 it was admitted with
+	log          *slog.Logger
+	stop         context.Context // cancels a re-hash when the server closes
+	// hash hashes the file at path (provenance.HashReader over the file, cancelled with ctx); tests replace it.
+	hash func(ctx context.Context, path string) (string, error)
+
+	mu       sync.Mutex
+	verified admit.FileIdentity // the identity whose bytes hash to sha256
+	hashing  bool               // a re-hash runs: answers are held
+	change   string             // what changed, for the held answers' message
+	failed   *admit.FileIdentity
+	failure  string        // the 503's message while failed is the file's identity
+	done     chan struct{} // closed when the running re-hash ends (tests wait on it)
 }
 
-// StatIdentity returns the identity of the file at path (following symbolic links, as opening it does).
-func StatIdentity(path string) (FileIdentity, error) {
-	fi, err := os.Stat(path)
+func newVerifier(m *admit.Model, log *slog.Logger, stop context.Context) *verifier {
+	return &verifier{path: m.Path, sha256: m.SHA256, verified: m.Identity, log: log, stop: stop, hash: hashFile}
+}
+
+// hashFile is provenance.HashReader over the file at path, stopped when ctx is cancelled.
+func hashFile(ctx context.Context, path string) (string, error) {
+	f, err := fsutil.OpenRegular(path)
 	if err != nil {
-		return FileIdentity{}, err
+		return "", err
 	}
-	id := FileIdentity{Size: fi.Size(), Mtime: fi.ModTime().UnixNano()}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		id.Dev, id.Inode = uint64(st.Dev), uint64(st.Ino) //nolint:unconvert // Dev is int32 on some systems
-	}
-	return id, nil
+	defer f.Close()
+	sum, _, err := provenance.HashReader(ctxReader{ctx, f}, nil)
+	return sum, err
 }
 
-// Diff names what differs between the verified identity want and got ("" when they are equal).
-func (want FileIdentity) Diff(got FileIdentity) string {
-	switch {
-	case got.Dev != want.Dev || got.Inode != want.Inode:
-		return fmt.Sprintf("the model file was replaced (device %d inode %d, verified device %d inode %d)", got.Dev, got.Inode, want.Dev, want.Inode)
-	case got.Size != want.Size:
-		return fmt.Sprintf("the model file changed size (%d bytes, verified %d)", got.Size, want.Size)
-	case got.Mtime != want.Mtime:
-		return fmt.Sprintf("the model file was modified (mtime %s, verified %s)",
-			time.Unix(0, got.Mtime).UTC().Format(time.RFC3339Nano), time.Unix(0, want.Mtime).UTC().Format(time.RFC3339Nano))
+// ctxReader stops reading once ctx is done.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
 	}
-	return ""
+	return c.r.Read(p)
+}
+
+// identity is the identity the served bytes were last verified with (/props).
+func (v *verifier) identity() admit.FileIdentity {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.verified
+}
+
+// check returns nil when the model may answer, else a 503 unavailable_error *APIError: held while the file
+// is re-hashed, or naming the sha256 it has now.
+func (v *verifier) check() error {
+	got, err := admit.StatIdentity(v.path)
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if err != nil {
+		return unavailable(fmt.Sprintf("model file re-check failed: %v: no answer", err))
+	}
+	switch {
+	case v.hashing:
+		return v.held()
+	case v.failed != nil && v.failed.Diff(got) == "":
+		return unavailable(v.failure)
+	case v.failed == nil && v.verified.Diff(got) == "":
+		return nil
+	}
+	if v.failed != nil {
+		v.change = "the model file changed again"
+	} else {
+		v.change = v.verified.Diff(got)
+	}
+	v.hashing, v.failed, v.done = true, nil, make(chan struct{})
+	v.log.Warn("model file changed on disk: re-verifying its sha256; answers are held meanwhile", "path", v.path, "change", v.change)
+	go v.rehash(v.done)
+	return v.held()
+}
+
+func (v *verifier) held() error {
+	return unavailable(fmt.Sprintf("model file re-verifying: %s; its sha256 is being checked again, no answer meanwhile: retry shortly", v.change))
+}
+
+func unavailable(msg string) *APIError { return &APIError{Type: TypeUnavailable, Message: msg} }
+
+// rehash hashes the file until it holds still while hashed, then decides (see verifier).
+func (v *verifier) rehash(done chan struct{}) {
+	defer close(done)
+	for {
+		before, err := admit.StatIdentity(v.path)
+		sum := ""
+		if err == nil {
+			sum, err = v.hash(v.stop, v.path)
+		}
+		if v.stop.Err() != nil {
+			return
+		}
+		after, serr := admit.StatIdentity(v.path)
+		if err == nil && serr == nil && before.Diff(after) != "" {
+			time.Sleep(10 * time.Millisecond) // still being written: hash it again once it holds still
+			continue
+		}
+		if err == nil {
+			err = serr
+		}
+		v.mu.Lock()
+		v.hashing = false
+		switch {
+		case err != nil:
+			v.failed = &before
+			v.failure = fmt.Sprintf("model file re-check failed: %s and hashing it again failed: %v: no answer; restore the admitted file (sha256 %s) or restart bankml serve", v.change, err, v.sha256)
+			v.log.Error("model file re-check failed", "path", v.path, "err", err)
+		case sum == v.sha256:
+			v.verified = after
+			v.log.Info("model file re-verified: same sha256, serving again", "path", v.path, "sha256", sum, "change", v.change)
+		default:
+			v.failed = &after
+			v.failure = fmt.Sprintf("model file changed: its sha256 is now %s, admitted %s: no answer; restore the admitted file, or restart bankml serve to admit the new one (with its pin)", sum, v.sha256)
+			v.log.Error("model file changed: another sha256; no answers until it is restored or the server restarted", "path", v.path, "sha256", sum, "admitted", v.sha256)
+		}
+		v.mu.Unlock()
+		return
+	}
 }

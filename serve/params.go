@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/bankml/bankml/admit"
 	"github.com/bankml/bankml/engine"
 	"github.com/bankml/bankml/sample"
 )
@@ -51,7 +52,7 @@ func present(raw json.RawMessage) bool { return len(raw) > 0 && string(raw) != "
 
 // baseParams are the sampling defaults every request starts from: common_params_sampling's, then the
 // model's general.sampling.* metadata (sample.ApplyModelDefaults), as llama-server loads them.
-func baseParams(m *Model) sample.Params {
+func baseParams(m *admit.Model) sample.Params {
 	p := sample.DefaultParams()
 	sample.ApplyModelDefaults(&p, m.File)
 	return p

@@ -4,18 +4,14 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/bankml/bankml/ledger"
-	"github.com/bankml/bankml/provenance"
 )
 
 // errorBody is llama-server's error object.
@@ -146,85 +142,6 @@ func TestAPIKey(t *testing.T) {
 	}
 }
 
-// TestModelChanged checks the per-answer re-check: once the model file is touched, every answer is a 503
-// naming what changed, and nothing is recorded.
-func TestModelChanged(t *testing.T) {
-	src, err := os.ReadFile(storiesPath(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "stories260K.gguf")
-	if err := os.WriteFile(path, src, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	digest, err := provenance.SHA256File(path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, _ := openLedger(t)
-	ts := newTestServer(t, path, AdmitOptions{Manifest: digest}, Options{Ledger: l})
-	body := []byte(`{"prompt": "Once", "max_tokens": 2}`)
-	st, b := ts.post(t, "/v1/completions", body)
-	if st != 200 {
-		t.Fatalf("%d %s", st, b)
-	}
-	if a := parseAnswer(t, b); !a.receipt.Pinned {
-		t.Errorf("a model pinned by its digest has a receipt with pinned false: %s", a.receiptBytes)
-	}
-	for _, p := range []string{"/health", "/v1/health"} {
-		if st, b := ts.get(t, p); st != 200 || string(b) != `{"status":"ok"}` {
-			t.Errorf("%s before touching the model: %d %s", p, st, b)
-		}
-	}
-	later := time.Now().Add(time.Hour)
-	if err := os.Chtimes(path, later, later); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []struct{ method, path string }{
-		{"POST", "/v1/completions"}, {"POST", "/v1/chat/completions"}, {"POST", "/completion"},
-		{"GET", "/health"}, {"GET", "/v1/health"},
-	} {
-		if c.method == "GET" {
-			st, b = ts.get(t, c.path)
-		} else {
-			st, b = ts.post(t, c.path, []byte(`{"prompt": "Once", "messages": [{"role": "user", "content": "x"}]}`))
-		}
-		e := parseError(t, b)
-		if st != 503 || e.Error.Code != 503 || e.Error.Type != TypeUnavailable || !strings.Contains(e.Error.Message, "the model file was modified") {
-			t.Errorf("%s %s after touching the model: %d %s", c.method, c.path, st, b)
-		}
-	}
-	if h := l.Head(); h.Size != 1 {
-		t.Errorf("ledger has %d entries, want the one answer before the change", h.Size)
-	}
-}
-
-// TestAdmitRefused checks admission: an unpinned model without Unpinned, a wrong digest, a file that is no
-// GGUF are refused (ErrRefused).
-func TestAdmitRefused(t *testing.T) {
-	bad := filepath.Join(t.TempDir(), "bad.gguf")
-	if err := os.WriteFile(bad, []byte("not a gguf file at all, just text"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []struct {
-		path string
-		o    AdmitOptions
-		msg  string
-	}{
-		{storiesPath(t), AdmitOptions{}, "has no pin"},
-		{storiesPath(t), AdmitOptions{Manifest: strings.Repeat("ab", 32)}, "refused"},
-		{bad, AdmitOptions{Unpinned: true}, "refused"},
-	} {
-		m, err := Admit(c.path, c.o)
-		if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), c.msg) {
-			t.Errorf("%s %+v: %v, want ErrRefused with %q", c.path, c.o, err, c.msg)
-		}
-		if m != nil {
-			m.Close()
-		}
-	}
-}
-
 // streamUntilFirst starts a long streamed completion and returns once its first chunk arrived, with a
 // cancel that disconnects the client and a channel closed when the client has read everything it got.
 func streamUntilFirst(t *testing.T, url string) (cancel func(), done <-chan string) {
@@ -289,11 +206,7 @@ func TestQueueFullAndDisconnect(t *testing.T) {
 // the ledger verifies with the answers that completed.
 func TestGracefulShutdown(t *testing.T) {
 	l, dir := openLedger(t)
-	m, err := Admit(storiesPath(t), AdmitOptions{Unpinned: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Close() })
+	m := admitModel(t, storiesPath(t), AdmitOptions{})
 	s, err := New(m, Options{NCtx: 512, Ledger: l, Grace: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

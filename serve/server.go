@@ -16,6 +16,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 
+	"github.com/bankml/bankml/admit"
 	"github.com/bankml/bankml/engine"
 	"github.com/bankml/bankml/ledger"
 	"github.com/bankml/bankml/provenance"
@@ -128,7 +129,8 @@ func SlotContext(nCtx, parallel, nCtxTrain int) (int, error) {
 // Server answers the OpenAI, Ollama and llama-server HTTP APIs with one admitted model. Create it with New,
 // serve Handler (tests) or call Serve (bankml serve); Close releases the engine.
 type Server struct {
-	m       *Model
+	m       *admit.Model
+	verify  *verifier // the per-answer re-check of the model file (identity.go)
 	eng     *engine.Engine
 	base    sample.Params // the sampling defaults every request starts from (baseParams)
 	opt     Options
@@ -150,10 +152,14 @@ type Server struct {
 	cancelStop context.CancelFunc
 }
 
-// New builds a server for an admitted model. It does not listen; see Serve and Handler.
-func New(m *Model, o Options) (*Server, error) {
+// New builds a server for a model admitted with its chat template (admit.Open with admit.Options.Chat). It
+// does not listen; see Serve and Handler.
+func New(m *admit.Model, o Options) (*Server, error) {
 	if m == nil {
 		return nil, errors.New("serve: no model")
+	}
+	if m.Template == nil {
+		return nil, errors.New("serve: the model was admitted without its chat template (admit.Options.Chat)")
 	}
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
@@ -196,16 +202,12 @@ func New(m *Model, o Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
-	suppress, err := sample.SuppressTokens(m.File, m.Model.HP.NVocab)
-	if err != nil {
-		return nil, fmt.Errorf("serve: %w", err)
-	}
 	nSlot, err := SlotContext(o.NCtx, o.Parallel, m.Model.HP.NCtxTrain)
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
 	eng, err := engine.New(m.Model, m.Tokenizer, m.Template, engine.Options{
-		NCtx: nSlot, Threads: o.Threads, Parallel: o.Parallel, QueueSize: o.QueueSize, SuppressTokens: suppress,
+		NCtx: nSlot, Threads: o.Threads, Parallel: o.Parallel, QueueSize: o.QueueSize, SuppressTokens: m.SuppressTokens,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
@@ -233,6 +235,7 @@ func New(m *Model, o Options) (*Server, error) {
 	}
 	s.metrics = newMetrics(busy, func() float64 { return float64(eng.QueueLen()) }, ledgerSize)
 	s.stop, s.cancelStop = context.WithCancel(context.Background())
+	s.verify = newVerifier(m, s.log, s.stop)
 	s.router = s.routes()
 	return s, nil
 }
@@ -449,9 +452,10 @@ func (s *Server) tooLarge() *APIError {
 		Message: fmt.Sprintf("request body larger than %d bytes", s.opt.MaxBodyBytes)}
 }
 
-// recheck is Model.Recheck, counted in the metrics when it fails: call it before every answer.
+// recheck is the model file's re-check (verifier.check), counted in the metrics when it fails: call it
+// before every answer.
 func (s *Server) recheck() error {
-	if err := s.m.Recheck(); err != nil {
+	if err := s.verify.check(); err != nil {
 		s.metrics.refusedFor("model_changed")
 		s.log.Error("model re-check failed", "err", err)
 		return err

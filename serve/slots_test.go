@@ -131,11 +131,7 @@ func TestRequestsProcessing(t *testing.T) {
 // refuses only 0; tools/server/server.cpp:156 makes it 4 slots over a unified KV cache), is refused by New
 // with ErrParallelAuto; 0 is one slot.
 func TestParallelAutoRefused(t *testing.T) {
-	m, err := Admit(storiesPath(t), AdmitOptions{Unpinned: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	m := admitModel(t, storiesPath(t), AdmitOptions{})
 	for _, c := range []struct {
 		parallel int
 		auto     bool

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bankml/bankml/admit"
+	"github.com/bankml/bankml/engine"
 	"github.com/bankml/bankml/gguf"
 	"github.com/bankml/bankml/internal/membw"
 	"github.com/bankml/bankml/internal/reference"
@@ -19,13 +22,16 @@ import (
 	"github.com/bankml/bankml/parallel"
 	"github.com/bankml/bankml/quant"
 	"github.com/bankml/bankml/sample"
+	"github.com/bankml/bankml/tokenizer"
 )
 
 // benchModelCmd times whole forward passes of bankml and of the reference
 // (libllama in-process, haswell variant) on Bonsai-8B-shaped synthetic files
 // (Qwen3-8B shapes, the real Qwen3 vocabulary, one weight type for every
 // matrix): the prompt (one llama_decode of Prompt tokens) and the decode
-// (Gen-1 one-token decodes after it, greedy), at each thread count,
+// (Gen-1 one-token decodes after it, greedy), at each thread count, bankml's
+// through its engine (a greedy request on one slot, timed by the engine's
+// Timings as llama-server times a slot),
 // alternating bankml and the reference round by round on the same file and
 // the same token ids (DESIGN.md §7: only ratios measured side by side
 // count). It also checks that both generate the same tokens, and measures
@@ -165,15 +171,12 @@ func (b *benchModelCmd) file(stdout io.Writer, lib *reference.Lib, path string, 
 		return nil, err
 	}
 	t0 := time.Now()
-	f, err := gguf.Open(path)
+	am, err := admit.Open(path, admit.Options{Pin: admit.AllowUnpinned})
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	m, err := model.Load(f)
-	if err != nil {
-		return nil, err
-	}
+	defer am.Close()
+	m := am.Model
 	packedBytes, err := m.WaitPacked()
 	if err != nil {
 		return nil, err
@@ -191,7 +194,7 @@ func (b *benchModelCmd) file(stdout io.Writer, lib *reference.Lib, path string, 
 			weightBytes += int64(p.Rows) * int64(p.RowBytes())
 		}
 	}
-	fmt.Fprintf(stdout, "%s (%.0f MiB): bankml loaded it in %.1fs, packed copies %.0f MiB, process resident set then %.0f MiB; %.0f MiB of projection weights per token\n",
+	fmt.Fprintf(stdout, "%s (%.0f MiB): bankml admitted it (guard, sha256, load) in %.1fs, packed copies %.0f MiB, process resident set then %.0f MiB; %.0f MiB of projection weights per token\n",
 		filepath.Base(path), float64(st.Size())/(1<<20), load.Seconds(), float64(packedBytes)/(1<<20), float64(rss)/(1<<20), float64(weightBytes)/(1<<20))
 
 	// Token ids spread over the vocabulary (their values do not matter for
@@ -206,67 +209,84 @@ func (b *benchModelCmd) file(stdout io.Writer, lib *reference.Lib, path string, 
 	}
 	var rows []benchModelRow
 	for _, th := range threads {
-		row := benchModelRow{typ: typ, threads: th, refPrompt: len(refPrompt), refGen: refGen, refRounds: refRounds,
-			weightBytes: weightBytes, packedBytes: packedBytes, load: load, dispatchesPerToken: m.HP.NLayer*9 + 1}
-		row.dispatchNs = dispatchCost(th)
-		// Warm-up, untimed: page in the weights for both.
-		if _, err := benchBankml(m, prompt[:1], 2, th); err != nil {
+		row, err := b.threadRow(m, am.Tokenizer, rm, prompt, refPrompt, refGen, refRounds, typ, th, weightBytes, packedBytes, load)
+		if err != nil {
 			return nil, err
-		}
-		if _, err := benchRef(rm, refPrompt[:1], 2, th); err != nil {
-			return nil, err
-		}
-		var bankmlToks []int32
-		for round := range b.Rounds {
-			runRef := round < refRounds
-			order := []bool{round%2 == 0, round%2 != 0} // true: bankml
-			for _, bankmlTurn := range order {
-				if bankmlTurn {
-					g, err := benchBankml(m, prompt, b.Gen, th)
-					if err != nil {
-						return nil, err
-					}
-					if round == 0 {
-						bankmlToks = g.toks
-					}
-					g.add(&row.bp, &row.bd, &row.bpc, &row.bdc)
-					continue
-				}
-				if !runRef {
-					continue
-				}
-				g, err := benchRef(rm, refPrompt, refGen, th)
-				if err != nil {
-					return nil, err
-				}
-				g.add(&row.rp, &row.rd, &row.rpc, &row.rdc)
-				if round == 0 {
-					row.refToks = g.toks
-				}
-			}
-		}
-		// Token identity: bankml's greedy tokens against the reference's, on
-		// the reference's prompt and length.
-		bt := bankmlToks
-		if len(refPrompt) != len(prompt) || refGen != b.Gen {
-			g, err := benchBankml(m, refPrompt, refGen, th)
-			if err != nil {
-				return nil, err
-			}
-			bt = g.toks
-		}
-		row.compared = len(row.refToks)
-		row.same = 0
-		for i := range row.refToks {
-			if bt[i] != row.refToks[i] {
-				break
-			}
-			row.same++
 		}
 		fmt.Fprintln(stdout, b.rowLine(row, bw)) // as each finishes: a cut run keeps its rows
 		rows = append(rows, row)
 	}
 	return rows, nil
+}
+
+// threadRow runs every round of one file at one thread count: bankml through an engine of its own
+// (closed before the next thread count runs, so that no idle workers remain), the reference alternating.
+func (b *benchModelCmd) threadRow(m *model.Model, tok tokenizer.Tokenizer, rm *reference.Model, prompt, refPrompt []int32, refGen, refRounds int,
+	typ gguf.GGMLType, th int, weightBytes int64, packedBytes int, load time.Duration) (benchModelRow, error) {
+	row := benchModelRow{typ: typ, threads: th, refPrompt: len(refPrompt), refGen: refGen, refRounds: refRounds,
+		weightBytes: weightBytes, packedBytes: packedBytes, load: load, dispatchesPerToken: m.HP.NLayer*9 + 1}
+	row.dispatchNs = dispatchCost(th)
+	// One engine slot holding the longest run; each request evaluates its whole prompt.
+	e, err := engine.New(m, tok, nil, engine.Options{NCtx: len(prompt) + max(b.Gen, refGen), Threads: th})
+	if err != nil {
+		return row, err
+	}
+	defer e.Close()
+	// Warm-up, untimed: page in the weights for both.
+	if _, err := benchBankml(e, prompt[:1], 2); err != nil {
+		return row, err
+	}
+	if _, err := benchRef(rm, refPrompt[:1], 2, th); err != nil {
+		return row, err
+	}
+	var bankmlToks []int32
+	for round := range b.Rounds {
+		runRef := round < refRounds
+		order := []bool{round%2 == 0, round%2 != 0} // true: bankml
+		for _, bankmlTurn := range order {
+			if bankmlTurn {
+				g, err := benchBankml(e, prompt, b.Gen)
+				if err != nil {
+					return row, err
+				}
+				if round == 0 {
+					bankmlToks = g.toks
+				}
+				g.add(&row.bp, &row.bd, &row.bpc, &row.bdc)
+				continue
+			}
+			if !runRef {
+				continue
+			}
+			g, err := benchRef(rm, refPrompt, refGen, th)
+			if err != nil {
+				return row, err
+			}
+			g.add(&row.rp, &row.rd, &row.rpc, &row.rdc)
+			if round == 0 {
+				row.refToks = g.toks
+			}
+		}
+	}
+	// Token identity: bankml's greedy tokens against the reference's, on
+	// the reference's prompt and length.
+	bt := bankmlToks
+	if len(refPrompt) != len(prompt) || refGen != b.Gen {
+		g, err := benchBankml(e, refPrompt, refGen)
+		if err != nil {
+			return row, err
+		}
+		bt = g.toks
+	}
+	row.compared = len(row.refToks)
+	row.same = 0
+	for i := range row.refToks {
+		if i >= len(bt) || bt[i] != row.refToks[i] { // bankml's engine stops at an end-of-generation token
+			break
+		}
+		row.same++
+	}
+	return row, nil
 }
 
 // greedyRun is one timed greedy generation: the tokens, and the wall-clock
@@ -312,15 +332,41 @@ func timedGreedy(decode func([]int32) ([]float32, error), prompt []int32, gen in
 	return g, nil
 }
 
-// benchBankml runs timedGreedy in a fresh bankml context of len(prompt)+gen
-// positions on threads workers.
-func benchBankml(m *model.Model, prompt []int32, gen, threads int) (greedyRun, error) {
-	c, err := m.NewContext(len(prompt)+gen, threads)
+// benchGreedy are the sampling parameters of bench's greedy requests: the
+// temperature stage alone at 0, which keeps the most likely token.
+func benchGreedy() sample.Params {
+	p := sample.DefaultParams()
+	p.Temp, p.Seed, p.Samplers = 0, 1, []sample.Type{sample.Temperature}
+	return p
+}
+
+// benchBankml runs a greedy request of prompt and gen tokens on e's slot,
+// the whole prompt evaluated (no cache reuse): the wall-clock times are the
+// engine's Timings (prompt_ms: the prompt's decode to the first token;
+// predicted_ms: the gen-1 decodes after it), the CPU times the process's
+// over the same spans (from the request to the first token, from there to
+// the end). The engine stops early at an end-of-generation token.
+func benchBankml(e *engine.Engine, prompt []int32, gen int) (greedyRun, error) {
+	g := greedyRun{nPrompt: len(prompt)}
+	c0 := processCPU()
+	var c1 time.Duration
+	res, err := e.Generate(context.Background(), engine.Request{
+		Prompt: engine.Prompt{Tokens: prompt}, Sampling: benchGreedy(), NPredict: gen, Slot: -1,
+	}, func(t engine.Token) error {
+		if c1 == 0 {
+			c1 = processCPU()
+		}
+		return nil
+	})
 	if err != nil {
-		return greedyRun{}, err
+		return g, err
 	}
-	defer c.Close()
-	return timedGreedy(c.Decode, prompt, gen)
+	c2 := processCPU()
+	ms := func(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
+	g.toks = res.Tokens
+	g.wallP, g.wallD = ms(res.Timings.PromptMS), ms(res.Timings.PredictedMS)
+	g.cpuP, g.cpuD = c1-c0, c2-c1
+	return g, nil
 }
 
 // benchRef runs timedGreedy in a fresh reference session of len(prompt)+gen

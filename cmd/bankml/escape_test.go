@@ -41,7 +41,7 @@ func TestRunProcessesEscapes(t *testing.T) {
 	} {
 		want := string(append(refContinuation(t, rm, tc.want, 12), '\n'))
 		var o, e bytes.Buffer
-		args := append([]string{"run", model, "-n", "12", "-t", "1"}, tc.args...)
+		args := append([]string{"run", model, "-n", "12", "-t", "1", "--no-display-prompt"}, tc.args...)
 		if code := run(args, strings.NewReader(tc.stdin), &o, &e); code != 0 {
 			t.Fatalf("%v: exit %d: %s", tc.args, code, e.String())
 		}

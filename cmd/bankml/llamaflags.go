@@ -65,6 +65,7 @@ var llamaFlags = slices.Concat([]llamaFlag{
 	{names: []string{"-no-cnv", "--no-conversation"}, cmds: onRun, to: "--no-chat"},                                          // arg.cpp:1898
 	{names: []string{"-st"}, cmds: onRun, to: "--single-turn"},                                                               // arg.cpp:1909
 	{names: []string{"-sp", "--special"}, cmds: onRun, to: "--special"},                                                      // arg.cpp:1891
+	{names: []string{"--log-disable"}, cmds: onRun, to: "--log-disable"},                                                     // arg.cpp:3869
 	{names: []string{"-f", "--file"}, cmds: onRun, to: "--prompt", value: "FNAME", file: true},                               // arg.cpp:1797
 	{names: []string{"--predict"}, cmds: onRun, to: "--n-predict"},                                                           // arg.cpp:1654
 	{names: []string{"-np", "--parallel"}, cmds: onServe, to: "--parallel"},                                                  // arg.cpp:2540
@@ -101,6 +102,16 @@ var llamaFlags = slices.Concat([]llamaFlag{
 	{names: []string{"-no-kvu", "--no-kv-unified"}, cmds: onServe, why: "each bankml slot has its own KV cache, as llama-server's without --kv-unified"},                                                                      // arg.cpp:1720
 	{names: []string{"--jinja"}, cmds: onBoth, why: "bankml always renders the GGUF's chat template with its Jinja engine"},                                                                                                   // arg.cpp:3667
 	{names: []string{"--metrics"}, cmds: onServe, why: "bankml serve always serves /metrics"},                                                                                                                                 // arg.cpp:3588
+	{names: []string{"--simple-io"}, cmds: onRun, why: "bankml reads piped input line by line and a terminal with its own line editor"},                                                                                       // arg.cpp:3816
+	{names: []string{"--warmup"}, cmds: onBoth, why: "bankml runs no warm-up decode (it changes no result)"},                                                                                                                  // arg.cpp:1964
+	{names: []string{"--no-warmup"}, cmds: onBoth, why: "bankml runs no warm-up decode (it changes no result)"},                                                                                                               // arg.cpp:1964
+	{names: []string{"--perf"}, cmds: onBoth, why: "bankml always reports its timings (run on standard error, serve in each answer's timings)"},                                                                               // arg.cpp:1781
+	{names: []string{"--no-perf"}, cmds: onBoth, why: "bankml always reports its timings (run on standard error, serve in each answer's timings)"},                                                                            // arg.cpp:1781
+	{names: []string{"-v", "--verbose", "--log-verbose"}, cmds: onBoth, why: "bankml has no log levels"},                                                                                                                      // arg.cpp:3920
+	{names: []string{"--log-colors"}, cmds: onBoth, value: "on|off|auto", check: checkColor, why: "bankml prints no colours"},                                                                                                 // arg.cpp:3903
+	{names: []string{"--log-prefix", "--no-log-prefix"}, cmds: onBoth, why: "bankml's log lines have no prefix to switch"},                                                                                                    // arg.cpp:3950
+	{names: []string{"--log-timestamps", "--no-log-timestamps"}, cmds: onBoth, why: "bankml run's lines carry no timestamps; serve's log always does"},                                                                        // arg.cpp:3958
+	{names: []string{"--log-disable"}, cmds: onServe, why: "bankml serve always logs its requests on standard error"},                                                                                                         // arg.cpp:3869
 
 	// Flags bankml cannot honour.
 	{names: []string{"-kvu", "--kv-unified"}, cmds: onBoth, refuse: "not supported by bankml: one KV cache shared by all slots (llama.cpp's unified cache) is not implemented; each bankml serve slot has its own KV cache of -c/-np tokens, as llama-server's --no-kv-unified"}, // arg.cpp:1720

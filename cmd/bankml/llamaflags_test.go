@@ -430,3 +430,46 @@ func TestRunWarnsOfLlamaEnv(t *testing.T) {
 		t.Errorf("serve: exit %d, stderr %q; want 1 after %q", code, stderr, lines)
 	}
 }
+
+// TestRunAsLlamaCliUsersTypeIt: the display and log flags llama-completion users type (common/arg.cpp) do
+// what they do there: the prompt is echoed before its continuation unless --no-display-prompt (checked
+// against the reference's pieces in TestRunPrintsTheReferenceContinuation); --verbose-prompt lists the
+// prompt's tokens on standard error; --log-disable leaves standard error empty; -no-cnv, --simple-io,
+// --no-warmup, --no-perf, -v and --log-colors are accepted (the last five with a warning each).
+func TestRunAsLlamaCliUsersTypeIt(t *testing.T) {
+	model := storiesPath(t)
+	base := []string{"run", model, "-p", "Once upon a time", "-n", "6", "-t", "1"}
+	_, plain, _ := runCLI(append(slices.Clone(base), "--no-display-prompt")...)
+	if !strings.HasPrefix(plain, ",") {
+		t.Fatalf("the continuation %q", plain)
+	}
+	for _, c := range []struct {
+		name         string
+		args         []string
+		stdout       string   // exactly
+		stderr       []string // in stderr
+		emptyStderr  bool
+		warningLines int
+	}{
+		{"the default echoes the prompt", nil, " Once upon a time" + plain, []string{"generated: 6 tokens"}, false, 0},
+		{"--display-prompt is the default", []string{"--display-prompt"}, " Once upon a time" + plain, nil, false, 0},
+		{"--no-display-prompt", []string{"--no-display-prompt"}, plain, nil, false, 0},
+		{"--verbose-prompt", []string{"--verbose-prompt"}, " Once upon a time" + plain,
+			[]string{"run: prompt: 'Once upon a time'\nrun: number of tokens in prompt = 5\n     1 -> '<s>'\n", " -> ' Once'\n"}, false, 0},
+		{"--log-disable: nothing on standard error", []string{"--log-disable", "--no-display-prompt", "-no-cnv"}, plain, nil, true, 0},
+		{"llama-cli's other console flags", []string{"--simple-io", "--no-warmup", "--no-perf", "-v", "--log-colors", "off", "-no-cnv"}, " Once upon a time" + plain,
+			[]string{"bankml: --simple-io ignored", "bankml: --no-warmup ignored", "bankml: --no-perf ignored", "bankml: -v ignored: bankml has no log levels", "bankml: --log-colors off ignored"}, false, 5},
+	} {
+		code, out, stderr := runCLI(append(slices.Clone(base), c.args...)...)
+		ok := code == 0 && out == c.stdout && (!c.emptyStderr || stderr == "") && strings.Count(stderr, "ignored") == c.warningLines
+		for _, w := range c.stderr {
+			ok = ok && strings.Contains(stderr, w)
+		}
+		if !ok {
+			t.Errorf("%s: exit %d\nstdout %q (want %q)\nstderr %q (want %q)", c.name, code, out, c.stdout, stderr, c.stderr)
+		}
+	}
+	if code, _, stderr := runCLI(append(slices.Clone(base), "--log-colors", "red")...); code != 1 || !strings.Contains(stderr, `--log-colors "red": must be on, off or auto`) {
+		t.Errorf("--log-colors red: exit %d, %q", code, stderr)
+	}
+}

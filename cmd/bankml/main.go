@@ -21,6 +21,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strconv"
+	"strings"
 
 	"github.com/alecthomas/kong"
 )
@@ -95,6 +96,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, opts ...func(
 		kong.Name("bankml"),
 		kong.Description("Run GGUF language models on the CPU, proven bit-exact against llama.cpp.\n\nExit status: 0 success, 1 I/O or usage error, 2 the model cannot be run (the reason is printed), 70 internal error."),
 		kong.UsageOnError(),
+		kong.Help(flagsFirst),
 		kong.WithHyphenPrefixedParameters(true), // -n -1, -p "-text"
 		kong.Vars{"nproc": strconv.Itoa(runtime.NumCPU()), "version": versionString()},
 		kong.Writers(stdout, stderr),
@@ -140,6 +142,42 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, opts ...func(
 		return 1
 	}
 	return 0
+}
+
+// flagsFirst is kong's help with a command's long prose (its Help: for run and serve, the llama.cpp flags
+// they take) after its arguments and flags instead of before them.
+func flagsFirst(o kong.HelpOptions, ctx *kong.Context) error {
+	sel := ctx.Selected()
+	if sel == nil || sel.Detail == "" || o.Summary {
+		return kong.DefaultHelpPrinter(o, ctx)
+	}
+	detail := sel.Detail
+	sel.Detail = ""
+	err := kong.DefaultHelpPrinter(o, ctx)
+	sel.Detail = detail
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(ctx.Stdout, "\n%s\n", wrapText(detail, 80))
+	return err
+}
+
+// wrapText breaks text into lines of at most width bytes at spaces (a longer word keeps a line of its own).
+func wrapText(text string, width int) string {
+	var b strings.Builder
+	n := 0
+	for _, w := range strings.Fields(text) {
+		if n > 0 && n+1+len(w) > width {
+			b.WriteByte('\n')
+			n = 0
+		} else if n > 0 {
+			b.WriteByte(' ')
+			n++
+		}
+		b.WriteString(w)
+		n += len(w)
+	}
+	return b.String()
 }
 
 // errWriter is the standard error stream, bound separately from stdout's

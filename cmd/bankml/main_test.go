@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -34,6 +35,23 @@ func TestVersionAndHelp(t *testing.T) {
 		code, out, _ := runCLI(tc.args...)
 		if code != 0 || !strings.Contains(out, tc.want) {
 			t.Errorf("bankml %v: exit %d, output %q; want exit 0 and %q", tc.args, code, out, tc.want)
+		}
+	}
+}
+
+// TestHelpListsFlagsFirst: `bankml serve --help` and `bankml run --help` list the arguments and flags first
+// and the prose on llama.cpp's flags after them, wrapped.
+func TestHelpListsFlagsFirst(t *testing.T) {
+	for _, cmd := range []string{"serve", "run"} {
+		code, out, _ := runCLI(cmd, "--help")
+		flags, prose := strings.Index(out, "\nFlags:\n"), strings.Index(out, "llama.cpp's flags (common/arg.cpp) are taken too")
+		if code != 0 || flags < 0 || prose < flags || !strings.Contains(out[flags:prose], "--threads") {
+			t.Errorf("bankml %s --help: exit %d, flags at %d, prose at %d:\n%s", cmd, code, flags, prose, out)
+		}
+		for _, line := range strings.Split(out[prose:], "\n") {
+			if len(line) > 80 {
+				t.Errorf("bankml %s --help: a prose line of %d bytes: %q", cmd, len(line), line)
+			}
 		}
 	}
 }
@@ -98,11 +116,12 @@ func TestRunMissingFileIsAnIOError(t *testing.T) {
 	}
 }
 
-// TestRunPrintsTheReferenceContinuation: bankml run's text is the reference's
-// greedy continuation, detokenized by the reference, byte for byte, followed
-// by a newline — on every stories260K file, for prompts with special-token
-// text (parsed, as llama-cli does), multi-byte and invalid UTF-8, and a
-// leading hyphen.
+// TestRunPrintsTheReferenceContinuation: bankml run's standard output is, as
+// llama-completion's, the prompt echoed (the reference's pieces of its tokens;
+// with -sp control tokens as text) then the reference's greedy continuation,
+// detokenized by the reference, byte for byte, followed by a newline — on
+// every stories260K file, for prompts with special-token text (parsed, as
+// llama-cli does), multi-byte and invalid UTF-8, and a leading hyphen.
 func TestRunPrintsTheReferenceContinuation(t *testing.T) {
 	lib, err := reference.Load()
 	if err != nil {
@@ -115,9 +134,14 @@ func TestRunPrintsTheReferenceContinuation(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, prompt := range prompts {
-			want := append(refContinuation(t, rm, prompt, 40), '\n')
-			code, out, stderr := runCLI("run", model, "-p", prompt, "-n", "40", "-t", "1")
+		for i, prompt := range prompts {
+			special := i%2 == 1 // -sp on every other prompt: the echoed BOS and </s> become text
+			want := slices.Concat(refEcho(t, rm, prompt, special), refContinuation(t, rm, prompt, 40), []byte{'\n'})
+			args := []string{"run", model, "-p", prompt, "-n", "40", "-t", "1"}
+			if special {
+				args = append(args, "-sp")
+			}
+			code, out, stderr := runCLI(args...)
 			if code != 0 {
 				t.Fatalf("%s %q: exit %d: %s", file, prompt, code, stderr)
 			}
@@ -224,7 +248,7 @@ func TestRunReadsThePromptFromStdin(t *testing.T) {
 	model := storiesPath(t)
 	var o, e bytes.Buffer
 	code := run([]string{"run", model, "-n", "8"}, strings.NewReader("Once upon a time\n"), &o, &e)
-	if code != 0 || !strings.HasPrefix(o.String(), ", there was") || !strings.HasSuffix(o.String(), "\n") {
+	if code != 0 || !strings.HasPrefix(o.String(), " Once upon a time, there was") || !strings.HasSuffix(o.String(), "\n") {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, o.String(), e.String())
 	}
 }

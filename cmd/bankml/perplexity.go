@@ -1,13 +1,15 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 	"time"
 
-	"github.com/bankml/bankml/model"
+	"github.com/bankml/bankml/admit"
+	"github.com/bankml/bankml/engine"
 	"github.com/bankml/bankml/perplexity"
 	"github.com/bankml/bankml/quant"
 )
@@ -22,17 +24,15 @@ type perplexityCmd struct {
 	Manifest string      `name:"manifest" help:"Provenance manifest (FORK.json), or the file's sha256, to pin the model against."`
 }
 
-// modelEval scores with a bankml context: one sequence, emptied per chunk.
-type modelEval struct {
-	c      *model.Context
-	nVocab int
+// engineEval scores through the engine (engine.Evaluate: each chunk a sequence of its own).
+type engineEval struct {
+	e *engine.Engine
 }
 
-func (e modelEval) Reset() error { return e.c.Truncate(0) }
-func (e modelEval) DecodeOutputs(t []int32, n int) ([]float32, error) {
-	return e.c.DecodeOutputs(t, n)
+func (e engineEval) Evaluate(t []int32, outputs, nBatch int) ([]float32, error) {
+	return e.e.Evaluate(context.Background(), engine.EvalRequest{Tokens: t, Outputs: outputs, NBatch: nBatch})
 }
-func (e modelEval) NVocab() int { return e.nVocab }
+func (e engineEval) NVocab() int { return e.e.Model().HP.NVocab }
 
 func (p *perplexityCmd) Run(stdout io.Writer, stderr errWriter) error {
 	if p.Chunks == 0 || p.Chunks < -1 {
@@ -49,16 +49,12 @@ func (p *perplexityCmd) Run(stdout io.Writer, stderr errWriter) error {
 	if err != nil {
 		return fmt.Errorf("perplexity: %w", err)
 	}
-	f, err := admit("perplexity", p.Model, p.Manifest, stderr)
+	am, err := openModel("perplexity", p.Model, admit.Options{Manifest: p.Manifest, Pin: admit.AllowUnpinned}, stderr, stderr)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	m, tok, err := loadModel("perplexity", f)
-	if err != nil {
-		return err
-	}
-	defer m.Close() // before f.Close: stops the background packing
+	defer am.Close()
+	m, tok := am.Model, am.Tokenizer
 	if tok.AddEOS() {
 		// llama-perplexity asserts !llama_vocab_get_add_eos.
 		return cannotRun(fmt.Errorf("perplexity: the vocabulary adds EOS to every text, which llama-perplexity does not score"))
@@ -69,11 +65,12 @@ func (p *perplexityCmd) Run(stdout io.Writer, stderr errWriter) error {
 	if p.Ctx > m.HP.NCtxTrain {
 		fmt.Fprintf(stderr, "warning: the model was trained on only %d context tokens (%d specified)\n", m.HP.NCtxTrain, p.Ctx)
 	}
-	c, err := m.NewContext(p.Ctx, int(p.Threads))
+	// One slot of n_ctx = -c, not capped at the training context (llama-perplexity only warns).
+	e, err := engine.New(m, tok, nil, engine.Options{NCtx: p.Ctx, Threads: int(p.Threads), PastTrainingContext: true})
 	if err != nil {
 		return fmt.Errorf("perplexity: %w", err)
 	}
-	defer c.Close()
+	defer e.Close()
 	nChunk := len(ids) / p.Ctx
 	if p.Chunks > 0 {
 		nChunk = min(nChunk, p.Chunks)
@@ -82,7 +79,7 @@ func (p *perplexityCmd) Run(stdout io.Writer, stderr errWriter) error {
 		len(ids), nChunk, p.Ctx, min(p.Batch, p.Ctx))
 	t0 := time.Now()
 	var werr error
-	res, err := perplexity.Compute(modelEval{c, m.HP.NVocab}, ids, perplexity.Options{
+	res, err := perplexity.Compute(engineEval{e}, ids, perplexity.Options{
 		NCtx: p.Ctx, NBatch: p.Batch, NChunks: p.Chunks, BOS: tok.BOS(), AddBOS: tok.AddBOS(),
 	}, func(i int, ppl float64) {
 		if werr == nil {

@@ -18,6 +18,7 @@ import (
 	f_log "github.com/transparency-dev/formats/log"
 	"golang.org/x/mod/sumdb/note"
 
+	"github.com/bankml/bankml/admit"
 	"github.com/bankml/bankml/ledger"
 	"github.com/bankml/bankml/provenance"
 	"github.com/bankml/bankml/serve"
@@ -69,7 +70,7 @@ func cliProofServer(t *testing.T, dir, keyPath string) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { g.Close(context.Background()) })
-	m, err := serve.Admit(storiesPath(t), serve.AdmitOptions{Unpinned: true})
+	m, err := admit.Open(storiesPath(t), admit.Options{Pin: admit.AllowUnpinned, Chat: true})
 	if err != nil {
 		t.Fatal(err)
 	}

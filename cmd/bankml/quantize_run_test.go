@@ -75,7 +75,7 @@ func TestQuantizedF16RunsAsTheReference(t *testing.T) {
 			defer rm.Close()
 			for _, prompt := range prompts {
 				want := string(append(refContinuation(t, rm, prompt, n), '\n'))
-				code, got, stderr := runCLI("run", out, "-p", prompt, "-n", "24", "-t", "2")
+				code, got, stderr := runCLI("run", out, "-p", prompt, "-n", "24", "-t", "2", "--no-display-prompt")
 				if code != 0 {
 					t.Fatalf("run %q: exit %d: %s", prompt, code, stderr)
 				}
@@ -87,6 +87,11 @@ func TestQuantizedF16RunsAsTheReference(t *testing.T) {
 				}
 				if ty == "ptqtp" && (!strings.Contains(stderr, "mainline llama.cpp would refuse this file") || !strings.Contains(stderr, "guard play (bankml)")) {
 					t.Errorf("run of a PTQTP file: stderr %q lacks the engine note", stderr)
+				}
+				for _, line := range strings.Split(stderr, "\n") { // issue 20: the note was one 500-character line
+					if strings.HasPrefix(line, "note:") && len(line) > 160 {
+						t.Errorf("a note of %d characters: %q", len(line), line)
+					}
 				}
 			}
 			if !t.Failed() {

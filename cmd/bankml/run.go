@@ -1,17 +1,18 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"golang.org/x/term"
 	"io"
-	"math"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/alecthomas/kong"
 
+	"github.com/bankml/bankml/admit"
+	"github.com/bankml/bankml/engine"
 	"github.com/bankml/bankml/model"
 	"github.com/bankml/bankml/quant"
 	"github.com/bankml/bankml/sample"
@@ -36,8 +37,13 @@ type runCmd struct {
 	Special   bool        `name:"special" help:"Print special (control) tokens as their text, as llama-cli's -sp/--special (not with --chat)."`
 	Manifest  string      `name:"manifest" help:"Provenance manifest (FORK.json), or the file's sha256 / sha256:<hex> digest, to pin the model against; without it the model runs unpinned and says so."`
 
+	// llama-completion's display flags (common/arg.cpp:1482, :1489, :3869).
+	DisplayPrompt bool `name:"display-prompt" negatable:"" default:"true" help:"Print the prompt before its continuation on standard output, as llama-completion does by default (its pieces, control tokens as text only with --special); --no-display-prompt prints the continuation only. Not with --chat, whose messages are the user's own."`
+	VerbosePrompt bool `name:"verbose-prompt" help:"Before generating, list the prompt's tokens on standard error (id -> 'piece'), as llama.cpp's --verbose-prompt."`
+	LogDisable    bool `name:"log-disable" help:"Print nothing on standard error but errors (no admission line, no timings, no warnings), as llama.cpp's --log-disable silences its log; the generated text still goes to standard output."`
+
 	// Conversation mode (runchat.go).
-	Chat       bool    `name:"chat" negatable:"" help:"Chat: each user message is rendered with the model's chat template together with the conversation so far, the answer is generated to an end-of-generation token, and the next turn reuses the cached prefix (as llama-cli does through llama-server). On a terminal an interactive loop (/exit or Ctrl-D ends it, Ctrl-C stops an answer); otherwise each line of standard input is one user message (a line ending in \\ continues on the next). -p gives the first user message."`
+	Chat       bool    `name:"chat" negatable:"" help:"Chat: each user message is rendered with the model's chat template together with the conversation so far, the answer is generated to an end-of-generation token, exactly as bankml serve's /v1/chat/completions generates it (the same engine; the next turn reuses what the engine's cache rule keeps), as llama-cli holds a chat through llama-server. On a terminal an interactive loop (/exit or Ctrl-D ends it, Ctrl-C stops an answer); otherwise each line of standard input is one user message (a line ending in \\ continues on the next). -p gives the first user message."`
 	System     rawText `name:"system" help:"System message of the conversation (with --chat; llama-cli's -sys)."`
 	SingleTurn bool    `name:"single-turn" help:"With --chat: answer one user message (-p or the first one read) and exit (llama-cli's -st)."`
 
@@ -68,7 +74,11 @@ func (r *runCmd) Validate() (err error) {
 }
 
 func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error {
-	if err := r.Ignored.warn("run", stderr); err != nil {
+	info := io.Writer(stderr) // what --log-disable silences
+	if r.LogDisable {
+		info = io.Discard
+	}
+	if err := r.Ignored.warn("run", info); err != nil {
 		return err
 	}
 	for _, f := range []struct { // arg.cpp's std::stoi (-n arg.cpp:1655, -c arg.cpp:1636)
@@ -90,11 +100,10 @@ func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error 
 		return fmt.Errorf("run: -n/--n-predict %d: must be -1 (infinity), -2 (until context filled) or a count of 0 or more", r.NPredict)
 	}
 	// llama.cpp's sampler chain with llama-cli's defaults (min_p 0.05, ...) and these flags
-	// (runsampling.go); --temp 0 stays the plain argmax unless a stage before the temperature
-	// can change the most likely token (chainSamples).
+	// (runsampling.go), run by the engine as a llama-server slot runs it.
 	// The flags are checked here, before the file is read (usage errors); the model's general.sampling.*
 	// defaults join them once it is loaded (samplingParams).
-	if _, err := r.samplingParams(sample.DefaultParams(), stderr, nil); err != nil {
+	if _, err := r.samplingParams(sample.DefaultParams(), info, nil); err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
 	// An invalid BANKML_CPU is a usage error (exit 1), found before the file is read: the model's file is
@@ -122,7 +131,7 @@ func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error 
 		prompt = string(*r.Prompt)
 	} else {
 		if isTerminal(stdin) {
-			fmt.Fprintln(stderr, "reading the prompt from standard input (end it with Ctrl-D)…")
+			fmt.Fprintln(info, "reading the prompt from standard input (end it with Ctrl-D)…")
 		}
 		b, err := io.ReadAll(stdin)
 		if err != nil {
@@ -134,126 +143,119 @@ func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error 
 		}
 	}
 
-	f, err := admit("run", r.Model, r.Manifest, stderr)
+	m, err := openModel("run", r.Model, admit.Options{Manifest: r.Manifest, Pin: admit.AllowUnpinned, Chat: r.Chat}, stderr, info)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer m.Close()
+	tok := m.Tokenizer
 
-	m, tok, err := loadModel("run", f)
-	if err != nil {
-		return err
-	}
-	defer m.Close() // before f.Close: stops the background packing
-
-	nCtx, capped, err := m.ContextSize(r.Ctx)
+	nCtx, capped, err := m.Model.ContextSize(r.Ctx)
 	if err != nil {
 		return fmt.Errorf("run: --ctx-size: %w", err)
 	}
 	if capped {
-		fmt.Fprintf(stderr, "warning: the context (%d) is capped at the model's training context (%d), as llama-server caps a slot\n", r.Ctx, nCtx)
+		fmt.Fprintf(info, "warning: the context (%d) is capped at the model's training context (%d), as llama-server caps a slot\n", r.Ctx, nCtx)
 	}
-	c, err := m.NewContext(nCtx, int(r.Threads))
-	if err != nil {
-		return fmt.Errorf("run: %w", err)
-	}
-	defer c.Close()
-	suppress, err := sample.SuppressTokens(f, tok.NVocab())
-	if err != nil {
-		return cannotRun(fmt.Errorf("run: %w", err))
-	}
-	sp, err := r.modelSampling(f, stderr)
+	sp, err := r.modelSampling(m.File, stderr)
 	if err != nil {
 		return err
 	}
-	if r.IgnoreEOS { // common_init_from_params (common/common.cpp:1364): a -Inf bias on every EOG token
-		if tok.EOS() == tokenizer.None {
-			fmt.Fprintln(stderr, "bankml: run: the vocabulary has no EOS token: --ignore-eos ignored, as llama.cpp ignores it")
-			r.IgnoreEOS = false
-		} else {
-			for _, id := range tok.EOGs() {
-				sp.LogitBias = append(sp.LogitBias, sample.LogitBias{Token: id, Bias: float32(math.Inf(-1))})
-			}
-		}
+	if r.IgnoreEOS && tok.EOS() == tokenizer.None { // common_init_from_params (common/common.cpp:1364)
+		fmt.Fprintln(info, "bankml: run: the vocabulary has no EOS token: --ignore-eos ignored, as llama.cpp ignores it")
+		r.IgnoreEOS = false
 	}
-	sm := sample.Model{NVocab: tok.NVocab(), SuppressTokens: suppress, Vocab: vocab{tok}}
+	// One slot of llama-server's engine: run is its client, as llama-cli is llama-server's.
+	e, err := engine.New(m.Model, tok, m.Template, engine.Options{
+		NCtx: r.Ctx, Threads: int(r.Threads), SuppressTokens: m.SuppressTokens,
+	})
+	if err != nil {
+		return fmt.Errorf("run: %w", err)
+	}
+	defer e.Close()
 	if r.Chat {
-		return r.chat(f, tok, c, sp, sm, stdin, stdout, stderr)
+		return r.chat(e, m.Template, sp, stdin, stdout, stderr, info)
 	}
 
-	ids := tok.Tokenize(prompt, true, true)
-	if len(ids) == 0 {
+	// tokenize_mixed(prompt, add_special, parse_special), as llama-completion tokenizes -p.
+	ids, err := e.Tokenize(engine.Prompt{Text: prompt})
+	if err != nil {
 		return errors.New("run: the prompt is empty and the model adds no BOS token")
 	}
-	if err := c.CheckPrompt(len(ids)); err != nil {
-		return fmt.Errorf("run: %w (raise --ctx-size up to the training context %d)", err, m.HP.NCtxTrain)
+	if r.VerbosePrompt {
+		verbosePrompt(info, tok, prompt, ids)
 	}
+	if len(ids) >= nCtx { // llama-server refuses a prompt of n_ctx tokens or more
+		return fmt.Errorf("run: the prompt is %d tokens and the context %d: it must be shorter than the context (raise --ctx-size up to the training context %d)", len(ids), nCtx, m.Model.HP.NCtxTrain)
+	}
+	limit := nCtx - len(ids) // llama-server stops when the cache would fill the context
 	n := r.NPredict
-	if n < 0 || n > nCtx-len(ids) {
-		n = nCtx - len(ids) // llama-server stops when the cache would fill the context
-	}
-	s, err := sample.New(sp, sm)
-	if err != nil {
-		return fmt.Errorf("run: %w", err)
-	}
-	if r.Seed == -1 && drawsAtRandom(sp) { // llama-cli prints its sampler seed (completion.cpp:452)
-		fmt.Fprintf(stderr, "seed: %d\n", s.Seed())
-	}
-	for _, id := range ids { // llama-server's init_sampler: the prompt is history
-		s.Accept(id)
+	if n < 0 || n > limit {
+		n = limit
 	}
 	dec := tokenizer.NewDecoder(tok, r.Special)
-
-	t0 := time.Now()
-	logits, err := c.Decode(ids)
-	if err != nil {
-		return fmt.Errorf("run: %w", err)
-	}
-	tPrompt := time.Since(t0)
-	var tGen time.Duration
-	generated, decodes := 0, 0
-	chain := chainSamples(sp, suppress)
-	for generated < n {
-		next := sample.Greedy(logits)
-		if chain {
-			if next, err = s.Sample(logits); err != nil {
-				return fmt.Errorf("run: %w", err)
-			}
-			s.Accept(next)
-		}
-		if !r.IgnoreEOS && tok.IsEOG(next) {
-			break
-		}
-		generated++
-		if _, err := stdout.Write(dec.Write(next)); err != nil {
+	if n == 0 { // llama-completion's loop does not start: nothing is evaluated or shown
+		if _, err := stdout.Write([]byte{'\n'}); err != nil {
 			return err
 		}
-		if generated == n {
-			break
+		fmt.Fprintf(info, "prompt: %d tokens (not evaluated: -n 0), generated: 0 tokens\n", len(ids))
+		return nil
+	}
+	if r.DisplayPrompt { // llama-completion echoes the prompt's pieces (common_token_to_piece, params.special)
+		for _, id := range ids {
+			if _, err := stdout.Write(dec.Write(id)); err != nil {
+				return err
+			}
 		}
-		t1 := time.Now()
-		if logits, err = c.Decode([]int32{next}); err != nil {
-			return fmt.Errorf("run: %w", err)
+	}
+	generated := 0
+	res, err := e.Generate(context.Background(), engine.Request{
+		Prompt: engine.Prompt{Tokens: ids}, Sampling: sp, NPredict: n, IgnoreEOS: r.IgnoreEOS, Slot: -1,
+	}, func(t engine.Token) error {
+		if tok.IsEOG(t.ID) && !r.IgnoreEOS { // the end-of-generation token ends the text unprinted
+			return nil
 		}
-		tGen += time.Since(t1)
-		decodes++
+		generated++
+		_, err := stdout.Write(dec.Write(t.ID))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("run: %w", err)
 	}
 	if _, err := stdout.Write(append(dec.Close(), '\n')); err != nil {
 		return err
 	}
-	if generated == n && (r.NPredict < 0 || r.NPredict > n) {
+	if r.Seed == -1 && drawsAtRandom(sp) { // llama-cli prints its sampler seed (completion.cpp:452)
+		fmt.Fprintf(info, "seed: %d\n", res.Seed)
+	}
+	if generated == limit && (r.NPredict < 0 || r.NPredict > limit) {
 		// llama-completion's main loop (tools/completion/completion.cpp): with tokens still to predict and
 		// no context shift (its default), a full context stops the generation with a warning; exit 0.
-		fmt.Fprintf(stderr, "run: context full (%d tokens: the prompt's %d and %d generated) and context shift is disabled (as llama.cpp's default) => stopping\n",
+		fmt.Fprintf(info, "run: context full (%d tokens: the prompt's %d and %d generated) and context shift is disabled (as llama.cpp's default) => stopping\n",
 			nCtx, len(ids), generated)
 	}
-	rate := "n/a"
-	if decodes > 0 {
-		rate = fmt.Sprintf("%.1f tok/s", float64(decodes)/tGen.Seconds())
-	}
-	fmt.Fprintf(stderr, "prompt: %d tokens (%.1f tok/s), generated: %d tokens (decode %s)\n",
-		len(ids), float64(len(ids))/tPrompt.Seconds(), generated, rate)
+	fmt.Fprintf(info, "prompt: %d tokens (%s), generated: %d tokens (decode %s)\n",
+		len(ids), perSecond(res.Timings.PromptPerSecond()), generated, perSecond(res.Timings.PredictedPerSecond()))
 	return nil
+}
+
+// perSecond formats a rate of the engine's timings ("n/a" when there is none).
+func perSecond(r float64) string {
+	if r <= 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.1f tok/s", r)
+}
+
+// verbosePrompt is llama-completion's --verbose-prompt listing (tools/completion/completion.cpp:379): the
+// prompt, its token count, and each token with its piece (special tokens rendered).
+func verbosePrompt(w io.Writer, tok tokenizer.Tokenizer, prompt string, ids []int32) {
+	fmt.Fprintf(w, "run: prompt: '%s'\n", prompt)
+	fmt.Fprintf(w, "run: number of tokens in prompt = %d\n", len(ids))
+	for _, id := range ids {
+		fmt.Fprintf(w, "%6d -> '%s'\n", id, tok.TokenToPiece(id, true))
+	}
+	fmt.Fprintln(w)
 }
 
 // isTerminal reports whether r is an interactive terminal (a tty: not

@@ -84,7 +84,7 @@ func TestRunQwen3PrintsTheReferenceContinuation(t *testing.T) {
 		}
 		for _, prompt := range []string{"Once upon a time", "<s>Tom</s> and Lily went", "-- a dash"} {
 			want := append(refContinuation(t, rm, prompt, 24), '\n')
-			code, out, stderr := runCLI("run", path, "-p", prompt, "-n", "24", "-t", "2")
+			code, out, stderr := runCLI("run", path, "-p", prompt, "-n", "24", "-t", "2", "--no-display-prompt")
 			if code != 0 {
 				t.Fatalf("%s %q: exit %d: %s", typ, prompt, code, stderr)
 			}
@@ -112,7 +112,7 @@ func TestRunQwen3WithTheQwen3Vocabulary(t *testing.T) {
 	cfg := synth.Config{Arch: synth.ArchQwen3, Shape: shape, Weight: gguf.Q2_0, Embd: gguf.Q2_0, Output: gguf.Q2_0, Vocab: synthcache.Qwen3Vocab(t), Seed: 9}
 	path := synthcache.File(t, "qwen3-tiny-Q2_0", cfg)
 	prompt := "<|im_start|>user\nHello!<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"
-	code, out, stderr := runCLI("run", path, "-p", prompt, "-n", "8", "-t", "2")
+	code, out, stderr := runCLI("run", path, "-p", prompt, "-n", "8", "-t", "2", "--no-display-prompt")
 	rm, err := lib.LoadModel(path)
 	if err != nil {
 		t.Fatal(err)
@@ -169,6 +169,26 @@ func refContinuation(t *testing.T, rm *reference.Model, prompt string, n int) []
 		t.Fatal(err)
 	}
 	return refText(t, rm, ids)
+}
+
+// refEcho is llama-completion's echo of a prompt before its continuation: the reference's pieces of the
+// prompt's tokens (tokenized with add_special and parse_special, as -p is), control tokens as text only
+// with special (common_token_to_piece(ctx, id, params.special), tools/completion/completion.cpp:707).
+func refEcho(t *testing.T, rm *reference.Model, prompt string, special bool) []byte {
+	t.Helper()
+	toks, err := rm.Tokenize(prompt, true, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []byte
+	for _, id := range toks {
+		p, err := rm.TokenToPiece(id, special)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, p...)
+	}
+	return out
 }
 
 // refText is the reference's text of generated tokens: their pieces

@@ -11,12 +11,13 @@ package main
 //     and Template.Apply, as the server renders the request llama-cli sends
 //     ({"messages": [...]}): the model's template, enable_thinking at the
 //     server's default, the generation prompt added;
-//   - the rendered prompt is tokenized segment by segment (special-token
-//     parsing only in template text, the BOS the tokenizer adds once: see
-//     package chat's Segments), refused when it does not leave room for one
-//     token (Context.CheckPrompt: the error names both sizes; the conversation
-//     stays as it was), and the cached prefix is kept by llama-server's rule
-//     (Context.Reuse), the rest evaluated;
+//   - the rendered prompt is tokenized and generated from exactly as bankml
+//     serve's /v1/chat/completions does it, through the same engine
+//     (engine.Tokenize of the template's segments, engine.Generate on the one
+//     slot with cache_prompt): refused when it does not leave room for one
+//     token (the error names both sizes; the conversation stays as it was),
+//     the cached prefix kept by the engine's rule (see package engine: what a
+//     fresh evaluation computes alike), the rest evaluated;
 //   - the answer is sampled with run's flags (llama.cpp's sampler chain, a
 //     new chain per turn with the prompt as its history, as the server builds
 //     one per request) until an end-of-generation token, -n tokens, or a full
@@ -52,7 +53,9 @@ package main
 // how many came from the cache, answer tokens, speeds, why the answer
 // stopped) go to standard error.
 //
-// Deliberate differences: llama-server parses the answer with the template's
+// Deliberate differences: the cached prefix a turn reuses is the engine's
+// (bankml serve's), not all of llama-server's, so that every answer equals the
+// one a fresh evaluation of the conversation gives; llama-server parses the answer with the template's
 // output parser (reasoning into reasoning_content, tool calls); bankml prints
 // and keeps the answer's text as the model wrote it (Qwen3's template itself
 // drops an earlier answer's think block when it renders the conversation
@@ -67,6 +70,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -75,15 +79,12 @@ import (
 	"os/signal"
 	"strings"
 	"sync"
-	"sync/atomic"
-	"time"
 	"unicode/utf8"
 
 	"golang.org/x/term"
 
 	"github.com/bankml/bankml/chat"
-	"github.com/bankml/bankml/gguf"
-	"github.com/bankml/bankml/model"
+	"github.com/bankml/bankml/engine"
 	"github.com/bankml/bankml/sample"
 	"github.com/bankml/bankml/tokenizer"
 )
@@ -97,38 +98,32 @@ type chatTurn struct {
 	Answer string  // the answer's text as it joins the conversation
 	Stop   string  // why the answer stopped: "eog", "n-predict", "context" or "interrupt"
 
-	nCtx          int    // the context size
-	seed          string // the draw's seed when the chain draws at random (drawsAtRandom), else ""
-	tPrompt, tGen time.Duration
-	decodes       int
+	nCtx    int    // the context size
+	seed    string // the draw's seed when the chain draws at random (drawsAtRandom), else ""
+	timings engine.Timings
 }
 
-// chatSession is one conversation in one model context.
+// chatSession is one conversation on the engine's one slot.
 type chatSession struct {
 	tmpl      *chat.Template
 	tok       tokenizer.Tokenizer
-	c         *model.Context
+	e         *engine.Engine
 	sp        sample.Params
-	sm        sample.Model
 	nPredict  int
 	ignoreEOS bool
 
 	messages []chat.Message // the system message and the finished turns
 	turns    int
 
-	generating atomic.Bool // an answer is being generated (Ctrl-C stops it)
-	stop       atomic.Bool // Ctrl-C asked the answer to stop
+	mu     sync.Mutex
+	cancel context.CancelFunc // stops the answer being generated (Ctrl-C); nil between answers
 }
 
 // errRefused marks a user message the conversation does not take (it stays as it was).
 var errRefused = errors.New("message refused")
 
-func (r *runCmd) chat(f *gguf.File, tok tokenizer.Tokenizer, c *model.Context, sp sample.Params, sm sample.Model, stdin io.Reader, stdout io.Writer, stderr io.Writer) error {
-	tmpl, err := chat.FromGGUF(f)
-	if err != nil {
-		return cannotRun(fmt.Errorf("run: --chat: %w", err))
-	}
-	s := &chatSession{tmpl: tmpl, tok: tok, c: c, sp: sp, sm: sm, nPredict: r.NPredict, ignoreEOS: r.IgnoreEOS}
+func (r *runCmd) chat(e *engine.Engine, tmpl *chat.Template, sp sample.Params, stdin io.Reader, stdout, stderr, info io.Writer) error {
+	s := &chatSession{tmpl: tmpl, tok: e.Tokenizer(), e: e, sp: sp, nPredict: r.NPredict, ignoreEOS: r.IgnoreEOS}
 	if r.System != "" {
 		if !utf8.ValidString(string(r.System)) {
 			return errors.New("run: --system: the text is not valid UTF-8")
@@ -144,14 +139,21 @@ func (r *runCmd) chat(f *gguf.File, tok tokenizer.Tokenizer, c *model.Context, s
 	quit := make(chan struct{})
 	var quitOnce sync.Once
 	go func() {
+		stopped := false
 		for range sig {
-			if s.generating.Load() {
-				if s.stop.Swap(true) {
+			s.mu.Lock()
+			cancel := s.cancel
+			s.mu.Unlock()
+			if cancel != nil {
+				if stopped {
 					fmt.Fprintln(stderr, "\ninterrupted")
 					os.Exit(130)
 				}
+				stopped = true
+				cancel()
 				continue
 			}
+			stopped = false
 			quitOnce.Do(func() { close(quit) })
 		}
 	}()
@@ -192,7 +194,7 @@ func (r *runCmd) chat(f *gguf.File, tok tokenizer.Tokenizer, c *model.Context, s
 		if strings.HasPrefix(msg, "/exit") {
 			break
 		}
-		t, err := s.turn(msg, stdout)
+		t, err := s.turn(msg, stdout, info, r.VerbosePrompt)
 		if errors.Is(err, errRefused) {
 			refused++
 			fmt.Fprintf(stderr, "bankml: run: %v\n", err)
@@ -200,7 +202,7 @@ func (r *runCmd) chat(f *gguf.File, tok tokenizer.Tokenizer, c *model.Context, s
 		} else if err != nil {
 			return fmt.Errorf("run: %w", err)
 		}
-		fmt.Fprintln(stderr, t.summary())
+		fmt.Fprintln(info, t.summary())
 		if r.onTurn != nil {
 			r.onTurn(t)
 		}
@@ -226,12 +228,12 @@ func chatBanner(t *chat.Template, system bool) string {
 	return b
 }
 
-// turn answers one user message: render, tokenize, reuse the cache,
-// evaluate, generate (streamed to out), and append both messages to the
-// conversation. A message the conversation cannot take gives an error
-// wrapping errRefused, and the conversation and the cache's use stay as
-// they were.
-func (s *chatSession) turn(user string, out io.Writer) (chatTurn, error) {
+// turn answers one user message as bankml serve's /v1/chat/completions answers the conversation: render
+// (chat.ParseRequest and Template.Apply), tokenize (engine.Tokenize of the segments), generate
+// (engine.Generate with cache_prompt, the answer streamed to out), and append both messages to the
+// conversation. A message the conversation cannot take gives an error wrapping errRefused, and the
+// conversation and the cache's use stay as they were. verbose lists the prompt's tokens on info.
+func (s *chatSession) turn(user string, out, info io.Writer, verbose bool) (chatTurn, error) {
 	if !utf8.ValidString(user) {
 		return chatTurn{}, fmt.Errorf("turn %d: %w: the message is not valid UTF-8", s.turns+1, errRefused)
 	}
@@ -240,29 +242,70 @@ func (s *chatSession) turn(user string, out io.Writer) (chatTurn, error) {
 	if err != nil { // a template that raises for this conversation, e.g. on the order of the roles
 		return chatTurn{}, fmt.Errorf("turn %d: %w: %w; the conversation is kept as it was", s.turns+1, errRefused, err)
 	}
-	ids := s.tokenize(res.Segments)
-	if err := s.c.CheckPrompt(len(ids)); err != nil {
-		return chatTurn{}, fmt.Errorf("turn %d: %w: %w; the conversation is kept as it was (a larger --ctx-size holds more)", s.turns+1, errRefused, err)
+	ids, err := s.e.Tokenize(engine.Prompt{Segments: res.Segments})
+	if err != nil {
+		return chatTurn{}, fmt.Errorf("turn %d: %w: %w; the conversation is kept as it was", s.turns+1, errRefused, err)
+	}
+	if verbose {
+		verbosePrompt(info, s.tok, res.Prompt, ids)
+	}
+	if len(ids) >= s.e.NCtx() { // llama-server refuses a prompt of n_ctx tokens or more
+		return chatTurn{}, fmt.Errorf("turn %d: %w: the prompt is %d tokens and the context %d: it must be shorter than the context; the conversation is kept as it was (a larger --ctx-size holds more)",
+			s.turns+1, errRefused, len(ids), s.e.NCtx())
 	}
 	s.turns++
-	t := chatTurn{N: s.turns, Prompt: ids, nCtx: s.c.NCtx()}
+	t := chatTurn{N: s.turns, Prompt: ids, nCtx: s.e.NCtx()}
 
-	s.stop.Store(false)
-	s.generating.Store(true)
-	defer s.generating.Store(false)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s.mu.Lock()
+	s.cancel = cancel
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.cancel = nil
+		s.mu.Unlock()
+	}()
 
-	t.Cached = s.c.Reuse(ids)
-	t0 := time.Now()
-	logits, err := s.decodePrompt(ids[t.Cached:])
-	t.tPrompt = time.Since(t0)
-	if err != nil {
+	nPredict := s.nPredict
+	if nPredict < 0 {
+		nPredict = -1
+	}
+	dec := tokenizer.NewDecoder(s.tok, false)
+	var text []byte
+	emit := func(b []byte) error {
+		text = append(text, b...)
+		_, err := out.Write(b)
+		return err
+	}
+	r, err := s.e.Generate(ctx, engine.Request{
+		Prompt: engine.Prompt{Tokens: ids}, Sampling: s.sp, NPredict: nPredict, IgnoreEOS: s.ignoreEOS, CachePrompt: true, Slot: -1,
+	}, func(tk engine.Token) error {
+		if !s.ignoreEOS && s.tok.IsEOG(tk.ID) {
+			return nil
+		}
+		return emit(dec.Write(tk.ID))
+	})
+	interrupted := errors.Is(err, context.Canceled)
+	if err != nil && !interrupted {
 		return chatTurn{}, err
 	}
-	var text []byte
-	if logits == nil {
-		t.Stop = "interrupt"
-	} else if text, err = s.generate(&t, logits, out); err != nil {
+	if err := emit(dec.Close()); err != nil {
 		return chatTurn{}, err
+	}
+	t.Cached, t.Tokens, t.timings = r.CachedTokens, r.Tokens, r.Timings
+	if drawsAtRandom(s.sp) && len(r.Tokens) > 0 {
+		t.seed = fmt.Sprint(r.Seed)
+	}
+	switch {
+	case interrupted:
+		t.Stop = "interrupt"
+	case r.StopType == "eos":
+		t.Stop = "eog"
+	case r.Truncated && !(s.nPredict >= 0 && len(r.Tokens) >= s.nPredict):
+		t.Stop = "context"
+	default:
+		t.Stop = "n-predict"
 	}
 	if len(text) > 0 && text[len(text)-1] != '\n' {
 		if _, err := io.WriteString(out, "\n"); err != nil {
@@ -298,117 +341,11 @@ func (s *chatSession) render(msgs []chat.Message) (chat.Result, error) {
 	return s.tmpl.Apply(in)
 }
 
-// tokenize tokenizes a rendered prompt: each segment without added special
-// tokens, with special-token parsing only in template text; the BOS (and
-// EOS) the tokenizer adds, once, around the whole (llama_tokenize's
-// add_special on the whole prompt; the template's leading BOS text is
-// already removed by Apply, so it is never there twice).
-func (s *chatSession) tokenize(segs []chat.Segment) []int32 {
-	var ids []int32
-	if s.tok.AddBOS() {
-		ids = append(ids, s.tok.BOS())
-	}
-	for _, seg := range segs {
-		ids = append(ids, s.tok.Tokenize(seg.Text, false, seg.Special)...)
-	}
-	if s.tok.AddEOS() {
-		ids = append(ids, s.tok.EOS())
-	}
-	return ids
-}
-
-// decodePrompt evaluates the new part of the prompt one micro-batch
-// (model.NUbatch tokens) at a time, so that Ctrl-C is seen between them; the
-// boundaries are those of one decode of the whole (and of llama-server's
-// n_batch 2048, a multiple of 512), and a micro-batch's K/V do not depend on
-// which of its rows output logits, so the cache and the last logits are
-// those of one decode. It returns nil logits when interrupted.
-func (s *chatSession) decodePrompt(ids []int32) ([]float32, error) {
-	var logits []float32
-	for len(ids) > 0 {
-		if s.stop.Load() {
-			return nil, nil
-		}
-		n := min(len(ids), model.NUbatch)
-		var err error
-		if logits, err = s.c.Decode(ids[:n]); err != nil {
-			return nil, err
-		}
-		ids = ids[n:]
-	}
-	return logits, nil
-}
-
-// generate samples the answer from logits, streaming its text to out, and
-// returns the text.
-func (s *chatSession) generate(t *chatTurn, logits []float32, out io.Writer) ([]byte, error) {
-	smp, err := sample.New(s.sp, s.sm)
-	if err != nil {
-		return nil, err
-	}
-	for _, id := range t.Prompt { // llama-server's init_sampler: the prompt is history
-		smp.Accept(id)
-	}
-	if drawsAtRandom(s.sp) {
-		t.seed = fmt.Sprint(smp.Seed())
-	}
-	limit := s.c.NCtx() - len(t.Prompt) // llama-server stops when the cache would fill the context
-	t.Stop = "context"
-	if s.nPredict >= 0 && s.nPredict <= limit {
-		limit, t.Stop = s.nPredict, "n-predict"
-	}
-	dec := tokenizer.NewDecoder(s.tok, false)
-	var text []byte
-	emit := func(b []byte) error {
-		text = append(text, b...)
-		_, err := out.Write(b)
-		return err
-	}
-	chain := chainSamples(s.sp, s.sm.SuppressTokens)
-	for len(t.Tokens) < limit {
-		next := sample.Greedy(logits)
-		if chain {
-			if next, err = smp.Sample(logits); err != nil {
-				return nil, err
-			}
-			smp.Accept(next)
-		}
-		t.Tokens = append(t.Tokens, next)
-		if !s.ignoreEOS && s.tok.IsEOG(next) {
-			t.Stop = "eog"
-			break
-		}
-		if err := emit(dec.Write(next)); err != nil {
-			return nil, err
-		}
-		if len(t.Tokens) == limit {
-			break
-		}
-		if s.stop.Load() {
-			t.Stop = "interrupt"
-			break
-		}
-		t1 := time.Now()
-		if logits, err = s.c.Decode([]int32{next}); err != nil {
-			return nil, err
-		}
-		t.tGen += time.Since(t1)
-		t.decodes++
-	}
-	return text, emit(dec.Close())
-}
-
 // summary is the turn's line on standard error.
 func (t chatTurn) summary() string {
 	answer := len(t.Tokens)
 	if t.Stop == "eog" {
 		answer--
-	}
-	rate := func(n int, d time.Duration) string {
-		if n == 0 || d <= 0 {
-			return "n/a"
-		}
-		return fmt.Sprintf("%.1f tok/s", float64(n)/d.Seconds())
 	}
 	why := map[string]string{
 		"eog":       "end of generation",
@@ -421,7 +358,7 @@ func (t chatTurn) summary() string {
 		seed = ", seed " + t.seed
 	}
 	return fmt.Sprintf("turn %d: prompt %d tokens, %d from the cache, %d evaluated (%s); answer %d tokens (decode %s%s), stopped: %s",
-		t.N, len(t.Prompt), t.Cached, len(t.Prompt)-t.Cached, rate(len(t.Prompt)-t.Cached, t.tPrompt), answer, rate(t.decodes, t.tGen), seed, why)
+		t.N, len(t.Prompt), t.Cached, len(t.Prompt)-t.Cached, perSecond(t.timings.PromptPerSecond()), answer, perSecond(t.timings.PredictedPerSecond()), seed, why)
 }
 
 // messageReader reads user messages: io.EOF at the end of the input.

@@ -54,8 +54,11 @@ type refTurn struct {
 // tokenized by the reference as llama-server tokenizes a prompt (add_special,
 // parse_special), checked against the context (a prompt of n_ctx tokens or
 // more is refused and leaves the conversation as it was), then the session
-// keeps llama-server's reusable prefix, decodes the rest and generates
-// greedily. The answer's text joins the conversation.
+// keeps the cached prefix bankml's engine keeps (the part of llama-server's
+// reusable prefix computed in full micro-batches of model.NUbatch starting at
+// multiples of it: what a fresh evaluation computes alike, so that every
+// answer is a fresh llama-server's), decodes the rest and generates greedily.
+// The answer's text joins the conversation.
 // ns[i] bounds turn i's answer (the last value serves the later turns).
 func refChat(t *testing.T, rm *reference.Model, tmpl *chat.Template, nCtx int, ns []int, system string, users []string) (turns []refTurn, refused []int) {
 	t.Helper()
@@ -69,6 +72,7 @@ func refChat(t *testing.T, rm *reference.Model, tmpl *chat.Template, nCtx int, n
 		Content string `json:"content"`
 	}
 	var msgs []message
+	aligned := 0 // the leading cached positions computed in full micro-batches from multiples of model.NUbatch
 	if system != "" {
 		msgs = append(msgs, message{"system", system})
 	}
@@ -94,9 +98,13 @@ func refChat(t *testing.T, rm *reference.Model, tmpl *chat.Template, nCtx int, n
 			refused = append(refused, len(prompt))
 			continue
 		}
-		cached := model.ReusablePrefix(rs.Tokens(), prompt)
+		cached := min(model.ReusablePrefix(rs.Tokens(), prompt), aligned) / model.NUbatch * model.NUbatch
+		aligned = cached
 		if err := rs.Truncate(cached); err != nil {
 			t.Fatal(err)
+		}
+		for aligned+model.NUbatch <= len(prompt) { // the prompt's full micro-batches from cached
+			aligned += model.NUbatch
 		}
 		logits, err := rs.Decode(prompt[cached:])
 		if err != nil {

@@ -19,7 +19,6 @@ import (
 
 	"github.com/bankml/bankml/gguf"
 	"github.com/bankml/bankml/sample"
-	"github.com/bankml/bankml/tokenizer"
 )
 
 // runSampling are run's sampling flags that map one to one onto sample.Params; nil (not given) keeps
@@ -327,40 +326,6 @@ func parseLogitBias(v string) (sample.LogitBias, error) {
 	return sample.LogitBias{Token: int32(id), Bias: float32(bias)}, nil
 }
 
-// chainSamples reports whether run must draw each token through the sampler chain for p: whenever it
-// draws at random (drawsAtRandom), a logit bias or a suppressed token applies, or a stage before the
-// temperature stage can change the most likely token (penalties, DRY, typical-p, a stage run does not
-// know). Otherwise (temp <= 0 and no --dynatemp-range: llama.cpp's temperature stage then keeps the most
-// likely token, llama_sampler_temp_impl; top-k, top-p, min-p, top-n-sigma and an inactive XTC keep it too)
-// the chain's choice is sample.Greedy's, which run takes without it.
-func chainSamples(p sample.Params, suppress []int32) bool {
-	if len(p.LogitBias) > 0 || len(suppress) > 0 || drawsAtRandom(p) {
-		return true
-	}
-	for _, t := range p.Samplers {
-		switch t {
-		case sample.Temperature:
-			return false
-		case sample.TopK, sample.TopP, sample.MinP, sample.TopNSigma, sample.XTC:
-		case sample.Penalties:
-			if p.PenaltyLastN != 0 && !(p.PenaltyRepeat == 1 && p.PenaltyFreq == 0 && p.PenaltyPresent == 0) {
-				return true
-			}
-		case sample.Dry:
-			if p.DryMultiplier != 0 && p.DryBase >= 1 && p.DryPenaltyLastN != 0 {
-				return true
-			}
-		case sample.TypicalP:
-			if p.TypicalP < 1 {
-				return true
-			}
-		default:
-			return true
-		}
-	}
-	return true // not reached: drawsAtRandom holds without a temperature stage
-}
-
 // drawsAtRandom reports whether the chain for p draws at random, so that run prints the draw's seed as
 // llama-cli prints its sampler seed (tools/completion/completion.cpp:452): with temp > 0; with a
 // temperature stage whose --dynatemp-range is above 0 (llama_sampler_temp_ext_apply,
@@ -384,9 +349,3 @@ func drawsAtRandom(p sample.Params) bool {
 	}
 	return true
 }
-
-// vocab gives DRY's sequence breakers the tokenizer (sample.Vocab).
-type vocab struct{ t tokenizer.Tokenizer }
-
-func (v vocab) TokenText(id int32) string { return string(v.t.Detokenize([]int32{id}, false, true)) }
-func (v vocab) Tokenize(s string) []int32 { return v.t.Tokenize(s, false, false) }

@@ -123,45 +123,6 @@ func TestRunSamplingFlags(t *testing.T) {
 	}
 }
 
-// TestChainSamples checks when run may take sample.Greedy instead of the chain: only at temp <= 0 with no
-// stage before the temperature stage that can drop the most likely token, and no logit bias.
-func TestChainSamples(t *testing.T) {
-	for _, c := range []struct {
-		what     string
-		set      func(p *sample.Params)
-		suppress []int32
-		chain    bool
-	}{
-		{"temp 0, defaults", func(p *sample.Params) { p.Temp = 0 }, nil, false},
-		{"temp -1", func(p *sample.Params) { p.Temp = -1 }, nil, false},
-		{"temp 0.8", func(p *sample.Params) {}, nil, true},
-		{"repeat penalty", func(p *sample.Params) { p.Temp, p.PenaltyRepeat = 0, 1.1 }, nil, true},
-		{"repeat penalty, repeat-last-n 0", func(p *sample.Params) { p.Temp, p.PenaltyRepeat, p.PenaltyLastN = 0, 1.1, 0 }, nil, false},
-		{"presence penalty", func(p *sample.Params) { p.Temp, p.PenaltyPresent = 0, 0.5 }, nil, true},
-		{"dry", func(p *sample.Params) { p.Temp, p.DryMultiplier = 0, 0.8 }, nil, true},
-		{"xtc", func(p *sample.Params) { p.Temp, p.XTCProbability = 0, 0.5 }, nil, true},
-		{"xtc off by threshold", func(p *sample.Params) { p.Temp, p.XTCProbability, p.XTCThreshold = 0, 0.5, 0.6 }, nil, false},
-		{"typical", func(p *sample.Params) { p.Temp, p.TypicalP = 0, 0.9 }, nil, true},
-		{"min-p, top-k, top-nsigma", func(p *sample.Params) { p.Temp, p.MinP, p.TopK, p.TopNSigma = 0, 0.5, 1, 1 }, nil, false},
-		{"logit bias", func(p *sample.Params) { p.Temp, p.LogitBias = 0, []sample.LogitBias{{Token: 1, Bias: 1}} }, nil, true},
-		{"suppressed tokens", func(p *sample.Params) { p.Temp = 0 }, []int32{3}, true},
-		{"no temperature stage", func(p *sample.Params) { p.Temp, p.Samplers = 0, []sample.Type{sample.TopK} }, nil, true},
-		{"dynatemp-range at temp 0", func(p *sample.Params) { p.Temp, p.DynatempRange = 0, 50 }, nil, true},
-		{"dynatemp-range at temp -1", func(p *sample.Params) { p.Temp, p.DynatempRange = -1, 0.5 }, nil, true},
-		{"dynatemp-range 0 at temp 0", func(p *sample.Params) { p.Temp, p.DynatempRange = 0, 0 }, nil, false},
-		{"dynatemp-range -1 at temp 0", func(p *sample.Params) { p.Temp, p.DynatempRange = 0, -1 }, nil, false},
-		{"typical after temperature", func(p *sample.Params) {
-			p.Temp, p.TypicalP, p.Samplers = 0, 0.9, []sample.Type{sample.Temperature, sample.TypicalP}
-		}, nil, false},
-	} {
-		p := sample.DefaultParams()
-		c.set(&p)
-		if got := chainSamples(p, c.suppress); got != c.chain {
-			t.Errorf("%s: chainSamples = %v, want %v", c.what, got, c.chain)
-		}
-	}
-}
-
 // TestDrawsAtRandom checks when run's chain draws at random (and run prints its seed): temp > 0, a
 // dynamic temperature range, XTC before the temperature stage, or no temperature stage.
 func TestDrawsAtRandom(t *testing.T) {
@@ -308,7 +269,7 @@ func runMatchesReference(t *testing.T, rm *reference.Model, model, prompt string
 		t.Fatal(err)
 	}
 	want := string(refText(t, rm, a.Tokens))
-	code, out, stderr := runCLI(append([]string{"run", model, "-p", prompt, "-n", strconv.Itoa(n), "-t", "1", "-c", "512"}, args...)...)
+	code, out, stderr := runCLI(append([]string{"run", model, "-p", prompt, "-n", strconv.Itoa(n), "-t", "1", "-c", "512", "--no-display-prompt"}, args...)...)
 	switch {
 	case code != 0:
 		t.Errorf("%q: exit %d: %s", args, code, stderr)

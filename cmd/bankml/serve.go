@@ -16,6 +16,7 @@ import (
 
 	"github.com/alecthomas/kong"
 
+	"github.com/bankml/bankml/admit"
 	"github.com/bankml/bankml/ledger"
 	"github.com/bankml/bankml/quant"
 	"github.com/bankml/bankml/serve"
@@ -151,25 +152,17 @@ func (c *serveCmd) Run(stderr errWriter) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	// Admission before the port opens: a refused model never listens (exit 2).
-	progress, done := progressFor(stderr, c.Model)
-	m, err := serve.Admit(c.Model, serve.AdmitOptions{Manifest: c.Manifest, Unpinned: c.Unpinned, Progress: progress})
-	done()
+	// Admission before the port opens: a refused model never listens (exit 2). A pin is required unless
+	// --unpinned.
+	pin := admit.RequirePin
+	if c.Unpinned {
+		pin = admit.AllowUnpinned
+	}
+	m, err := openModel("serve", c.Model, admit.Options{Manifest: c.Manifest, Pin: pin, Chat: true}, stderr, stderr)
 	if err != nil {
-		if errors.Is(err, serve.ErrRefused) {
-			return cannotRun(err)
-		}
 		return err
 	}
 	defer m.Close()
-	pinned := "pinned"
-	if !m.Pin.Pinned {
-		pinned = "UNPINNED (--unpinned: receipts say pinned: false)"
-	}
-	if m.MainlineRefusal != "" {
-		fmt.Fprintf(stderr, "note: serve: mainline llama.cpp would refuse this file (%s); admitted for engine bankml, whose loader sums the planes\n", m.MainlineRefusal)
-	}
-	fmt.Fprintf(stderr, "admitted: guard %s (%s), sha256 %s, %s\n", m.Guard.Verdict, m.Guard.Engine, m.SHA256, pinned)
 
 	var l *ledger.Ledger
 	if c.History != "" {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/bankml/bankml/admit"
 	"github.com/bankml/bankml/gguf"
 	"github.com/bankml/bankml/parallel"
 	"github.com/bankml/bankml/quant"
@@ -114,12 +115,12 @@ func (c *trainCmd) Run(stderr errWriter) error {
 	if err := j.Config.Validate(); err != nil {
 		return err
 	}
-	f, err := admit("train", c.Teacher, c.Manifest, stderr)
+	teacher, err := openModel("train", c.Teacher, admit.Options{Manifest: c.Manifest, Pin: admit.AllowUnpinned}, stderr, stderr)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	j.Teacher = f
+	defer teacher.Close()
+	j.Teacher = teacher.File
 	return j.Run(ctx)
 }
 

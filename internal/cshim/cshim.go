@@ -25,6 +25,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -45,6 +46,9 @@ type Shim struct {
 // not linux; a compile error fails the test with g++'s output.
 func Build(t testing.TB, name, src string, flags ...string) *Shim {
 	t.Helper()
+	if runtime.GOOS == "windows" {
+		testdata.Absent(t, "cshim: the %s oracle loads a g++ shared object with dlopen, which Windows does not have", name)
+	}
 	gxx, err := exec.LookPath("g++")
 	if err != nil {
 		testdata.Absent(t, "cshim: g++ not found (%v): the %s oracle needs it", err, name)
@@ -60,7 +64,7 @@ func Build(t testing.TB, name, src string, flags ...string) *Shim {
 	if err != nil {
 		t.Fatalf("cshim: g++ %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
-	h, err := purego.Dlopen(so, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+	h, err := dlopen(so)
 	if err != nil {
 		t.Fatalf("cshim: dlopen %s: %v", so, err)
 	}
@@ -72,7 +76,7 @@ func Build(t testing.TB, name, src string, flags ...string) *Shim {
 // is missing.
 func (s *Shim) Func(t testing.TB, fptr any, name string) {
 	t.Helper()
-	sym, err := purego.Dlsym(s.handle, name)
+	sym, err := dlsym(s.handle, name)
 	if err != nil {
 		t.Fatalf("cshim: %s: no symbol %s: %v", s.path, name, err)
 	}

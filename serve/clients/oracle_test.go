@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bankml/bankml/admit"
 	"github.com/bankml/bankml/gguf"
 	"github.com/bankml/bankml/internal/reference"
 	"github.com/bankml/bankml/internal/reftest"
@@ -98,13 +99,13 @@ func (o *oracle) generateStop(t testing.TB, prompt []int32, p sample.Params, n i
 type testServer struct {
 	URL string
 	srv *serve.Server
-	m   *serve.Model
+	m   *admit.Model
 }
 
 // startTestServer admits path (unpinned) and serves it in-process with -t 1.
 func startTestServer(t testing.TB, path string, o serve.Options) *testServer {
 	t.Helper()
-	m, err := serve.Admit(path, serve.AdmitOptions{Unpinned: true})
+	m, err := admit.Open(path, admit.Options{Pin: admit.AllowUnpinned, Chat: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,39 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/bankml/bankml/admit"
+)
+
+// openModel admits the model at path through the front door (admit.Open) for command cmd: a progress
+// bar on a terminal while the file is hashed, then, on info, the note when the file was admitted for
+// engine bankml only (PTQTP trit-planes) and the admission line. A refusal is exit status 2, any other
+// error (I/O) 1; errors are prefixed with cmd ("run: guard: open …"). The caller closes the model.
+func openModel(cmd, path string, o admit.Options, stderr errWriter, info io.Writer) (*admit.Model, error) {
+	progress, done := io.Writer(nil), func() {}
+	if info != io.Discard { // --log-disable: no progress bar either
+		progress, done = progressFor(stderr, path)
+	}
+	o.Progress = progress
+	m, err := admit.Open(path, o)
+	done()
+	if err != nil {
+		err = fmt.Errorf("%s: %w", cmd, err)
+		if errors.Is(err, admit.ErrRefused) {
+			return nil, cannotRun(err)
+		}
+		return nil, err
+	}
+	if m.MainlineRefusal != "" {
+		fmt.Fprintf(info, "note: %s: PTQTP trit-planes: mainline llama.cpp would refuse this file; admitted for engine bankml, which sums the planes (bankml guard FILE says why)\n", cmd)
+	}
+	pin := m.Pin.Verdict
+	if !m.Pin.Pinned && o.Pin == admit.AllowUnpinned && cmd == "serve" {
+		pin = "UNPINNED (--unpinned: receipts say pinned: false)"
+	}
+	fmt.Fprintf(info, "admitted: guard %s (%s), sha256 %s, %s\n", m.Guard.Verdict, m.Guard.Engine, m.SHA256, pin)
+	return m, nil
+}
