@@ -92,6 +92,10 @@ type Options struct {
 
 	// CacheReuse is cache_prompt's rule: CacheReuseExact ("" too) or CacheReuseServer.
 	CacheReuse CacheReuse
+	// ModelID identifies the model file in slot files (SaveSlot,
+	// RestoreSlot: a file saved from another model is refused); serve
+	// passes the file's sha256. Slot files need it.
+	ModelID string
 	// NoSettle turns off settling (the scheduler re-evaluating an idle
 	// slot's generated cells so that a conversation's next turn reuses
 	// them under CacheReuseExact); benchmarks that must not share the CPU
@@ -143,7 +147,8 @@ type slot struct {
 // waiter is a request waiting for a slot.
 type waiter struct {
 	prompt []int32
-	want   int // requested slot id or -1
+	want   int  // requested slot id or -1
+	action bool // a slot action: not bounded by QueueSize
 	ch     chan *slot
 }
 
@@ -320,16 +325,25 @@ func (e *Engine) pick(prompt []int32, want int) *slot {
 }
 
 // acquire waits for a slot for prompt (ErrQueueFull, ErrClosed, ctx.Err()).
-func (e *Engine) acquire(ctx context.Context, prompt []int32, want int) (*slot, error) {
+// A slot action (save, restore, erase: action set) waits for its slot
+// without the queue's bound, as llama-server defers such a task until the
+// slot is free.
+func (e *Engine) acquire(ctx context.Context, prompt []int32, want int, action bool) (*slot, error) {
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()
 		return nil, ErrClosed
 	}
-	w := &waiter{prompt: prompt, want: want, ch: make(chan *slot, 1)}
+	w := &waiter{prompt: prompt, want: want, action: action, ch: make(chan *slot, 1)}
 	e.waiters = append(e.waiters, w)
 	e.dispatch()
-	if len(e.waiters) > e.o.QueueSize && e.waiters[len(e.waiters)-1] == w {
+	queued := 0
+	for _, x := range e.waiters {
+		if !x.action {
+			queued++
+		}
+	}
+	if !action && queued > e.o.QueueSize && e.waiters[len(e.waiters)-1] == w {
 		e.waiters = e.waiters[:len(e.waiters)-1]
 		e.mu.Unlock()
 		return nil, ErrQueueFull

@@ -270,7 +270,7 @@ func (e *Engine) Generate(ctx context.Context, req Request, onToken func(Token) 
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
 	}
-	s, err := e.acquire(ctx, prompt, req.Slot)
+	s, err := e.acquire(ctx, prompt, req.Slot, false)
 	if err != nil {
 		return Result{PromptTokens: len(prompt)}, err
 	}

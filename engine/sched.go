@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -23,10 +24,13 @@ const (
 // evaluate after the slot's reusable prefix, or a sampled token to decode.
 // Fields below done are the scheduler's.
 type job struct {
-	s         *slot
-	prompt    []int32 // a prompt job; nil for a decode job
-	reuse     reuseMode
-	tok       int32 // a decode job's token
+	s      *slot
+	prompt []int32 // a prompt job; nil for a decode job
+	reuse  reuseMode
+	tok    int32 // a decode job's token
+	// act, when set, makes the job a slot action (save, restore, erase)
+	// run on the slot's context between steps.
+	act       func(c *model.Context) error
 	done      chan jobResult
 	cancelled atomic.Bool
 
@@ -147,8 +151,42 @@ func (e *Engine) loop() {
 			}
 			continue
 		}
-		e.step(jobs)
+		if jobs = e.actions(jobs); len(jobs) > 0 {
+			e.step(jobs)
+		}
 	}
+}
+
+// actions runs the slot actions among jobs and returns the others.
+func (e *Engine) actions(jobs []*job) []*job {
+	rest := jobs[:0]
+	var done []*job
+	var errs []error
+	for _, j := range jobs {
+		if j.act == nil {
+			rest = append(rest, j)
+			continue
+		}
+		done, errs = append(done, j), append(errs, e.runAction(j))
+	}
+	if len(done) == 0 {
+		return rest
+	}
+	e.mu.Lock()
+	q := e.queue[:0]
+	for _, j := range e.queue {
+		if !slices.Contains(done, j) {
+			q = append(q, j)
+		}
+	}
+	clear(e.queue[len(q):])
+	e.queue = q
+	e.snapshot()
+	e.mu.Unlock()
+	for i, j := range done {
+		j.done <- jobResult{err: errs[i]}
+	}
+	return rest
 }
 
 // step runs one forward pass over jobs (decode jobs first, then prompt
