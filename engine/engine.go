@@ -124,8 +124,9 @@ type Engine struct {
 	wake     chan struct{}
 	loopDone chan struct{}
 	stats    stepStats
-	releases int // slot releases so far
-	quiet    int // releases as of the scheduler's last finding nothing to do
+	tasks    int64 // requests that took a slot so far (id_task)
+	releases int   // slot releases so far
+	quiet    int   // releases as of the scheduler's last finding nothing to do
 }
 
 // slot is one llama-server slot: a context and its bookkeeping. ctx and
@@ -139,6 +140,7 @@ type slot struct {
 	usedAt   time.Time // wall time of the last release
 	tokens   []int32   // cached tokens as of the last step, for slot choice
 	kvBytes  uint64    // the KV cache's memory as of the last step
+	task     *slotTask // the current or last request
 	// awaiting is when the slot's request got logits and went to sample
 	// (zero: not sampling).
 	awaiting time.Time
@@ -260,6 +262,26 @@ type SlotInfo struct {
 	NPast    int       // tokens held in the slot's KV cache (n_past / n_tokens)
 	LastUsed time.Time // when the slot last finished a request; zero if never
 	KVBytes  uint64    // memory of the slot's KV cache
+	// Task is the request the slot runs or ran last (nil: none yet), as
+	// server_slot::to_json reports its task.
+	Task *SlotTask
+}
+
+// SlotTask is a slot's current or last request as GET /slots reports it
+// (server_slot::to_json).
+type SlotTask struct {
+	ID                int64         // id_task: the engine's count of requests
+	Sampling          sample.Params // params
+	NPredict          int           // n_predict
+	IgnoreEOS         bool
+	PostSamplingProbs bool
+	PromptTokens      int    // n_prompt_tokens
+	PromptProcessed   int    // n_prompt_tokens_processed
+	PromptCached      int    // n_prompt_tokens_cache
+	Decoded           int    // next_token.n_decoded
+	HasNext           bool   // next_token.has_next_token: still generating
+	Prompt            string // the prompt's tokens detokenized, special tokens rendered
+	Generated         string // the text generated so far
 }
 
 // Slots reports every slot's state, in id order.
@@ -269,8 +291,21 @@ func (e *Engine) Slots() []SlotInfo {
 	out := make([]SlotInfo, len(e.slots))
 	for i, s := range e.slots {
 		out[i] = SlotInfo{ID: s.id, Busy: s.busy, NPast: len(s.tokens), LastUsed: s.usedAt, KVBytes: s.kvBytes}
+		if t := s.task; t != nil {
+			c := t.SlotTask
+			c.Prompt = string(e.tok.Detokenize(t.prompt, false, true))
+			c.Generated = string(t.gen)
+			out[i].Task = &c
+		}
 	}
 	return out
+}
+
+// slotTask is a slot's request as Slots reports it (under Engine.mu).
+type slotTask struct {
+	SlotTask
+	prompt []int32
+	gen    []byte
 }
 
 // QueueLen is the number of requests waiting for a slot.

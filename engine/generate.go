@@ -275,6 +275,17 @@ func (e *Engine) Generate(ctx context.Context, req Request, onToken func(Token) 
 		return Result{PromptTokens: len(prompt)}, err
 	}
 	defer e.release(s)
+	e.mu.Lock()
+	e.tasks++
+	s.task = &slotTask{SlotTask: SlotTask{ID: e.tasks, Sampling: req.Sampling, NPredict: req.NPredict, IgnoreEOS: req.IgnoreEOS,
+		PostSamplingProbs: req.PostSamplingProbs, PromptTokens: len(prompt), HasNext: true}, prompt: prompt}
+	task := s.task
+	e.mu.Unlock()
+	defer func() {
+		e.mu.Lock()
+		task.HasNext = false
+		e.mu.Unlock()
+	}()
 	res := Result{PromptTokens: len(prompt), Slot: s.id, Seed: chain.Seed(), StopType: stopNone.String()}
 	err = e.run(ctx, s, prompt, req, chain, onToken, t0, &res)
 	return res, err
@@ -304,6 +315,9 @@ func (e *Engine) run(ctx context.Context, s *slot, prompt []int32, req Request, 
 		return fmt.Errorf("engine: prompt: %w", err)
 	}
 	kept := r.kept
+	e.mu.Lock()
+	s.task.PromptCached, s.task.PromptProcessed = kept, len(prompt)-kept
+	e.mu.Unlock()
 	res.CachedTokens = kept
 	res.Timings.CacheN = kept
 	res.Timings.PromptN = len(prompt) - kept
@@ -339,7 +353,12 @@ func (e *Engine) run(ctx context.Context, s *slot, prompt []int32, req Request, 
 			out.Probs = &p
 		}
 		eog := e.tok.IsEOG(tok)
-		out.Text, out.Pending = st.add(string(e.tok.TokenToPiece(tok, false)), eog)
+		piece := e.tok.TokenToPiece(tok, false)
+		out.Text, out.Pending = st.add(string(piece), eog)
+		e.mu.Lock()
+		s.task.Decoded++
+		s.task.gen = append(s.task.gen, piece...)
+		e.mu.Unlock()
 		if !out.Pending && out.Probs != nil {
 			res.Probs = append(res.Probs, *out.Probs)
 		}
