@@ -33,6 +33,9 @@
 //     tensor, but a layer is the sum of its planes); they are bankml/Fucina-only, bankml-only with Q2_0 planes. On
 //     the bankml engine they play when ternary.LoadPlanes would load them (version u32 1, planes in order, one type
 //     TQ2_0 or Q2_0 and one 2-D shape per matrix).
+//   - the parts of a split model (split.count > 1, llama.cpp's gguf-split files "<prefix>-0000i-of-0000N.gguf"),
+//     each refused naming the parts and how to merge them, since bankml loads a model from one file; a split.count
+//     or split.no that is not a u16 is refused in llama_model_loader's words.
 //
 // Hostile headers are refused with what is wrong and where: bad magic, unsupported version, big-endian, an empty or
 // duplicate key, an unknown value type, arrays nested over 64 deep, a count or length that cannot fit in the file,
@@ -57,7 +60,7 @@
 //   - The report adds reason (the reasons joined by "; "), file_size, data_offset and bytes_missing.
 //
 // Determinism. The report is a pure function of the header bytes, the file size and the options: reasons come in
-// a fixed order (types, shapes, the legacy Q2_0 trap, layout, the Bonsai 2 trap, PTQTP, tokenizer), each naming the first
+// a fixed order (types, shapes, the legacy Q2_0 trap, layout, the Bonsai 2 trap, split parts, PTQTP, tokenizer), each naming the first
 // offender, and types are counted by name (JSON objects are written with sorted keys).
 package guard
 
@@ -120,9 +123,11 @@ var (
 
 // Metadata keys the guard reads.
 const (
-	keyArch     = "general.architecture"
-	keyName     = "general.name"
-	keyBasename = "general.basename"
+	keyArch       = "general.architecture"
+	keyName       = "general.name"
+	keyBasename   = "general.basename"
+	keySplitCount = "split.count" // LLM_KV_SPLIT_COUNT
+	keySplitNo    = "split.no"    // LLM_KV_SPLIT_NO
 )
 
 // Options says how to judge a file. The zero value judges for mainline with no file name.
@@ -412,6 +417,7 @@ func judge(h *header, rep *Report, opt Options) {
 		}
 	}
 
+	*why = append(*why, splitReasons(h, opt.FileName)...)
 	ptqtp, ptqtpRep := ptqtpReasons(h, opt.Engine)
 	*why = append(*why, ptqtp...)
 	rep.PTQTP = ptqtpRep
@@ -603,4 +609,36 @@ func kvBytesPerToken(h *header) *uint64 {
 		return nil
 	}
 	return &n
+}
+
+// splitReasons refuses the parts of a split model (llama_model_loader reads split.count and split.no as u16 and
+// then loads every part): a split.count or split.no of another type is refused with llama.cpp's words ("key %s has
+// wrong type %s but expected type %s"), and a model in more than one part is refused naming the parts it needs
+// (llama_split_path's "<prefix>-%05d-of-%05d.gguf" from fileName, as llama_get_list_splits derives them), since
+// bankml loads one file: serving the first part as if it were the whole model is what must never happen.
+func splitReasons(h *header, fileName string) []string {
+	var why []string
+	for _, key := range []string{keySplitCount, keySplitNo} {
+		if v, ok := h.kv[key]; ok && v.typ != gguf.Uint16 {
+			why = append(why, fmt.Sprintf("key %s has wrong type %s but expected type %s", key, v.describe(), gguf.Uint16))
+		}
+	}
+	count, ok := h.kv[keySplitCount]
+	if !ok || count.typ != gguf.Uint16 || count.bits <= 1 {
+		return why
+	}
+	n := int(count.bits)
+	no := 0
+	if v, ok := h.kv[keySplitNo]; ok && v.typ == gguf.Uint16 {
+		no = int(v.bits)
+	}
+	part := fmt.Sprintf("-%05d-of-%05d.gguf", no+1, n)
+	prefix, named := strings.CutSuffix(fileName, part)
+	parts := "named <prefix>-00001-of-" + fmt.Sprintf("%05d", n) + ".gguf and on"
+	if named && prefix != "" {
+		parts = fmt.Sprintf("%s-%05d-of-%05d.gguf … %s-%05d-of-%05d.gguf", prefix, 1, n, prefix, n, n)
+	}
+	return append(why, fmt.Sprintf("split model: this file is part %d of %d (split.count %d, split.no %d) and bankml loads "+
+		"a model from one file: merge the %d parts (%s) into one with llama.cpp's llama-gguf-split --merge",
+		no+1, n, n, no, n, parts))
 }

@@ -54,7 +54,8 @@ type Entry struct {
 	PrevRoot Hash
 	Appended time.Time
 	Exchange
-	Line []byte // the JSON line without its newline: the leaf data
+	Line       []byte // the JSON line without its newline: the leaf data
+	Commitment Hash   // sha256 of Line: the entry's leaf in the transparency log (Log)
 }
 
 // line is the JSON layout of an entry. Request and answer are JSON strings
@@ -154,6 +155,7 @@ type Head struct {
 // state is what reading a ledger file yields.
 type state struct {
 	leaves  []Hash
+	commits []Hash  // sha256 of each line (the transparency log's leaf data)
 	offsets []int64 // start of each line
 	front   frontier
 	digest  hash.Hash // sha256 of the committed bytes
@@ -196,14 +198,17 @@ func scan(r io.Reader, visit func(Entry) error) (*state, error) {
 			return nil, fmt.Errorf("%w: entry %d (byte %d): prev_root %x is not the root of the %d entries before it",
 				ErrCorrupt, n, s.size, e.PrevRoot[:], n)
 		}
+		commit := Hash(sha256.Sum256(data))
 		if visit != nil {
 			e.Line = append([]byte(nil), data...)
+			e.Commitment = commit
 			if err := visit(e); err != nil {
 				return nil, err
 			}
 		}
 		leaf := LeafHash(data)
 		s.leaves = append(s.leaves, leaf)
+		s.commits = append(s.commits, commit)
 		s.offsets = append(s.offsets, s.size)
 		s.front.push(leaf)
 		s.digest.Write(b)
@@ -253,6 +258,7 @@ type Ledger struct {
 	mu sync.Mutex
 	f  *os.File
 	s  *state
+	li *leafIndex // entries' leaf indices in the transparency log (history.leaves)
 }
 
 // Opened says what Open found.
@@ -323,7 +329,12 @@ func open(dir string) (*Ledger, Opened, error) {
 		f.Close()
 		return nil, Opened{}, fmt.Errorf("ledger: %w", err)
 	}
-	l := &Ledger{dir: dir, f: f, s: s}
+	li, err := openLeafIndex(dir, uint64(len(s.leaves)))
+	if err != nil {
+		f.Close()
+		return nil, Opened{}, err
+	}
+	l := &Ledger{dir: dir, f: f, s: s, li: li}
 	return l, Opened{Head: s.head(), TrimmedBytes: s.torn}, nil
 }
 
@@ -345,9 +356,10 @@ func (l *Ledger) Dir() string { return l.dir }
 
 // Appended is what an append committed.
 type Appended struct {
-	Index uint64 // the entry's index
-	Leaf  Hash   // its leaf hash
-	Head  Head   // the ledger after it
+	Index      uint64 // the entry's index
+	Leaf       Hash   // its leaf hash
+	Commitment Hash   // sha256 of its line: its leaf data in the transparency log (Ledger.Publish)
+	Head       Head   // the ledger after it
 }
 
 // Append commits one exchange: its line is written with a single write and
@@ -383,12 +395,14 @@ func (l *Ledger) AppendFunc(build func(index uint64) (Exchange, error)) (Appende
 		return Appended{}, l.rollback(fmt.Errorf("ledger: syncing entry %d: %w", index, err))
 	}
 	leaf := LeafHash(b[:len(b)-1])
+	commit := Hash(sha256.Sum256(b[:len(b)-1]))
 	l.s.leaves = append(l.s.leaves, leaf)
+	l.s.commits = append(l.s.commits, commit)
 	l.s.offsets = append(l.s.offsets, l.s.size)
 	l.s.front.push(leaf)
 	l.s.digest.Write(b)
 	l.s.size += int64(len(b))
-	return Appended{Index: index, Leaf: leaf, Head: l.s.head()}, nil
+	return Appended{Index: index, Leaf: leaf, Commitment: commit, Head: l.s.head()}, nil
 }
 
 // rollback cuts the file back to the last committed entry after a failed
@@ -519,7 +533,7 @@ func (l *Ledger) Close() error {
 	if l.f == nil {
 		return nil
 	}
-	err := l.f.Close()
+	err := errors.Join(l.f.Close(), l.li.close())
 	l.f = nil
 	if uerr := l.lock.Unlock(); err == nil {
 		err = uerr

@@ -81,8 +81,9 @@ func path(d []Hash, m uint64) []Hash {
 	return append(path(d[k:], m-k), Root(d[:k]))
 }
 
-// ErrProof is wrapped by every inclusion proof that does not verify.
-var ErrProof = errors.New("ledger: inclusion proof does not verify")
+// ErrProof is wrapped by every proof that does not verify: an inclusion or consistency proof, a
+// checkpoint whose signature or cosignatures do not.
+var ErrProof = errors.New("ledger: proof does not verify")
 
 // VerifyInclusion checks an inclusion proof exactly as RFC 9162 §2.1.3.2
 // prescribes: leaf hash, leaf index, tree size, inclusion path and root hash

@@ -54,9 +54,12 @@ func Architectures() []string {
 }
 
 // CheckArchitecture reports, from the header alone, whether Load can take
-// f's architecture: nil for a registered one, else an error naming
+// f's architecture and hyperparameters: nil for a registered architecture
+// whose hyperparameters readHparams accepts, else an error naming
 // general.architecture and the registered values (wrapping ErrUnsupported
-// when the key is present but not registered).
+// when the key is present but not registered), or the hyperparameter key at
+// fault (a missing {arch}.context_length among them, which llama.cpp refuses
+// as "key not found in model").
 func CheckArchitecture(f *gguf.File) error {
 	arch := f.Architecture()
 	if arch == "" {
@@ -65,7 +68,8 @@ func CheckArchitecture(f *gguf.File) error {
 	if _, ok := graphs[arch]; !ok {
 		return fmt.Errorf("model: architecture %q (this runtime runs %s): %w", arch, strings.Join(Architectures(), ", "), ErrUnsupported)
 	}
-	return nil
+	_, err := readHparams(f)
+	return err
 }
 
 // Hparams are the hyperparameters of a model, read from GGUF metadata with
@@ -78,7 +82,7 @@ type Hparams struct {
 	NHeadKV   int     // {arch}.attention.head_count_kv (default NHead)
 	HeadDim   int     // {arch}.attention.key_length (default NEmbd/NHead); value_length must agree
 	NRot      int     // {arch}.rope.dimension_count (default HeadDim)
-	NCtxTrain int     // {arch}.context_length (default 2048)
+	NCtxTrain int     // {arch}.context_length (required, as llama.cpp requires it)
 	RMSEps    float32 // {arch}.attention.layer_norm_rms_epsilon
 	FreqBase  float32 // {arch}.rope.freq_base (default 10000)
 	NVocab    int     // rows of token_embd.weight
@@ -171,18 +175,18 @@ func Load(f *gguf.File) (*Model, error) { return load(f, false) }
 // it returns.
 func LoadBackground(f *gguf.File) (*Model, error) { return load(f, true) }
 
-func load(f *gguf.File, background bool) (*Model, error) {
-	if err := CheckArchitecture(f); err != nil {
-		return nil, err
-	}
-	level, err := quant.DefaultLevel()
-	if err != nil {
-		return nil, fmt.Errorf("model: %w", err)
-	}
+// readHparams reads f's hyperparameters as llama_model::load_hparams does
+// for the registered architecture (the header alone; f's architecture must
+// be registered): the required keys refused by name when missing, of the
+// wrong type or out of range, and what the graphs do not run (partial RoPE,
+// value_length != key_length, unknown RoPE scaling, experts) wrapping
+// ErrUnsupported.
+func readHparams(f *gguf.File) (Hparams, error) {
 	arch := f.Architecture()
 	g := graphs[arch]
 	md := meta{f: f, arch: arch}
 	var hp Hparams
+	var err error
 	for _, p := range []struct {
 		dst      *int
 		key      string
@@ -195,55 +199,72 @@ func load(f *gguf.File, background bool) (*Model, error) {
 		{&hp.NHead, "attention.head_count", 0, true},
 	} {
 		if *p.dst, err = md.uint(p.key, p.def, p.required); err != nil {
-			return nil, err
+			return Hparams{}, err
 		}
 	}
 	if hp.NHeadKV, err = md.uint("attention.head_count_kv", hp.NHead, false); err != nil {
-		return nil, err
+		return Hparams{}, err
 	}
 	if hp.NHead%hp.NHeadKV != 0 {
-		return nil, fmt.Errorf("model: %d heads are not a multiple of %d kv heads", hp.NHead, hp.NHeadKV)
+		return Hparams{}, fmt.Errorf("model: %d heads are not a multiple of %d kv heads", hp.NHead, hp.NHeadKV)
 	}
 	if _, ok := f.Get(arch + ".attention.key_length"); !ok && hp.NEmbd%hp.NHead != 0 {
-		return nil, fmt.Errorf("model: n_embd %d is not a multiple of %d heads and %s.attention.key_length is missing", hp.NEmbd, hp.NHead, arch)
+		return Hparams{}, fmt.Errorf("model: n_embd %d is not a multiple of %d heads and %s.attention.key_length is missing", hp.NEmbd, hp.NHead, arch)
 	}
 	if hp.HeadDim, err = md.uint("attention.key_length", hp.NEmbd/hp.NHead, false); err != nil {
-		return nil, err
+		return Hparams{}, err
 	}
 	// Both graphs assert n_embd_head_v == n_embd_head_k (value_length
 	// defaults to n_embd/n_head like key_length).
 	if vl, err := md.uint("attention.value_length", hp.NEmbd/hp.NHead, false); err != nil {
-		return nil, err
+		return Hparams{}, err
 	} else if vl != hp.HeadDim {
-		return nil, fmt.Errorf("model: value_length %d != key_length %d: %w", vl, hp.HeadDim, ErrUnsupported)
+		return Hparams{}, fmt.Errorf("model: value_length %d != key_length %d: %w", vl, hp.HeadDim, ErrUnsupported)
 	}
 	if hp.NRot, err = md.uint("rope.dimension_count", hp.HeadDim, false); err != nil {
-		return nil, err
+		return Hparams{}, err
 	}
 	if (g.nRotIsHead && hp.NRot != hp.HeadDim) || hp.NRot%2 != 0 {
-		return nil, fmt.Errorf("model: rope.dimension_count %d with head size %d (partial RoPE): %w", hp.NRot, hp.HeadDim, ErrUnsupported)
+		return Hparams{}, fmt.Errorf("model: rope.dimension_count %d with head size %d (partial RoPE): %w", hp.NRot, hp.HeadDim, ErrUnsupported)
 	}
-	if hp.NCtxTrain, err = md.uint("context_length", 2048, false); err != nil {
-		return nil, err
+	if hp.NCtxTrain, err = md.uint("context_length", 0, true); err != nil {
+		return Hparams{}, err
 	}
 	if hp.RMSEps, err = md.float("attention.layer_norm_rms_epsilon", 0, true); err != nil {
-		return nil, err
+		return Hparams{}, err
 	}
 	if hp.FreqBase, err = md.float("rope.freq_base", 10000, false); err != nil {
-		return nil, err
+		return Hparams{}, err
 	}
 	if hp.FreqBase == 0 {
-		return nil, fmt.Errorf("model: metadata %s.rope.freq_base is 0", arch)
+		return Hparams{}, fmt.Errorf("model: metadata %s.rope.freq_base is 0", arch)
 	}
 	if err := readRopeScaling(md, &hp); err != nil {
-		return nil, err
+		return Hparams{}, err
 	}
 	// Mixture-of-experts llama files need expert tensors this graph does not
 	// run. (Keys llama.cpp does not read for these graphs, such as
 	// attention.scale or rope.scaling.yarn_log_multiplier, are ignored as it
 	// ignores them.)
 	if v, ok := f.GetUint64(arch + ".expert_count"); ok && v != 0 {
-		return nil, fmt.Errorf("model: metadata %s.expert_count = %d (mixture of experts): %w", arch, v, ErrUnsupported)
+		return Hparams{}, fmt.Errorf("model: metadata %s.expert_count = %d (mixture of experts): %w", arch, v, ErrUnsupported)
+	}
+	return hp, nil
+}
+
+func load(f *gguf.File, background bool) (*Model, error) {
+	if err := CheckArchitecture(f); err != nil {
+		return nil, err
+	}
+	level, err := quant.DefaultLevel()
+	if err != nil {
+		return nil, fmt.Errorf("model: %w", err)
+	}
+	arch := f.Architecture()
+	g := graphs[arch]
+	hp, err := readHparams(f)
+	if err != nil {
+		return nil, err
 	}
 
 	m := &Model{Arch: arch, g: g}

@@ -1,5 +1,5 @@
-// Package provenance checks that a model file is the one its publisher released: it hashes files with sha256 at
-// disk speed and pins a file's hash against a provenance manifest (a FORK.json) or a bare digest.
+// Package provenance checks that a model file is the one its publisher released (sha256 at disk speed, pinned
+// against a FORK.json manifest or a bare digest), and holds the operator keys that sign what bankml answers.
 //
 // # Design record
 //
@@ -36,6 +36,14 @@
 //
 // Determinism. The hash is a pure function of the bytes; the pin verdict and its text are pure functions of the
 // file's bytes, its base name and the manifest's bytes. Nothing depends on the time, the host or map order.
+//
+// Keys and receipts. [WriteKeyFiles] makes an operator's Ed25519 key in C2SP signed-note form (the private key
+// 0600, never replaced; FILE.pub the verifier key; FILE.pem for openssl), its key id the signed-note key hash
+// ([KeyID]). [Signer.SignReceipt] signs a receipt over its RFC 8785 (JCS, github.com/gowebpki/jcs) canonical
+// form without the "signature" member ([SignedMessage]); [VerifyReceipt] checks it. RFC 8785 rather than a
+// signed note: the receipt stays one JSON object whose members are exactly what is signed (no second copy to
+// disagree), and JSON.stringify over sorted members is RFC 8785, so a browser verifies with no library;
+// docs/receipts.md shows openssl and any Ed25519 library doing it.
 //
 // Errors are wrapped with what was being done and on which file. Errors that mean "refused" (the exit status 2
 // of bankml pin) wrap [ErrRefused]; all others are I/O errors (exit status 1).

@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"unicode/utf8"
 
 	"github.com/bankml/bankml/chat"
-	"github.com/bankml/bankml/ledger"
 	"github.com/bankml/bankml/sample"
 )
 
@@ -214,7 +212,8 @@ func (s *Server) tokenID(raw json.RawMessage) (int32, error) {
 }
 
 // handleDetokenize is llama-server's POST /detokenize: {"tokens": [ids]} → {"content": the pieces
-// concatenated, control tokens' texts included (tokens_to_str)}. Ids outside the vocabulary are a 400
+// concatenated, control tokens' texts included (tokens_to_str), not-UTF-8 bytes as its JSON carries them
+// (jsonText)}. Ids outside the vocabulary are a 400
 // (llama-server reads out of bounds).
 func (s *Server) handleDetokenize(w http.ResponseWriter, r *http.Request) {
 	body, err := s.readBody(w, r)
@@ -238,7 +237,7 @@ func (s *Server) handleDetokenize(w http.ResponseWriter, r *http.Request) {
 		}
 		text = append(text, s.m.Tokenizer.TokenToPiece(id, true)...)
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"content": string(text)})
+	writeJSON(w, http.StatusOK, map[string]string{"content": jsonText(string(text))})
 }
 
 // handleApplyTemplate is llama-server's POST /apply-template: an OpenAI chat body → {"prompt": the rendered
@@ -276,49 +275,6 @@ func (s *Server) render(body []byte) (chat.Result, error) {
 		return chat.Result{}, badRequest("chat template: %v", err)
 	}
 	return res, nil
-}
-
-// handleLedger is GET /bankml/ledger: the history's head {size, root, bytes, cid}; 404 without --history.
-func (s *Server) handleLedger(w http.ResponseWriter, r *http.Request) {
-	if s.opt.Ledger == nil {
-		writeError(w, noHistory())
-		return
-	}
-	writeJSON(w, http.StatusOK, s.opt.Ledger.Head())
-}
-
-// handleLedgerProof is GET /bankml/ledger/proof?index=i: the inclusion proof of entry i in the current tree
-// (ledger.Proof, checkable with Proof.Check: RFC 9162 §2.1.3.2). A missing or malformed index is a 400, an
-// entry the ledger does not have a 404.
-func (s *Server) handleLedgerProof(w http.ResponseWriter, r *http.Request) {
-	if s.opt.Ledger == nil {
-		writeError(w, noHistory())
-		return
-	}
-	q := r.URL.Query().Get("index")
-	if q == "" {
-		writeError(w, badRequest("index: missing (GET /bankml/ledger/proof?index=I)"))
-		return
-	}
-	i, err := strconv.ParseUint(q, 10, 64)
-	if err != nil {
-		writeError(w, badRequest("index %q: not an entry number", q))
-		return
-	}
-	p, err := s.opt.Ledger.Prove(i)
-	if err != nil {
-		if errors.Is(err, ledger.ErrNoEntry) {
-			writeError(w, &APIError{Type: TypeNotFound, Message: err.Error()})
-			return
-		}
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, p)
-}
-
-func noHistory() *APIError {
-	return &APIError{Type: TypeNotFound, Message: "this server keeps no history: start bankml serve with --history DIR"}
 }
 
 // deref returns *p, or def when p is nil.

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -23,8 +25,10 @@ type ExportOptions struct {
 	// names contain "ffn_down" and "attn_output" (0 keeps PTQTP.Planes): Fucina's down_planes and o_planes.
 	DownPlanes, OPlanes int
 	// Include, when not empty, replaces the default name policy (every eligible matrix but token_embd and
-	// output.weight): only eligible matrices whose name contains one of the substrings are converted. Exclude
-	// always removes the matrices whose name contains one of its substrings. Fucina's --ptqtp-include/-exclude.
+	// output.weight): only eligible matrices whose name matches one of the patterns are converted. Exclude
+	// always removes the matrices whose name matches one of its patterns. A pattern is a glob over the whole
+	// tensor name (path.Match: "blk.*.ffn_down.weight", "blk.1?.*"); one without the glob characters * ? [ \
+	// matches the names that contain it, as Fucina's --ptqtp-include/-exclude substrings did.
 	Include, Exclude []string
 }
 
@@ -64,6 +68,60 @@ type Plan struct {
 	PeakTensor                  string  // the tensor with the largest WorkBytes ("" when nothing is converted)
 	FileType                    uint32  // general.file_type written (llama_ftype), when Converted > 0
 	Solver                      Options // the PTQTP options (each TensorPlan's Planes overrides Planes); zero for the encoders
+	// IncludeMatches and ExcludeMatches count, per pattern of ExportOptions.Include and Exclude (same order),
+	// the source tensors whose name it matches, whether or not they are eligible.
+	IncludeMatches, ExcludeMatches []int
+	// Larger lists the converted tensors whose source type takes no more bits per weight than their output
+	// (a low-bit source re-quantized to a larger format: bigger and no more accurate).
+	Larger []string
+}
+
+// NothingError is PlanExport's error when no tensor would be converted: the tally of the reasons the tensors are
+// kept, most frequent first, and a hint when rows that are not whole blocks are the obstacle.
+type NothingError struct {
+	Tensors int      // tensors in the source
+	Reasons []string // "30 rows of 64 are not whole 256-weight blocks", … (counts and reasons)
+	Hint    string   // what to try, or ""
+}
+
+// Error is "0 of 48 tensors eligible: 30 rows of 64 …, 18 a norm; try --group-size 64".
+func (e *NothingError) Error() string {
+	s := fmt.Sprintf("0 of %d tensors eligible: %s", e.Tensors, strings.Join(e.Reasons, ", "))
+	if e.Hint != "" {
+		s += "; " + e.Hint
+	}
+	return s
+}
+
+// BitsPerWeight is a ggml type's storage per weight in bits (TypeSize*8/BlockSize): 16 for F16, 2.0625 for TQ2_0.
+func BitsPerWeight(t gguf.GGMLType) float64 {
+	return float64(t.TypeSize()) * 8 / float64(t.BlockSize())
+}
+
+// matchName reports whether the tensor name matches pattern (see ExportOptions.Include). The pattern must be valid
+// (checkPatterns).
+func matchName(pattern, name string) bool {
+	if pattern == "" {
+		return false
+	}
+	if !strings.ContainsAny(pattern, `*?[\`) {
+		return strings.Contains(name, pattern)
+	}
+	ok, _ := path.Match(pattern, name)
+	return ok
+}
+
+// checkPatterns refuses an empty or malformed glob, naming the flag and the pattern.
+func checkPatterns(flag string, patterns []string) error {
+	for _, p := range patterns {
+		if p == "" {
+			return fmt.Errorf("ternary: an empty %s pattern", flag)
+		}
+		if _, err := path.Match(p, ""); err != nil {
+			return fmt.Errorf("ternary: %s pattern %q: %w", flag, p, err)
+		}
+	}
+	return nil
 }
 
 // chunkBytes is about how many bytes of f32 rows Export decodes at a time; keepBytes how many bytes of a kept
@@ -86,8 +144,15 @@ func chunkRows(rows, cols int) int { return max(1, min(rows, chunkBytes/(4*cols)
 // blocks of the output format (256 weights for TQ2_0, TQ1_0 and 256-groups; 64 for Q2_0 and 64-groups), whose
 // type bankml decodes (quant.Matrix), which the name policy of opt selects, and which is not already of the target
 // type (Encode) — and, for PTQTP, whose plane names fit GGUF's 63 bytes. The others are kept, with the reason.
-// Errors: bad options (an unknown target, invalid PTQTP options, plane counts outside 1..3).
+// Errors: bad options (an unknown target, invalid PTQTP options, plane counts outside 1..3, a malformed
+// --include/--exclude glob), and a *NothingError, returned with the plan, when no tensor would be converted.
 func PlanExport(src *gguf.File, opt ExportOptions) (*Plan, error) {
+	if err := checkPatterns("include", opt.Include); err != nil {
+		return nil, err
+	}
+	if err := checkPatterns("exclude", opt.Exclude); err != nil {
+		return nil, err
+	}
 	var f Format
 	if opt.PTQTP != nil {
 		if err := opt.PTQTP.Validate(); err != nil {
@@ -146,6 +211,20 @@ func PlanExport(src *gguf.File, opt ExportOptions) (*Plan, error) {
 		p.OutBytes += tp.OutBytes
 		p.Tensors = append(p.Tensors, tp)
 	}
+	p.IncludeMatches, p.ExcludeMatches = countMatches(src, opt.Include), countMatches(src, opt.Exclude)
+	if p.Converted == 0 && len(src.Tensors) > 0 {
+		return p, nothingToConvert(p, f, opt)
+	}
+	for i := range p.Tensors {
+		tp := &p.Tensors[i]
+		if tp.Action == ActionKeep {
+			continue
+		}
+		out := BitsPerWeight(tp.Type) * float64(max(tp.Planes, 1))
+		if BitsPerWeight(tp.Source.Type) <= out {
+			p.Larger = append(p.Larger, tp.Source.Name)
+		}
+	}
 	p.PeakBytes += writeBuffer + src.DataOffset // and the metadata, held in memory: about the header's size
 	p.KVs = append([]gguf.KV(nil), src.KVs...)
 	if p.Converted > 0 {
@@ -161,6 +240,50 @@ func PlanExport(src *gguf.File, opt ExportOptions) (*Plan, error) {
 
 // rowStatBytes is the size of one row's PTQTP diagnostics (rowStat and its done flag), rounded up.
 const rowStatBytes = 64
+
+// countMatches counts, per pattern, the tensors of src whose name it matches.
+func countMatches(src *gguf.File, patterns []string) []int {
+	n := make([]int, len(patterns))
+	for i, p := range patterns {
+		for j := range src.Tensors {
+			if matchName(p, src.Tensors[j].Name) {
+				n[i]++
+			}
+		}
+	}
+	return n
+}
+
+// nothingToConvert is the *NothingError of a plan that converts nothing (PlanExport returns the plan with it).
+func nothingToConvert(p *Plan, f Format, opt ExportOptions) error {
+	tally := map[string]int{}
+	var order []string
+	blocks := false
+	for i := range p.Tensors {
+		r := p.Tensors[i].Reason
+		if strings.HasPrefix(r, "rows of ") {
+			blocks = true
+		}
+		if tally[r] == 0 {
+			order = append(order, r)
+		}
+		tally[r]++
+	}
+	slices.SortStableFunc(order, func(a, b string) int { return tally[b] - tally[a] })
+	e := &NothingError{Tensors: len(p.Tensors)}
+	for _, r := range order {
+		e.Reasons = append(e.Reasons, fmt.Sprintf("%d %s", tally[r], r))
+	}
+	switch {
+	case blocks && f.Block == 256 && opt.PTQTP != nil:
+		e.Hint = "try --group-size 64"
+	case blocks && f.Block == 256:
+		e.Hint = "try --type q2_0 (blocks of 64) or --type ptqtp --group-size 64"
+	case len(opt.Include) > 0:
+		e.Hint = "check the --include patterns"
+	}
+	return e
+}
 
 // setKV replaces the value of key in kvs in place, or appends it.
 func setKV(kvs *[]gguf.KV, key string, v gguf.Value) {
@@ -186,9 +309,9 @@ func planesFor(name string, opt ExportOptions) int {
 
 // keepReason returns why ti is kept, or "" when it is converted to format f.
 func keepReason(src *gguf.File, ti *gguf.TensorInfo, f Format, opt ExportOptions) string {
-	contains := func(subs []string) bool {
-		for _, s := range subs {
-			if s != "" && strings.Contains(ti.Name, s) {
+	contains := func(patterns []string) bool {
+		for _, p := range patterns {
+			if matchName(p, ti.Name) {
 				return true
 			}
 		}

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/bankml/bankml/ledger"
@@ -23,6 +26,12 @@ type ledgerVerifyCmd struct {
 	Dir  string `arg:"" name:"DIR" help:"The ledger folder (serve's --history DIR)." type:"path"`
 	Root string `help:"A head published earlier (GET /bankml/ledger's root, hex): the first --size entries must still have this RFC 6962 root (the only way to catch a changed or removed last entry)."`
 	Size uint64 `help:"The entry count of the head given by --root."`
+
+	Key          string   `name:"key" placeholder:"PUB" help:"The operator's public key (FILE.pub, FILE.pem, the private key file, or a verifier key inline): also audit the transparency log the history is committed to, whose checkpoints it signs."`
+	Log          string   `name:"log" placeholder:"WHERE" help:"The transparency log: its tlog-tiles URL (http://HOST/bankml/ledger/), a folder, or mysql:DSN (default with --key: DIR/log, serve's POSIX log)."`
+	Witness      []string `name:"witness" placeholder:"VKEY" help:"Require the log's checkpoint to be cosigned by this witness (verifier key inline or in a file); repeatable."`
+	Since        string   `name:"since" type:"path" placeholder:"FILE" help:"An earlier checkpoint of the log (a file): the current one must be consistent with it (RFC 6962 consistency proof from the log's tiles)."`
+	AllPublished bool     `name:"all-published" help:"Fail when a history entry is not in the log yet (by default it is counted as unpublished: a server still running may not have published its last entries)."`
 }
 
 // ledgerVerdict is verify's JSON: the head, or ok false and the reason.
@@ -30,22 +39,40 @@ type ledgerVerdict struct {
 	OK     bool   `json:"ok"`
 	Reason string `json:"reason,omitempty"`
 	*ledger.Report
+	Log *logVerdict `json:"log,omitempty"`
+}
+
+// logVerdict is what verify found of the transparency log.
+type logVerdict struct {
+	Origin        string `json:"origin"`
+	Size          uint64 `json:"size"`
+	Root          string `json:"root"`
+	Published     int    `json:"published"`      // history entries found in the log, each proved included
+	Unpublished   int    `json:"unpublished"`    // history entries not in the log's checkpoint
+	ConsistentTo  uint64 `json:"consistent_to"`  // the size of --since, proved consistent (0: not given)
+	Cosigned      int    `json:"cosigned"`       // witnesses whose cosignatures were required and verified
+	LeavesChecked uint64 `json:"leaves_checked"` // leaves read and hashed to the checkpoint's root
 }
 
 func (c *ledgerVerifyCmd) Run(stdout io.Writer, stderr errWriter) error {
 	if (c.Root == "") != (c.Size == 0) {
 		return fmt.Errorf("ledger verify: --root and --size go together")
 	}
-	var leaves []ledger.Hash
+	var leaves, commits []ledger.Hash
 	rep, err := ledger.VerifyEntries(c.Dir, func(e ledger.Entry) error {
 		leaves = append(leaves, ledger.LeafHash(e.Line))
+		commits = append(commits, e.Commitment)
 		return checkReceipt(e)
 	})
 	if err == nil {
 		err = c.checkHead(leaves)
 	}
+	var lv *logVerdict
+	if err == nil && (c.Key != "" || c.Log != "") {
+		lv, err = c.checkLog(commits)
+	}
 	switch {
-	case errors.Is(err, ledger.ErrCorrupt):
+	case errors.Is(err, ledger.ErrCorrupt), errors.Is(err, ledger.ErrProof):
 		if werr := writeJSON(stdout, ledgerVerdict{Reason: err.Error()}); werr != nil {
 			return werr
 		}
@@ -56,7 +83,82 @@ func (c *ledgerVerifyCmd) Run(stdout io.Writer, stderr errWriter) error {
 	if rep.TornBytes > 0 {
 		fmt.Fprintf(stderr, "ledger verify: %s: the last %d bytes are a partial line (a write in progress, or cut short by a crash: the next open cuts them off); not counted\n", c.Dir, rep.TornBytes)
 	}
-	return writeJSON(stdout, ledgerVerdict{OK: true, Report: &rep})
+	return writeJSON(stdout, ledgerVerdict{OK: true, Report: &rep, Log: lv})
+}
+
+// checkLog audits the transparency log (ledger.AuditLog: signature, cosignatures, every leaf, no leaf
+// twice, the root, consistency with --since) and proves each history entry's commitment included at its
+// leaf with tessera's ProofBuilder; a leaf index recorded in history.leaves must be the one found.
+func (c *ledgerVerifyCmd) checkLog(commits []ledger.Hash) (*logVerdict, error) {
+	if c.Key == "" {
+		return nil, errors.New("--log needs --key (the log's checkpoints are signed by the operator key)")
+	}
+	key, err := publicKeyArg("--key", c.Key)
+	if err != nil {
+		return nil, err
+	}
+	if key.Name == "" {
+		return nil, errors.New("--key: a PEM key has no name; give the verifier key (FILE.pub), whose name is the log's origin")
+	}
+	v, err := key.NoteVerifier()
+	if err != nil {
+		return nil, err
+	}
+	witnesses, err := witnessVerifiers(c.Witness)
+	if err != nil {
+		return nil, err
+	}
+	where := c.Log
+	if where == "" {
+		where = filepath.Join(c.Dir, "log")
+		if _, err := os.Stat(where); err != nil {
+			return nil, fmt.Errorf("no log at %s (serve's POSIX log): give --log URL, folder or mysql:DSN", where)
+		}
+	}
+	var since []byte
+	if c.Since != "" {
+		if since, err = os.ReadFile(c.Since); err != nil {
+			return nil, err
+		}
+	}
+	f, closeF, err := ledger.OpenLogFetcher(where)
+	if err != nil {
+		return nil, err
+	}
+	defer closeF()
+	ctx := context.Background()
+	audit, err := ledger.AuditLog(ctx, f, v, witnesses, since)
+	if err != nil {
+		return nil, err
+	}
+	recorded, err := ledger.ReadLeafIndices(c.Dir)
+	if err != nil {
+		return nil, err
+	}
+	prover, err := ledger.NewProver(ctx, f, audit.Checkpoint)
+	if err != nil {
+		return nil, err
+	}
+	lv := &logVerdict{Origin: audit.Checkpoint.Origin, Size: audit.Checkpoint.Size, Root: hex.EncodeToString(audit.Checkpoint.Root[:]),
+		ConsistentTo: audit.Consistent, Cosigned: len(witnesses), LeavesChecked: audit.Checkpoint.Size}
+	for e, commit := range commits {
+		li, ok := audit.Leaves[commit]
+		if !ok {
+			lv.Unpublished++
+			continue
+		}
+		if r, has := recorded[uint64(e)]; has && r != li {
+			return nil, fmt.Errorf("%w: entry %d is leaf %d of the log, history.leaves says %d", ledger.ErrCorrupt, e, li, r)
+		}
+		if err := prover.Inclusion(ctx, li, commit[:]); err != nil {
+			return nil, fmt.Errorf("entry %d (leaf %d): %w", e, li, err)
+		}
+		lv.Published++
+	}
+	if c.AllPublished && lv.Unpublished > 0 {
+		return nil, fmt.Errorf("%w: %d history entries are not in the log's checkpoint of %d entries (--all-published)", ledger.ErrCorrupt, lv.Unpublished, lv.Size)
+	}
+	return lv, nil
 }
 
 // checkReceipt checks what the tree alone cannot: an entry's receipt hashes

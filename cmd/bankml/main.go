@@ -50,7 +50,10 @@ type cli struct {
 	Tokenize     tokenizeCmd      `cmd:"" help:"Print the tokens of a text as llama-tokenize does."`
 	Detokenize   detokenizeCmd    `cmd:"" help:"Print the text of token ids."`
 	ChatTemplate chatTemplateCmd  `cmd:"" name:"chat-template" help:"Render a conversation (JSON on standard input) with the model's chat template, as llama-server does."`
-	Ledger       ledgerCmd        `cmd:"" help:"Verify a history ledger or prove an entry's inclusion (ledger verify DIR, ledger prove DIR I)."`
+	Ledger       ledgerCmd        `cmd:"" help:"Verify a history ledger and its transparency log, or prove an entry's inclusion (ledger verify DIR, ledger prove DIR I)."`
+	Key          keyCmd           `cmd:"" help:"Generate or show an Ed25519 operator key (signs receipts and the log's checkpoints)."`
+	Receipt      receiptCmd       `cmd:"" help:"Verify a signed receipt (receipt verify RECEIPT --key PUB)."`
+	Witness      witnessCmd       `cmd:"" help:"Run a transparency-log witness (C2SP tlog-witness): cosign a log's checkpoints after checking they extend the last one cosigned."`
 	Quantize     quantizeCmd      `cmd:"" help:"Convert a model's matrices to ternary (TQ2_0, TQ1_0, Q2_0 or PTQTP trit-planes), streamed."`
 	Perplexity   perplexityCmd    `cmd:"" help:"Measure a model's perplexity on a text file as llama-perplexity does."`
 	Serve        serveCmd         `cmd:"" help:"Serve a model over the OpenAI, Ollama and llama-server HTTP APIs, with a receipt on every answer."`

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -31,8 +33,9 @@ type quantizeCmd struct {
 	DownPlanes int         `name:"down-planes" help:"ptqtp: planes for ffn_down matrices (default --planes)."`
 	OPlanes    int         `name:"o-planes" help:"ptqtp: planes for attn_output matrices (default --planes)."`
 	GroupSize  int         `name:"group-size" help:"ptqtp: weights per group: 256 (TQ2_0 planes, the default; Fucina's format) or 64 (Q2_0 planes, bankml only)."`
-	Include    []string    `name:"include" placeholder:"PATTERN" help:"Convert only the eligible matrices whose name contains PATTERN (repeatable, comma-separated); replaces the default, which keeps token_embd and output.weight."`
-	Exclude    []string    `name:"exclude" placeholder:"PATTERN" help:"Keep the matrices whose name contains PATTERN (repeatable, comma-separated)."`
+	Include    []string    `name:"include" placeholder:"GLOB" help:"Convert only the eligible matrices whose name matches GLOB (repeatable, comma-separated; a glob over the whole name such as 'blk.*.ffn_down.weight', or a plain substring such as ffn_down); replaces the default, which keeps token_embd and output.weight. Each pattern's match count is printed."`
+	Exclude    []string    `name:"exclude" placeholder:"GLOB" help:"Keep the matrices whose name matches GLOB (repeatable, comma-separated; as --include)."`
+	WarnRelErr float64     `name:"warn-rel-err" default:"0.5" placeholder:"X" help:"Flag a converted tensor whose relative reconstruction error (Frobenius) passes X (0 disables the flag)."`
 	DryRun     bool        `name:"dry-run" help:"Print the per-tensor plan and write nothing."`
 	Threads    threadCount `name:"threads" short:"t" default:"${nproc}" help:"Worker threads (the output does not depend on them); 0 or less takes the number of logical CPUs, as llama.cpp; at most 512, ggml's GGML_MAX_N_THREADS)."`
 	Force      bool        `name:"force" help:"Overwrite OUT if it exists (a regular file only)."`
@@ -60,12 +63,27 @@ func (c *quantizeCmd) Run(stdout io.Writer, stderr errWriter) error {
 	}
 	defer src.Close()
 	plan, err := ternary.PlanExport(src, opt)
-	if err != nil {
+	var nothing *ternary.NothingError
+	if err != nil && !errors.As(err, &nothing) {
 		return fmt.Errorf("quantize: %w", err)
 	}
+	c.printMatches(stdout, plan)
 	if c.DryRun {
-		_, err := io.WriteString(stdout, formatPlan(c.In, desc, plan))
-		return err
+		if _, err := io.WriteString(stdout, formatPlan(c.In, desc, plan)); err != nil {
+			return err
+		}
+	}
+	if nothing != nil {
+		return fmt.Errorf("quantize: %w", nothing)
+	}
+	if len(plan.Larger) > 0 {
+		tp := plan.Tensors[slices.IndexFunc(plan.Tensors, func(tp ternary.TensorPlan) bool { return tp.Source.Name == plan.Larger[0] })]
+		fmt.Fprintf(stderr, "quantize: warning: %d tensors (the first %s) are %s at %.4g bits per weight, re-quantized to %s at %.4g bits per weight: the file grows and gets no more accurate\n",
+			len(plan.Larger), tp.Source.Name, tp.Source.Type, ternary.BitsPerWeight(tp.Source.Type), strings.TrimPrefix(target(&tp), tp.Source.Type.String()+" -> "),
+			ternary.BitsPerWeight(tp.Type)*float64(max(tp.Planes, 1)))
+	}
+	if c.DryRun {
+		return nil
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
@@ -73,6 +91,7 @@ func (c *quantizeCmd) Run(stdout io.Writer, stderr errWriter) error {
 	pool := parallel.New(int(c.Threads))
 	defer pool.Close()
 	bar := newBar(stderr, int64(plan.InBytes), "quantize "+filepath.Base(c.Out))
+	high := 0 // tensors past --warn-rel-err
 	say := func(line string) {
 		if bar != nil {
 			_ = bar.Clear()
@@ -84,7 +103,12 @@ func (c *quantizeCmd) Run(stdout io.Writer, stderr errWriter) error {
 		Release: ternary.ReleaseMapped,
 		Tensor: func(d ternary.TensorDone) {
 			if d.Plan.Action != ternary.ActionKeep {
-				say(fmt.Sprintf("[%d/%d] %s", d.Index+1, len(plan.Tensors), tensorLine(d)))
+				line := tensorLine(d)
+				if c.WarnRelErr > 0 && !(d.Stats.RelFrobErr <= c.WarnRelErr) {
+					line += fmt.Sprintf("  HIGH ERROR (rel_err above --warn-rel-err %g)", c.WarnRelErr)
+					high++
+				}
+				say(fmt.Sprintf("[%d/%d] %s", d.Index+1, len(plan.Tensors), line))
 			}
 		},
 	}
@@ -106,12 +130,41 @@ func (c *quantizeCmd) Run(stdout io.Writer, stderr errWriter) error {
 	_, err = fmt.Fprintf(stdout, "wrote %s: %d bytes in %.1f s; %d tensors converted%s, %d kept; tensors %s -> %s; peak RSS %s\n",
 		c.Out, size, time.Since(start).Seconds(), plan.Converted, planeCount(plan), len(plan.Tensors)-plan.Converted,
 		mib(plan.InBytes), mib(plan.OutBytes), rss)
+	if err == nil && high > 0 {
+		hint := ""
+		if c.Type != "ptqtp" {
+			hint = " (--type ptqtp --planes 2 keeps far more of each matrix)"
+		}
+		fmt.Fprintf(stderr, "quantize: warning: %d of %d converted tensors have a relative error above %g: the model may answer poorly%s; measure it with bankml perplexity\n",
+			high, plan.Converted, c.WarnRelErr, hint)
+	}
 	return err
+}
+
+// printMatches prints, per --include and --exclude pattern, how many tensors of the model its glob matches, and a
+// warning for a pattern that matches none.
+func (c *quantizeCmd) printMatches(stdout io.Writer, plan *ternary.Plan) {
+	for _, f := range []struct {
+		flag     string
+		patterns []string
+		n        []int
+	}{{"--include", c.Include, plan.IncludeMatches}, {"--exclude", c.Exclude, plan.ExcludeMatches}} {
+		for i, p := range f.patterns {
+			note := ""
+			if f.n[i] == 0 {
+				note = " (matches nothing: check the name with bankml inspect)"
+			}
+			fmt.Fprintf(stdout, "%s %q: %d tensors%s\n", f.flag, p, f.n[i], note)
+		}
+	}
 }
 
 // options turns the flags into the exporter's options and a description of the target.
 func (c *quantizeCmd) options() (ternary.ExportOptions, string, error) {
 	opt := ternary.ExportOptions{Include: c.Include, Exclude: c.Exclude}
+	if c.WarnRelErr < 0 || math.IsNaN(c.WarnRelErr) {
+		return opt, "", fmt.Errorf("quantize: --warn-rel-err %g, want a number >= 0", c.WarnRelErr)
+	}
 	if c.Type != "ptqtp" {
 		if c.Planes != 0 || c.DownPlanes != 0 || c.OPlanes != 0 || c.GroupSize != 0 {
 			return opt, "", fmt.Errorf("quantize: --planes, --down-planes, --o-planes and --group-size go with --type ptqtp")

@@ -186,3 +186,72 @@ func TestQuantizedModelsRunInTheReference(t *testing.T) {
 		t.Logf("%s: the reference loads it; %d finite logits in [%.3f, %.3f]", ty, len(logits), lo, hi)
 	}
 }
+
+// TestQuantizeSaysWhatItDidAndWhatItCouldNot: converting nothing is an error naming why (exit 1, nothing written);
+// --include/--exclude globs print how many tensors each matched and a malformed glob is refused; a low-bit source
+// re-quantized to a format of more bits per weight warns; a tensor past --warn-rel-err is flagged on its line and
+// counted in a warning.
+func TestQuantizeSaysWhatItDidAndWhatItCouldNot(t *testing.T) {
+	dir := t.TempDir()
+	in := tinyF16(t, dir)
+	q1 := filepath.Join(dir, "tiny-Q1_0.gguf")
+	if code, _, stderr := runCLI("synth", q1, "--arch", "qwen3", "--preset", "tiny", "--type", "q1_0", "--seed", "4"); code != 0 {
+		t.Fatalf("synth: %s", stderr)
+	}
+	stories := testdata.Model(t, "stories260K.gguf")
+	out := filepath.Join(dir, "out.gguf")
+	for _, tc := range []struct {
+		name       string
+		args       []string
+		code       int
+		wantOut    []string // in stdout
+		wantErr    []string // in stderr
+		notErr     string   // not in stderr
+		writesFile bool
+	}{
+		{"a model with no row of whole 256-weight blocks converts nothing and says why", []string{stories, out, "--type", "tq2_0"}, 1, nil,
+			[]string{"0 of 48 tensors eligible: 30 rows of 64 are not whole 256-weight blocks", "try --type q2_0 (blocks of 64)"}, "", false},
+		{"a dry run that converts nothing prints its plan and fails", []string{stories, "--type", "ptqtp", "--dry-run"}, 1,
+			[]string{"tensors: 48: 0 converted, 48 kept"}, []string{"0 of 48 tensors eligible", "try --group-size 64"}, "", false},
+		{"an --include that selects nothing converts nothing", []string{in, out, "--type", "tq2_0", "--include", "nope"}, 1,
+			[]string{`--include "nope": 0 tensors (matches nothing`}, []string{"16 not --include'd", "check the --include patterns"}, "", false},
+		{"globs print their match counts", []string{in, out, "--type", "tq2_0", "--include", "blk.*.ffn_*", "--exclude", "blk.1.*"}, 0,
+			[]string{`--include "blk.*.ffn_*": 8 tensors`, `--exclude "blk.1.*": 11 tensors`, "blk.0.ffn_up.weight", "3 tensors converted"}, nil, "", true},
+		{"a plain pattern still matches as a substring", []string{in, out, "--type", "tq2_0", "--include", "ffn_down", "--force"}, 0,
+			[]string{`--include "ffn_down": 2 tensors`, "2 tensors converted"}, nil, "", true},
+		{"a malformed glob is refused by name", []string{in, out, "--type", "tq2_0", "--include", "blk.[", "--force"}, 1, nil,
+			[]string{`include pattern "blk.["`}, "", false},
+		{"a 1-bit source re-quantized to tq2_0 warns that it grows", []string{q1, out, "--type", "tq2_0", "--force"}, 0, nil,
+			[]string{"are q1_0 at 1.125 bits per weight, re-quantized to tq2_0 at 2.062 bits per weight: the file grows"}, "", true},
+		{"an F16 source to tq2_0 does not warn that it grows", []string{in, out, "--type", "tq2_0", "--force", "--warn-rel-err", "0"}, 0, nil, nil, "warning", true},
+		{"absmax ternary past --warn-rel-err is flagged", []string{in, out, "--type", "tq2_0", "--force", "--warn-rel-err", "0.3"}, 0,
+			[]string{"HIGH ERROR (rel_err above --warn-rel-err 0.3)"}, []string{"14 of 14 converted tensors have a relative error above 0.3"}, "", true},
+		{"PTQTP K=3 stays under the default threshold", []string{in, out, "--type", "ptqtp", "--planes", "3", "--force"}, 0, nil, nil, "relative error above", true},
+		{"a negative --warn-rel-err is refused", []string{in, out, "--type", "tq2_0", "--force", "--warn-rel-err", "-1"}, 1, nil,
+			[]string{"--warn-rel-err -1"}, "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			os.Remove(out)
+			code, stdout, stderr := runCLI(append([]string{"quantize"}, tc.args...)...)
+			if code != tc.code {
+				t.Fatalf("exit %d; want %d\nstdout:\n%s\nstderr:\n%s", code, tc.code, stdout, stderr)
+			}
+			for _, w := range tc.wantOut {
+				if !strings.Contains(stdout, w) {
+					t.Errorf("stdout lacks %q:\n%s", w, stdout)
+				}
+			}
+			for _, w := range tc.wantErr {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr lacks %q:\n%s", w, stderr)
+				}
+			}
+			if tc.notErr != "" && strings.Contains(stderr, tc.notErr) {
+				t.Errorf("stderr has %q:\n%s", tc.notErr, stderr)
+			}
+			if _, err := os.Stat(out); (err == nil) != tc.writesFile {
+				t.Errorf("OUT written: %v; want %v", err == nil, tc.writesFile)
+			}
+		})
+	}
+}

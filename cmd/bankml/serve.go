@@ -35,6 +35,7 @@ type serveCmd struct {
 	Ctx          int         `short:"c" name:"ctx-size" aliases:"ctx" default:"0" help:"KV cache size in tokens across all slots, as llama-server's -c/--ctx-size: 0 takes the model's training context; rounded up to a multiple of 256; with -np P each slot gets a P-th of it, rounded up to a multiple of 256 and capped at the training context (llama-server without --kv-unified)."`
 	Threads      threadCount `short:"t" name:"threads" default:"${nproc}" help:"Matmul threads (default: the number of logical CPUs), serving all slots' one batch as llama-server's -t/--threads (0 or less: the number of logical CPUs, as llama.cpp; at most 512, ggml's GGML_MAX_N_THREADS)."`
 	History      string      `name:"history" help:"Folder of the history ledger: every exchange is appended to DIR/history.jsonl (fsynced), committed by an RFC 6962 Merkle tree." type:"path"`
+	CORSOrigin   []string    `name:"cors-origin" aliases:"cors-origins" sep:"," env:"BANKML_ORIGINS" placeholder:"ORIGIN" help:"Origins whose web pages may read answers, besides loopback pages (http(s)://localhost, 127.0.0.1, [::1], 0.0.0.0 on any port) and app origins (app://, file://, tauri://, vscode-webview://, vscode-file://), always allowed: SCHEME://HOST[:PORT] with at most one * for any text, or * for every origin (never with credentials); repeatable and comma-separated, as llama-server's --cors-origins and Ollama's OLLAMA_ORIGINS. Their host names may also be used to reach a loopback server (Host header)."`
 	APIKey       string      `name:"api-key" env:"BANKML_API_KEY" help:"API key every request but /health, /v1/health and / must carry (Authorization: Bearer KEY or X-Api-Key), as llama-server's --api-key."`
 	Parallel     int         `name:"parallel" aliases:"np" default:"1" help:"Number of slots (requests generated at once), as llama-server's -np/--parallel."`
 	Timeout      int         `name:"timeout" default:"3600" placeholder:"N" help:"Seconds each socket read of a request and each write of its answer may wait, as llama-server's -to/--timeout (its default 3600): a timeout per operation, so long generations and long streams are not cut; a client silent or not reading for N seconds is dropped."`
@@ -43,6 +44,8 @@ type serveCmd struct {
 	CacheReuse   string      `name:"cache-reuse" default:"exact" enum:"exact,server" placeholder:"exact|server" help:"How a request keeps a slot's cached prompt (cache_prompt): exact (default) keeps the longest cached prefix whose cells a fresh evaluation computes alike, so every answer equals the fresh one; server keeps llama-server's whole common prefix (its cache_n; answers then depend on what the slot ran before). llama-server's --cache-reuse N (KV shifting) has no counterpart."`
 	SlotSavePath string      `name:"slot-save-path" placeholder:"PATH" help:"Folder of slot files for POST /slots/{id}?action=save|restore, as llama-server's --slot-save-path; without it slot actions are refused (501)." type:"path"`
 	NPredict     int         `short:"n" name:"n-predict" default:"-1" help:"Tokens to predict for a request that sets no n_predict/max_tokens (or -1; Ollama: no num_predict), as llama-server's -n/--n-predict; a request's own count wins, above or below it; -1: until an end-of-generation token or a full context; below -1 (any int, as llama-server takes it): one token, as llama-server's slot limit then has no budget."`
+
+	Proof proofFlags `embed:""`
 
 	Ignored llamaIgnored `embed:""`
 }
@@ -141,6 +144,9 @@ func (c *serveCmd) Run(stderr errWriter) error {
 	if err != nil {
 		return err
 	}
+	if err := serve.CheckCORSOrigins(c.CORSOrigin); err != nil {
+		return fmt.Errorf("serve: --cors-origin: %w", err)
+	}
 	host, _, _ := net.SplitHostPort(addr)
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	// SIGTERM and SIGINT are caught from the start: during admission they stop the command before it
@@ -180,12 +186,19 @@ func (c *serveCmd) Run(stderr errWriter) error {
 		}
 		fmt.Fprintf(stderr, "history: %s, %d entries, root %s\n", c.History, opened.Size, opened.Root)
 	}
+	signer, tlog, err := c.openProof(l, stderr, log)
+	if err != nil {
+		return err
+	}
+	if tlog != nil {
+		defer closeLog(tlog, stderr) // before the history closes
+	}
 	if err := c.checkSlots(m.Model.HP.NCtxTrain); err != nil {
 		return err
 	}
 	s, err := serve.New(m, serve.Options{
 		NCtx: c.Ctx, Threads: int(c.Threads), Parallel: c.Parallel, QueueSize: c.Queue, NPredict: &c.NPredict,
-		Alias: []string(c.Alias), APIKey: c.APIKey, Ledger: l, Version: version, Log: log, Timeout: time.Duration(c.Timeout) * time.Second,
+		Alias: []string(c.Alias), APIKey: c.APIKey, CORSOrigins: c.CORSOrigin, Ledger: l, TLog: tlog, Signer: signer, Version: version, Log: log, Timeout: time.Duration(c.Timeout) * time.Second,
 		CacheReuse: engine.CacheReuse(c.CacheReuse), SlotSavePath: c.SlotSavePath,
 	})
 	if err != nil {

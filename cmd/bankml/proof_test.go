@@ -1,0 +1,280 @@
+//go:build !windows
+
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	f_log "github.com/transparency-dev/formats/log"
+	"golang.org/x/mod/sumdb/note"
+
+	"github.com/bankml/bankml/ledger"
+	"github.com/bankml/bankml/provenance"
+	"github.com/bankml/bankml/serve"
+)
+
+// TestKeyNewWritesKeyFilesAndShowReadsThem: bankml key new FILE writes the three files (the private one
+// 0600) and prints the key's forms; key show prints the same public forms from any of the files.
+func TestKeyNewWritesKeyFilesAndShowReadsThem(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "op.key")
+	code, stdout, stderr := runCLI("key", "new", "--name", "bankml.test/cli", path)
+	var k keyInfo
+	if err := json.Unmarshal([]byte(stdout), &k); code != 0 || err != nil {
+		t.Fatalf("key new: exit %d %v %q %q", code, err, stdout, stderr)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("private key file: %v %v", fi.Mode(), err)
+	}
+	if k.KeyName != "bankml.test/cli" || len(k.KeyID) != 8 || !strings.HasPrefix(k.VerifierKey, "bankml.test/cli+"+k.KeyID+"+") || k.CosignatureVKey == "" {
+		t.Errorf("key new printed %+v", k)
+	}
+	for _, f := range []string{path, path + ".pub"} {
+		code, out, errOut := runCLI("key", "show", f)
+		var s keyInfo
+		if err := json.Unmarshal([]byte(out), &s); code != 0 || err != nil || s.VerifierKey != k.VerifierKey || s.KeyID != k.KeyID {
+			t.Errorf("key show %s: exit %d %q %q", f, code, out, errOut)
+		}
+	}
+	if code, _, stderr := runCLI("key", "new", path); code != 1 || !strings.Contains(stderr, "exists") {
+		t.Errorf("key new over an existing key: exit %d %q", code, stderr)
+	}
+}
+
+// cliProofServer serves stories260K with a history, a POSIX log and the key at keyPath; it returns the
+// server's URL.
+func cliProofServer(t *testing.T, dir, keyPath string) string {
+	t.Helper()
+	signer, err := provenance.LoadSigner(keyPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, _, err := ledger.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	v, _ := signer.Public().NoteVerifier()
+	g, err := ledger.OpenPOSIXLog(filepath.Join(dir, "log"), signer.NoteSigner(), v, ledger.LogOptions{CheckpointInterval: 100 * time.Millisecond, BatchMaxAge: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close(context.Background()) })
+	m, err := serve.Admit(storiesPath(t), serve.AdmitOptions{Unpinned: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	s, err := serve.New(m, serve.Options{NCtx: 256, Ledger: l, TLog: g, Signer: signer, Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(func() { ts.Close(); s.Close() })
+	return ts.URL
+}
+
+// TestReceiptVerifyAndLedgerVerifyCheckAServedAnswer: an answer's receipt verifies with bankml receipt
+// verify (signature by the .pub and by the .pem key, the text and request hashes, the leaf in the log
+// over HTTP); a changed byte of the text, another key or a changed receipt exits 2; bankml ledger verify
+// --key audits the history and its log.
+func TestReceiptVerifyAndLedgerVerifyCheckAServedAnswer(t *testing.T) {
+	dir := t.TempDir()
+	keyPath := filepath.Join(t.TempDir(), "op.key")
+	if _, err := provenance.WriteKeyFiles(keyPath, "bankml.test/cli"); err != nil {
+		t.Fatal(err)
+	}
+	otherKey := filepath.Join(t.TempDir(), "other.key")
+	if _, err := provenance.WriteKeyFiles(otherKey, "bankml.test/cli"); err != nil {
+		t.Fatal(err)
+	}
+	url := cliProofServer(t, dir, keyPath)
+	body := `{"prompt": "Once upon a time", "max_tokens": 5}`
+	resp, err := httpPost(url+"/v1/completions", body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a struct {
+		Choices []struct {
+			Text string `json:"text"`
+		} `json:"choices"`
+	}
+	if err := json.Unmarshal(resp, &a); err != nil || len(a.Choices) != 1 {
+		t.Fatalf("%v: %s", err, resp)
+	}
+	files := t.TempDir()
+	write := func(name, s string) string {
+		p := filepath.Join(files, name)
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	answerPath := write("answer.json", string(resp))
+	textPath := write("text.txt", a.Choices[0].Text)
+	requestPath := write("request.json", body)
+	changedText := write("changed.txt", a.Choices[0].Text+" ")
+	changedReceipt := write("changed.json", strings.Replace(string(resp), `"completion_tokens":`, `"completion_tokens":1`, 1))
+
+	pass, total := 0, 0
+	for _, c := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"the receipt, its text and request, and its leaf over HTTP", []string{answerPath, "--key", keyPath + ".pub", "--answer", textPath, "--request", requestPath, "--log", url + "/bankml/ledger/"}, 0, `"inclusion": "leaf 0 of`},
+		{"the key as PEM", []string{answerPath, "--key", keyPath + ".pem"}, 0, `"signature": "verified"`},
+		{"a text with one byte more", []string{answerPath, "--key", keyPath + ".pub", "--answer", changedText}, 2, `"answer": "FAILED`},
+		{"another key", []string{answerPath, "--key", otherKey + ".pub"}, 2, `signed by another key`},
+		{"a changed receipt", []string{changedReceipt, "--key", keyPath + ".pub"}, 2, `does not verify`},
+		{"no key", []string{answerPath}, 0, `"signature": "not checked: no --key"`},
+	} {
+		total++
+		code, stdout, stderr := runCLI(append([]string{"receipt", "verify"}, c.args...)...)
+		if code != c.code || !strings.Contains(stdout, c.want) {
+			t.Errorf("%s: exit %d, want %d with %q:\n%s%s", c.name, code, c.code, c.want, stdout, stderr)
+			continue
+		}
+		pass++
+	}
+	// The history and its log: every entry published, each proved.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		total++
+		code, stdout, stderr := runCLI("ledger", "verify", dir, "--key", keyPath+".pub", "--all-published")
+		if code == 0 && strings.Contains(stdout, `"published": 1`) {
+			pass++
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ledger verify --key: exit %d\n%s%s", code, stdout, stderr)
+		}
+		total--
+		time.Sleep(100 * time.Millisecond)
+	}
+	// Consistency: the checkpoint of one entry, then two more answers; a forked checkpoint of one entry
+	// (another root, signed by the same key) is not consistent with the log.
+	early, err := httpGet(url + "/bankml/ledger/checkpoint")
+	if err != nil {
+		t.Fatal(err)
+	}
+	earlyPath := write("early.checkpoint", string(early))
+	signer, err := provenance.LoadSigner(keyPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forked, err := note.Sign(&note.Note{Text: string(f_log.Checkpoint{Origin: "bankml.test/cli", Size: 1, Hash: make([]byte, 32)}.Marshal())}, signer.NoteSigner())
+	if err != nil {
+		t.Fatal(err)
+	}
+	forkedPath := write("forked.checkpoint", string(forked))
+	for range 2 {
+		if _, err := httpPost(url+"/v1/completions", body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		code, stdout, stderr := runCLI("ledger", "verify", dir, "--key", keyPath+".pub", "--since", earlyPath, "--all-published")
+		if code == 0 && strings.Contains(stdout, `"consistent_to": 1`) && strings.Contains(stdout, `"published": 3`) {
+			pass++
+			total++
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ledger verify --since: exit %d\n%s%s", code, stdout, stderr)
+		}
+	}
+	total++
+	if code, stdout, _ := runCLI("ledger", "verify", dir, "--key", keyPath+".pub", "--since", forkedPath); code == 2 && strings.Contains(stdout, "consistency") {
+		pass++
+	} else {
+		t.Errorf("ledger verify --since a forked checkpoint: exit %d %s", code, stdout)
+	}
+	total++
+	if code, stdout, _ := runCLI("ledger", "verify", dir, "--key", otherKey+".pub"); code == 2 && strings.Contains(stdout, `"ok": false`) {
+		pass++
+	} else {
+		t.Errorf("ledger verify with another key: exit %d %s", code, stdout)
+	}
+	t.Logf("receipt verify and ledger verify: %d of %d as expected", pass, total)
+}
+
+// httpGet returns the body of a GET (an error for a status other than 200).
+func httpGet(url string) ([]byte, error) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("status %d: %s", resp.StatusCode, b)
+	}
+	return b, err
+}
+
+// httpPost posts a JSON body and returns the answer's bytes (an error for a status other than 200).
+func httpPost(url, body string) ([]byte, error) {
+	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("status %d: %s", resp.StatusCode, b)
+	}
+	return b, err
+}
+
+// TestWitnessRefusesAMissingKey: bankml witness names a key file it cannot read (exit 1).
+func TestWitnessRefusesAMissingKey(t *testing.T) {
+	dir := t.TempDir()
+	code, _, stderr := runCLI("witness", "--key", filepath.Join(dir, "none.key"), "--log", "x+00000000+AA", "--state", filepath.Join(dir, "s.json"))
+	if code != 1 || !strings.Contains(stderr, "none.key") {
+		t.Errorf("witness with a missing key: exit %d %q", code, stderr)
+	}
+}
+
+// TestServeRefusesProofFlagsThatDoNotGoTogether: --history-db without --history or --key, and
+// --witness-policy without a log, are usage errors naming the flag; a key others may read is refused.
+func TestServeRefusesProofFlagsThatDoNotGoTogether(t *testing.T) {
+	model := storiesPath(t)
+	keyPath := filepath.Join(t.TempDir(), "op.key")
+	if _, err := provenance.WriteKeyFiles(keyPath, "bankml.test/cli"); err != nil {
+		t.Fatal(err)
+	}
+	loose := filepath.Join(t.TempDir(), "loose.key")
+	if _, err := provenance.WriteKeyFiles(loose, "bankml.test/cli"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(loose, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	hist := t.TempDir()
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"--history-db without --history", []string{"--history-db", "root@tcp(127.0.0.1:1)/x", "--key", keyPath}, "--history-db needs --history"},
+		{"--history-db without --key", []string{"--history", hist, "--history-db", "root@tcp(127.0.0.1:1)/x"}, "--history-db needs --key"},
+		{"--witness-policy without a log", []string{"--witness-policy", keyPath}, "--witness-policy needs --history and --key"},
+		{"a key others may read", []string{"--key", loose}, "chmod 600"},
+	} {
+		code, _, stderr := runCLI(append([]string{"serve", model, "--unpinned", "--port", "0"}, c.args...)...)
+		if code != 1 || !strings.Contains(stderr, c.want) {
+			t.Errorf("%s: exit %d %q, want 1 and %q", c.name, code, stderr, c.want)
+		}
+	}
+}

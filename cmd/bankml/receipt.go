@@ -1,0 +1,232 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"golang.org/x/mod/sumdb/note"
+
+	"github.com/bankml/bankml/ledger"
+	"github.com/bankml/bankml/provenance"
+)
+
+// receiptCmd is `bankml receipt verify RECEIPT` (provenance.VerifyReceipt, ledger's log client).
+type receiptCmd struct {
+	Verify receiptVerifyCmd `cmd:"" help:"Check a signed receipt: its Ed25519 signature by --key, and with --answer/--request the hashes of the text and request, with --log its leaf in the transparency log; print the verdict as JSON; exit 2 when a check fails."`
+}
+
+type receiptVerifyCmd struct {
+	Receipt  string   `arg:"" name:"RECEIPT" help:"A file holding the receipt (a bankml_receipt object, or an answer carrying one as bankml_receipt); - for standard input."`
+	Key      string   `name:"key" placeholder:"PUB" help:"The operator's public key: a file (FILE.pub, FILE.pem, or the private key) or a verifier key inline. Without it the signature is not checked (the verdict says so)."`
+	Answer   string   `name:"answer" type:"path" placeholder:"FILE" help:"The answer text exactly as received: its sha256 must be the receipt's response_sha256."`
+	Request  string   `name:"request" type:"path" placeholder:"FILE" help:"The request body exactly as sent: its sha256 must be the receipt's request_sha256."`
+	Log      string   `name:"log" placeholder:"URL" help:"The transparency log (its tlog-tiles prefix, e.g. http://127.0.0.1:8080/bankml/ledger/, or a folder): the receipt's entry_sha256 must be leaf ledger_index of its latest checkpoint, signed by --key."`
+	Witness  []string `name:"witness" placeholder:"VKEY" help:"With --log: require the checkpoint to be cosigned by this witness (its verifier key or a file holding it); repeatable."`
+	TimeoutS int      `name:"timeout" default:"30" help:"Seconds to wait for a checkpoint that includes the receipt's leaf."`
+}
+
+// receiptVerdict is receipt verify's JSON.
+type receiptVerdict struct {
+	OK        bool              `json:"ok"`
+	Reason    string            `json:"reason,omitempty"`
+	Signature string            `json:"signature"` // "verified", "unsigned", "not checked: no --key"
+	KeyName   string            `json:"key_name,omitempty"`
+	KeyID     string            `json:"key_id,omitempty"`
+	Checks    map[string]string `json:"checks"`
+}
+
+// receiptFields are the members receipt verify reads besides the signature's.
+type receiptFields struct {
+	Signed         bool    `json:"signed"`
+	RequestSHA256  string  `json:"request_sha256"`
+	ResponseSHA256 string  `json:"response_sha256"`
+	LedgerIndex    *uint64 `json:"ledger_index"`
+	EntrySHA256    string  `json:"entry_sha256"`
+	LogOrigin      string  `json:"log_origin"`
+}
+
+// readReceipt reads RECEIPT: a receipt object, or an object with a bankml_receipt member.
+func readReceipt(path string, stdin io.Reader) ([]byte, error) {
+	var b []byte
+	var err error
+	if path == "-" {
+		b, err = io.ReadAll(stdin)
+	} else {
+		b, err = os.ReadFile(path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var outer struct {
+		Receipt json.RawMessage `json:"bankml_receipt"`
+	}
+	if err := json.Unmarshal(b, &outer); err != nil {
+		return nil, fmt.Errorf("%s: not a JSON object: %w", path, err)
+	}
+	if outer.Receipt != nil {
+		return outer.Receipt, nil
+	}
+	return b, nil
+}
+
+func (c *receiptVerifyCmd) Run(stdin io.Reader, stdout io.Writer) error {
+	raw, err := readReceipt(c.Receipt, stdin)
+	if err != nil {
+		return fmt.Errorf("receipt verify: %w", err)
+	}
+	var rf receiptFields
+	if err := json.Unmarshal(raw, &rf); err != nil {
+		return fmt.Errorf("receipt verify: %w", err)
+	}
+	v := receiptVerdict{OK: true, Checks: map[string]string{}}
+	fail := func(check, reason string) {
+		v.Checks[check] = "FAILED: " + reason
+		if v.OK {
+			v.OK, v.Reason = false, check+": "+reason
+		}
+	}
+	var key provenance.PublicKey
+	switch {
+	case !rf.Signed:
+		v.Signature = "unsigned"
+		if c.Key != "" {
+			fail("signature", "the receipt is not signed (the server had no --key)")
+		}
+	case c.Key == "":
+		v.Signature = "not checked: no --key"
+	default:
+		if key, err = publicKeyArg("--key", c.Key); err != nil {
+			return fmt.Errorf("receipt verify: %w", err)
+		}
+		rk, err := provenance.VerifyReceipt(raw, key)
+		v.KeyName, v.KeyID = rk.Name, rk.ID
+		if err != nil {
+			fail("signature", err.Error())
+			v.Signature = "FAILED"
+		} else {
+			v.Signature = "verified"
+		}
+	}
+	for _, h := range []struct{ check, file, want string }{
+		{"answer", c.Answer, rf.ResponseSHA256}, {"request", c.Request, rf.RequestSHA256},
+	} {
+		if h.file == "" {
+			continue
+		}
+		b, err := os.ReadFile(h.file)
+		if err != nil {
+			return fmt.Errorf("receipt verify: %w", err)
+		}
+		sum := sha256.Sum256(b)
+		if got := hex.EncodeToString(sum[:]); got != h.want {
+			fail(h.check, fmt.Sprintf("%s hashes to %s, the receipt says %s", h.file, got, h.want))
+		} else {
+			v.Checks[h.check] = "sha256 matches"
+		}
+	}
+	if c.Log != "" {
+		if err := c.checkLog(rf, key, &v, fail); err != nil {
+			return err
+		}
+	}
+	if werr := writeJSON(stdout, v); werr != nil {
+		return werr
+	}
+	if !v.OK {
+		return &exitError{code: 2, err: fmt.Errorf("receipt verify: %s", v.Reason)}
+	}
+	return nil
+}
+
+// checkLog checks the receipt's leaf in the log at --log: a checkpoint signed by --key (and cosigned by
+// every --witness) that includes leaf ledger_index, whose data is entry_sha256.
+func (c *receiptVerifyCmd) checkLog(rf receiptFields, key provenance.PublicKey, v *receiptVerdict, fail func(string, string)) error {
+	if c.Key == "" {
+		return errors.New("receipt verify: --log needs --key (the log's checkpoints are signed by the operator key)")
+	}
+	if rf.LedgerIndex == nil || rf.EntrySHA256 == "" {
+		fail("inclusion", "the receipt names no log leaf (the server kept no transparency log)")
+		return nil
+	}
+	if key.Name == "" {
+		key.Name = rf.LogOrigin // a PEM key has no name: the log's origin is the key's name
+	}
+	lv, err := key.NoteVerifier()
+	if err != nil {
+		return fmt.Errorf("receipt verify: %w", err)
+	}
+	witnesses, err := witnessVerifiers(c.Witness)
+	if err != nil {
+		return fmt.Errorf("receipt verify: %w", err)
+	}
+	data, err := hex.DecodeString(rf.EntrySHA256)
+	if err != nil || len(data) != sha256.Size {
+		fail("inclusion", "entry_sha256 is not a hex sha256")
+		return nil
+	}
+	f, closeF, err := ledger.OpenLogFetcher(c.Log)
+	if err != nil {
+		return fmt.Errorf("receipt verify: %w", err)
+	}
+	defer closeF()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(c.TimeoutS)*time.Second)
+	defer cancel()
+	var cp ledger.Checkpoint
+	for { // a checkpoint is published every few seconds: wait for one that includes the leaf
+		raw, err := f.ReadCheckpoint(ctx)
+		if err == nil {
+			if cp, err = ledger.OpenCheckpoint(raw, lv.Name(), lv); err != nil {
+				fail("checkpoint", err.Error())
+				return nil
+			}
+			if cp.Size > *rf.LedgerIndex {
+				if err := ledger.RequireCosignatures(raw, witnesses...); err != nil {
+					fail("checkpoint", err.Error())
+					return nil
+				}
+				break
+			}
+		}
+		select {
+		case <-ctx.Done():
+			fail("inclusion", fmt.Sprintf("no checkpoint includes leaf %d after %d s (last: %d entries; %v)", *rf.LedgerIndex, c.TimeoutS, cp.Size, err))
+			return nil
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	v.Checks["checkpoint"] = fmt.Sprintf("signed by %s, %d entries", lv.Name(), cp.Size)
+	p, err := ledger.NewProver(ctx, f, cp)
+	if err != nil {
+		return fmt.Errorf("receipt verify: %w", err)
+	}
+	if err := p.Inclusion(ctx, *rf.LedgerIndex, data); err != nil {
+		fail("inclusion", err.Error())
+		return nil
+	}
+	v.Checks["inclusion"] = fmt.Sprintf("leaf %d of %d (RFC 6962, tiles read through tessera's client)", *rf.LedgerIndex, cp.Size)
+	return nil
+}
+
+// witnessVerifiers reads --witness values (verifier keys inline or in files) as cosignature/v1 verifiers.
+func witnessVerifiers(keys []string) ([]note.Verifier, error) {
+	var vs []note.Verifier
+	for _, k := range keys {
+		text := k
+		if b, err := os.ReadFile(k); err == nil {
+			text = string(b)
+		}
+		v, err := ledger.WitnessVerifier(text)
+		if err != nil {
+			return nil, fmt.Errorf("--witness %q: %w", k, err)
+		}
+		vs = append(vs, v)
+	}
+	return vs, nil
+}

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/transparency-dev/tessera"
+	"k8s.io/klog/v2"
+
+	"github.com/bankml/bankml/ledger"
+	"github.com/bankml/bankml/provenance"
+)
+
+// proofFlags are serve's flags for signed receipts and the transparency log.
+type proofFlags struct {
+	Key                string        `name:"key" type:"path" placeholder:"FILE" help:"Operator key (bankml key new): signs every receipt; with --history, also the checkpoints of the transparency log the history is committed to (DIR/log, or --history-db). Without it receipts say signed: false and the history stays local."`
+	HistoryDB          string        `name:"history-db" placeholder:"DSN" help:"Keep the transparency log in MySQL/MariaDB (user:password@tcp(host:port)/database) instead of DIR/log; several bankml serve processes (replicas, each with its own --history DIR) may append to one database. Needs --history and --key."`
+	WitnessPolicy      string        `name:"witness-policy" type:"path" placeholder:"FILE" help:"Witnesses that must cosign each checkpoint before it is published (C2SP tlog-witness; tessera's policy file: 'witness NAME VKEY URL', 'group NAME N A B', 'quorum NAME'). bankml witness is one."`
+	CheckpointInterval time.Duration `name:"checkpoint-interval" default:"1s" help:"How often the log's checkpoint is signed and published (a receipt's leaf can be proved once one covers it; at least 1s with --history-db)."`
+}
+
+// openProof loads the operator key and opens the transparency log beside the history l (nil: none kept),
+// adding to the log every history entry it does not have yet (a history kept before the log existed is so
+// migrated; an append a crash or a database outage interrupted is so completed), and says what it did on
+// stderr. The caller closes the log (closeLog) before the history.
+func (c *serveCmd) openProof(l *ledger.Ledger, stderr errWriter, log *slog.Logger) (*provenance.Signer, *ledger.Log, error) {
+	p := c.Proof
+	switch {
+	case p.HistoryDB != "" && c.History == "":
+		return nil, nil, errors.New("serve: --history-db needs --history DIR: the private lines stay in DIR/history.jsonl, the database holds their commitments")
+	case p.HistoryDB != "" && p.Key == "":
+		return nil, nil, errors.New("serve: --history-db needs --key: the log's checkpoints are signed by the operator key")
+	case p.WitnessPolicy != "" && (c.History == "" || p.Key == ""):
+		return nil, nil, errors.New("serve: --witness-policy needs --history and --key (witnesses cosign the log's checkpoints)")
+	}
+	if p.Key == "" {
+		fmt.Fprintln(stderr, "receipts: unsigned (no --key)")
+		if l != nil {
+			fmt.Fprintln(stderr, "history: local only (no --key: no transparency log)")
+		}
+		return nil, nil, nil
+	}
+	signer, err := provenance.LoadSigner(p.Key)
+	if err != nil {
+		return nil, nil, fmt.Errorf("serve: --key: %w", err)
+	}
+	fmt.Fprintf(stderr, "receipts: signed by %s (key id %s)\n", signer.Name(), signer.KeyID())
+	if l == nil {
+		return signer, nil, nil
+	}
+	v, err := signer.Public().NoteVerifier()
+	if err != nil {
+		return nil, nil, fmt.Errorf("serve: %w", err)
+	}
+	o := ledger.LogOptions{CheckpointInterval: p.CheckpointInterval, Log: log}
+	if p.WitnessPolicy != "" {
+		b, err := os.ReadFile(p.WitnessPolicy)
+		if err != nil {
+			return nil, nil, fmt.Errorf("serve: --witness-policy: %w", err)
+		}
+		wg, err := tessera.NewWitnessGroupFromPolicy(b)
+		if err != nil {
+			return nil, nil, fmt.Errorf("serve: --witness-policy %s: %w", p.WitnessPolicy, err)
+		}
+		o.Witnesses = &wg
+	}
+	klog.SetSlogLogger(log.With("component", "tessera")) // tessera logs through klog
+	var g *ledger.Log
+	where := ""
+	if p.HistoryDB != "" {
+		g, err = ledger.OpenMySQLLog(p.HistoryDB, signer.NoteSigner(), v, o)
+		where = "database"
+	} else {
+		where = filepath.Join(c.History, "log")
+		g, err = ledger.OpenPOSIXLog(where, signer.NoteSigner(), v, o)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("serve: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	rec, err := l.Reconcile(ctx, g)
+	cancel()
+	if err != nil {
+		closeLog(g, stderr)
+		return nil, nil, fmt.Errorf("serve: %w", err)
+	}
+	if rec.Added > 0 || rec.Found > 0 {
+		fmt.Fprintf(stderr, "log: added %d history entries the log lacked, found %d already in it\n", rec.Added, rec.Found)
+	}
+	fmt.Fprintf(stderr, "log: %s in %s, served read-only at /bankml/ledger/ (C2SP tlog-tiles)\n", g.Origin(), where)
+	return signer, g, nil
+}
+
+// closeLog shuts the log down, waiting (30 s at most) for a checkpoint that covers every entry added.
+func closeLog(g *ledger.Log, stderr errWriter) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := g.Close(ctx); err != nil {
+		fmt.Fprintf(stderr, "log: %v\n", err)
+	}
+}
