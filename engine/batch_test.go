@@ -242,3 +242,30 @@ func TestConversationsReuseExactly(t *testing.T) {
 	}
 	t.Logf("%d of %d conversation turns equal to their fresh evaluation and the reference's", equal, total)
 }
+
+// TestOnePoolForAllSlots: an engine of 4 slots on 2 threads runs 2 matmul
+// workers (llama-server's -np 4 -t 2), and every slot's context is
+// evaluated by that one runner: each slot adds its KV cache only.
+func TestOnePoolForAllSlots(t *testing.T) {
+	tm := stories(t)
+	e := newEngine(t, tm, Options{NCtx: 256, Parallel: 4, Threads: 2, QueueSize: 8})
+	if e.Workers() != 2 {
+		t.Fatalf("%d workers for -np 4 -t 2", e.Workers())
+	}
+	for s := range 4 {
+		r := shortRequest("Once upon a time")
+		r.Slot = s
+		if _, err := e.Generate(context.Background(), r, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitQuiet(t, e)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, s := range e.slots {
+		if s.ctx == nil || s.ctx.Runner() != e.runner {
+			t.Fatalf("slot %d is not evaluated by the engine's runner", s.id)
+		}
+	}
+	t.Logf("4 slots, %d workers, one runner", e.Workers())
+}

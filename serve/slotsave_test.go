@@ -121,3 +121,12 @@ func TestSlotActionErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestOnePoolPerServer: serve -np 4 -t 2 runs 2 matmul workers shared by its 4 slots, as llama-server's one
+// batch does.
+func TestOnePoolPerServer(t *testing.T) {
+	ts := newTestServer(t, storiesPath(t), AdmitOptions{}, Options{Parallel: 4, Threads: 2, NCtx: 1024})
+	if n := ts.eng.Workers(); n != 2 || len(ts.eng.Slots()) != 4 {
+		t.Fatalf("%d workers for %d slots; want 2 for 4", n, len(ts.eng.Slots()))
+	}
+}
