@@ -12,8 +12,8 @@ import (
 )
 
 // ErrInvalidSlot is returned by the slot actions for an id outside
-// [0, Parallel) (llama-server's "Invalid slot ID").
-var ErrInvalidSlot = errors.New("Invalid slot ID") //nolint:staticcheck // llama-server's message, word for word
+// [0, Parallel) (llama-server answers "Invalid slot ID").
+var ErrInvalidSlot = errors.New("engine: invalid slot id")
 
 // ErrNoModelID is returned by SaveSlot and RestoreSlot when Options.ModelID
 // is empty: a slot file names the model it was saved from.

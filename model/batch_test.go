@@ -120,9 +120,7 @@ func batchedLogits(t *testing.T, m *Model, seqs []batchSeq, nCtx int, r *rand.Ra
 				continue
 			case pos[i] < len(s.prompt):
 				end := min(len(s.prompt), pos[i]+1+r.IntN(200))
-				for _, sp := range PromptSpans(ctxs[i], s.prompt, pos[i], end, 0, true) {
-					spans = append(spans, sp)
-				}
+				spans = append(spans, PromptSpans(ctxs[i], s.prompt, pos[i], end, 0, true)...)
 				pos[i] = end
 			default:
 				spans = append(spans, Span{Ctx: ctxs[i], Tokens: []int32{next[i]}, UBatch: 1, Outputs: 1})
