@@ -60,9 +60,10 @@
 // keeps llama-server's whole common prefix (its cache_n, and answers that
 // depend on the slot's history, as llama-server's do). Segments of a chat
 // prompt are tokenized so that a control-token text typed in a message
-// stays text (see Prompt). Not implemented: the RAM prompt cache
-// (--cache-ram), speculative decoding, multimodal prompts, n_indent,
-// t_max_predict_ms, n_keep, context shift.
+// stays text (see Prompt). The host prompt cache (CacheRAMMiB, --cache-ram)
+// follows server_prompt_cache's rules but is off by default (llama-server's
+// default is 8192 MiB). Not implemented: speculative decoding, multimodal
+// prompts, n_indent, t_max_predict_ms, n_keep, context shift.
 //
 // Determinism contract. The tokens of an answer are a function of the
 // request alone (prompt, sampling parameters with a fixed seed, stops,

@@ -96,6 +96,10 @@ type Options struct {
 	// RestoreSlot: a file saved from another model is refused); serve
 	// passes the file's sha256. Slot files need it.
 	ModelID string
+	// CacheRAMMiB is llama-server's --cache-ram in MiB: a host-memory cache
+	// of the prompts slots held (promptCache); -1: no limit; 0 (the
+	// default; llama-server's is 8192): none.
+	CacheRAMMiB int
 	// NoSettle turns off settling (the scheduler re-evaluating an idle
 	// slot's generated cells so that a conversation's next turn reuses
 	// them under CacheReuseExact); benchmarks that must not share the CPU
@@ -114,6 +118,7 @@ type Engine struct {
 	smodl  sample.Model
 	eogs   []int32
 	runner *model.Runner // the one pool of workers and matmul buffers, run by the scheduler
+	pcache *promptCache  // --cache-ram; nil: none (the scheduler's)
 
 	mu       sync.Mutex
 	slots    []*slot
@@ -141,6 +146,7 @@ type slot struct {
 	tokens   []int32   // cached tokens as of the last step, for slot choice
 	kvBytes  uint64    // the KV cache's memory as of the last step
 	task     *slotTask // the current or last request
+	lru      bool      // pick gave the slot by least-recent use (llama-server then updates the prompt cache)
 	// awaiting is when the slot's request got logits and went to sample
 	// (zero: not sampling).
 	awaiting time.Time
@@ -165,7 +171,7 @@ func New(m *model.Model, tok tokenizer.Tokenizer, tmpl *chat.Template, o Options
 	if m == nil || tok == nil {
 		return nil, errors.New("engine: New needs a model and its tokenizer")
 	}
-	if o.NCtx < 0 || o.Threads < 0 || o.AttnThreads < 0 || o.Parallel < 0 || o.QueueSize < 0 || o.BatchSize < 0 {
+	if o.NCtx < 0 || o.Threads < 0 || o.AttnThreads < 0 || o.Parallel < 0 || o.QueueSize < 0 || o.BatchSize < 0 || o.CacheRAMMiB < -1 {
 		return nil, fmt.Errorf("engine: negative option in %+v", o)
 	}
 	if o.CacheReuse == "" {
@@ -199,6 +205,9 @@ func New(m *model.Model, tok tokenizer.Tokenizer, tmpl *chat.Template, o Options
 	}
 	e := &Engine{m: m, tok: tok, tmpl: tmpl, o: o, nCtx: n, eogs: tok.EOGs(), runner: run,
 		wake: make(chan struct{}, 1), loopDone: make(chan struct{})}
+	if o.CacheRAMMiB != 0 {
+		e.pcache = &promptCache{limit: int64(max(0, o.CacheRAMMiB)) << 20, limitTokens: n * o.Parallel, modelID: o.ModelID}
+	}
 	e.smodl = sample.Model{NVocab: m.HP.NVocab, SuppressTokens: o.SuppressTokens, Vocab: vocabAdapter{tok}}
 	for i := range o.Parallel {
 		e.slots = append(e.slots, &slot{id: i})
@@ -324,16 +333,16 @@ func commonPrefix(a, b []int32) int {
 	return n
 }
 
-// pick chooses a free slot for prompt as get_available_slot does, or nil.
-// want >= 0 restricts the choice to that slot. The caller holds e.mu.
-func (e *Engine) pick(prompt []int32, want int) *slot {
+// pick chooses a free slot for prompt as get_available_slot does, or nil;
+// lru says it was chosen by least-recent use. want >= 0 restricts the
+// choice to that slot. The caller holds e.mu.
+func (e *Engine) pick(prompt []int32, want int) (ret *slot, lru bool) {
 	if want >= 0 {
 		if s := e.slots[want]; !s.busy {
-			return s
+			return s, false
 		}
-		return nil
+		return nil, false
 	}
-	var ret *slot
 	best := float32(0)
 	for _, s := range e.slots {
 		if s.busy || len(s.tokens) == 0 {
@@ -345,7 +354,7 @@ func (e *Engine) pick(prompt []int32, want int) *slot {
 		}
 	}
 	if ret != nil {
-		return ret
+		return ret, false
 	}
 	var tLast int64 = -1
 	for _, s := range e.slots {
@@ -356,7 +365,7 @@ func (e *Engine) pick(prompt []int32, want int) *slot {
 			tLast, ret = s.lastUsed, s
 		}
 	}
-	return ret
+	return ret, ret != nil
 }
 
 // acquire waits for a slot for prompt (ErrQueueFull, ErrClosed, ctx.Err()).
@@ -435,8 +444,8 @@ func (e *Engine) release(s *slot) {
 func (e *Engine) dispatch() {
 	for i := 0; i < len(e.waiters); {
 		w := e.waiters[i]
-		if t := e.pick(w.prompt, w.want); t != nil {
-			t.busy = true
+		if t, lru := e.pick(w.prompt, w.want); t != nil {
+			t.busy, t.lru = true, lru
 			w.ch <- t
 			e.waiters = append(e.waiters[:i], e.waiters[i+1:]...)
 			continue

@@ -276,6 +276,7 @@ func (e *Engine) Generate(ctx context.Context, req Request, onToken func(Token) 
 	}
 	defer e.release(s)
 	e.mu.Lock()
+	lru := s.lru
 	e.tasks++
 	s.task = &slotTask{SlotTask: SlotTask{ID: e.tasks, Sampling: req.Sampling, NPredict: req.NPredict, IgnoreEOS: req.IgnoreEOS,
 		PostSamplingProbs: req.PostSamplingProbs, PromptTokens: len(prompt), HasNext: true}, prompt: prompt}
@@ -287,14 +288,14 @@ func (e *Engine) Generate(ctx context.Context, req Request, onToken func(Token) 
 		e.mu.Unlock()
 	}()
 	res := Result{PromptTokens: len(prompt), Slot: s.id, Seed: chain.Seed(), StopType: stopNone.String()}
-	err = e.run(ctx, s, prompt, req, chain, onToken, t0, &res)
+	err = e.run(ctx, s, prompt, req, chain, onToken, t0, lru, &res)
 	return res, err
 }
 
 // run is Generate on an acquired slot: its prompt and then each sampled
 // token go to the scheduler as jobs (submit), which evaluates them beside
 // the other slots' work.
-func (e *Engine) run(ctx context.Context, s *slot, prompt []int32, req Request, chain *sample.Chain, onToken func(Token) error, t0 time.Time, res *Result) error {
+func (e *Engine) run(ctx context.Context, s *slot, prompt []int32, req Request, chain *sample.Chain, onToken func(Token) error, t0 time.Time, lru bool, res *Result) error {
 	tStart := time.Now()
 	mode := reuseNone
 	if req.CachePrompt {
@@ -307,7 +308,7 @@ func (e *Engine) run(ctx context.Context, s *slot, prompt []int32, req Request, 
 	// (from position 0; from the kept prefix under CacheReuseServer, as
 	// llama-server's n_batch 2048 splits it), over as many steps as the
 	// batch size needs; a cancellation drops it between steps.
-	r, err := e.submit(ctx, &job{s: s, prompt: prompt, reuse: mode})
+	r, err := e.submit(ctx, &job{s: s, prompt: prompt, reuse: mode, cacheRAM: lru && e.pcache != nil})
 	if err != nil {
 		if errors.Is(err, ErrContextFull) || errors.Is(err, ErrClosed) || ctx.Err() != nil {
 			return err

@@ -27,7 +27,10 @@ type job struct {
 	s      *slot
 	prompt []int32 // a prompt job; nil for a decode job
 	reuse  reuseMode
-	tok    int32 // a decode job's token
+	// cacheRAM: a prompt job on a slot picked by least-recent use, which
+	// updates the prompt cache (--cache-ram) first.
+	cacheRAM bool
+	tok      int32 // a decode job's token
 	// act, when set, makes the job a slot action (save, restore, erase)
 	// run on the slot's context between steps.
 	act       func(c *model.Context) error
@@ -308,6 +311,15 @@ func (e *Engine) startPrompt(j *job) error {
 	}
 	c := s.ctx
 	s.settle = nil
+	if j.cacheRAM {
+		// get_available_slot's prompt cache update: the slot's prompt
+		// saved, the cached prompt that keeps most of the new one loaded.
+		e.pcache.save(c)
+		if !e.pcache.load(c, j.prompt) {
+			_ = c.Truncate(0)
+		}
+		e.pcache.update()
+	}
 	kept := 0
 	switch j.reuse {
 	case reuseExact:

@@ -154,3 +154,65 @@ func TestSlotRestoreRefuses(t *testing.T) {
 		t.Errorf("no ModelID: %v", err)
 	}
 }
+
+// TestPromptCacheRAM: with --cache-ram, a conversation whose one slot ran
+// another conversation in between gets its cache back from host memory
+// (llama-server's prompt cache: saved when the slot went to the other
+// prompt by least-recent use, loaded for the prompt it keeps most of), and
+// its answer equals the fresh one and the reference's; without it the
+// turn reuses nothing.
+func TestPromptCacheRAM(t *testing.T) {
+	tm := stories(t).withRef(t)
+	const nCtx = 512
+	tokens := func(text string, bos bool) []int32 { return tm.tok.Tokenize(text, bos, false) }
+	a1 := tokens(sharedPrefix()[:300], true)
+	b1 := tokens("Tom had a big red ball. He liked to throw it high in the sky and catch it again. His mom called him and said that it was time to eat. Tom ran home with his ball and his dog.", true)
+	req := func(p []int32) Request {
+		return Request{Prompt: Prompt{Tokens: p}, Sampling: withParams(func(p *sample.Params) { p.Seed = 9 }), NPredict: 12, CachePrompt: true, Slot: -1}
+	}
+	for _, mib := range []int{0, -1} {
+		t.Run(map[int]string{0: "without", -1: "with"}[mib], func(t *testing.T) {
+			e := newEngine(t, tm, Options{NCtx: nCtx, AttnThreads: 1, CacheRAMMiB: mib})
+			first, err := e.Generate(context.Background(), req(a1), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			waitQuiet(t, e)
+			if _, err := e.Generate(context.Background(), req(b1), nil); err != nil {
+				t.Fatal(err)
+			}
+			waitQuiet(t, e)
+			a2 := append(slices.Clone(a1), first.Tokens...)
+			a2 = append(a2, tokens(" Then the dog ran to the park", false)...)
+			res, err := e.Generate(context.Background(), req(a2), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fresh := newEngine(t, tm, Options{NCtx: nCtx, AttnThreads: 1})
+			want, err := fresh.Generate(context.Background(), req(a2), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := tm.ref.NewSession(nCtx, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ra, err := reftest.Generate(tm.ref, s, reftest.Turn{Prompt: a2, Sampling: req(a2).Sampling, NPredict: 12})
+			s.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(res.Tokens, want.Tokens) || !slices.Equal(res.Tokens, ra.Tokens) {
+				t.Errorf("%v; fresh %v, reference %v", res.Tokens, want.Tokens, ra.Tokens)
+			}
+			prev := len(a1) + len(first.Tokens)
+			t.Logf("cache-ram %d MiB: the third request keeps %d of its %d prompt tokens (%.0f%% of the conversation's previous turn)", mib, res.CachedTokens, len(a2), 100*float64(res.CachedTokens)/float64(prev))
+			if mib != 0 && float64(res.CachedTokens) < 0.9*float64(prev) {
+				t.Errorf("with the prompt cache: cache_n %d of the previous turn's %d", res.CachedTokens, prev)
+			}
+			if mib == 0 && res.CachedTokens > 1 {
+				t.Errorf("without the prompt cache: cache_n %d", res.CachedTokens)
+			}
+		})
+	}
+}

@@ -65,6 +65,9 @@ type Options struct {
 	// SlotSavePath is llama-server's --slot-save-path: the folder of POST /slots/{id}?action=save|restore
 	// files; "" refuses slot actions (501, as llama-server without the flag).
 	SlotSavePath string
+	// CacheRAMMiB is llama-server's -cram/--cache-ram: MiB of host memory for the prompts slots held
+	// (engine.Options.CacheRAMMiB); -1: no limit; 0: none.
+	CacheRAMMiB int
 
 	APIKey string         // when set, every route but /health, /v1/health and / needs it (401), as llama-server's --api-key
 	Ledger *ledger.Ledger // the history (--history DIR); nil keeps none
@@ -205,7 +208,7 @@ func New(m *Model, o Options) (*Server, error) {
 	}
 	eng, err := engine.New(m.Model, m.Tokenizer, m.Template, engine.Options{
 		NCtx: nSlot, Threads: o.Threads, Parallel: o.Parallel, QueueSize: o.QueueSize, SuppressTokens: suppress,
-		BatchSize: o.BatchSize, CacheReuse: o.CacheReuse, ModelID: "sha256:" + m.SHA256,
+		BatchSize: o.BatchSize, CacheReuse: o.CacheReuse, ModelID: "sha256:" + m.SHA256, CacheRAMMiB: o.CacheRAMMiB,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)

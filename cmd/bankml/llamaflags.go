@@ -60,6 +60,7 @@ var (
 // llamaFlags is the table llamaArgs reads (common/arg.cpp's names; its line for each in the comment).
 var llamaFlags = slices.Concat([]llamaFlag{
 	// Flags bankml has under another spelling.
+	{names: []string{"-cram", "--cache-ram"}, cmds: onServe, to: "--cache-ram"},                                              // arg.cpp:1713
 	{names: []string{"-sys", "--system-prompt"}, cmds: onRun, to: "--system"},                                                // arg.cpp:1773
 	{names: []string{"-cnv", "--conversation"}, cmds: onRun, to: "--chat"},                                                   // arg.cpp:1898
 	{names: []string{"-no-cnv", "--no-conversation"}, cmds: onRun, to: "--no-chat"},                                          // arg.cpp:1898
@@ -182,7 +183,7 @@ const llamaNoDownload = "bankml downloads nothing: pass a local GGUF file as MOD
 var llamaOther = map[string]string{
 	"-cl": "--cache-list", "-Cr": "--cpu-range", "-Cb": "--cpu-mask-batch", "-Crb": "--cpu-range-batch",
 	"-lcs": "--lookup-cache-static", "-lcd": "--lookup-cache-dynamic", "-ctxcp": "--ctx-checkpoints",
-	"-cms": "--checkpoint-min-step", "-cram": "--cache-ram", "-sysf": "--system-prompt-file",
+	"-cms": "--checkpoint-min-step", "-sysf": "--system-prompt-file",
 	"-bf": "--binary-file", "-ptc": "--print-token-count", "-if": "--interactive-first",
 	"-mli": "--multiline-input",
 	"-gan": "--grp-attn-n", "-gaw": "--grp-attn-w", "-nr": "--no-repack", "-mm": "--mmproj",

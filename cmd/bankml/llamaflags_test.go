@@ -155,7 +155,7 @@ func TestLlamaArgs(t *testing.T) {
 		{in: []string{"run", "m.gguf", "-kvu"}, err: "run: -kvu: not supported by bankml: one KV cache shared by all slots (llama.cpp's unified cache) is not implemented"},
 		{in: []string{"run", "m.gguf", "-no-kvu"}, err: "run: -no-kvu is a flag of bankml serve only"},
 		{in: []string{"run", "m.gguf", "-rea", "on"}, err: "run: llama.cpp's -rea (--reasoning) is not supported by bankml run"},
-		{in: []string{"serve", "m.gguf", "-cram", "0"}, err: "serve: llama.cpp's -cram (--cache-ram) is not supported by bankml serve"},
+		{in: []string{"serve", "m.gguf", "-cram", "64"}, want: []string{"serve", "m.gguf", "--cache-ram", "64"}},
 		{in: []string{"run", "m.gguf", "-dio"}, err: "run: unknown flag -dio: bankml's single-dash flags are one letter"},
 		{in: []string{"run", "m.gguf", "-pOnce"}, err: "run: unknown flag -pOnce"},
 		// A flag given again: arg.cpp warns for each repeat of the same spelling (arg.cpp:826), the last one counts.

@@ -42,6 +42,7 @@ type serveCmd struct {
 	Queue        int         `name:"queue" default:"64" help:"Requests allowed to wait for a slot; more get 429."`
 	Alias        aliasList   `short:"a" name:"alias" placeholder:"STRING" help:"Names of the model, comma-separated (given again, each one adds), as llama-server's -a/--alias: the first in byte order is the name /v1/models, /props and every answer give (default: the file's base name); /v1/models lists them all as aliases; Ollama requests may name the model by any of them or by the file's base name."`
 	CacheReuse   string      `name:"cache-reuse" default:"exact" enum:"exact,server" placeholder:"exact|server" help:"How a request keeps a slot's cached prompt (cache_prompt): exact (default) keeps the longest cached prefix whose cells a fresh evaluation computes alike, so every answer equals the fresh one; server keeps llama-server's whole common prefix (its cache_n; answers then depend on what the slot ran before). llama-server's --cache-reuse N (KV shifting) has no counterpart."`
+	CacheRAM     int         `name:"cache-ram" default:"0" placeholder:"N" help:"MiB of host memory for prompts slots held before another prompt took them, as llama-server's -cram/--cache-ram: a request given a slot by least-recent use saves the slot's prompt there and gets back the cached prompt that keeps most of its own (-1: no limit; 0, bankml's default: none; llama-server's is 8192)."`
 	SlotSavePath string      `name:"slot-save-path" placeholder:"PATH" help:"Folder of slot files for POST /slots/{id}?action=save|restore, as llama-server's --slot-save-path; without it slot actions are refused (501)." type:"path"`
 	NPredict     int         `short:"n" name:"n-predict" default:"-1" help:"Tokens to predict for a request that sets no n_predict/max_tokens (or -1; Ollama: no num_predict), as llama-server's -n/--n-predict; a request's own count wins, above or below it; -1: until an end-of-generation token or a full context; below -1 (any int, as llama-server takes it): one token, as llama-server's slot limit then has no budget."`
 
@@ -132,6 +133,9 @@ func (c *serveCmd) Run(stderr errWriter) error {
 	if c.Queue < 1 {
 		return fmt.Errorf("serve: --queue %d: must be at least 1", c.Queue)
 	}
+	if c.CacheRAM < -1 {
+		return fmt.Errorf("serve: -cram/--cache-ram %d: -1 (no limit), 0 (none) or a size in MiB", c.CacheRAM)
+	}
 	if c.SlotSavePath != "" { // arg.cpp:3614
 		if fi, err := os.Stat(c.SlotSavePath); err != nil || !fi.IsDir() {
 			return fmt.Errorf("serve: --slot-save-path: not a directory: %s", c.SlotSavePath)
@@ -199,7 +203,7 @@ func (c *serveCmd) Run(stderr errWriter) error {
 	s, err := serve.New(m, serve.Options{
 		NCtx: c.Ctx, Threads: int(c.Threads), Parallel: c.Parallel, QueueSize: c.Queue, NPredict: &c.NPredict,
 		Alias: []string(c.Alias), APIKey: c.APIKey, CORSOrigins: c.CORSOrigin, Ledger: l, TLog: tlog, Signer: signer, Version: version, Log: log, Timeout: time.Duration(c.Timeout) * time.Second,
-		CacheReuse: engine.CacheReuse(c.CacheReuse), SlotSavePath: c.SlotSavePath,
+		CacheReuse: engine.CacheReuse(c.CacheReuse), SlotSavePath: c.SlotSavePath, CacheRAMMiB: c.CacheRAM,
 	})
 	if err != nil {
 		return cannotRun(err)
