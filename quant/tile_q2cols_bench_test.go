@@ -90,3 +90,71 @@ func threadCPU() time.Duration {
 	syscall.Syscall(syscall.SYS_CLOCK_GETTIME, clockThreadCPUTime, uintptr(unsafe.Pointer(&ts)), 0)
 	return time.Duration(ts.Nano())
 }
+
+// BenchmarkTQ2_0Columns is BenchmarkQ2_0Columns for TQ2_0: tileTQ2_0AVX2
+// column by column against tileTQ2_0AVX2Cols, thread CPU time, alternating:
+//
+//	go test -run '^$' -bench TQ2_0Columns ./quant/
+func BenchmarkTQ2_0Columns(b *testing.B) {
+	if LevelAVX2.Check() != nil {
+		b.Skip("no AVX2")
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	const rows, cols = 4096, 4096
+	nb := cols / QK_K
+	w := randLowbitBlocks(r, rows*nb, BlockTQ2_0Size)
+	for i := range rows * nb {
+		putHalfK(w[i*BlockTQ2_0Size+64:], 0x2000)
+	}
+	m := &Matrix{Name: "w", Type: gguf.TQ2_0, Rows: rows, Cols: cols, Data: w}
+	if _, err := m.Repack(); err != nil {
+		b.Fatal(err)
+	}
+	p := m.packedRows()
+	for _, n := range []int{2, 4, 8} {
+		var a q8KAct
+		a.reset(cols, n)
+		for c := range n {
+			a.quantize(LevelAVX2, c, randRow(r, cols))
+		}
+		out := make([]float32, 16*n)
+		acc := make([]float32, 128*n)
+		pass := func(cols bool) time.Duration {
+			t0 := threadCPU()
+			for g := range p.groups {
+				codes, scales := p.group(g)
+				if cols {
+					tileTQ2_0AVX2Cols(&codes[0], &scales[0], p.nb, &a.qs[0], &a.d[0], &a.nb[0], a.k, n, &acc[0], &out[0])
+					continue
+				}
+				for c := range n {
+					i := c * a.k / QK_K
+					tileTQ2_0AVX2(&codes[0], &scales[0], p.nb, &a.qs[i*QK_K], &a.d[i], &a.nb[8*i], &out[16*c])
+				}
+			}
+			return threadCPU() - t0
+		}
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			var per, all []float64
+			round := 0
+			for b.Loop() {
+				for _, cols := range []bool{round%2 == 0, round%2 != 0} {
+					d := float64(pass(cols).Nanoseconds()) / float64(rows*nb*n)
+					if cols {
+						all = append(all, d)
+					} else {
+						per = append(per, d)
+					}
+				}
+				round++
+			}
+			slices.Sort(per)
+			slices.Sort(all)
+			b.ReportMetric(per[len(per)/2], "percolumn-ns/block")
+			b.ReportMetric(all[len(all)/2], "columns-ns/block")
+			b.ReportMetric(per[len(per)/2]/all[len(all)/2], "ratio")
+		})
+	}
+}
