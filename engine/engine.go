@@ -137,16 +137,19 @@ type Engine struct {
 // slot is one llama-server slot: a context and its bookkeeping. ctx and
 // settle belong to the scheduler; the rest is under Engine.mu.
 type slot struct {
-	id       int
-	ctx      *model.Context // nil until first use
-	settle   []int32        // tokens being re-evaluated by settling, after ctx's
-	busy     bool
-	lastUsed int64     // Engine.clock at the last release; 0: never used
-	usedAt   time.Time // wall time of the last release
-	tokens   []int32   // cached tokens as of the last step, for slot choice
-	kvBytes  uint64    // the KV cache's memory as of the last step
-	task     *slotTask // the current or last request
-	lru      bool      // pick gave the slot by least-recent use (llama-server then updates the prompt cache)
+	id     int
+	ctx    *model.Context // nil until first use
+	settle []int32        // tokens being re-evaluated by settling, after ctx's
+	// settleFailed: a settling step failed; the slot settles again after
+	// its next request.
+	settleFailed bool
+	busy         bool
+	lastUsed     int64     // Engine.clock at the last release; 0: never used
+	usedAt       time.Time // wall time of the last release
+	tokens       []int32   // cached tokens as of the last step, for slot choice
+	kvBytes      uint64    // the KV cache's memory as of the last step
+	task         *slotTask // the current or last request
+	lru          bool      // pick gave the slot by least-recent use (llama-server then updates the prompt cache)
 	// awaiting is when the slot's request got logits and went to sample
 	// (zero: not sampling).
 	awaiting time.Time
