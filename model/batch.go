@@ -28,18 +28,18 @@ type Runner struct {
 }
 
 // classDeps is which class bits change the arithmetic of a KV cell, found
-// from the layer matrices (quant.ClassDependent): tinyBLAS (F32/F16/BF16,
+// from the layer matrices (quant.Work.ClassDependent): tinyBLAS (F32/F16/BF16,
 // from two columns on) and the repacked Q4_K gemm (the columns in whole
 // groups of four).
 type classDeps struct{ tiny, gemm bool }
 
-func layerDeps(m *Model) classDeps {
+func layerDeps(m *Model, w *quant.Work) classDeps {
 	var d classDeps
 	for i := range m.Layers {
 		l := &m.Layers[i]
 		for _, lin := range []*Linear{&l.Wq, &l.Wk, &l.Wv, &l.Wo, &l.FFNGate, &l.FFNUp, &l.FFNDown} {
 			p := &lin.Planes[0]
-			if !quant.ClassDependent(p) {
+			if !w.ClassDependent(p) {
 				continue
 			}
 			if p.Type == gguf.Q4_K {
@@ -62,7 +62,7 @@ func (m *Model) NewRunner(threads int) (*Runner, error) {
 		pool.Close()
 		return nil, fmt.Errorf("model: %w", err)
 	}
-	return &Runner{m: m, pool: pool, work: work, deps: layerDeps(m), wscr: make([]workerScratch, threads)}, nil
+	return &Runner{m: m, pool: pool, work: work, deps: layerDeps(m, work), wscr: make([]workerScratch, threads)}, nil
 }
 
 // Close stops the runner's workers. Its contexts must not decode

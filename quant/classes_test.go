@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/bankml/bankml/gguf"
+	"github.com/bankml/bankml/internal/cpuvariant"
 	"github.com/bankml/bankml/parallel"
 )
 
@@ -61,7 +62,7 @@ func TestMatMulAsIsTheFreshColumn(t *testing.T) {
 						}
 					}
 					checked++
-					if ClassDependent(&m) {
+					if w.ClassDependent(&m) {
 						classDep++
 					}
 				}
@@ -99,4 +100,41 @@ func TestMatMulAsRefusesBadClasses(t *testing.T) {
 			w.MatMulPlanesAs([]Matrix{m}, make([]float32, 64), 2, tc.cls, make([]float32, 8))
 		})
 	}
+}
+
+// TestMatMulAsFollowsTheVariant: a Work following another CPU variant
+// (sandybridge: its own Q8_0 and Q4_0 vec_dot for one column, tinyBLAS_Q0
+// from two on) takes those types' path by each column's class too.
+func TestMatMulAsFollowsTheVariant(t *testing.T) {
+	r := rand.New(rand.NewPCG(73, 74))
+	w, err := NewWork(LevelGeneric, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.variant = cpuvariant.SandyBridge
+	cls := []ColClass{{1, 0}, {3, 1}, {1, 0}, {2, 1}}
+	const rows, cols = 24, 256
+	checked := 0
+	for _, typ := range []gguf.GGMLType{gguf.Q8_0, gguf.Q4_0} {
+		m := Matrix{Name: typ.String(), Type: typ, Rows: rows, Cols: cols, Data: weightsOf(t, r, typ, rows, cols)}
+		if !w.ClassDependent(&m) {
+			t.Fatalf("%s under sandybridge: not class-dependent", typ)
+		}
+		x := randRow(r, len(cls)*cols)
+		got := make([]float32, len(cls)*rows)
+		w.MatMulPlanesAs([]Matrix{m}, x, len(cls), cls, got)
+		for c, k := range cls {
+			fresh := randRow(r, int(k.N)*cols)
+			copy(fresh[int(k.Index)*cols:], x[c*cols:(c+1)*cols])
+			want := make([]float32, int(k.N)*rows)
+			w.MatMulPlanes([]Matrix{m}, fresh, int(k.N), want)
+			for i := range rows {
+				if math.Float32bits(got[c*rows+i]) != math.Float32bits(want[int(k.Index)*rows+i]) {
+					t.Fatalf("%s column %d (class %v) row %d: %g, fresh %g", typ, c, k, i, got[c*rows+i], want[int(k.Index)*rows+i])
+				}
+			}
+			checked++
+		}
+	}
+	t.Logf("%d of %d classed columns under sandybridge equal to their fresh columns", checked, checked)
 }

@@ -193,31 +193,29 @@ func (w *Work) MatMulPlanes(planes []Matrix, x []float32, n int, out []float32) 
 type ColClass struct{ N, Index int32 }
 
 // pathKey is what a column's class changes in the arithmetic of one
-// matrix: tinyBLAS or vec_dot for F32, F16 and BF16 (N >= 2), the Q4_K
-// repacked gemm or gemv chain (Index < N-N%4). The other types' outputs
-// depend on their weight row and activation column alone.
+// matrix: tinyBLAS or vec_dot for F32, F16 and BF16 (N >= 2; for a Work
+// following another CPU variant, also its tinyBLAS_Q0 for Q8_0, Q4_0 and
+// Q5_0), the Q4_K repacked gemm or gemv chain (Index < N-N%4). The other
+// types' outputs depend on their weight row and activation column alone.
 type pathKey struct {
 	tiny bool
 	gemm bool
 }
 
-// classDependent reports whether m's path depends on the class of a column
-// (see pathKey).
-func classDependent(m *Matrix) bool {
+// ClassDependent reports whether the outputs of m depend on the class of
+// their column (see MatMulPlanesAs): true for F32, F16 and BF16 (tinyBLAS
+// from two columns on), for Q4_K with a row count that is a multiple of 8
+// (the repacked gemm for the columns in whole groups of four), and for the
+// types whose chain the Work's CPU variant changes from two columns on.
+func (w *Work) ClassDependent(m *Matrix) bool {
 	switch m.Type {
 	case gguf.F32, gguf.F16, gguf.BF16:
 		return true
 	case gguf.Q4_K:
 		return m.Rows%8 == 0
 	}
-	return false
+	return variantDot(w.variant, m.Type) != nil && !variantVecDotOnly(w.variant, m.Type)
 }
-
-// ClassDependent reports whether the outputs of m depend on the class of
-// their column (see MatMulPlanesAs): true for F32, F16 and BF16 (tinyBLAS
-// from two columns on) and for Q4_K with a row count that is a multiple of 8
-// (the repacked gemm for the columns in whole groups of four).
-func ClassDependent(m *Matrix) bool { return classDependent(m) }
 
 func (c ColClass) key() pathKey {
 	return pathKey{tiny: c.N >= 2, gemm: c.Index < c.N-c.N%4}
@@ -258,7 +256,7 @@ func checkClasses(cls []ColClass, n int) {
 // share a path (one run when the type's path ignores the classes).
 func (w *Work) runAs(planes []Matrix, x []float32, n int, out []float32, cls []ColClass) {
 	m := &planes[0]
-	if cls == nil || !classDependent(m) {
+	if cls == nil || !w.ClassDependent(m) {
 		j := &w.job
 		*j = matJob{w: w}
 		w.run(planes, x, n, out, n >= 2, n-n%4)
@@ -357,7 +355,7 @@ func (w *Work) run(planes []Matrix, x []float32, n int, out []float32, tiny bool
 	// a time, as that variant's vec_dot does (not where llamafile's
 	// tinyBLAS_Q0 takes two or more columns: variantVecDotOnly).
 	vdot := variantDot(w.variant, m.Type)
-	if n >= 2 && !variantVecDotOnly(w.variant, m.Type) {
+	if tiny && !variantVecDotOnly(w.variant, m.Type) {
 		vdot = nil
 	}
 	packed := w.level > LevelGeneric && vdot == nil
