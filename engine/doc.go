@@ -23,7 +23,10 @@
 // the next token of every generating request and up to BatchSize prompt rows
 // of requests in prompt processing (arrival order; cut at multiples of 64
 // inside a prompt), waiting up to 10 ms for requests still sampling from the
-// last step. Idle slots settle: their generated cells (computed one row at a
+// last step. [Engine.Evaluate] decodes a sequence from position 0 in
+// llama_decode calls of a given size and returns the logits of its last
+// tokens (llama-perplexity's loop), each call run by the scheduler between
+// steps. Idle slots settle: their generated cells (computed one row at a
 // time) are re-evaluated as prompt rows so that a conversation's next turn
 // reuses them.
 //

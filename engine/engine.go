@@ -100,6 +100,11 @@ type Options struct {
 	// of the prompts slots held (promptCache); -1: no limit; 0 (the
 	// default; llama-server's is 8192): none.
 	CacheRAMMiB int
+	// PastTrainingContext takes NCtx as the context size itself, even above
+	// the model's training context, as llama-perplexity takes -c (it only
+	// warns); by default a slot's context is model.ContextSize's (llama-server
+	// caps a slot at the training context).
+	PastTrainingContext bool
 	// NoSettle turns off settling (the scheduler re-evaluating an idle
 	// slot's generated cells so that a conversation's next turn reuses
 	// them under CacheReuseExact); benchmarks that must not share the CPU
@@ -140,16 +145,16 @@ type slot struct {
 	id     int
 	ctx    *model.Context // nil until first use
 	settle []int32        // tokens being re-evaluated by settling, after ctx's
-	// settleFailed: a settling step failed; the slot settles again after
-	// its next request.
-	settleFailed bool
-	busy         bool
-	lastUsed     int64     // Engine.clock at the last release; 0: never used
-	usedAt       time.Time // wall time of the last release
-	tokens       []int32   // cached tokens as of the last step, for slot choice
-	kvBytes      uint64    // the KV cache's memory as of the last step
-	task         *slotTask // the current or last request
-	lru          bool      // pick gave the slot by least-recent use (llama-server then updates the prompt cache)
+	// settleOff: the slot does not settle until its next request (a
+	// settling step failed, or it holds an Evaluate sequence).
+	settleOff bool
+	busy      bool
+	lastUsed  int64     // Engine.clock at the last release; 0: never used
+	usedAt    time.Time // wall time of the last release
+	tokens    []int32   // cached tokens as of the last step, for slot choice
+	kvBytes   uint64    // the KV cache's memory as of the last step
+	task      *slotTask // the current or last request
+	lru       bool      // pick gave the slot by least-recent use (llama-server then updates the prompt cache)
 	// awaiting is when the slot's request got logits and went to sample
 	// (zero: not sampling).
 	awaiting time.Time
@@ -199,6 +204,9 @@ func New(m *model.Model, tok tokenizer.Tokenizer, tmpl *chat.Template, o Options
 		o.BatchSize = model.NUbatch
 	}
 	n, _, err := m.ContextSize(o.NCtx)
+	if o.PastTrainingContext {
+		n, err = evalCtx(m, o.NCtx)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}

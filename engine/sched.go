@@ -310,7 +310,7 @@ func (e *Engine) startPrompt(j *job) error {
 		s.ctx = c
 	}
 	c := s.ctx
-	s.settle, s.settleFailed = nil, false
+	s.settle, s.settleOff = nil, false
 	if j.cacheRAM {
 		// get_available_slot's prompt cache update: the slot's prompt
 		// saved, the cached prompt that keeps most of the new one loaded.
@@ -350,7 +350,7 @@ func (e *Engine) settle() bool {
 		if e.o.NoSettle || e.o.CacheReuse != CacheReuseExact {
 			break
 		}
-		if x.busy || x.ctx == nil || x.settleFailed {
+		if x.busy || x.ctx == nil || x.settleOff {
 			continue
 		}
 		if x.settle == nil {
@@ -381,7 +381,7 @@ func (e *Engine) settle() bool {
 	err := e.runner.Decode(model.SettleSpans(c, toks, c.NPast()))
 	e.mu.Lock()
 	if err != nil {
-		s.settle, s.settleFailed = nil, true // not again until the slot's next request
+		s.settle, s.settleOff = nil, true // not again until the slot's next request
 	} else if s.settle = s.settle[n:]; len(s.settle) == 0 {
 		s.settle = nil
 	}

@@ -55,3 +55,30 @@ func (m *Model) decodeSuffix(ctx uintptr, toks []int32, outputs int) error {
 	}
 	return nil
 }
+
+// Evaluate is llama-perplexity's evaluation of one chunk (tools/perplexity/perplexity.cpp): the cache
+// emptied (llama_memory_clear), then toks decoded from position 0 in llama_decode calls of nBatch tokens
+// (0: one call), each with its logits flags on the positions among the last outputs tokens. It returns the
+// outputs rows of NVocab logits in order.
+func (s *Session) Evaluate(toks []int32, outputs, nBatch int) ([]float32, error) {
+	if outputs < 0 || outputs > len(toks) || nBatch < 0 {
+		return nil, fmt.Errorf("reference: %d outputs of %d tokens in batches of %d", outputs, len(toks), nBatch)
+	}
+	if nBatch == 0 {
+		nBatch = len(toks)
+	}
+	if err := s.Truncate(0); err != nil {
+		return nil, err
+	}
+	first := len(toks) - outputs
+	var logits []float32
+	for b := 0; b < len(toks); b += nBatch {
+		e := min(b+nBatch, len(toks))
+		l, err := s.DecodeOutputs(toks[b:e], max(0, e-max(b, first)))
+		if err != nil {
+			return nil, err
+		}
+		logits = append(logits, l...)
+	}
+	return logits, nil
+}
