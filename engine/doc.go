@@ -26,9 +26,11 @@
 // last step. [Engine.Evaluate] decodes a sequence from position 0 in
 // llama_decode calls of a given size and returns the logits of its last
 // tokens (llama-perplexity's loop), each call run by the scheduler between
-// steps. Idle slots settle: their generated cells (computed one row at a
-// time) are re-evaluated as prompt rows so that a conversation's next turn
-// reuses them.
+// steps, as are SaveSlot, RestoreSlot and EraseSlot (llama-server's slot
+// actions: a slot's tokens, cell classes and cells in a checksummed file
+// naming the model). Idle slots settle: their generated cells (computed one
+// row at a time) are re-evaluated as prompt rows so that a conversation's
+// next turn reuses them.
 //
 // Follows. tools/server/server-context.cpp at the reference's commit:
 // get_available_slot, launch_slot_with_task (n_predict: the request's, else
