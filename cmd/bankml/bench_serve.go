@@ -215,19 +215,21 @@ type streamRun struct {
 }
 
 // bankml runs one greedy stream per prompt at once through e and times the
-// decode: the tokens after each stream's first over the time from the
-// earliest first token to the latest last one.
+// decode while every stream decodes: from the latest first token to the
+// earliest last one (a stream whose prompt went in a later step starts
+// later), the tokens all streams made in that window over its length, and
+// the process CPU time over the same window per such token.
 func (b *benchServeCmd) bankml(e *engine.Engine, prompts [][]int32) (streamRun, error) {
 	n := len(prompts)
 	out := streamRun{toks: make([][]int32, n)}
-	first, last := make([]time.Time, n), make([]time.Time, n)
+	stamps := make([][]time.Time, n)
 	per := make([]float64, n)
 	errs := make([]error, n)
 	p := sample.DefaultParams()
 	p.Temp = 0
 	var mu sync.Mutex
-	started := 0
-	var c0 time.Duration
+	started, finished := 0, 0
+	var c0, c1 time.Duration
 	var wg sync.WaitGroup
 	for s := range n {
 		wg.Add(1)
@@ -235,29 +237,50 @@ func (b *benchServeCmd) bankml(e *engine.Engine, prompts [][]int32) (streamRun, 
 			defer wg.Done()
 			req := engine.Request{Prompt: engine.Prompt{Tokens: prompts[s]}, Sampling: p, NPredict: b.Gen, IgnoreEOS: true, Slot: -1}
 			res, err := e.Generate(context.Background(), req, func(engine.Token) error {
-				now := time.Now()
-				if first[s].IsZero() {
-					first[s] = now
-					mu.Lock()
+				stamps[s] = append(stamps[s], time.Now())
+				mu.Lock()
+				switch len(stamps[s]) {
+				case 1:
 					if started++; started == n {
 						c0 = processCPU()
 					}
-					mu.Unlock()
+				case b.Gen:
+					if finished++; finished == 1 {
+						c1 = processCPU()
+					}
 				}
-				last[s] = now
+				mu.Unlock()
 				return nil
 			})
 			out.toks[s], per[s], errs[s] = res.Tokens, res.Timings.PredictedPerSecond(), err
 		}()
 	}
 	wg.Wait()
-	c1 := processCPU()
 	if err := errors.Join(errs...); err != nil {
 		return out, err
 	}
-	out.cpu = (c1 - c0).Seconds() / float64(n*(b.Gen-1))
-	t0, t1 := slices.MinFunc(first, time.Time.Compare), slices.MaxFunc(last, time.Time.Compare)
-	out.agg = float64(n*(b.Gen-1)) / t1.Sub(t0).Seconds()
+	t0, t1 := stamps[0][0], stamps[0][len(stamps[0])-1]
+	for _, st := range stamps {
+		if st[0].After(t0) {
+			t0 = st[0]
+		}
+		if st[len(st)-1].Before(t1) {
+			t1 = st[len(st)-1]
+		}
+	}
+	tokens := 0
+	for _, st := range stamps {
+		for _, t := range st {
+			if t.After(t0) && !t.After(t1) {
+				tokens++
+			}
+		}
+	}
+	if tokens == 0 || !t1.After(t0) {
+		return out, fmt.Errorf("the %d streams never decoded at the same time (use a larger --gen)", n)
+	}
+	out.agg = float64(tokens) / t1.Sub(t0).Seconds()
+	out.cpu = (c1 - c0).Seconds() / float64(tokens)
 	out.per = minMedMax(per)[1]
 	return out, nil
 }
@@ -343,8 +366,8 @@ func (b *benchServeCmd) table(stdout io.Writer, rows []benchServeRow) {
 	}
 	fmt.Fprintf(stdout, "\nEach stream: a %d-token prompt (distinct ids), %d greedy tokens (ignore_eos), all streams started at once.\n"+
 		"bankml: engine.Generate per stream, the scheduler running every stream's next token in one forward pass;\n"+
-		"aggregate = the streams' tokens after their first over the time from the earliest first token to the latest\n"+
-		"last; per-stream = the median stream's predicted_per_second. ref: one llama_context of N sequences\n"+
+		"aggregate = the tokens all streams made while all decoded (from the latest first token to the earliest last)\n"+
+		"over that time; per-stream = the median stream's predicted_per_second. ref: one llama_context of N sequences\n"+
 		"(n_seq_max = N), one llama_decode per step over all of them; aggregate = N*(gen-1) over the decode steps.\n"+
 		"CPU: the process's CPU seconds per decoded token over the same window (all streams started for bankml), and\n"+
 		"its 1-stream value over the N-stream one: the throughput ratio when the cores, not the clock, are shared.\n"+
