@@ -34,11 +34,13 @@ type EvalRequest struct {
 // the token after it). The calls of NBatch tokens carry the outputs that fall
 // in them, so the rows are the reference's for the same calls (a call
 // without outputs stops after the last layer's attention, as llama.cpp
-// does). The slot's cache keeps the sequence afterwards but none of it counts
-// as reusable by the determinism rule (see the package doc). It is the API
-// bankml perplexity scores through. Errors: an empty sequence, Outputs or
-// NBatch out of range, a token outside the vocabulary, a sequence longer than
-// the slot's context (wrapping ErrContextFull), a decode error; a
+// does). The scheduler runs the calls between its steps, one call at a time
+// (each a model.Context.DecodeOutputs). The slot's cache keeps the sequence
+// afterwards, each cell with the class it was computed with, so a later
+// request keeps of it what its fresh evaluation computes alike. It is the
+// API bankml perplexity scores through. Errors: an empty sequence, Outputs
+// or NBatch out of range, a token outside the vocabulary, a sequence longer
+// than the slot's context (wrapping ErrContextFull), a decode error; a
 // cancellation between calls returns ctx.Err().
 func (e *Engine) Evaluate(ctx context.Context, req EvalRequest) ([]float32, error) {
 	n := len(req.Tokens)
@@ -60,21 +62,11 @@ func (e *Engine) Evaluate(ctx context.Context, req EvalRequest) ([]float32, erro
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	s, err := e.acquire(ctx, req.Tokens, -1)
+	s, err := e.acquire(ctx, req.Tokens, -1, false)
 	if err != nil {
 		return nil, err
 	}
 	defer e.release(s)
-	c, err := e.context(s)
-	if err != nil {
-		return nil, err
-	}
-	if err := c.Truncate(0); err != nil {
-		return nil, fmt.Errorf("engine: %w", err)
-	}
-	// Nothing evaluated here counts as computed the way a fresh prompt
-	// evaluation computes it.
-	s.aligned = 0
 	nBatch := req.NBatch
 	if nBatch == 0 {
 		nBatch = n
@@ -82,15 +74,24 @@ func (e *Engine) Evaluate(ctx context.Context, req EvalRequest) ([]float32, erro
 	first := n - req.Outputs // the first output position
 	logits := make([]float32, 0, req.Outputs*e.m.HP.NVocab)
 	for b := 0; b < n; b += nBatch {
-		if err := ctx.Err(); err != nil {
+		end := min(b+nBatch, n)
+		_, err := e.submit(ctx, &job{s: s, act: func(c *model.Context) error {
+			if b == 0 {
+				if err := c.Truncate(0); err != nil {
+					return fmt.Errorf("engine: %w", err)
+				}
+			}
+			l, err := c.DecodeOutputs(req.Tokens[b:end], max(0, end-max(b, first)))
+			if err != nil {
+				return fmt.Errorf("engine: Evaluate: %w", err)
+			}
+			logits = append(logits, l...)
+			s.settleOff = true // an evaluated sequence is no conversation to settle
+			return nil
+		}})
+		if err != nil {
 			return nil, err
 		}
-		end := min(b+nBatch, n)
-		l, err := c.DecodeOutputs(req.Tokens[b:end], max(0, end-max(b, first)))
-		if err != nil {
-			return nil, fmt.Errorf("engine: Evaluate: %w", err)
-		}
-		logits = append(logits, l...)
 	}
 	return logits, nil
 }

@@ -67,5 +67,12 @@
 //     parallel.Pool (a packed matrix as one contiguous share per worker,
 //     walked front to back, the rest taken from the back of the others'
 //     shares: runShares), and TestMatMulIndependentOfWorkers and
-//     TestMatMulPackedIndependentOfWorkers check 1, 2, 3 and 8 workers.
+//     TestMatMulPackedIndependentOfWorkers check 1, 2, 3 and 8 workers. The
+//     path depends on the number of columns only for F32, F16 and BF16
+//     (tinyBLAS from two columns on) and repacked Q4_K (gemm for the columns
+//     in whole groups of four): MatMulPlanesAs and MatMulSharedAs give each
+//     column the class of the product it stands for (ColClass), so a batch
+//     of several sequences' columns computes each exactly as its own
+//     product would, all in one weight pass for the other types
+//     (TestMatMulAsIsTheFreshColumn).
 package quant

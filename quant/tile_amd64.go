@@ -9,6 +9,12 @@ import (
 func tileQ2_0AVX2(codes, scales *byte, nb int, qs *byte, dy *float32, nsum *int32, out *float32)
 
 //go:noescape
+func tileQ2_0AVX2Cols(codes, scales *byte, nb int, qs *byte, dy *float32, nsum *int32, k int, nc int, out *float32)
+
+//go:noescape
+func tileTQ2_0AVX2Cols(codes, scales *byte, nb int, qs *byte, d *float32, nbs *int32, k int, nc int, acc *float32, out *float32)
+
+//go:noescape
 func tileTQ2_0AVX2(codes, scales *byte, nb int, qs *byte, d *float32, nbs *int32, out *float32)
 
 //go:noescape
@@ -25,10 +31,14 @@ func tileQ2_0(l Level, codes, scales []byte, nb int, a *q8Act, c0, nc int, out [
 		i := c0 * a.k / QK8_0
 		tileQ2_0AVX512(&codes[0], &scales[0], nb, &a.qs[c0*a.k], &a.dy[i], &a.nsum[i], a.k, nc, &out[0])
 	case LevelAVX2:
-		for c := range nc {
-			i := (c0 + c) * a.k / QK8_0
-			tileQ2_0AVX2(&codes[0], &scales[0], nb, &a.qs[(c0+c)*a.k], &a.dy[i], &a.nsum[i], &out[16*c])
+		if nc > 1 {
+			// The columns share each block's unpacked codes.
+			i := c0 * a.k / QK8_0
+			tileQ2_0AVX2Cols(&codes[0], &scales[0], nb, &a.qs[c0*a.k], &a.dy[i], &a.nsum[i], a.k, nc, &out[0])
+			return
 		}
+		i := c0 * a.k / QK8_0
+		tileQ2_0AVX2(&codes[0], &scales[0], nb, &a.qs[c0*a.k], &a.dy[i], &a.nsum[i], &out[0])
 	default:
 		tileQ2_0Go(codes, scales, nb, a, c0, nc, out)
 	}
@@ -212,10 +222,15 @@ func tileTQ2_0(l Level, codes, scales []byte, nb int, a *q8KAct, c0, nc int, out
 			tileTQ2_0AVX512(&codes[0], &scales[0], nb, &a.qs[i*QK_K], &a.d[i], &a.nb[8*i], &out[16*c])
 		}
 	case LevelAVX2:
-		for c := range nc {
-			i := (c0 + c) * a.k / QK_K
-			tileTQ2_0AVX2(&codes[0], &scales[0], nb, &a.qs[i*QK_K], &a.d[i], &a.nb[8*i], &out[16*c])
+		if nc >= 2 {
+			// The columns share each lane group's unpacked codes.
+			_ = acc[128*nc-1]
+			i := c0 * a.k / QK_K
+			tileTQ2_0AVX2Cols(&codes[0], &scales[0], nb, &a.qs[i*QK_K], &a.d[i], &a.nb[8*i], a.k, nc, &acc[0], &out[0])
+			return
 		}
+		i := c0 * a.k / QK_K
+		tileTQ2_0AVX2(&codes[0], &scales[0], nb, &a.qs[i*QK_K], &a.d[i], &a.nb[8*i], &out[0])
 	default:
 		tileTQ2_0Go(codes, scales, nb, a, c0, nc, out)
 	}

@@ -60,6 +60,7 @@ var (
 // llamaFlags is the table llamaArgs reads (common/arg.cpp's names; its line for each in the comment).
 var llamaFlags = slices.Concat([]llamaFlag{
 	// Flags bankml has under another spelling.
+	{names: []string{"-cram", "--cache-ram"}, cmds: onServe, to: "--cache-ram"},                                              // arg.cpp:1713
 	{names: []string{"-sys", "--system-prompt"}, cmds: onRun, to: "--system"},                                                // arg.cpp:1773
 	{names: []string{"-cnv", "--conversation"}, cmds: onRun, to: "--chat"},                                                   // arg.cpp:1898
 	{names: []string{"-no-cnv", "--no-conversation"}, cmds: onRun, to: "--no-chat"},                                          // arg.cpp:1898
@@ -76,8 +77,8 @@ var llamaFlags = slices.Concat([]llamaFlag{
 	// Flags that only tune what bankml does not have.
 	{names: []string{"-ngl", "--gpu-layers", "--n-gpu-layers"}, cmds: onBoth, value: "N", check: checkGPULayers, why: "bankml runs on the CPU only"},                                                                          // arg.cpp:2784
 	{names: []string{"-fa", "--flash-attn"}, cmds: onBoth, value: "on|off|auto", check: checkFlashAttn, why: "bankml always runs flash attention, as llama.cpp's default auto does on the CPU"},                               // arg.cpp:1751
-	{names: []string{"-cb", "--cont-batching"}, cmds: onBoth, why: "each bankml slot decodes on its own (no shared batch to switch)"},                                                                                         // arg.cpp:2566
-	{names: []string{"-nocb", "--no-cont-batching"}, cmds: onBoth, why: "each bankml slot decodes on its own (no shared batch to switch)"},                                                                                    // arg.cpp:2566
+	{names: []string{"-cb", "--cont-batching"}, cmds: onBoth, why: "the engine always batches every slot's work into one forward pass (llama-server's default, -cb)"},                                                         // arg.cpp:2566
+	{names: []string{"-nocb", "--no-cont-batching"}, cmds: onBoth, why: "the engine always batches every slot's work into one forward pass (llama-server's default, -cb)"},                                                    // arg.cpp:2566
 	{names: []string{"-lm", "--load-mode"}, cmds: onBoth, value: "MODE", check: oneOf("auto", "none", "mmap", "mlock", "mmap+mlock", "dio"), why: "bankml memory-maps the model file (only memory use differs, not results)"}, // arg.cpp:2686
 	{names: []string{"--mlock"}, cmds: onBoth, why: "bankml memory-maps the model file and does not lock it in RAM (only memory use differs, not results)"},                                                                   // older llama.cpp
 	{names: []string{"--no-mmap"}, cmds: onBoth, why: "bankml memory-maps the model file (only memory use differs, not results)"},                                                                                             // older llama.cpp
@@ -193,7 +194,7 @@ const llamaNoDownload = "bankml downloads nothing: pass a local GGUF file as MOD
 var llamaOther = map[string]string{
 	"-cl": "--cache-list", "-Cr": "--cpu-range", "-Cb": "--cpu-mask-batch", "-Crb": "--cpu-range-batch",
 	"-lcs": "--lookup-cache-static", "-lcd": "--lookup-cache-dynamic", "-ctxcp": "--ctx-checkpoints",
-	"-cms": "--checkpoint-min-step", "-cram": "--cache-ram", "-sysf": "--system-prompt-file",
+	"-cms": "--checkpoint-min-step", "-sysf": "--system-prompt-file",
 	"-bf": "--binary-file", "-ptc": "--print-token-count", "-if": "--interactive-first",
 	"-mli": "--multiline-input",
 	"-gan": "--grp-attn-n", "-gaw": "--grp-attn-w", "-nr": "--no-repack", "-mm": "--mmproj",

@@ -38,7 +38,7 @@ func TestLlamaArgs(t *testing.T) {
 		{in: []string{"serve", "-m", "m.gguf", "-ngl", "99", "-fa", "on", "-cb", "-nocb", "-to", "5", "-lm", "mmap"},
 			want: []string{"serve", "-m", "m.gguf", "--timeout", "5"},
 			warn: "-ngl 99 ignored: bankml runs on the CPU only|-fa on ignored: bankml always runs flash attention, as llama.cpp's default auto does on the CPU|" +
-				"-cb ignored: each bankml slot decodes on its own (no shared batch to switch)|-nocb ignored: each bankml slot decodes on its own (no shared batch to switch)|" +
+				"-cb ignored: the engine always batches every slot's work into one forward pass (llama-server's default, -cb)|-nocb ignored: the engine always batches every slot's work into one forward pass (llama-server's default, -cb)|" +
 				"-lm mmap ignored: bankml memory-maps the model file (only memory use differs, not results)"},
 		{in: []string{"run", "m.gguf", "-ngl=all", "-fa", "auto"}, want: []string{"run", "m.gguf"}, warn: "-ngl all ignored: bankml runs on the CPU only|-fa auto ignored: bankml always runs flash attention, as llama.cpp's default auto does on the CPU"},
 		{in: []string{"run", "m.gguf", "-p", "-ngl"}, want: []string{"run", "m.gguf", "-p", "-ngl"}}, // a prompt, as in llama.cpp
@@ -155,7 +155,7 @@ func TestLlamaArgs(t *testing.T) {
 		{in: []string{"run", "m.gguf", "-kvu"}, err: "run: -kvu: not supported by bankml: one KV cache shared by all slots (llama.cpp's unified cache) is not implemented"},
 		{in: []string{"run", "m.gguf", "-no-kvu"}, err: "run: -no-kvu is a flag of bankml serve only"},
 		{in: []string{"run", "m.gguf", "-rea", "on"}, err: "run: llama.cpp's -rea (--reasoning) is not supported by bankml run"},
-		{in: []string{"serve", "m.gguf", "-cram", "0"}, err: "serve: llama.cpp's -cram (--cache-ram) is not supported by bankml serve"},
+		{in: []string{"serve", "m.gguf", "-cram", "64"}, want: []string{"serve", "m.gguf", "--cache-ram", "64"}},
 		{in: []string{"run", "m.gguf", "-dio"}, err: "run: unknown flag -dio: bankml's single-dash flags are one letter"},
 		{in: []string{"run", "m.gguf", "-pOnce"}, err: "run: unknown flag -pOnce"},
 		// A flag given again: arg.cpp warns for each repeat of the same spelling (arg.cpp:826), the last one counts.
