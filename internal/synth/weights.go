@@ -39,8 +39,8 @@ type generator struct {
 	t     gguf.GGMLType
 	rng   rand.ChaCha8
 	kind  valueKind // F32 values other than weights: norms, biases, rope factors
-	scale float64 // block types: the base scale d; float types: the value of one unit of the random integer
-	extra []byte  // Q2_0: the random bytes of a chunk (two per qs byte), reused
+	scale float64   // block types: the base scale d; float types: the value of one unit of the random integer
+	extra []byte    // Q2_0: the random bytes of a chunk (two per qs byte), reused
 }
 
 // minScale returns the f16 bits of a K-quant's dmin for the block scale bits d: kMin[t] times d, exact in float32
