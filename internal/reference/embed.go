@@ -176,3 +176,38 @@ func (m *Model) TraceEmbed(prompt []int32, pooling, threads int, keep func(name 
 	tr.tensors = nil
 	return out, e, nil
 }
+
+var (
+	normOnce sync.Once
+	normFn   func(inp, out *float32, n, norm int32)
+	normErr  error
+)
+
+// EmbdNormalize calls libllama-common's common_embd_normalize(inp, out,
+// len(inp), norm) (common/common.cpp; the C++ symbol
+// _Z21common_embd_normalizePKfPfii takes plain pointers and ints) and
+// returns out.
+func (l *Lib) EmbdNormalize(inp []float32, norm int) ([]float32, error) {
+	normOnce.Do(func() {
+		h, err := dlopen(filepath.Join(l.dir, "libllama-common.so"), rtldNow|rtldGlobal)
+		if err != nil {
+			normErr = fmt.Errorf("reference: dlopen libllama-common.so: %w", err)
+			return
+		}
+		sym, err := dlsym(h, "_Z21common_embd_normalizePKfPfii")
+		if err != nil {
+			normErr = fmt.Errorf("reference: dlsym common_embd_normalize: %w", err)
+			return
+		}
+		purego.RegisterFunc(&normFn, sym)
+	})
+	if normErr != nil {
+		return nil, normErr
+	}
+	if len(inp) == 0 {
+		return []float32{}, nil
+	}
+	out := make([]float32, len(inp))
+	normFn(&inp[0], &out[0], int32(len(inp)), int32(norm))
+	return out, nil
+}
