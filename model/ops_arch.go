@@ -68,10 +68,10 @@ func layerNorm(y, x, w, b []float32, eps float32) {
 // rounded to half by the software conversion (fp16Soft).
 var geluTable = sync.OnceValue(func() *[1 << 16]uint16 {
 	const (
-		coefA        = float32(0.044715)
-		sqrt2OverPi  = float32(0.79788456080286535587989211986876)
-		half         = float32(0.5)
-		one  float32 = 1
+		coefA               = float32(0.044715)
+		sqrt2OverPi         = float32(0.79788456080286535587989211986876)
+		half                = float32(0.5)
+		one         float32 = 1
 	)
 	t := new([1 << 16]uint16)
 	for i := range t {
