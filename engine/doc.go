@@ -1,82 +1,80 @@
-// Package engine runs completions the way a llama-server v0.5.0 slot runs
-// them: it tokenizes a prompt, keeps the slot's cached prefix, evaluates the
-// rest, samples with llama.cpp's sampler chain, and stops on an
-// end-of-generation token, a stop string, n_predict or a full context, with
-// llama-server's counts, finish reasons and timings. Package serve puts the
-// HTTP APIs (OpenAI, Ollama, llama-server's own) on top of it.
+// Package engine runs completions the way llama-server v0.5.0 runs them:
+// slots, one forward pass per step over every slot's work, llama.cpp's
+// sampler chain, stop strings and counts — with every answer equal to the
+// request's answer alone. Package serve puts the HTTP APIs on top of it.
 //
 // # Design record
 //
-// What. An Engine owns Parallel slots (llama-server's --parallel), each a
-// [model.Context] with its own KV cache, created on first use. Generate waits
-// for a slot in a bounded queue ([ErrQueueFull] beyond QueueSize; llama-server's
-// is unbounded), served in arrival order whenever a slot frees, as
-// llama-server retries its deferred tasks (a request for a busy id_slot does
-// not hold back one that a free slot can take); it picks the slot as get_available_slot does (the free slot whose cached
-// tokens share the longest common prefix with the prompt, as a fraction of
-// the prompt above slot_prompt_similarity 0.1; else the least recently used
-// free slot, ties to the highest id), keeps the cached prefix that the
-// determinism rule below allows (cache_prompt), evaluates the rest, then builds a
-// fresh [sample.Chain] for the request, accepts every prompt token into it
-// (server_slot::init_sampler) and generates token by token.
+// What. An Engine owns one model.Runner (the process's one pool of Threads
+// workers and matmul buffers) and Parallel slots (--parallel), each a
+// [model.Context] holding only its KV cache, made on first use. Generate
+// waits for a slot in a bounded queue ([ErrQueueFull] beyond QueueSize;
+// llama-server's is unbounded), served in arrival order whenever a slot
+// frees (a request for a busy id_slot does not hold back one that a free
+// slot can take); it picks the slot as get_available_slot does (the free
+// slot whose cached tokens share the longest common prefix with the prompt,
+// as a fraction of the prompt above slot_prompt_similarity 0.1; else the
+// least recently used, ties to the highest id). The request then hands its
+// prompt, and after each sampled token that token, to the scheduler as a
+// job and waits for the logits; it samples with its own fresh
+// [sample.Chain] (every prompt token accepted first, init_sampler), applies
+// the stop rules and calls onToken on its own goroutine. The scheduler (one
+// goroutine, llama-server's update_slots) runs steps: one Runner.Decode over
+// the next token of every generating request and up to BatchSize prompt rows
+// of requests in prompt processing (arrival order; cut at multiples of 64
+// inside a prompt), waiting up to 10 ms for requests still sampling from the
+// last step. Idle slots settle: their generated cells (computed one row at a
+// time) are re-evaluated as prompt rows so that a conversation's next turn
+// reuses them.
 //
 // Follows. tools/server/server-context.cpp at the reference's commit:
-// get_available_slot (slot choice), launch_slot_with_task (n_predict: the
-// request's, else the server's -1), update_slots (the context limit
-// "request (N tokens) exceeds the available context size (M tokens), try
-// increasing it" with exceed_context_size_error, cache_prompt's common
-// prefix), process_token (the text released per token: nothing while the
-// generated text ends inside a UTF-8 sequence, validate_utf8's rule; the
-// full stop-string search over the unsent text from word.size() +
-// last-token-size back, the cut at the stop string; nothing released while a
-// suffix of the unsent text is a prefix of a stop string,
-// string_find_partial_stop; then, in this order, the context limit without
-// context shift (n_past + 1 >= n_ctx: finish "length", llama-server's
-// default since ctx_shift is off), the n_predict budget, and an
-// end-of-generation token, whose piece is rendered without special tokens),
-// server_slot_stats (timings: prompt_n, prompt_ms, predicted_n,
-// predicted_ms, cache_n), send_final_response (content, stopping_word,
+// get_available_slot, launch_slot_with_task (n_predict: the request's, else
+// -1), update_slots (one batch over all slots; the refusal "request (N
+// tokens) exceeds the available context size (M tokens), try increasing
+// it" with exceed_context_size_error; cache_prompt's common prefix),
+// process_token (text released per token: nothing while the text ends
+// inside a UTF-8 sequence, validate_utf8; the full stop-string search from
+// word.size() + last-token-size back; nothing released while a suffix is a
+// prefix of a stop string, string_find_partial_stop; then the context
+// limit without context shift (n_past + 1 >= n_ctx: "length"), n_predict,
+// an end-of-generation token, rendered without special tokens),
+// server_slot_stats (timings), send_final_response (content, stopping_word,
 // stop_type, tokens_cached, probs_output less the stop word's tokens), and
-// server-schema.cpp's ignore_eos (a -Inf logit bias on every EOG token).
+// server-schema.cpp's ignore_eos (a -Inf bias on every EOG token). Counts
+// as llama-server's: Result.Tokens holds every sampled token, EOG included
+// (completion_tokens, predicted_n); CachedTokens is cache_n; n_predict 0
+// samples one token.
 //
-// Counts as llama-server counts them: Result.Tokens holds every sampled
-// token, the end-of-generation token included (stats.n_gen, the
-// completion_tokens of the usage block and timings.predicted_n);
-// Result.CachedTokens is timings.cache_n, the prompt tokens taken from the
-// slot's cache; PromptTokens is the whole prompt (usage.prompt_tokens).
-// n_predict 0 samples one token and stops with "length": process_token checks
-// the budget only after a token was sampled (the schema's description says no
-// token is generated; the code samples one).
+// Deliberate differences. llama-server puts all slots' tokens in one
+// llama_batch, whose micro-batches and unified KV cache make a request's
+// logits depend on the others; here every row of a step carries the class
+// of its fresh evaluation (model.Span: its micro-batch's size and row) and
+// is computed with exactly that arithmetic, attention over its own slot's
+// cache: decode columns of all slots share one weight pass wherever the
+// matrix's chain is per output (every type but F32/F16/BF16 and repacked
+// Q4_K, which run per class), so batching changes no bit. Cache reuse
+// (CacheReuse "exact", the default) keeps the longest cached prefix whose
+// cells the fresh evaluation of the new prompt computes alike
+// (model.Context.ExactPrefix: same tokens, same cell classes) at any length,
+// and evaluates the rest with the fresh evaluation's classes; "server"
+// keeps llama-server's whole common prefix (its cache_n, and answers that
+// depend on the slot's history, as llama-server's do). Segments of a chat
+// prompt are tokenized so that a control-token text typed in a message
+// stays text (see Prompt). Not implemented: the RAM prompt cache
+// (--cache-ram), speculative decoding, multimodal prompts, n_indent,
+// t_max_predict_ms, n_keep, context shift.
 //
-// Deliberate differences. Segments of a chat prompt are tokenized so that a
-// control-token text typed in a message stays text (see Prompt); where no
-// message holds such a text the tokens are exactly llama-server's. The
-// RAM prompt cache (--cache-ram, prompt_save/prompt_load) is not
-// reproduced: only the slot's own cache is reused, so cache_n can be smaller
-// than llama-server's when its prompt cache would have restored an older
-// prompt. The prefix kept by cache_prompt is limited for determinism (below)
-// unless Options.ServerPrefixReuse. Speculative
-// decoding, multimodal prompts, n_indent, t_max_predict_ms, n_keep and
-// context shift are not implemented.
-//
-// Determinism contract. The tokens of an answer are a function of the request
-// alone (prompt, sampling parameters with a fixed seed, stops, n_predict,
-// ignore_eos), never of which other requests ran or which slot served it:
-// every answer equals the one a fresh llama-server would give. This needs a
-// rule llama-server does not have. The logits of a batch depend on how the
-// positions were split into micro-batches, in the reference as in bankml
-// (bit-identical to each other split for split): on stories260K a prompt whose
-// last one or two tokens are evaluated after a cached prefix gives other
-// logits than the whole prompt at once, and on the synthetic qwen3 model any
-// split inside the first 512 positions changes every logit. llama-server,
-// which keeps the whole common prefix, therefore answers a repeated request
-// differently from the first time it saw it. So by default cache_prompt keeps
-// only the part of the common prefix that was computed in full micro-batches
-// of model.NUbatch starting at multiples of model.NUbatch (what a fresh
-// evaluation computes the same way), and evaluates the rest in a fresh
-// evaluation's micro-batches; cache_n (CachedTokens) reports what was kept,
-// so it is 0 for prompts under 512 tokens and a multiple of 512 otherwise.
-// Options.ServerPrefixReuse keeps llama-server's whole reusable prefix
-// instead (its cache_n, its speed, its dependence on history).
-// TestAnswersUnderLoadEqualSingle checks the default under concurrent load.
+// Determinism contract. The tokens of an answer are a function of the
+// request alone (prompt, sampling parameters with a fixed seed, stops,
+// n_predict, ignore_eos), never of which other requests ran beside it, in
+// which step its rows ran, or what its slot held: every answer equals the
+// reference's single-sequence answer (a fresh llama_context evaluating the
+// prompt in micro-batches of 512 from position 0, then one token at a
+// time). One caveat is the reference's own: the tiled attention kernel
+// (64 rows or more) carries the masked cells of a row's last tile into its
+// chains with weight 0, so a cell there that differs from the fresh
+// evaluation's (a reused prefix's neighbour) could change the sign of an
+// all-zero accumulator; finite values change nothing else.
+// TestBatchedAnswersMatchReference and TestConversationsReuseExactly check
+// the contract under load and across turns.
 package engine

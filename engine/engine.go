@@ -49,77 +49,130 @@ func (e *ContextError) Error() string {
 // Is makes errors.Is(err, ErrContextFull) hold.
 func (e *ContextError) Is(target error) bool { return target == ErrContextFull }
 
+// CacheReuse is how cache_prompt keeps a slot's cache (serve --cache-reuse).
+type CacheReuse string
+
+const (
+	// CacheReuseExact keeps the longest cached prefix whose cells a fresh
+	// evaluation of the new prompt computes alike
+	// (model.Context.ExactPrefix), and evaluates the rest with the fresh
+	// evaluation's arithmetic: every answer equals the answer of a fresh
+	// slot. The default.
+	CacheReuseExact CacheReuse = "exact"
+	// CacheReuseServer keeps every token llama-server keeps
+	// (model.ReusablePrefix: the whole common prefix) and evaluates the rest
+	// in micro-batches from there, as llama-server does: its cache_n, and
+	// answers that depend on what the slot ran before, as llama-server's do.
+	CacheReuseServer CacheReuse = "server"
+)
+
+// ParseCacheReuse checks a --cache-reuse value: "exact" or "server".
+func ParseCacheReuse(s string) (CacheReuse, error) {
+	switch c := CacheReuse(s); c {
+	case CacheReuseExact, CacheReuseServer:
+		return c, nil
+	}
+	return "", fmt.Errorf("engine: cache reuse %q: want exact or server", s)
+}
+
 // Options configure an Engine (llama-server's flags where they exist).
 type Options struct {
 	NCtx        int // per slot, in tokens (-c); 0: the model's training context. Resolved by model.ContextSize.
-	Threads     int // matmul workers per slot (-t); 0: 1
+	Threads     int // matmul workers of the engine, shared by every slot (-t); 0: 1
 	AttnThreads int // the reference thread count mirrored by split-KV attention; 0: Threads
 	Parallel    int // slots (--parallel / -np); 0: 1
 	QueueSize   int // requests allowed to wait for a slot; beyond: ErrQueueFull (the server's 429); 0: none wait
+	// BatchSize bounds the prompt rows of one step over all slots (llama-server's -b n_batch, 2048 there);
+	// decode rows come on top. 0: model.NUbatch (512).
+	BatchSize int
 
 	// SuppressTokens are the model's tokenizer.ggml.suppress_tokens, banned in every chain as llama.cpp
 	// bans them (read them with sample.SuppressTokens(f, m.HP.NVocab)); nil for a model without.
 	SuppressTokens []int32
 
-	// ServerPrefixReuse makes cache_prompt reuse every token llama-server
-	// reuses (model.ReusablePrefix) instead of only the prefix computed in
-	// the micro-batches a fresh evaluation of the new prompt uses. Answers
-	// then depend on what the slot ran before, as llama-server's do (see
-	// the package doc); off by default.
-	ServerPrefixReuse bool
+	// CacheReuse is cache_prompt's rule: CacheReuseExact ("" too) or CacheReuseServer.
+	CacheReuse CacheReuse
+	// ModelID identifies the model file in slot files (SaveSlot,
+	// RestoreSlot: a file saved from another model is refused); serve
+	// passes the file's sha256. Slot files need it.
+	ModelID string
+	// NoSettle turns off settling (the scheduler re-evaluating an idle
+	// slot's generated cells so that a conversation's next turn reuses
+	// them under CacheReuseExact); benchmarks that must not share the CPU
+	// with it set it.
+	NoSettle bool
 }
 
 // Engine serves completions over Parallel slots of one model. Its methods
 // are safe for concurrent use.
 type Engine struct {
-	m     *model.Model
-	tok   tokenizer.Tokenizer
-	tmpl  *chat.Template
-	o     Options
-	nCtx  int
-	smodl sample.Model
-	eogs  []int32
+	m      *model.Model
+	tok    tokenizer.Tokenizer
+	tmpl   *chat.Template
+	o      Options
+	nCtx   int
+	smodl  sample.Model
+	eogs   []int32
+	runner *model.Runner // the one pool of workers and matmul buffers, run by the scheduler
 
-	mu      sync.Mutex
-	slots   []*slot
-	waiters []*waiter
-	closed  bool
-	clock   int64 // logical time of slot use, for LRU
+	mu       sync.Mutex
+	slots    []*slot
+	waiters  []*waiter
+	queue    []*job // submitted jobs, in arrival order (the scheduler's)
+	closed   bool
+	clock    int64 // logical time of slot use, for LRU
+	wake     chan struct{}
+	loopDone chan struct{}
+	stats    stepStats
+	tasks    int64 // requests that took a slot so far (id_task)
+	releases int   // slot releases so far
+	quiet    int   // releases as of the scheduler's last finding nothing to do
 }
 
-// slot is one llama-server slot: a context and its bookkeeping.
+// slot is one llama-server slot: a context and its bookkeeping. ctx and
+// settle belong to the scheduler; the rest is under Engine.mu.
 type slot struct {
 	id       int
 	ctx      *model.Context // nil until first use
+	settle   []int32        // tokens being re-evaluated by settling, after ctx's
 	busy     bool
 	lastUsed int64     // Engine.clock at the last release; 0: never used
 	usedAt   time.Time // wall time of the last release
-	tokens   []int32   // cached tokens (ctx.Tokens()) as of the last release, for slot choice
-	// aligned is how many leading cached positions (a multiple of
-	// model.NUbatch) were computed in full micro-batches starting at
-	// multiples of model.NUbatch: the ones a fresh evaluation computes alike.
-	aligned int
+	tokens   []int32   // cached tokens as of the last step, for slot choice
+	kvBytes  uint64    // the KV cache's memory as of the last step
+	task     *slotTask // the current or last request
+	// awaiting is when the slot's request got logits and went to sample
+	// (zero: not sampling).
+	awaiting time.Time
 }
 
 // waiter is a request waiting for a slot.
 type waiter struct {
 	prompt []int32
-	want   int // requested slot id or -1
+	want   int  // requested slot id or -1
+	action bool // a slot action: not bounded by QueueSize
 	ch     chan *slot
 }
 
 // New makes an engine over a loaded model, its tokenizer and (optionally;
-// nil for completion-only use) its chat template. It loads nothing itself and
-// creates the Parallel slots' contexts lazily (each a *model.Context with its
-// own KV cache and matmul pool). The context size per slot is
-// m.ContextSize(o.NCtx) (llama-server's rule). Errors: negative options,
-// a tokenizer whose vocabulary size differs from the model's.
+// nil for completion-only use) its chat template. It starts the engine's
+// pool of Threads workers and its scheduler (Close stops them); the
+// Parallel slots' contexts (each a *model.Context with its own KV cache)
+// are made on first use. The context size per slot is m.ContextSize(o.NCtx)
+// (llama-server's rule). Errors: negative options, an unknown CacheReuse, a
+// tokenizer whose vocabulary size differs from the model's.
 func New(m *model.Model, tok tokenizer.Tokenizer, tmpl *chat.Template, o Options) (*Engine, error) {
 	if m == nil || tok == nil {
 		return nil, errors.New("engine: New needs a model and its tokenizer")
 	}
-	if o.NCtx < 0 || o.Threads < 0 || o.AttnThreads < 0 || o.Parallel < 0 || o.QueueSize < 0 {
+	if o.NCtx < 0 || o.Threads < 0 || o.AttnThreads < 0 || o.Parallel < 0 || o.QueueSize < 0 || o.BatchSize < 0 {
 		return nil, fmt.Errorf("engine: negative option in %+v", o)
+	}
+	if o.CacheReuse == "" {
+		o.CacheReuse = CacheReuseExact
+	}
+	if _, err := ParseCacheReuse(string(o.CacheReuse)); err != nil {
+		return nil, err
 	}
 	if tok.NVocab() != m.HP.NVocab {
 		return nil, fmt.Errorf("engine: the tokenizer has %d tokens and the model %d", tok.NVocab(), m.HP.NVocab)
@@ -133,17 +186,30 @@ func New(m *model.Model, tok tokenizer.Tokenizer, tmpl *chat.Template, o Options
 	if o.Parallel == 0 {
 		o.Parallel = 1
 	}
+	if o.BatchSize == 0 {
+		o.BatchSize = model.NUbatch
+	}
 	n, _, err := m.ContextSize(o.NCtx)
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
-	e := &Engine{m: m, tok: tok, tmpl: tmpl, o: o, nCtx: n, eogs: tok.EOGs()}
+	run, err := m.NewRunner(o.Threads)
+	if err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	e := &Engine{m: m, tok: tok, tmpl: tmpl, o: o, nCtx: n, eogs: tok.EOGs(), runner: run,
+		wake: make(chan struct{}, 1), loopDone: make(chan struct{})}
 	e.smodl = sample.Model{NVocab: m.HP.NVocab, SuppressTokens: o.SuppressTokens, Vocab: vocabAdapter{tok}}
 	for i := range o.Parallel {
 		e.slots = append(e.slots, &slot{id: i})
 	}
+	go e.loop()
 	return e, nil
 }
+
+// Workers is the number of matmul workers the engine runs (Options.Threads,
+// whatever the number of slots).
+func (e *Engine) Workers() int { return e.runner.Workers() }
 
 // vocabAdapter gives DRY's sequence-breaker preprocessing the tokenizer
 // (sample.Vocab: a token's text as llama_vocab::detokenize({id}, false, true),
@@ -155,22 +221,24 @@ func (v vocabAdapter) TokenText(id int32) string {
 }
 func (v vocabAdapter) Tokenize(s string) []int32 { return v.t.Tokenize(s, false, false) }
 
-// Close stops every slot's workers. Generate calls in flight must have
-// returned; later calls fail with ErrClosed. Closing twice is harmless.
+// Close stops the scheduler and the workers. Generate calls in flight
+// fail with ErrClosed (their jobs are dropped); later calls fail with
+// ErrClosed. Closing twice is harmless.
 func (e *Engine) Close() error {
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.closed = true
-	for _, s := range e.slots {
-		if s.ctx != nil && !s.busy {
-			s.ctx.Close()
-			s.ctx = nil
-		}
+	if e.closed {
+		e.mu.Unlock()
+		return nil
 	}
+	e.closed = true
 	for _, w := range e.waiters {
 		close(w.ch)
 	}
 	e.waiters = nil
+	e.mu.Unlock()
+	e.signal()
+	<-e.loopDone
+	e.runner.Close()
 	return nil
 }
 
@@ -194,6 +262,26 @@ type SlotInfo struct {
 	NPast    int       // tokens held in the slot's KV cache (n_past / n_tokens)
 	LastUsed time.Time // when the slot last finished a request; zero if never
 	KVBytes  uint64    // memory of the slot's KV cache
+	// Task is the request the slot runs or ran last (nil: none yet), as
+	// server_slot::to_json reports its task.
+	Task *SlotTask
+}
+
+// SlotTask is a slot's current or last request as GET /slots reports it
+// (server_slot::to_json).
+type SlotTask struct {
+	ID                int64         // id_task: the engine's count of requests
+	Sampling          sample.Params // params
+	NPredict          int           // n_predict
+	IgnoreEOS         bool
+	PostSamplingProbs bool
+	PromptTokens      int    // n_prompt_tokens
+	PromptProcessed   int    // n_prompt_tokens_processed
+	PromptCached      int    // n_prompt_tokens_cache
+	Decoded           int    // next_token.n_decoded
+	HasNext           bool   // next_token.has_next_token: still generating
+	Prompt            string // the prompt's tokens detokenized, special tokens rendered
+	Generated         string // the text generated so far
 }
 
 // Slots reports every slot's state, in id order.
@@ -202,12 +290,22 @@ func (e *Engine) Slots() []SlotInfo {
 	defer e.mu.Unlock()
 	out := make([]SlotInfo, len(e.slots))
 	for i, s := range e.slots {
-		out[i] = SlotInfo{ID: s.id, Busy: s.busy, NPast: len(s.tokens), LastUsed: s.usedAt}
-		if s.ctx != nil && !s.busy {
-			out[i].KVBytes = s.ctx.KVBytes()
+		out[i] = SlotInfo{ID: s.id, Busy: s.busy, NPast: len(s.tokens), LastUsed: s.usedAt, KVBytes: s.kvBytes}
+		if t := s.task; t != nil {
+			c := t.SlotTask
+			c.Prompt = string(e.tok.Detokenize(t.prompt, false, true))
+			c.Generated = string(t.gen)
+			out[i].Task = &c
 		}
 	}
 	return out
+}
+
+// slotTask is a slot's request as Slots reports it (under Engine.mu).
+type slotTask struct {
+	SlotTask
+	prompt []int32
+	gen    []byte
 }
 
 // QueueLen is the number of requests waiting for a slot.
@@ -262,16 +360,25 @@ func (e *Engine) pick(prompt []int32, want int) *slot {
 }
 
 // acquire waits for a slot for prompt (ErrQueueFull, ErrClosed, ctx.Err()).
-func (e *Engine) acquire(ctx context.Context, prompt []int32, want int) (*slot, error) {
+// A slot action (save, restore, erase: action set) waits for its slot
+// without the queue's bound, as llama-server defers such a task until the
+// slot is free.
+func (e *Engine) acquire(ctx context.Context, prompt []int32, want int, action bool) (*slot, error) {
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()
 		return nil, ErrClosed
 	}
-	w := &waiter{prompt: prompt, want: want, ch: make(chan *slot, 1)}
+	w := &waiter{prompt: prompt, want: want, action: action, ch: make(chan *slot, 1)}
 	e.waiters = append(e.waiters, w)
 	e.dispatch()
-	if len(e.waiters) > e.o.QueueSize && e.waiters[len(e.waiters)-1] == w {
+	queued := 0
+	for _, x := range e.waiters {
+		if !x.action {
+			queued++
+		}
+	}
+	if !action && queued > e.o.QueueSize && e.waiters[len(e.waiters)-1] == w {
 		e.waiters = e.waiters[:len(e.waiters)-1]
 		e.mu.Unlock()
 		return nil, ErrQueueFull
@@ -309,21 +416,17 @@ func (e *Engine) acquire(ctx context.Context, prompt []int32, want int) (*slot, 
 func (e *Engine) release(s *slot) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if s.ctx != nil {
-		s.tokens = s.ctx.Tokens()
-	}
 	e.clock++
 	s.lastUsed = e.clock
 	s.usedAt = time.Now()
 	s.busy = false
+	s.awaiting = time.Time{}
+	e.releases++
 	if e.closed {
-		if s.ctx != nil {
-			s.ctx.Close()
-			s.ctx = nil
-		}
 		return
 	}
 	e.dispatch()
+	e.signal() // the slot may settle
 }
 
 // dispatch hands free slots to the waiters in arrival order, each taking
@@ -340,17 +443,4 @@ func (e *Engine) dispatch() {
 		}
 		i++
 	}
-}
-
-// context returns s's model context, creating it on first use.
-func (e *Engine) context(s *slot) (*model.Context, error) {
-	if s.ctx == nil {
-		c, err := e.m.NewContext(e.nCtx, e.o.Threads)
-		if err != nil {
-			return nil, fmt.Errorf("engine: slot %d: %w", s.id, err)
-		}
-		c.SetAttnThreads(e.o.AttnThreads)
-		s.ctx = c
-	}
-	return s.ctx, nil
 }

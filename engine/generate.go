@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/bankml/bankml/chat"
-	"github.com/bankml/bankml/model"
 	"github.com/bankml/bankml/sample"
 )
 
@@ -118,9 +117,10 @@ type Request struct {
 	// logit_bias_eog); the caller must not add them itself.
 	IgnoreEOS bool
 	// CachePrompt is llama-server's cache_prompt (its default is true):
-	// reuse the slot's cached common prefix, as far as the package doc's
-	// determinism rule allows (all of llama-server's with
-	// Options.ServerPrefixReuse). False evaluates the whole prompt.
+	// reuse the slot's cached common prefix by Options.CacheReuse's rule
+	// (by default as far as the answer stays the fresh evaluation's; all of
+	// llama-server's with CacheReuseServer). False evaluates the whole
+	// prompt.
 	CachePrompt bool
 	// Slot is id_slot: -1 chooses as llama-server does (longest common
 	// prefix above SlotPromptSimilarity, else least recently used);
@@ -270,62 +270,59 @@ func (e *Engine) Generate(ctx context.Context, req Request, onToken func(Token) 
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
 	}
-	s, err := e.acquire(ctx, prompt, req.Slot)
+	s, err := e.acquire(ctx, prompt, req.Slot, false)
 	if err != nil {
 		return Result{PromptTokens: len(prompt)}, err
 	}
 	defer e.release(s)
+	e.mu.Lock()
+	e.tasks++
+	s.task = &slotTask{SlotTask: SlotTask{ID: e.tasks, Sampling: req.Sampling, NPredict: req.NPredict, IgnoreEOS: req.IgnoreEOS,
+		PostSamplingProbs: req.PostSamplingProbs, PromptTokens: len(prompt), HasNext: true}, prompt: prompt}
+	task := s.task
+	e.mu.Unlock()
+	defer func() {
+		e.mu.Lock()
+		task.HasNext = false
+		e.mu.Unlock()
+	}()
 	res := Result{PromptTokens: len(prompt), Slot: s.id, Seed: chain.Seed(), StopType: stopNone.String()}
 	err = e.run(ctx, s, prompt, req, chain, onToken, t0, &res)
-	if s.ctx != nil {
-		res.NTokensCached = s.ctx.NPast()
-	}
 	return res, err
 }
 
-// run is Generate on an acquired slot.
+// run is Generate on an acquired slot: its prompt and then each sampled
+// token go to the scheduler as jobs (submit), which evaluates them beside
+// the other slots' work.
 func (e *Engine) run(ctx context.Context, s *slot, prompt []int32, req Request, chain *sample.Chain, onToken func(Token) error, t0 time.Time, res *Result) error {
-	c, err := e.context(s)
-	if err != nil {
-		return err
-	}
 	tStart := time.Now()
-	kept := 0
-	switch {
-	case !req.CachePrompt:
-	case e.o.ServerPrefixReuse:
-		kept = model.ReusablePrefix(c.Tokens(), prompt)
-	default:
-		kept = min(model.ReusablePrefix(c.Tokens(), prompt), s.aligned) / model.NUbatch * model.NUbatch
+	mode := reuseNone
+	if req.CachePrompt {
+		mode = reuseExact
+		if e.o.CacheReuse == CacheReuseServer {
+			mode = reuseServer
+		}
 	}
-	if err := c.Truncate(kept); err != nil {
-		return fmt.Errorf("engine: %w", err)
+	// The prompt is evaluated in the micro-batches of its fresh evaluation
+	// (from position 0; from the kept prefix under CacheReuseServer, as
+	// llama-server's n_batch 2048 splits it), over as many steps as the
+	// batch size needs; a cancellation drops it between steps.
+	r, err := e.submit(ctx, &job{s: s, prompt: prompt, reuse: mode})
+	if err != nil {
+		if errors.Is(err, ErrContextFull) || errors.Is(err, ErrClosed) || ctx.Err() != nil {
+			return err
+		}
+		return fmt.Errorf("engine: prompt: %w", err)
 	}
-	s.aligned = min(s.aligned, kept/model.NUbatch*model.NUbatch)
+	kept := r.kept
+	e.mu.Lock()
+	s.task.PromptCached, s.task.PromptProcessed = kept, len(prompt)-kept
+	e.mu.Unlock()
 	res.CachedTokens = kept
 	res.Timings.CacheN = kept
 	res.Timings.PromptN = len(prompt) - kept
-	// The rest of the prompt goes in micro-batches of model.NUbatch from
-	// the first position evaluated (llama-server's n_batch 2048 splits into
-	// the same ones), one Decode each, so that a cancellation is seen
-	// between them (the KV values and the last logits do not depend on
-	// outputs asked of earlier micro-batches). A full micro-batch at the
-	// aligned end of the cache extends the part a later prompt may reuse.
-	var logits []float32
-	for pos := kept; pos < len(prompt); {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		n := min(len(prompt)-pos, model.NUbatch)
-		var err error
-		if logits, err = c.Decode(prompt[pos : pos+n]); err != nil {
-			return fmt.Errorf("engine: prompt: %w", err)
-		}
-		if pos == s.aligned && n == model.NUbatch {
-			s.aligned += n
-		}
-		pos += n
-	}
+	res.NTokensCached = r.nPast
+	logits := r.logits
 	for _, t := range prompt {
 		chain.Accept(t)
 	}
@@ -356,7 +353,12 @@ func (e *Engine) run(ctx context.Context, s *slot, prompt []int32, req Request, 
 			out.Probs = &p
 		}
 		eog := e.tok.IsEOG(tok)
-		out.Text, out.Pending = st.add(string(e.tok.TokenToPiece(tok, false)), eog)
+		piece := e.tok.TokenToPiece(tok, false)
+		out.Text, out.Pending = st.add(string(piece), eog)
+		e.mu.Lock()
+		s.task.Decoded++
+		s.task.gen = append(s.task.gen, piece...)
+		e.mu.Unlock()
 		if !out.Pending && out.Probs != nil {
 			res.Probs = append(res.Probs, *out.Probs)
 		}
@@ -368,7 +370,7 @@ func (e *Engine) run(ctx context.Context, s *slot, prompt []int32, req Request, 
 		if st.stopped {
 			stop = stopWord
 		}
-		if c.NPast()+1 >= e.nCtx {
+		if res.NTokensCached+1 >= e.nCtx {
 			more, stop, res.Truncated = false, stopLimit, true
 		}
 		if more && req.NPredict != -1 && len(res.Tokens) >= req.NPredict {
@@ -391,10 +393,15 @@ func (e *Engine) run(ctx context.Context, s *slot, prompt []int32, req Request, 
 			e.finish(res, &st, stopNone)
 			return err
 		}
-		if logits, err = c.Decode([]int32{tok}); err != nil {
+		r, err := e.submit(ctx, &job{s: s, tok: tok})
+		if err != nil {
 			e.finish(res, &st, stopNone)
+			if ctx.Err() != nil || errors.Is(err, ErrClosed) {
+				return err
+			}
 			return fmt.Errorf("engine: %w", err)
 		}
+		logits, res.NTokensCached = r.logits, r.nPast
 	}
 }
 

@@ -97,7 +97,7 @@ func TestGenerateMatchesReference(t *testing.T) {
 		for _, c := range oracleCases() {
 			t.Run(tm.name+"/"+c.name, func(t *testing.T) {
 				total++
-				e := newEngine(t, tm, Options{NCtx: nCtx, ServerPrefixReuse: true})
+				e := newEngine(t, tm, Options{NCtx: nCtx, CacheReuse: CacheReuseServer})
 				s, err := tm.ref.NewSession(nCtx, 1)
 				if err != nil {
 					t.Fatal(err)
@@ -148,7 +148,7 @@ func TestGenerateMatchesReference(t *testing.T) {
 					return
 				}
 				// A second turn: the first prompt and answer, then more text,
-				// reusing the cache as llama-server does (ServerPrefixReuse):
+				// reusing the cache as llama-server does (CacheReuseServer):
 				// the reference keeps model.ReusablePrefix of what it holds.
 				next := append(slices.Clone(prompt), res.Tokens...)
 				next = append(next, tm.tok.Tokenize(" And then", false, false)...)
@@ -225,11 +225,13 @@ func checkProbs(t *testing.T, res Result, req Request) {
 
 // TestRepeatedRequest sends the same chat request twice to one slot, with
 // penalties on (the case serve reported). With llama-server's reuse
-// (ServerPrefixReuse) the second evaluation is the prompt's last token alone
+// (CacheReuseServer) the second evaluation is the prompt's last token alone
 // after 84 cached ones, and the answer is the reference's for that same split
 // — which differs from the first answer from the fourth token on, in the
-// reference too: the logits depend on the micro-batch. By default the prompt
-// is evaluated afresh and the second answer equals the first.
+// reference too: the logits depend on the micro-batch. By default
+// (CacheReuseExact) the 84 cached cells are kept too, and the last token is
+// evaluated with its row of the fresh micro-batch: the second answer is the
+// reference's fresh one and equals the first.
 func TestRepeatedRequest(t *testing.T) {
 	tm := stories(t).withRef(t)
 	const nCtx = 256
@@ -259,8 +261,8 @@ func TestRepeatedRequest(t *testing.T) {
 			p.Seed, p.PenaltyPresent, p.PenaltyFreq, p.PenaltyRepeat = 3, 0.6, 0.4, 1.2
 		})}
 	for _, server := range []bool{true, false} {
-		t.Run(fmt.Sprintf("ServerPrefixReuse=%v", server), func(t *testing.T) {
-			e := newEngine(t, tm, Options{NCtx: nCtx, ServerPrefixReuse: server})
+		t.Run(fmt.Sprintf("server=%v", server), func(t *testing.T) {
+			e := newEngine(t, tm, Options{NCtx: nCtx, CacheReuse: map[bool]CacheReuse{true: CacheReuseServer, false: CacheReuseExact}[server]})
 			s, err := tm.ref.NewSession(nCtx, 1)
 			if err != nil {
 				t.Fatal(err)
@@ -268,15 +270,23 @@ func TestRepeatedRequest(t *testing.T) {
 			defer s.Close()
 			var first []int32
 			for turn := range 2 {
-				kept := 0
-				if server {
+				// The reference keeps what llama-server keeps (server), or
+				// evaluates afresh (exact), whose cache_n is then every
+				// token but the last on the second turn: the same prompt's
+				// cells were computed by the same fresh evaluation.
+				kept, refKept := 0, 0
+				switch {
+				case server:
 					kept = model.ReusablePrefix(s.Tokens(), prompt)
+					refKept = kept
+				case turn == 1:
+					kept = len(prompt) - 1
 				}
 				res, err := e.Generate(context.Background(), req, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
-				check(t, res, refGenerate(t, tm, s, prompt, kept, req), prompt, kept)
+				check(t, res, refGenerate(t, tm, s, prompt, refKept, req), prompt, kept)
 				if turn == 0 {
 					first = res.Tokens
 					continue

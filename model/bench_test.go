@@ -1,6 +1,7 @@
 package model
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -252,5 +253,90 @@ func BenchmarkLoadBonsai8B(b *testing.B) {
 				b.StartTimer()
 			}
 		})
+	}
+}
+
+// BenchmarkBatchedDecode8B times decode steps of 1, 2, 4 and 8 sequences in
+// one forward pass (Runner.Decode, each sequence after an 8-token prompt)
+// on the Bonsai-8B-shaped file of bonsai8BPath, on $BANKML_BENCH_THREADS
+// threads (default 2), alternating the sequence counts round by round, and
+// reports each count's aggregate decode tokens/s and its ratio to one
+// sequence's (only ratios measured side by side count):
+//
+//	go test -run '^$' -bench BatchedDecode8B -benchtime 1x ./model/
+func BenchmarkBatchedDecode8B(b *testing.B) {
+	path := bonsai8BPath(b)
+	threads := 2
+	if s := os.Getenv("BANKML_BENCH_THREADS"); s != "" {
+		if n, err := strconv.Atoi(s); err == nil && n > 0 {
+			threads = n
+		}
+	}
+	f, err := gguf.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	m, err := Load(f)
+	if err != nil {
+		b.Fatal(err)
+	}
+	run, err := m.NewRunner(threads)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer run.Close()
+	counts := []int{1, 2, 4, 8}
+	const steps = 3
+	// Eight sequences after an 8-token prompt each (one pass), cut back to
+	// their prompts after every measurement.
+	var all []Span
+	for s := range counts[len(counts)-1] {
+		c, err := run.NewContext(256)
+		if err != nil {
+			b.Fatal(err)
+		}
+		prompt := make([]int32, 8)
+		for i := range prompt {
+			prompt[i] = int32(100 + i*4099 + s*7)
+		}
+		all = append(all, Span{Ctx: c, Tokens: prompt, UBatch: 8, Outputs: 1})
+	}
+	if err := run.Decode(all); err != nil {
+		b.Fatal(err)
+	}
+	tot := make([]time.Duration, len(counts))
+	for b.Loop() {
+		for round := range 2 {
+			for k := range counts {
+				ci := k
+				if round == 1 {
+					ci = len(counts) - 1 - k
+				}
+				spans := make([]Span, counts[ci])
+				for s := range spans {
+					spans[s] = Span{Ctx: all[s].Ctx, Tokens: []int32{int32(500 + s)}, UBatch: 1, Outputs: 1}
+				}
+				t0 := time.Now()
+				for range steps {
+					if err := run.Decode(spans); err != nil {
+						b.Fatal(err)
+					}
+				}
+				tot[ci] += time.Since(t0)
+				for _, sp := range spans {
+					if err := sp.Ctx.Truncate(8); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		}
+	}
+	for ci, n := range counts {
+		tps := float64(n*steps*2*b.N) / tot[ci].Seconds()
+		b.ReportMetric(tps, fmt.Sprintf("tok/s-%d-seqs", n))
+		if ci > 0 {
+			b.ReportMetric(tps/(float64(steps*2*b.N)/tot[0].Seconds()), fmt.Sprintf("x-%d-seqs", n))
+		}
 	}
 }

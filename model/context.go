@@ -3,9 +3,6 @@ package model
 import (
 	"errors"
 	"fmt"
-
-	"github.com/bankml/bankml/parallel"
-	"github.com/bankml/bankml/quant"
 )
 
 // ErrContextFull is wrapped by the errors of a decode that does not fit the
@@ -60,21 +57,23 @@ func CheckContextSize(nCtx int) error {
 }
 
 // Context is one sequence's state: its KV cache (f16, llama.cpp's default
-// type_k/type_v), the tokens it holds, and the workers that run it.
+// type_k/type_v), the tokens it holds, the class each cell was computed
+// with, and the Runner whose workers evaluate it.
 //
 // The cache grows with use (in steps of 256 cells, doubling) up to the
 // context size, so a context sized for the model's training length costs
 // only the memory of the cells in use. A Context is not safe for concurrent
-// use.
+// use, nor concurrently with other contexts of its Runner.
 type Context struct {
 	m           *Model
+	r           *Runner
+	ownRunner   bool       // made by Model.NewContext: Close stops r
 	nCtx        int        // positions usable
 	nCells      int        // nCtx padded to 256, as llama.cpp pads n_ctx
 	tokens      []int32    // the tokens whose K/V the cache holds, position order
+	sigs        []uint8    // per cached position: the class its cell was computed with (cellSig)
 	k, v        [][]uint16 // per layer: capacity × n_embd_k_gqa f16 values, zero where never written
 	capCells    int        // cells allocated per layer (a multiple of 256, at most nCells)
-	pool        *parallel.Pool
-	work        *quant.Work // the matmuls' buffers, on pool at the model's Level
 	attnThreads int
 	// trace, when set (tests), receives intermediate results under
 	// llama.cpp's tensor names (cb names such as "Qcur-0").
@@ -83,33 +82,57 @@ type Context struct {
 
 // NewContext makes an empty context of nCtx positions (the limit: decodes
 // past it fail with ErrContextFull; see ContextSize for llama-server's
-// rule) that runs matmuls on a pool of threads workers (started here, stopped
-// by Close; results do not depend on the pool's size). The reference's
-// split-KV attention depends on its thread count; NewContext mirrors a
-// reference running on the same number of threads (see SetAttnThreads). It
-// refuses a size below 1 or above 2^30, or a context whose full KV cache
-// would exceed the machine's memory, naming the bytes needed. No KV memory is
-// allocated until the first decode.
+// rule) with a Runner of its own on threads workers (started here, stopped
+// by Close; results do not depend on the pool's size): the context of a
+// program that runs one sequence. Runner.NewContext makes contexts that
+// share one. Its errors are Runner.NewContext's.
 func (m *Model) NewContext(nCtx, threads int) (*Context, error) {
+	if err := m.checkContext(nCtx); err != nil {
+		return nil, err
+	}
+	r, err := m.NewRunner(threads)
+	if err != nil {
+		return nil, err
+	}
+	c, err := r.NewContext(nCtx)
+	if err != nil {
+		r.Close()
+		return nil, err
+	}
+	c.ownRunner = true
+	return c, nil
+}
+
+// NewContext makes an empty context of nCtx positions evaluated by r. The
+// reference's split-KV attention depends on its thread count; the context
+// mirrors a reference running on as many threads as r has workers (see
+// SetAttnThreads). It refuses a size below 1 or above 2^30, or a context
+// whose full KV cache would exceed the machine's memory, naming the bytes
+// needed. No KV memory is allocated until the first decode.
+func (r *Runner) NewContext(nCtx int) (*Context, error) {
+	m := r.m
+	if err := m.checkContext(nCtx); err != nil {
+		return nil, err
+	}
+	nCells := (nCtx + kvPad - 1) / kvPad * kvPad
+	c := &Context{m: m, r: r, nCtx: nCtx, nCells: nCells, attnThreads: r.Workers()}
+	c.k = make([][]uint16, m.HP.NLayer)
+	c.v = make([][]uint16, m.HP.NLayer)
+	return c, nil
+}
+
+// checkContext refuses a context size outside [1, 2^30] or one whose full
+// KV cache exceeds the machine's memory.
+func (m *Model) checkContext(nCtx int) error {
 	if nCtx < 1 || nCtx > maxCtx {
-		return nil, fmt.Errorf("model: context size %d outside [1, %d]", nCtx, maxCtx)
+		return fmt.Errorf("model: context size %d outside [1, %d]", nCtx, maxCtx)
 	}
 	nCells := (nCtx + kvPad - 1) / kvPad * kvPad
 	if kvBytes := m.kvBytes(nCells); physicalMemory() != 0 && kvBytes > physicalMemory() {
-		return nil, fmt.Errorf("model: a KV cache of %d cells needs %.1f GiB, more than this machine's %.1f GiB", nCtx,
+		return fmt.Errorf("model: a KV cache of %d cells needs %.1f GiB, more than this machine's %.1f GiB", nCtx,
 			float64(kvBytes)/(1<<30), float64(physicalMemory())/(1<<30))
 	}
-	threads = max(1, threads)
-	var err error
-	c := &Context{m: m, nCtx: nCtx, nCells: nCells, attnThreads: threads}
-	c.k = make([][]uint16, m.HP.NLayer)
-	c.v = make([][]uint16, m.HP.NLayer)
-	c.pool = parallel.New(threads)
-	if c.work, err = quant.NewWork(m.Level, c.pool); err != nil {
-		c.pool.Close()
-		return nil, fmt.Errorf("model: %w", err)
-	}
-	return c, nil
+	return nil
 }
 
 // kvBytes is the size of K and V for cells cells over all layers (f16).
@@ -141,15 +164,35 @@ func (c *Context) grow(cells int) {
 	c.capCells = newCap
 }
 
-// Close stops the context's matmul workers. The context must not be used
-// afterwards; closing twice is harmless.
-func (c *Context) Close() { c.pool.Close() }
+// Close stops the context's matmul workers when it has a Runner of its own
+// (Model.NewContext); a context of a shared Runner holds nothing to stop.
+// The context must not be used afterwards; closing twice is harmless.
+func (c *Context) Close() {
+	if c.ownRunner {
+		c.r.Close()
+	}
+}
 
 // SetAttnThreads sets the thread count of the reference being mirrored by the
 // split-KV attention kernel (single-row decode over 512 or more KV cells),
-// whose chunking depends on it. It defaults to the context's thread count and
-// is independent of the matmul pool's size.
-func (c *Context) SetAttnThreads(n int) { c.attnThreads = max(1, n) }
+// whose chunking depends on it. It defaults to the Runner's worker count and
+// is independent of the matmul pool's size. Changing it marks the cached
+// cells as computed by no fresh evaluation (ExactPrefix keeps none).
+func (c *Context) SetAttnThreads(n int) {
+	n = max(1, n)
+	if n != c.attnThreads {
+		for i := range c.sigs {
+			c.sigs[i] = sigUnknown
+		}
+	}
+	c.attnThreads = n
+}
+
+// AttnThreads is the reference thread count split-KV attention mirrors.
+func (c *Context) AttnThreads() int { return c.attnThreads }
+
+// Runner is the runner that evaluates c.
+func (c *Context) Runner() *Runner { return c.r }
 
 // NPast is the number of positions held in the KV cache.
 func (c *Context) NPast() int { return len(c.tokens) }
@@ -163,14 +206,20 @@ func (c *Context) Tokens() []int32 { return append([]int32(nil), c.tokens...) }
 
 // Truncate drops the positions n and later from the cache, as
 // llama_memory_seq_rm(mem, seq, n, -1) does: the next decode continues at
-// position n. Like llama.cpp it leaves the dropped cells' values in place
-// (they are masked out, and later decodes overwrite them). It fails for n
-// outside [0, NPast()].
+// position n. Unlike llama.cpp it zeroes the dropped cells, so that the
+// cache past its tokens is what a fresh context holds there (the tiled
+// attention kernel reads the masked cells of a row's last tile with weight
+// 0). It fails for n outside [0, NPast()].
 func (c *Context) Truncate(n int) error {
 	if n < 0 || n > len(c.tokens) {
 		return fmt.Errorf("model: truncate to %d positions of %d cached", n, len(c.tokens))
 	}
-	c.tokens = c.tokens[:n]
+	nkv := c.m.HP.NHeadKV * c.m.HP.HeadDim
+	for il := range c.k {
+		clear(c.k[il][n*nkv : len(c.tokens)*nkv])
+		clear(c.v[il][n*nkv : len(c.tokens)*nkv])
+	}
+	c.tokens, c.sigs = c.tokens[:n], c.sigs[:n]
 	return nil
 }
 
@@ -197,7 +246,7 @@ func ReusablePrefix(cached, prompt []int32) int {
 // and returns the number kept; the caller then decodes prompt[kept:].
 func (c *Context) Reuse(prompt []int32) int {
 	n := ReusablePrefix(c.tokens, prompt)
-	c.tokens = c.tokens[:n]
+	_ = c.Truncate(n)
 	return n
 }
 
@@ -249,8 +298,9 @@ func (c *Context) DecodeOutputs(tokens []int32, outputs int) ([]float32, error) 
 	return c.decode(tokens, outputs)
 }
 
-// decode runs tokens in micro-batches of NUbatch; the last nOut tokens are
-// outputs and their logits are returned in order.
+// decode runs tokens in micro-batches of NUbatch from the next position,
+// one forward pass each; the last nOut tokens are outputs and their logits
+// are returned in order.
 func (c *Context) decode(tokens []int32, nOut int) ([]float32, error) {
 	if len(tokens) == 0 {
 		return nil, errors.New("model: decode of an empty batch")
@@ -263,16 +313,38 @@ func (c *Context) decode(tokens []int32, nOut int) ([]float32, error) {
 			return nil, fmt.Errorf("model: token id %d outside the vocabulary of %d", t, c.m.HP.NVocab)
 		}
 	}
-	c.grow(len(c.tokens) + len(tokens))
+	if len(tokens) <= NUbatch {
+		return c.ubatch(tokens, nOut)
+	}
 	logits := make([]float32, 0, nOut*c.m.HP.NVocab)
 	for len(tokens) > 0 {
 		n := min(len(tokens), NUbatch)
 		// The outputs are a suffix of the batch: this micro-batch holds
 		// those among its last rows.
 		outputs := max(0, n-(len(tokens)-nOut))
-		logits = append(logits, c.ubatch(tokens[:n], outputs)...)
+		l, err := c.ubatch(tokens[:n], outputs)
+		if err != nil {
+			return nil, err
+		}
+		logits = append(logits, l...)
 		tokens = tokens[n:]
 		nOut -= outputs
+	}
+	return logits, nil
+}
+
+// ubatch evaluates tokens as one micro-batch whose last outputs rows are
+// outputs, and returns their logits.
+func (c *Context) ubatch(tokens []int32, outputs int) ([]float32, error) {
+	c.r.spans = append(c.r.spans[:0], Span{Ctx: c, Tokens: tokens, UBatch: len(tokens), Outputs: outputs})
+	err := c.r.Decode(c.r.spans)
+	logits := c.r.spans[0].Logits
+	c.r.spans[0] = Span{}
+	if err != nil {
+		return nil, err
+	}
+	if logits == nil {
+		logits = []float32{}
 	}
 	return logits, nil
 }

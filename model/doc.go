@@ -20,8 +20,15 @@
 //     (the reference's mul_mat of each plane, summed in plane order) and, for
 //     one plane, the whole graph against the file with the plane stored under
 //     the base name (ternary.Unplane). A Context holds one sequence: KV
-//     cache grown with use, the context limit, the cached tokens and
-//     llama-server's prefix reuse.
+//     cache grown with use, the context limit, the cached tokens, the class
+//     each cell was computed with, and the prefix rules (llama-server's
+//     ReusablePrefix; ExactPrefix). A Runner (one worker pool and one
+//     quant.Work) evaluates the contexts made from it: Runner.Decode runs
+//     one forward pass over the rows of several sequences (Spans), each row
+//     with the arithmetic of its fresh micro-batch (its size and the row's
+//     place: the matmul path where the type depends on it, the attention
+//     kernel, inp_out_ids), attention over its own cache; a lone context's
+//     Decode is a batch of one.
 //   - Follows: src/models/llama.cpp, src/models/qwen3.cpp and
 //     src/llama-graph.cpp for the graphs; src/llama-model.cpp
 //     (load_hparams) and src/llama-context.cpp (the RoPE/YaRN parameters);
@@ -85,11 +92,18 @@
 //     being allocated for the whole context (no arithmetic depends on the
 //     allocation).
 //   - Determinism: logits are a pure function of the token sequence, of the
-//     micro-batch boundaries (as in llama.cpp: a prompt evaluated after a
-//     reused prefix starts a new micro-batch) and, for split-KV decodes only,
-//     of the mirrored reference thread count (Context.SetAttnThreads),
-//     exactly as the reference's own results depend on its -t there; the
-//     thread count otherwise only sizes the context's persistent matmul pool
-//     (package parallel; Context.Close stops it), which splits rows and
-//     changes no bit (TestLogitsIndependentOfThreads).
+//     micro-batch each row belongs to (as in llama.cpp: a prompt evaluated
+//     after a reused prefix starts a new micro-batch; a Span names it) and,
+//     for split-KV decodes only, of the mirrored reference thread count
+//     (Context.SetAttnThreads), exactly as the reference's own results
+//     depend on its -t there; never of the other sequences in a batch, the
+//     rows evaluated beside a row of its own sequence, or the pool's size
+//     (TestBatchedSequencesEqualAlone, TestLogitsIndependentOfThreads). A
+//     cell's class (attention kernel; tinyBLAS and the Q4_K gemm where the
+//     layer matrices depend on them) is recorded, so that a later prompt
+//     keeps exactly the cells its fresh evaluation computes alike
+//     (ExactPrefix) and settling (Unsettled, SettleSpans) can recompute a
+//     turn's decoded cells as prompt rows. Truncate zeroes dropped cells:
+//     the tiled kernel reads the masked cells of a row's last tile with
+//     weight 0, and a fresh context holds zeros there.
 package model

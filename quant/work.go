@@ -160,7 +160,7 @@ func (w *Work) MatMul(m *Matrix, x []float32, n int, out []float32) {
 	*j = matJob{w: w}
 	j.one[0] = *m
 	w.prep = prepared{}
-	w.run(j.one[:], x, n, out)
+	w.run(j.one[:], x, n, out, n >= 2, n-n%4)
 }
 
 // MatMulPlanes computes the layer whose weight matrix is the sum of planes
@@ -178,11 +178,107 @@ func (w *Work) MatMul(m *Matrix, x []float32, n int, out []float32) {
 // one activation quantization and one pool dispatch, against one per plane
 // for MatMul called on each.
 func (w *Work) MatMulPlanes(planes []Matrix, x []float32, n int, out []float32) {
+	w.MatMulPlanesAs(planes, x, n, nil, out)
+}
+
+// ColClass is the matmul a column of a batched product stands for: column
+// Index (0 <= Index < N) of a product of N columns. A forward pass over the
+// rows of several sequences gives each row the class of its fresh
+// evaluation (its micro-batch's size and its place in it), so that each
+// output is the bits that evaluation computes.
+type ColClass struct{ N, Index int32 }
+
+// pathKey is what a column's class changes in the arithmetic of one
+// matrix: tinyBLAS or vec_dot for F32, F16 and BF16 (N >= 2), the Q4_K
+// repacked gemm or gemv chain (Index < N-N%4). The other types' outputs
+// depend on their weight row and activation column alone.
+type pathKey struct {
+	tiny bool
+	gemm bool
+}
+
+// classDependent reports whether m's path depends on the class of a column
+// (see pathKey).
+func classDependent(m *Matrix) bool {
+	switch m.Type {
+	case gguf.F32, gguf.F16, gguf.BF16:
+		return true
+	case gguf.Q4_K:
+		return m.Rows%8 == 0
+	}
+	return false
+}
+
+// ClassDependent reports whether the outputs of m depend on the class of
+// their column (see MatMulPlanesAs): true for F32, F16 and BF16 (tinyBLAS
+// from two columns on) and for Q4_K with a row count that is a multiple of 8
+// (the repacked gemm for the columns in whole groups of four).
+func ClassDependent(m *Matrix) bool { return classDependent(m) }
+
+func (c ColClass) key() pathKey {
+	return pathKey{tiny: c.N >= 2, gemm: c.Index < c.N-c.N%4}
+}
+
+// MatMulPlanesAs is MatMulPlanes where column c computes, bit for bit, what
+// column cls[c].Index of MatMulPlanes over cls[c].N columns computes (cls
+// nil: column c of n, MatMulPlanes itself). Where the type's path does not
+// depend on the columns (every type but F32, F16, BF16 and repacked Q4_K:
+// ClassDependent) all n columns run in one pass over the weights whatever
+// their classes — what lets the decode columns of several sequences share a
+// weight pass; otherwise each maximal run of columns that take the same path
+// runs as one product. It panics as MatMulPlanes does, and on a class
+// outside 0 <= Index < N or len(cls) != n.
+func (w *Work) MatMulPlanesAs(planes []Matrix, x []float32, n int, cls []ColClass, out []float32) {
 	checkPlanes(planes)
-	j := &w.job
-	*j = matJob{w: w}
+	checkClasses(cls, n)
 	w.prep = prepared{}
-	w.run(planes, x, n, out)
+	w.runAs(planes, x, n, out, cls)
+	w.prep = prepared{}
+}
+
+func checkClasses(cls []ColClass, n int) {
+	if cls == nil {
+		return
+	}
+	if len(cls) != n {
+		panic(fmt.Sprintf("quant: %d column classes for %d columns", len(cls), n))
+	}
+	for c, k := range cls {
+		if k.Index < 0 || k.Index >= k.N {
+			panic(fmt.Sprintf("quant: column %d: class index %d of %d columns", c, k.Index, k.N))
+		}
+	}
+}
+
+// runAs runs planes over the n columns of x in the runs of columns that
+// share a path (one run when the type's path ignores the classes).
+func (w *Work) runAs(planes []Matrix, x []float32, n int, out []float32, cls []ColClass) {
+	m := &planes[0]
+	if cls == nil || !classDependent(m) {
+		j := &w.job
+		*j = matJob{w: w}
+		w.run(planes, x, n, out, n >= 2, n-n%4)
+		return
+	}
+	k, rows := m.Cols, m.Rows
+	for c0 := 0; c0 < n; {
+		key := cls[c0].key()
+		c1 := c0 + 1
+		for c1 < n && cls[c1].key() == key {
+			c1++
+		}
+		// The activation buffers hold one run's columns at a time.
+		w.prep = prepared{}
+		j := &w.job
+		*j = matJob{w: w}
+		gemm := 0
+		if key.gemm {
+			gemm = c1 - c0
+		}
+		w.run(planes, x[c0*k:c1*k], c1-c0, out[c0*rows:c1*rows], key.tiny, gemm)
+		w.prep = prepared{}
+		c0 = c1
+	}
 }
 
 // checkPlanes panics unless planes is one or more matrices of one type and
@@ -219,6 +315,15 @@ type Product struct {
 // weights of different row lengths. Allocates nothing once the buffers
 // have grown.
 func (w *Work) MatMulShared(x []float32, n int, ps ...Product) {
+	w.MatMulSharedAs(x, n, nil, ps...)
+}
+
+// MatMulSharedAs is MatMulShared with column classes: each product is what
+// MatMulPlanesAs(p.Planes, x, n, cls, p.Out) computes, the activations
+// shared as MatMulShared shares them (products whose path depends on the
+// classes quantize their runs of columns themselves).
+func (w *Work) MatMulSharedAs(x []float32, n int, cls []ColClass, ps ...Product) {
+	checkClasses(cls, n)
 	for i := range ps {
 		checkPlanes(ps[i].Planes)
 		if c := ps[i].Planes[0].Cols; c != ps[0].Planes[0].Cols {
@@ -227,16 +332,17 @@ func (w *Work) MatMulShared(x []float32, n int, ps ...Product) {
 	}
 	w.prep = prepared{}
 	for i := range ps {
-		j := &w.job
-		*j = matJob{w: w}
-		w.run(ps[i].Planes, x, n, ps[i].Out)
+		w.runAs(ps[i].Planes, x, n, ps[i].Out, cls)
 	}
 	w.prep = prepared{}
 }
 
 // run prepares the activations of the job's path for planes (see MatMul)
-// and hands the rows to the pool.
-func (w *Work) run(planes []Matrix, x []float32, n int, out []float32) {
+// and hands the rows to the pool; tiny says whether F32/F16/BF16 take
+// tinyBLAS (when the shape allows: n >= 2 for a plain product), and the
+// first gemm columns of a repacked Q4_K product run the gemm chain, the
+// others the gemv (n-n%4 for a plain product).
+func (w *Work) run(planes []Matrix, x []float32, n int, out []float32, tiny bool, gemm int) {
 	j := &w.job
 	m := &planes[0]
 	j.m, j.planes, j.x, j.n, j.out = m, planes, x, n, out[:n*m.Rows]
@@ -250,7 +356,7 @@ func (w *Work) run(planes []Matrix, x []float32, n int, out []float32) {
 	switch m.Type {
 	case gguf.F32:
 		j.path = pathF32Vec
-		if n >= 2 && k%8 == 0 && rows%4 == 0 {
+		if tiny && k%8 == 0 && rows%4 == 0 {
 			j.path = pathF32Tiny
 		}
 	case gguf.F16, gguf.BF16:
@@ -267,7 +373,7 @@ func (w *Work) run(planes []Matrix, x []float32, n int, out []float32) {
 		if m.Type == gguf.BF16 {
 			j.path = pathBF16Vec
 		}
-		if n >= 2 && k%8 == 0 && rows%4 == 0 {
+		if tiny && k%8 == 0 && rows%4 == 0 {
 			j.path++
 		}
 	default:
@@ -303,7 +409,7 @@ func (w *Work) run(planes []Matrix, x []float32, n int, out []float32) {
 			break
 		}
 		if m.Type == gguf.Q4_K && rows%8 == 0 {
-			w.quantizeQ4KRepack(j)
+			w.quantizeQ4KRepack(j, gemm)
 			break
 		}
 		bk, ok := blockKernels[m.Type]
@@ -361,12 +467,13 @@ func (w *Work) run(planes []Matrix, x []float32, n int, out []float32) {
 // layout): the columns in whole groups of four are quantized by
 // ggml_quantize_mat_q8_K_4x8 and run ggml_gemm_q4_K_8x8_q8_K; the n%4
 // columns left run ggml_gemv_q4_K_8x8_q8_K on quantize_row_q8_K's
-// activations.
-func (w *Work) quantizeQ4KRepack(j *matJob) {
+// activations. The first gemm columns run the gemm (n-n%4 for a plain
+// product; all or none of a run of classed columns).
+func (w *Work) quantizeQ4KRepack(j *matJob, gemm int) {
 	k := j.m.Cols
 	j.wnb = k / QK_K
 	j.qb = j.wnb * BlockQ8_KSize
-	j.gemm = j.n - j.n%4
+	j.gemm = gemm
 	j.path = pathQ4KRepack
 	if w.prep.xq == xqQ4KRepack {
 		return

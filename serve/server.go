@@ -39,7 +39,7 @@ var ErrParallelAuto = errors.New("-np -1 (auto: llama-server's 4 slots sharing o
 // Options configure a Server. Zero values take the defaults named.
 type Options struct {
 	NCtx      int // the KV cache's size in tokens across all slots, as llama-server's -c/n_ctx; 0: the training context. Each slot gets SlotContext's share.
-	Threads   int // matmul workers per slot (-t; llama-server's threads serve all slots' one batch); 0: 1
+	Threads   int // matmul workers of the engine, serving all slots' one batch as llama-server's -t; 0: 1
 	Parallel  int // slots (--parallel); 0: 1; negative (llama-server's auto): ErrParallelAuto from New
 	QueueSize int // requests allowed to wait for a slot; 0: DefaultQueueSize; negative: none wait
 	// NPredict is llama-server's -n/--n-predict (common_params.n_predict): the tokens to predict for a
@@ -57,6 +57,14 @@ type Options struct {
 	// and every answer's "model"; /v1/models' aliases lists the set. Empty: the file's base name
 	// (Model.Name), bankml's default (llama-server's is the path as given).
 	Alias []string
+
+	// BatchSize bounds the prompt rows of one step over all slots (-b/--batch-size); 0: engine's default.
+	BatchSize int
+	// CacheReuse is cache_prompt's rule (--cache-reuse exact|server; engine.CacheReuse); "": exact.
+	CacheReuse engine.CacheReuse
+	// SlotSavePath is llama-server's --slot-save-path: the folder of POST /slots/{id}?action=save|restore
+	// files; "" refuses slot actions (501, as llama-server without the flag).
+	SlotSavePath string
 
 	APIKey string         // when set, every route but /health, /v1/health and / needs it (401), as llama-server's --api-key
 	Ledger *ledger.Ledger // the history (--history DIR); nil keeps none
@@ -197,6 +205,7 @@ func New(m *Model, o Options) (*Server, error) {
 	}
 	eng, err := engine.New(m.Model, m.Tokenizer, m.Template, engine.Options{
 		NCtx: nSlot, Threads: o.Threads, Parallel: o.Parallel, QueueSize: o.QueueSize, SuppressTokens: suppress,
+		BatchSize: o.BatchSize, CacheReuse: o.CacheReuse, ModelID: "sha256:" + m.SHA256,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
@@ -257,6 +266,8 @@ func (s *Server) routes() chi.Router {
 	r.Post("/apply-template", s.handleApplyTemplate)
 	r.Post("/completion", s.handleNativeCompletion)
 	r.Post("/completions", s.handleNativeCompletion)
+	r.Get("/slots", s.handleSlots)
+	r.Post("/slots/{id_slot}", s.handleSlotAction)
 
 	// OpenAI
 	r.Get("/models", s.handleModels)

@@ -21,6 +21,7 @@ import (
 type benchCmd struct {
 	All     benchAllCmd     `cmd:"" default:"withargs" help:"The default: bench kernels, then bench model, in one invocation (their flags prefixed --kernels- and --model-)."`
 	Kernels benchKernelsCmd `cmd:"" help:"Time bankml's Q1_0, Q2_0 and TQ2_0 matvec kernels (each CPU level) next to the reference's exported vec_dot and its mul_mat, alternating in one process, on Qwen3-8B projection shapes; plus the memory read bandwidth floor."`
+	Serve   benchServeCmd   `cmd:"" help:"Time 1, 2, 4 and 8 concurrent greedy streams through the engine (one forward pass per step over all of them) on Bonsai-8B-shaped files, beside the reference decoding as many sequences in one context; every answer checked against its single-stream answer."`
 	Model   benchModelCmd   `cmd:"" help:"Time prompt and decode tokens/s of bankml and the reference, alternating in one process, on Bonsai-8B-shaped Q1_0, Q2_0 and TQ2_0 files (made with synth when missing), at 1 and 2 threads; plus the bandwidth floor and the pool's dispatch cost per token."`
 }
 

@@ -38,7 +38,7 @@ func TestLlamaArgs(t *testing.T) {
 		{in: []string{"serve", "-m", "m.gguf", "-ngl", "99", "-fa", "on", "-cb", "-nocb", "-to", "5", "-lm", "mmap"},
 			want: []string{"serve", "-m", "m.gguf", "--timeout", "5"},
 			warn: "-ngl 99 ignored: bankml runs on the CPU only|-fa on ignored: bankml always runs flash attention, as llama.cpp's default auto does on the CPU|" +
-				"-cb ignored: each bankml slot decodes on its own (no shared batch to switch)|-nocb ignored: each bankml slot decodes on its own (no shared batch to switch)|" +
+				"-cb ignored: the engine always batches every slot's work into one forward pass (llama-server's default, -cb)|-nocb ignored: the engine always batches every slot's work into one forward pass (llama-server's default, -cb)|" +
 				"-lm mmap ignored: bankml memory-maps the model file (only memory use differs, not results)"},
 		{in: []string{"run", "m.gguf", "-ngl=all", "-fa", "auto"}, want: []string{"run", "m.gguf"}, warn: "-ngl all ignored: bankml runs on the CPU only|-fa auto ignored: bankml always runs flash attention, as llama.cpp's default auto does on the CPU"},
 		{in: []string{"run", "m.gguf", "-p", "-ngl"}, want: []string{"run", "m.gguf", "-p", "-ngl"}}, // a prompt, as in llama.cpp

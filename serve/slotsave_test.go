@@ -1,0 +1,132 @@
+package serve
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestSlotActions: POST /slots/{id}?action=save|erase|restore answers llama-server's bodies
+// (server_task_result_slot_save_load, server_task_result_slot_erase); after a restore the same
+// /completion skips its prompt (timings.cache_n: all but the last token) and answers as before; GET /slots
+// reports each slot and its last request.
+func TestSlotActions(t *testing.T) {
+	dir := t.TempDir()
+	ts := newTestServer(t, storiesPath(t), AdmitOptions{}, Options{Parallel: 2, SlotSavePath: dir})
+	// A prompt of 64 tokens or more: its cells are the ones settling gives a longer prompt's too, so the
+	// slot's idle settling keeps them.
+	prompt := strings.Repeat("Once upon a time, there was a little dog. ", 8)
+	completion := func() map[string]any {
+		t.Helper()
+		st, b := ts.post(t, "/completion", mustJSON(t, map[string]any{"prompt": prompt, "n_predict": 8, "seed": 3, "id_slot": 1}))
+		if st != 200 {
+			t.Fatalf("completion: %d %s", st, b)
+		}
+		var v map[string]any
+		if err := json.Unmarshal(b, &v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	action := func(path, body string, want int) map[string]any {
+		t.Helper()
+		st, b := ts.post(t, path, []byte(body))
+		if st != want {
+			t.Fatalf("%s %s: %d %s, want %d", path, body, st, b, want)
+		}
+		var v map[string]any
+		if err := json.Unmarshal(b, &v); err != nil {
+			t.Fatalf("%s: %v: %s", path, err, b)
+		}
+		return v
+	}
+	first := completion()
+	nPrompt := first["timings"].(map[string]any)["prompt_n"].(float64)
+	saved := action("/slots/1?action=save", `{"filename": "dog.bin"}`, 200)
+	if saved["id_slot"] != 1.0 || saved["filename"] != "dog.bin" || saved["n_saved"].(float64) < nPrompt || saved["n_written"].(float64) <= 0 || saved["timings"].(map[string]any)["save_ms"] == nil {
+		t.Fatalf("save: %v", saved)
+	}
+	erased := action("/slots/1?action=erase", ``, 200)
+	if erased["id_slot"] != 1.0 || erased["n_erased"] != saved["n_saved"] {
+		t.Fatalf("erase: %v (saved %v)", erased, saved["n_saved"])
+	}
+	restored := action("/slots/1?action=restore", `{"filename": "dog.bin"}`, 200)
+	if restored["n_restored"] != saved["n_saved"] || restored["n_read"] != saved["n_written"] || restored["timings"].(map[string]any)["restore_ms"] == nil {
+		t.Fatalf("restore: %v (saved %v)", restored, saved)
+	}
+	again := completion()
+	if again["content"] != first["content"] || again["timings"].(map[string]any)["cache_n"] != nPrompt-1 {
+		t.Errorf("after the restore: %q cache_n %v; first %q, want cache_n %v", again["content"], again["timings"].(map[string]any)["cache_n"], first["content"], nPrompt-1)
+	}
+	st, b := ts.get(t, "/slots")
+	var slots []map[string]any
+	if err := json.Unmarshal(b, &slots); st != 200 || err != nil || len(slots) != 2 {
+		t.Fatalf("GET /slots: %d %s", st, b)
+	}
+	if s := slots[1]; s["id"] != 1.0 || s["is_processing"] != false || s["n_prompt_tokens"] != nPrompt || s["n_prompt_tokens_cache"] != nPrompt-1 ||
+		s["params"].(map[string]any)["seed"] != 3.0 || !strings.HasPrefix(s["prompt"].(string), "<s>") {
+		t.Errorf("GET /slots: slot 1 %v", s)
+	}
+	if _, ok := slots[0]["id_task"]; ok || slots[0]["n_ctx"] == nil {
+		t.Errorf("GET /slots: the unused slot 0 %v", slots[0])
+	}
+}
+
+// TestSlotActionErrors: llama-server's error bodies for slot actions: 501 without --slot-save-path, 400
+// "Invalid slot ID" (unreadable or outside the slots), "Invalid action", "Invalid filename" (a path, "..",
+// a trailing dot), and "Unable to restore slot: …" for a damaged file or a missing one.
+func TestSlotActionErrors(t *testing.T) {
+	dir := t.TempDir()
+	none := newTestServer(t, storiesPath(t), AdmitOptions{}, Options{})
+	ts := newTestServer(t, storiesPath(t), AdmitOptions{}, Options{SlotSavePath: dir})
+	if st, b := ts.post(t, "/slots/0?action=save", []byte(`{"filename": "a.bin"}`)); st != 200 {
+		t.Fatalf("save: %d %s", st, b)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "a.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[len(data)/2] ^= 0x10
+	if err := os.WriteFile(filepath.Join(dir, "bad.bin"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		ts         *testServer
+		path, body string
+		status     int
+		typ, msg   string
+	}{
+		{none, "/slots/0?action=save", `{"filename": "a.bin"}`, 501, TypeNotSupported, "This server does not support slots action. Start it with `--slot-save-path`"},
+		{ts, "/slots/x?action=save", `{"filename": "a.bin"}`, 400, TypeInvalidRequest, "Invalid slot ID"},
+		{ts, "/slots/3?action=erase", ``, 400, TypeInvalidRequest, "Invalid slot ID"},
+		{ts, "/slots/0?action=bogus", `{}`, 400, TypeInvalidRequest, "Invalid action"},
+		{ts, "/slots/0?action=save", `{"filename": "../a.bin"}`, 400, TypeInvalidRequest, "Invalid filename"},
+		{ts, "/slots/0?action=save", `{"filename": "a."}`, 400, TypeInvalidRequest, "Invalid filename"},
+		{ts, "/slots/0?action=restore", `{"filename": "bad.bin"}`, 400, TypeInvalidRequest, "Unable to restore slot: "},
+		{ts, "/slots/0?action=restore", `{"filename": "missing.bin"}`, 400, TypeInvalidRequest, "Unable to restore slot: "},
+	}
+	for _, c := range cases {
+		st, b := c.ts.post(t, c.path, []byte(c.body))
+		var v struct {
+			Error struct {
+				Code    int    `json:"code"`
+				Message string `json:"message"`
+				Type    string `json:"type"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal(b, &v); err != nil || st != c.status || v.Error.Code != c.status || v.Error.Type != c.typ || !strings.HasPrefix(v.Error.Message, c.msg) {
+			t.Errorf("%s %s: %d %s; want %d %s %q", c.path, c.body, st, b, c.status, c.typ, c.msg)
+		}
+	}
+}
+
+// TestOnePoolPerServer: serve -np 4 -t 2 runs 2 matmul workers shared by its 4 slots, as llama-server's one
+// batch does.
+func TestOnePoolPerServer(t *testing.T) {
+	ts := newTestServer(t, storiesPath(t), AdmitOptions{}, Options{Parallel: 4, Threads: 2, NCtx: 1024})
+	if n := ts.eng.Workers(); n != 2 || len(ts.eng.Slots()) != 4 {
+		t.Fatalf("%d workers for %d slots; want 2 for 4", n, len(ts.eng.Slots()))
+	}
+}
