@@ -142,10 +142,10 @@ type Hparams struct {
 	// 0: attention scales the scores by 1/sqrt(head_dim).
 	AttnScale float32
 
-	Causal      bool   // {arch}.attention.causal (default true; bert's files say false)
-	Pooling     int    // {arch}.pooling_type (llama_pooling_type; -1 when absent)
-	NTokenTypes int    // tokenizer.ggml.token_type_count (bert)
-	NClsOut     int    // the ranking head's labels: {arch}.classifier.output_labels' length (default 1)
+	Causal      bool     // {arch}.attention.causal (default true; bert's files say false)
+	Pooling     int      // {arch}.pooling_type (llama_pooling_type; -1 when absent)
+	NTokenTypes int      // tokenizer.ggml.token_type_count (bert)
+	NClsOut     int      // the ranking head's labels: {arch}.classifier.output_labels' length (default 1)
 	ClsLabels   []string // {arch}.classifier.output_labels
 }
 

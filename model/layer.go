@@ -115,7 +115,7 @@ type tensor struct {
 func (t tensor) opt() tensor { t.optional = true; return t }
 
 // vecT and matT declare a vector of n values and a ne0 × ne1 matrix.
-func vecT(name string, n dim) tensor         { return tensor{name: name, ne0: n} }
+func vecT(name string, n dim) tensor        { return tensor{name: name, ne0: n} }
 func matT(name string, ne0, ne1 dim) tensor { return tensor{name: name, ne0: ne0, ne1: ne1} }
 
 // bindFields binds the tensors ts, named prefix+t.name, into the fields of
