@@ -13,6 +13,7 @@ import (
 	"github.com/bankml/bankml/internal/synth"
 	"github.com/bankml/bankml/internal/synthcache"
 	"github.com/bankml/bankml/internal/testdata"
+	"github.com/bankml/bankml/sample"
 )
 
 // archModel is one synthetic model of the architectures added to llama and
@@ -314,4 +315,66 @@ func TestEmbeddingsMatchReference(t *testing.T) {
 		})
 	}
 	t.Logf("%d of %d embeddings bit-equal to the reference's", n, total)
+}
+
+// TestArchitecturesLongContextsMatchReference: long runs of the decoders
+// where the attention takes its other paths with a sliding window (gemma3: a
+// prompt of two micro-batches, the tiled kernel past the window, decodes
+// through split-KV past 256 cells) and phi3's long rope factors (a context of
+// 2048 past the 1024 positions of rope.scaling.original_context_length):
+// the prompt's logits bit-equal and the greedy continuation token-identical
+// to the reference's session of the same context size.
+func TestArchitecturesLongContextsMatchReference(t *testing.T) {
+	lib := refLib(t)
+	for _, tc := range []struct {
+		m         archModel
+		sentences int
+		n, nCtx   int
+	}{
+		{archModel{arch: "gemma3", typ: gguf.Q8_0, vocab: "llama-spm", seed: 42}, 48, 24, 0},
+		{archModel{arch: "gemma3", typ: gguf.F16, vocab: "llama-spm", seed: 41}, 1, 300, 0},
+		{archModel{arch: "phi3", typ: gguf.Q8_0, vocab: "phi-3", seed: 52}, 8, 24, 2048},
+		{archModel{arch: "qwen2", typ: gguf.Q2_0, seed: 33}, 1, 300, 0},
+	} {
+		t.Run(fmt.Sprintf("%s %d sentences %d tokens", tc.m, tc.sentences, tc.n), func(t *testing.T) {
+			p := tc.m.load(t, lib)
+			toks := p.tokenize(t, longText(tc.sentences))
+			nCtx := max(tc.nCtx, len(toks)+tc.n)
+			s, err := p.ref.NewSession(nCtx, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			wantLogits, err := s.Decode(toks)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := s.Generate(wantLogits, tc.n, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := newCtx(t, p.m, nCtx, 1)
+			logits, err := c.Decode(toks)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range logits {
+				if math.Float32bits(logits[i]) != math.Float32bits(wantLogits[i]) {
+					t.Fatalf("%d-token prompt: logit %d = %g, reference %g", len(toks), i, logits[i], wantLogits[i])
+				}
+			}
+			for i := range want {
+				best := sample.Greedy(logits)
+				if best != want[i] {
+					t.Fatalf("%d-token prompt: token %d: bankml %d, reference %d", len(toks), i, best, want[i])
+				}
+				if i+1 < len(want) {
+					if logits, err = c.Decode([]int32{best}); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			t.Logf("%s: %d-token prompt's logits bit-equal, %d tokens identical (context %d)", p.name, len(toks), len(want), nCtx)
+		})
+	}
 }
