@@ -25,7 +25,11 @@
 // inside a prompt), waiting up to 10 ms for requests still sampling from the
 // last step. Idle slots settle: their generated cells (computed one row at a
 // time) are re-evaluated as prompt rows so that a conversation's next turn
-// reuses them.
+// reuses them. Embed hands the scheduler each input as a job of its own (no
+// slot: a fresh context per input, every row an output, one micro-batch
+// never split across steps) that shares the steps' forward passes; the rows
+// are pooled with Options.Pooling (--pooling) or the model's pooling type.
+// An encoder (bert) only embeds: Generate refuses it (ErrEncoder).
 //
 // Follows. tools/server/server-context.cpp at the reference's commit:
 // get_available_slot, launch_slot_with_task (n_predict: the request's, else

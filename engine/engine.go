@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/bankml/bankml/chat"
+	"github.com/bankml/bankml/embed"
 	"github.com/bankml/bankml/model"
 	"github.com/bankml/bankml/sample"
 	"github.com/bankml/bankml/tokenizer"
@@ -96,6 +97,10 @@ type Options struct {
 	// RestoreSlot: a file saved from another model is refused); serve
 	// passes the file's sha256. Slot files need it.
 	ModelID string
+	// Pooling is the pooling of Embed's vectors (llama-server's --pooling:
+	// none, mean, cls, last, rank); "": the model's {arch}.pooling_type
+	// (model.Model.Pooling).
+	Pooling string
 	// NoSettle turns off settling (the scheduler re-evaluating an idle
 	// slot's generated cells so that a conversation's next turn reuses
 	// them under CacheReuseExact); benchmarks that must not share the CPU
@@ -114,6 +119,8 @@ type Engine struct {
 	smodl  sample.Model
 	eogs   []int32
 	runner *model.Runner // the one pool of workers and matmul buffers, run by the scheduler
+	pool    embed.Pooling // Embed's pooling
+	poolErr error         // why the model's own pooling cannot run (Embed's error)
 
 	mu       sync.Mutex
 	slots    []*slot
@@ -193,11 +200,19 @@ func New(m *model.Model, tok tokenizer.Tokenizer, tmpl *chat.Template, o Options
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
+	pool, err := embed.ParsePooling(o.Pooling)
+	if err != nil {
+		return nil, fmt.Errorf("engine: --pooling: %w", err)
+	}
+	pool, poolErr := m.Pooling(pool)
+	if poolErr != nil && o.Pooling != "" {
+		return nil, fmt.Errorf("engine: --pooling %s: %w", o.Pooling, poolErr)
+	}
 	run, err := m.NewRunner(o.Threads)
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
-	e := &Engine{m: m, tok: tok, tmpl: tmpl, o: o, nCtx: n, eogs: tok.EOGs(), runner: run,
+	e := &Engine{m: m, tok: tok, tmpl: tmpl, o: o, nCtx: n, eogs: tok.EOGs(), runner: run, pool: pool, poolErr: poolErr,
 		wake: make(chan struct{}, 1), loopDone: make(chan struct{})}
 	e.smodl = sample.Model{NVocab: m.HP.NVocab, SuppressTokens: o.SuppressTokens, Vocab: vocabAdapter{tok}}
 	for i := range o.Parallel {
