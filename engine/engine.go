@@ -111,14 +111,14 @@ type Options struct {
 // Engine serves completions over Parallel slots of one model. Its methods
 // are safe for concurrent use.
 type Engine struct {
-	m      *model.Model
-	tok    tokenizer.Tokenizer
-	tmpl   *chat.Template
-	o      Options
-	nCtx   int
-	smodl  sample.Model
-	eogs   []int32
-	runner *model.Runner // the one pool of workers and matmul buffers, run by the scheduler
+	m       *model.Model
+	tok     tokenizer.Tokenizer
+	tmpl    *chat.Template
+	o       Options
+	nCtx    int
+	smodl   sample.Model
+	eogs    []int32
+	runner  *model.Runner // the one pool of workers and matmul buffers, run by the scheduler
 	pool    embed.Pooling // Embed's pooling
 	poolErr error         // why the model's own pooling cannot run (Embed's error)
 
