@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -131,4 +132,51 @@ func TestEmbedRefusesBadInputs(t *testing.T) {
 	if _, err := New(tm.m, tm.tok, nil, Options{Pooling: "rank"}); err == nil || !strings.Contains(err.Error(), "ranking head") {
 		t.Errorf("rank without a head: %v", err)
 	}
+}
+
+// TestArchitecturesGenerateMatchesReference: the seeded and greedy cases of the engine oracle (the
+// reference's slot run with its own common_sampler) on each new decoder architecture: every answer's tokens,
+// text and finish reason equal the reference's.
+func TestArchitecturesGenerateMatchesReference(t *testing.T) {
+	const nCtx = 256
+	models := []*testModel{
+		embedModel(t, synth.ArchQwen2, gguf.Q8_0, "", 111).withRef(t),
+		embedModel(t, synth.ArchGemma3, gguf.Q8_0, "llama-spm", 112).withRef(t),
+		embedModel(t, synth.ArchPhi3, gguf.Q8_0, "phi-3", 113).withRef(t),
+		embedModel(t, synth.ArchBitnet, gguf.TQ2_0, "gpt-2", 114).withRef(t),
+	}
+	keep := []string{"greedy", "defaults-seed42", "dist-temp1.3", "penalties-topk5", "dry-xtc", "ignore-eos"}
+	pass, total := 0, 0
+	for _, tm := range models {
+		for _, c := range oracleCases() {
+			if !slices.Contains(keep, c.name) {
+				continue
+			}
+			t.Run(tm.name+"/"+c.name, func(t *testing.T) {
+				total++
+				e := newEngine(t, tm, Options{NCtx: nCtx})
+				s, err := tm.ref.NewSession(nCtx, 1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer s.Close()
+				prompt, err := tm.ref.Tokenize(c.prompt, true, true)
+				if err != nil {
+					t.Fatal(err)
+				}
+				req := c.req
+				req.Prompt = Prompt{Text: c.prompt}
+				want := refGenerate(t, tm, s, prompt, 0, req)
+				res, err := e.Generate(context.Background(), req, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				check(t, res, want, prompt, 0)
+				if !t.Failed() {
+					pass++
+				}
+			})
+		}
+	}
+	t.Logf("%d of %d seeded and greedy answers of the new architectures equal the reference's", pass, total)
 }
