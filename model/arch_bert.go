@@ -25,22 +25,22 @@ func init() {
 			matT("cls.weight", dEmbd, dEmbd).opt(), vecT("cls.bias", dEmbd).opt(),
 			matT("cls.output.weight", dEmbd, dClsOut).opt(), vecT("cls.output.bias", dClsOut).opt(),
 		},
-		layer: []tensor{
-			matT("attn_q.weight", dEmbd, dQ), vecT("attn_q.bias", dQ).opt(),
-			matT("attn_k.weight", dEmbd, dKV), vecT("attn_k.bias", dKV).opt(),
-			matT("attn_v.weight", dEmbd, dKV), vecT("attn_v.bias", dKV).opt(),
+		layer: with(qkvTensors,
 			matT("attn_output.weight", dQ, dEmbd), vecT("attn_output.bias", dEmbd).opt(),
 			vecT("attn_output_norm.weight", dEmbd), vecT("attn_output_norm.bias", dEmbd),
 			matT("ffn_up.weight", dEmbd, dFF), vecT("ffn_up.bias", dFF).opt(),
 			matT("ffn_down.weight", dFF, dEmbd), vecT("ffn_down.bias", dEmbd).opt(),
 			vecT("layer_output_norm.weight", dEmbd), vecT("layer_output_norm.bias", dEmbd),
-		}})
+		)})
 }
 
 // bertCheck: llama.cpp refuses a bert file without token types ("model needs
 // to define token type count"); the graph adds row 0 of token_types as an F32
 // vector.
 func bertCheck(m *Model) error {
+	if err := qkvCheck(m); err != nil {
+		return err
+	}
 	if m.HP.NTokenTypes == 0 {
 		return fmt.Errorf("model: bert needs tokenizer.ggml.token_type_count (llama.cpp: \"model needs to define token type count\")")
 	}

@@ -12,17 +12,15 @@ import (
 // feed-forward, sliding-window attention on most layers (their own RoPE base
 // and no RoPE scaling) and soft-capped logits.
 func init() {
-	register(&arch{name: "gemma3", rope: ropeNeox, hparams: gemma3Hparams, inputs: gemma3Inputs, block: blockGemma3,
-		layer: []tensor{
-			vecT("attn_norm.weight", dEmbd),
-			matT("attn_q.weight", dEmbd, dQ), matT("attn_k.weight", dEmbd, dKV), matT("attn_v.weight", dEmbd, dKV),
+	register(&arch{name: "gemma3", rope: ropeNeox, hparams: gemma3Hparams, inputs: gemma3Inputs, block: blockGemma3, check: qkvCheck,
+		layer: with([]tensor{vecT("attn_norm.weight", dEmbd)}, with(qkvTensors,
 			matT("attn_output.weight", dQ, dEmbd),
 			vecT("post_attention_norm.weight", dEmbd),
 			vecT("attn_k_norm.weight", dHead), vecT("attn_q_norm.weight", dHead),
 			vecT("ffn_norm.weight", dEmbd),
 			matT("ffn_gate.weight", dEmbd, dFF), matT("ffn_up.weight", dEmbd, dFF), matT("ffn_down.weight", dFF, dEmbd),
 			vecT("post_ffw_norm.weight", dEmbd),
-		}})
+		)...)})
 }
 
 // gemma3Hparams is llama_model_gemma3::load_arch_hparams: the sliding window

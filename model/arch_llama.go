@@ -4,25 +4,23 @@ package model
 // attention with RoPE and a SwiGLU feed-forward (src/models/llama.cpp,
 // qwen3.cpp, qwen2.cpp); qwen3 adds per-head Q/K norms, qwen2 Q/K/V biases.
 
-// llamaLayer is the block of src/models/llama.cpp's loader.
-var llamaLayer = []tensor{
-	vecT("attn_norm.weight", dEmbd),
-	matT("attn_q.weight", dEmbd, dQ), matT("attn_k.weight", dEmbd, dKV), matT("attn_v.weight", dEmbd, dKV),
+// llamaLayer is the block of src/models/llama.cpp's loader (create_tensor_qkv: fused or separate Q/K/V,
+// optional biases).
+var llamaLayer = with([]tensor{vecT("attn_norm.weight", dEmbd)}, with(qkvTensors,
 	matT("attn_output.weight", dQ, dEmbd),
 	vecT("ffn_norm.weight", dEmbd),
 	matT("ffn_gate.weight", dEmbd, dFF), matT("ffn_up.weight", dEmbd, dFF), matT("ffn_down.weight", dFF, dEmbd),
-}
+)...)
 
 func init() {
 	// src/models/llama.cpp: RMSNorm, RoPE NORM, GQA, SwiGLU.
-	register(&arch{name: "llama", rope: ropeNorm, layer: llamaLayer, block: blockLlama})
+	register(&arch{name: "llama", rope: ropeNorm, layer: llamaLayer, check: qkvCheck, block: blockLlama})
 	// src/models/qwen3.cpp: as llama plus per-head Q/K RMSNorm, RoPE NEOX.
-	register(&arch{name: "qwen3", rope: ropeNeox, block: blockLlama,
-		layer: append(llamaLayer[:len(llamaLayer):len(llamaLayer)], vecT("attn_q_norm.weight", dHead), vecT("attn_k_norm.weight", dHead)),
+	register(&arch{name: "qwen3", rope: ropeNeox, block: blockLlama, check: qkvCheck,
+		layer: with(llamaLayer, vecT("attn_q_norm.weight", dHead), vecT("attn_k_norm.weight", dHead)),
 		head:  []tensor{matT("cls.output.weight", dEmbd, dClsOut).opt()}})
-	// src/models/qwen2.cpp: as llama plus Q/K/V biases, RoPE NEOX.
-	register(&arch{name: "qwen2", rope: ropeNeox, block: blockLlama,
-		layer: append(llamaLayer[:len(llamaLayer):len(llamaLayer)], vecT("attn_q.bias", dQ), vecT("attn_k.bias", dKV), vecT("attn_v.bias", dKV))})
+	// src/models/qwen2.cpp: llama's blocks (its files carry Q/K/V biases), RoPE NEOX.
+	register(&arch{name: "qwen2", rope: ropeNeox, block: blockLlama, check: qkvCheck, layer: llamaLayer})
 }
 
 // blockLlama is one block of llama, qwen3 and qwen2: x += Wo·attn(rope(q, k),

@@ -378,3 +378,62 @@ func TestArchitecturesLongContextsMatchReference(t *testing.T) {
 		})
 	}
 }
+
+// TestFusedAndBiasedProjectionsMatchReference: create_tensor_qkv's other forms on the graphs that take
+// them: llama with one fused attn_qkv, phi3 with three separate projections, and bert with a fused attn_qkv;
+// every layer's output and the logits (bert: embedding) bit-equal to the reference's.
+func TestFusedAndBiasedProjectionsMatchReference(t *testing.T) {
+	lib := refLib(t)
+	for _, a := range []archModel{
+		{arch: "llama", typ: gguf.Q8_0, seed: 91, tag: "fused", mod: func(s *synth.Shape) { s.FusedQKV = true; s.NHeadKV = s.NHead }},
+		{arch: "phi3", typ: gguf.Q8_0, vocab: "phi-3", seed: 92, tag: "separate", mod: func(s *synth.Shape) { s.FusedQKV = false }},
+		{arch: "bert", typ: gguf.F16, vocab: "bert-bge", seed: 93, tag: "fused", mod: func(s *synth.Shape) { s.FusedQKV = true }},
+	} {
+		t.Run(a.String(), func(t *testing.T) {
+			p := a.load(t, lib)
+			toks := p.tokenize(t, archPrompts[1])
+			c := newCtx(t, p.m, len(toks), 1)
+			if p.m.Encoder() {
+				rows, err := embedRows(c, toks)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, err := p.ref.Embed(toks, int(embed.PoolingNone), 1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var exp []float32
+				for _, r := range want.Rows {
+					exp = append(exp, r...)
+				}
+				if !slices.EqualFunc(rows, exp, func(x, y float32) bool { return math.Float32bits(x) == math.Float32bits(y) }) {
+					t.Fatal("rows differ from the reference's")
+				}
+				return
+			}
+			got, err := c.Decode(toks)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := p.ref.PromptLogits(toks, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.EqualFunc(got, want, func(x, y float32) bool { return math.Float32bits(x) == math.Float32bits(y) }) {
+				t.Fatal("logits differ from the reference's")
+			}
+			if g, w := greedy(t, p.m, toks, 16), mustGreedy(t, p, toks, 16); !slices.Equal(g, w) {
+				t.Fatalf("greedy %v, reference %v", g, w)
+			}
+		})
+	}
+}
+
+func mustGreedy(t *testing.T, p *pair, toks []int32, n int) []int32 {
+	t.Helper()
+	w, err := p.ref.Greedy(toks, n, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}

@@ -15,14 +15,11 @@ import (
 func init() {
 	register(&arch{name: "phi3", rope: ropeNeox, hparams: phi3Hparams, check: phi3Check, block: blockPhi3,
 		head: []tensor{vecT("rope_factors_long.weight", dRot2).opt(), vecT("rope_factors_short.weight", dRot2).opt()},
-		layer: []tensor{
-			vecT("attn_norm.weight", dEmbd),
-			matT("attn_qkv.weight", dEmbd, dQKV).opt(),
-			matT("attn_q.weight", dEmbd, dQ).opt(), matT("attn_k.weight", dEmbd, dKV).opt(), matT("attn_v.weight", dEmbd, dKV).opt(),
+		layer: with([]tensor{vecT("attn_norm.weight", dEmbd)}, with(qkvTensors,
 			matT("attn_output.weight", dQ, dEmbd),
 			vecT("ffn_norm.weight", dEmbd),
 			matT("ffn_down.weight", dFF, dEmbd), matT("ffn_up.weight", dEmbd, dFF2),
-		}})
+		)...)})
 }
 
 // phi3Hparams: Q is scaled by 1/sqrtf(head_dim) in the graph.
@@ -31,17 +28,10 @@ func phi3Hparams(_ meta, hp *Hparams) error {
 	return nil
 }
 
-// phi3Check refuses a layer with neither the fused attn_qkv nor all three of
-// attn_q, attn_k and attn_v, or with both.
+// phi3Check is qkvCheck, and the rope factors come in pairs.
 func phi3Check(m *Model) error {
-	for i := range m.Layers {
-		l := &m.Layers[i]
-		fused := len(l.Wqkv.Planes) > 0
-		sep := len(l.Wq.Planes) > 0 && len(l.Wk.Planes) > 0 && len(l.Wv.Planes) > 0
-		any := len(l.Wq.Planes) > 0 || len(l.Wk.Planes) > 0 || len(l.Wv.Planes) > 0
-		if fused == any || (!fused && !sep) {
-			return fmt.Errorf("model: layer %d: phi3 needs either blk.%d.attn_qkv.weight or all of attn_q, attn_k and attn_v", i, i)
-		}
+	if err := qkvCheck(m); err != nil {
+		return err
 	}
 	if (m.RopeLong == nil) != (m.RopeShort == nil) {
 		return fmt.Errorf("model: rope_factors_long.weight and rope_factors_short.weight come together")

@@ -182,3 +182,39 @@ func (l *Layer) linears() []*Linear {
 	}
 	return out
 }
+
+// qkvTensors are the attention projections of llama_model_base::create_tensor_qkv, which most loaders call:
+// a fused attn_qkv or the three attn_q, attn_k and attn_v, each with an optional bias (biases beside a fused
+// matrix too, which llama.cpp concatenates); qkvCheck requires one of the two forms.
+var qkvTensors = []tensor{
+	matT("attn_qkv.weight", dEmbd, dQKV).opt(),
+	matT("attn_q.weight", dEmbd, dQ).opt(), matT("attn_k.weight", dEmbd, dKV).opt(), matT("attn_v.weight", dEmbd, dKV).opt(),
+	vecT("attn_q.bias", dQ).opt(), vecT("attn_k.bias", dKV).opt(), vecT("attn_v.bias", dKV).opt(),
+}
+
+// qkvCheck refuses a layer with neither the fused attn_qkv nor all three of attn_q, attn_k and attn_v, or
+// with both forms, naming the layer and what it holds.
+func qkvCheck(m *Model) error {
+	for i := range m.Layers {
+		l := &m.Layers[i]
+		var have []string
+		for _, p := range []struct {
+			l    *Linear
+			name string
+		}{{&l.Wqkv, "attn_qkv"}, {&l.Wq, "attn_q"}, {&l.Wk, "attn_k"}, {&l.Wv, "attn_v"}} {
+			if len(p.l.Planes) > 0 {
+				have = append(have, p.name)
+			}
+		}
+		fused := len(l.Wqkv.Planes) > 0
+		if (fused && len(have) != 1) || (!fused && len(have) != 3) {
+			return fmt.Errorf("model: layer %d of the %s graph needs blk.%d.attn_qkv.weight or all of attn_q, attn_k and attn_v; it has %v", i, m.Arch, i, have)
+		}
+	}
+	return nil
+}
+
+// with returns ts followed by more (a new slice).
+func with(ts []tensor, more ...tensor) []tensor {
+	return append(append([]tensor(nil), ts...), more...)
+}

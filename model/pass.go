@@ -121,8 +121,9 @@ func bias(x, b []float32) {
 }
 
 // qkv is build_qkv: Q, K and V of the active rows from cur, as separate
-// projections (one shared quantization of cur) each times its scale and
-// plus its bias, or the fused attn_qkv split into its three views.
+// projections (one shared quantization of cur) or the fused attn_qkv split
+// into its three views, each times its scale and plus its bias (beside a
+// fused matrix llama.cpp adds the concatenated biases: the same sums).
 func (p *pass) qkv(il int, cur []float32, l *Layer) (q, k, v []float32) {
 	hp := p.hp
 	nq, nkv := hp.NHead*hp.HeadDim, hp.NHeadKV*hp.HeadDim
@@ -136,9 +137,9 @@ func (p *pass) qkv(il int, cur []float32, l *Layer) (q, k, v []float32) {
 			copy(k[j*nkv:(j+1)*nkv], row[nq:nq+nkv])
 			copy(v[j*nkv:(j+1)*nkv], row[nq+nkv:])
 		}
-		return q, k, v
+	} else {
+		p.shared(cur[:p.n*hp.NEmbd], l.Wq.product(q), l.Wk.product(k), l.Wv.product(v))
 	}
-	p.shared(cur[:p.n*hp.NEmbd], l.Wq.product(q), l.Wk.product(k), l.Wv.product(v))
 	scaleBy(q, l.Sq)
 	scaleBy(k, l.Sk)
 	scaleBy(v, l.Sv)
