@@ -145,6 +145,9 @@ func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error 
 		return err
 	}
 	defer m.Close() // before f.Close: stops the background packing
+	if m.Encoder() {
+		return cannotRun(fmt.Errorf("run: the %s model is an encoder: it gives embeddings, not text (use bankml embed)", m.Arch))
+	}
 
 	nCtx, capped, err := m.ContextSize(r.Ctx)
 	if err != nil {
