@@ -29,10 +29,12 @@ type archModel struct {
 	// mod changes the shape (e.g. a ranking head); its name is tag.
 	mod func(*synth.Shape)
 	tag string
+	// preset is synth's preset ("": tiny).
+	preset string
 }
 
 func (a archModel) String() string {
-	s := fmt.Sprintf("%s-tiny-%s", a.arch, strings.ToUpper(a.typ.String()))
+	s := fmt.Sprintf("%s-%s-%s", a.arch, a.presetName(), strings.ToUpper(a.typ.String()))
 	if a.vocab != "" {
 		s += "-" + a.vocab
 	}
@@ -43,9 +45,16 @@ func (a archModel) String() string {
 }
 
 // path returns the model's file, generating it on first use (internal/synthcache).
+func (a archModel) presetName() string {
+	if a.preset == "" {
+		return "tiny"
+	}
+	return a.preset
+}
+
 func (a archModel) path(t testing.TB) string {
 	t.Helper()
-	shape, err := synth.Preset("tiny")
+	shape, err := synth.Preset(a.presetName())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +63,11 @@ func (a archModel) path(t testing.TB) string {
 		a.mod(&shape)
 	}
 	cfg := synth.Config{Arch: a.arch, Shape: shape, Weight: a.typ, Embd: a.typ, Output: a.typ, Seed: a.seed}
-	if a.vocab != "" {
+	switch a.vocab {
+	case "":
+	case "qwen3": // the real Qwen3 (Qwen2.5) tokenizer, 151,936 ids
+		cfg.Vocab = synthcache.Qwen3Vocab(t)
+	default:
 		if cfg.Vocab, err = synth.VocabFromGGUF(testdata.Model(t, "vocab/ggml-vocab-"+a.vocab+".gguf")); err != nil {
 			t.Fatal(err)
 		}
@@ -83,6 +96,18 @@ var archModels = []archModel{
 	{arch: "bitnet", typ: gguf.TQ1_0, vocab: "gpt-2", seed: 61}, {arch: "bitnet", typ: gguf.TQ2_0, vocab: "gpt-2", seed: 62},
 	{arch: "bitnet", typ: gguf.F16, vocab: "gpt-2", seed: 63},
 	{arch: "bert", typ: gguf.F16, vocab: "bert-bge", seed: 71}, {arch: "bert", typ: gguf.Q8_0, vocab: "bert-bge", seed: 72},
+}
+
+func init() {
+	if heavy() { // real-scale shapes and the real Qwen vocabulary (BANKML_ORACLE_HEAVY=1)
+		archModels = append(archModels,
+			archModel{arch: "qwen2", typ: gguf.Q2_0, vocab: "qwen3", seed: 34},
+			archModel{arch: "qwen2", typ: gguf.Q8_0, vocab: "qwen3", seed: 35, preset: "bonsai-1.7b"},
+			archModel{arch: "gemma3", typ: gguf.Q8_0, vocab: "llama-spm", seed: 43, preset: "bonsai-1.7b"},
+			archModel{arch: "phi3", typ: gguf.TQ2_0, vocab: "phi-3", seed: 54, preset: "bonsai-1.7b"},
+			archModel{arch: "bitnet", typ: gguf.TQ2_0, vocab: "gpt-2", seed: 64, preset: "bonsai-1.7b"},
+			archModel{arch: "bert", typ: gguf.F16, vocab: "bert-bge", seed: 74, preset: "bonsai-1.7b"})
+	}
 }
 
 // archPrompts are the oracle's prompts: short, past gemma3's window of 16,
