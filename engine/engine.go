@@ -9,6 +9,7 @@ import (
 
 	"github.com/bankml/bankml/chat"
 	"github.com/bankml/bankml/embed"
+	"github.com/bankml/bankml/grammar"
 	"github.com/bankml/bankml/model"
 	"github.com/bankml/bankml/sample"
 	"github.com/bankml/bankml/tokenizer"
@@ -214,7 +215,8 @@ func New(m *model.Model, tok tokenizer.Tokenizer, tmpl *chat.Template, o Options
 	}
 	e := &Engine{m: m, tok: tok, tmpl: tmpl, o: o, nCtx: n, eogs: tok.EOGs(), runner: run, pool: pool, poolErr: poolErr,
 		wake: make(chan struct{}, 1), loopDone: make(chan struct{})}
-	e.smodl = sample.Model{NVocab: m.HP.NVocab, SuppressTokens: o.SuppressTokens, Vocab: vocabAdapter{tok}}
+	e.smodl = sample.Model{NVocab: m.HP.NVocab, SuppressTokens: o.SuppressTokens, Vocab: vocabAdapter{tok},
+		Grammar: grammar.NewVocab(tok)}
 	for i := range o.Parallel {
 		e.slots = append(e.slots, &slot{id: i})
 	}

@@ -356,7 +356,8 @@ func (e *Engine) run(ctx context.Context, s *slot, prompt []int32, req Request, 
 			out.Probs = &p
 		}
 		eog := e.tok.IsEOG(tok)
-		piece := e.tok.TokenToPiece(tok, false)
+		// preserved tokens show their text, as llama-server's accept_special_token renders them
+		piece := e.tok.TokenToPiece(tok, slices.Contains(req.Sampling.PreservedTokens, tok))
 		out.Text, out.Pending = st.add(string(piece), eog)
 		e.mu.Lock()
 		s.task.Decoded++

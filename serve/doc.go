@@ -38,8 +38,8 @@
 // speculative.*) and answers one prompt per request. Token ids outside the vocabulary are a 400 (llama-server reads out
 // of bounds). Bodies over Options.MaxBodyBytes are a 413 and a full queue a 429 (llama-server has neither:
 // it defers without bound). response_format and tools are a 400 "not supported yet". Sampler settings
-// bankml does not reproduce exactly (mirostat, grammar, ...) are a 400 naming the parameter (sample.Params.
-// Check), never approximated. The model is loaded before the port opens, so there is no loading state.
+// bankml does not reproduce exactly (mirostat, ...) are a 400 naming the parameter (sample.Params.
+// Check), never approximated; a grammar that does not parse is a 400 naming "grammar". The model is loaded before the port opens, so there is no loading state.
 //
 // Determinism. An answer is a pure function of the request and the model (package engine's contract: a
 // reused prefix gives the same logits as a re-evaluated one), so under load every answer equals its

@@ -69,7 +69,7 @@ func TestRefusals(t *testing.T) {
 		{"response_format", "/v1/chat/completions", `{` + msgs + `, "response_format": {"type": "json_object"}}`, 400, TypeInvalidRequest, "response_format: not supported yet"},
 		{"tools", "/v1/chat/completions", `{` + msgs + `, "tools": [{"type": "function", "function": {"name": "f"}}]}`, 400, TypeInvalidRequest, "tools: not supported yet"},
 		{"mirostat", "/v1/chat/completions", `{` + msgs + `, "mirostat": 2}`, 400, TypeInvalidRequest, "Field 'mirostat'"},
-		{"grammar", "/v1/completions", `{"prompt": "x", "grammar": "root ::= \"a\""}`, 400, TypeInvalidRequest, "Field 'grammar'"},
+		{"grammar that does not parse", "/v1/completions", `{"prompt": "x", "grammar": "root ::= foo"}`, 400, TypeInvalidRequest, "Field 'grammar': failed to parse grammar: Undefined rule identifier 'foo'"},
 		{"repeat_last_n", "/v1/completions", `{"prompt": "x", "repeat_last_n": -2}`, 400, TypeInvalidRequest, "Field 'repeat_last_n'"},
 		{"top_logprobs alone", "/v1/chat/completions", `{` + msgs + `, "top_logprobs": 3}`, 400, TypeInvalidRequest, "top_logprobs requires logprobs"},
 		{"no messages", "/v1/chat/completions", `{}`, 400, TypeInvalidRequest, "'messages' is required"},

@@ -150,22 +150,7 @@ func buildChatShim(ctx context.Context, bundle, bins, cache string) error {
 	}
 	defer os.RemoveAll(dir)
 	src := filepath.Join(dir, "src")
-	run := func(name string, args ...string) error {
-		cmd := exec.CommandContext(ctx, name, args...)
-		cmd.Dir = dir
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("reference: %s %s: %v\n%s", name, strings.Join(args, " "), err, out)
-		}
-		return nil
-	}
-	if err := run("git", "clone", "-q", "--no-checkout", "--depth", "1", bundle, src); err != nil {
-		return err
-	}
-	if err := run("git", "-C", src, "sparse-checkout", "set", "--no-cone", "/common/", "/include/", "/ggml/include/", "/vendor/", "/models/templates/"); err != nil {
-		return err
-	}
-	if err := run("git", "-C", src, "checkout", "-q"); err != nil {
+	if err := sparseClone(ctx, bundle, src, "/common/", "/include/", "/ggml/include/", "/vendor/", "/models/templates/"); err != nil {
 		return err
 	}
 	cpp := filepath.Join(dir, "chatshim.cpp")
@@ -177,13 +162,36 @@ func buildChatShim(ctx context.Context, bundle, bins, cache string) error {
 		"-I" + filepath.Join(src, "ggml", "include"), "-I" + filepath.Join(src, "vendor"),
 		"-L" + bins, "-l:libllama-common.so", "-l:" + libLlama, "-l:" + libGGML, "-l:" + libGGMLBase,
 		"-Wl,-rpath," + bins}
-	if err := run("g++", args...); err != nil {
+	if err := runIn(ctx, dir, "g++", args...); err != nil {
 		return err
 	}
 	if err := os.Rename(dir, cache); err != nil && !isFile(filepath.Join(cache, "chatshim")) {
 		return fmt.Errorf("reference: %w", err)
 	}
 	return nil
+}
+
+// runIn runs a command in dir, its output quoted in the error.
+func runIn(ctx context.Context, dir, name string, args ...string) error {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("reference: %s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+	return nil
+}
+
+// sparseClone checks out the given folders of the source bundle into dst.
+func sparseClone(ctx context.Context, bundle, dst string, folders ...string) error {
+	dir := filepath.Dir(dst)
+	if err := runIn(ctx, dir, "git", "clone", "-q", "--no-checkout", "--depth", "1", bundle, dst); err != nil {
+		return err
+	}
+	if err := runIn(ctx, dir, "git", append([]string{"-C", dst, "sparse-checkout", "set", "--no-cone"}, folders...)...); err != nil {
+		return err
+	}
+	return runIn(ctx, dir, "git", "-C", dst, "checkout", "-q")
 }
 
 // call sends one request and reads its answer.
