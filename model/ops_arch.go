@@ -1,7 +1,6 @@
 package model
 
 import (
-	"math"
 	"sync"
 
 	"github.com/bankml/bankml/fmath"
@@ -147,6 +146,3 @@ func addBias(x, b []float32) {
 		}
 	}
 }
-
-// isFinite32 reports whether v is neither NaN nor infinite.
-func isFinite32(v float32) bool { return !math.IsNaN(float64(v)) && !math.IsInf(float64(v), 0) }
