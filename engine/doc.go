@@ -30,7 +30,11 @@
 // actions: a slot's tokens, cell classes and cells in a checksummed file
 // naming the model). Idle slots settle: their generated cells (computed one
 // row at a time) are re-evaluated as prompt rows so that a conversation's
-// next turn reuses them. Every bankml command that generates or evaluates
+// next turn reuses them. Embed hands the scheduler each input as a job of its own (no
+// slot: a fresh context per input, every row an output, one micro-batch
+// never split across steps) that shares the steps' forward passes; the rows
+// are pooled with Options.Pooling (--pooling) or the model's pooling type.
+// An encoder (bert) only embeds: Generate refuses it (ErrEncoder). Every bankml command that generates or evaluates
 // is a client of this engine: serve, run and run --chat, perplexity, bench.
 //
 // Follows. tools/server/server-context.cpp at the reference's commit:

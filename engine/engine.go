@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/bankml/bankml/chat"
+	"github.com/bankml/bankml/embed"
 	"github.com/bankml/bankml/grammar"
 	"github.com/bankml/bankml/model"
 	"github.com/bankml/bankml/sample"
@@ -106,6 +107,10 @@ type Options struct {
 	// warns); by default a slot's context is model.ContextSize's (llama-server
 	// caps a slot at the training context).
 	PastTrainingContext bool
+	// Pooling is the pooling of Embed's vectors (llama-server's --pooling:
+	// none, mean, cls, last, rank); "": the model's {arch}.pooling_type
+	// (model.Model.Pooling).
+	Pooling string
 	// NoSettle turns off settling (the scheduler re-evaluating an idle
 	// slot's generated cells so that a conversation's next turn reuses
 	// them under CacheReuseExact); benchmarks that must not share the CPU
@@ -116,15 +121,17 @@ type Options struct {
 // Engine serves completions over Parallel slots of one model. Its methods
 // are safe for concurrent use.
 type Engine struct {
-	m      *model.Model
-	tok    tokenizer.Tokenizer
-	tmpl   *chat.Template
-	o      Options
-	nCtx   int
-	smodl  sample.Model
-	eogs   []int32
-	runner *model.Runner // the one pool of workers and matmul buffers, run by the scheduler
-	pcache *promptCache  // --cache-ram; nil: none (the scheduler's)
+	m       *model.Model
+	tok     tokenizer.Tokenizer
+	tmpl    *chat.Template
+	o       Options
+	nCtx    int
+	smodl   sample.Model
+	eogs    []int32
+	runner  *model.Runner // the one pool of workers and matmul buffers, run by the scheduler
+	pcache  *promptCache  // --cache-ram; nil: none (the scheduler's)
+	pool    embed.Pooling // Embed's pooling
+	poolErr error         // why the model's own pooling cannot run (Embed's error)
 
 	mu       sync.Mutex
 	slots    []*slot
@@ -211,11 +218,19 @@ func New(m *model.Model, tok tokenizer.Tokenizer, tmpl *chat.Template, o Options
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
+	pool, err := embed.ParsePooling(o.Pooling)
+	if err != nil {
+		return nil, fmt.Errorf("engine: --pooling: %w", err)
+	}
+	pool, poolErr := m.Pooling(pool)
+	if poolErr != nil && o.Pooling != "" {
+		return nil, fmt.Errorf("engine: --pooling %s: %w", o.Pooling, poolErr)
+	}
 	run, err := m.NewRunner(o.Threads)
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
-	e := &Engine{m: m, tok: tok, tmpl: tmpl, o: o, nCtx: n, eogs: tok.EOGs(), runner: run,
+	e := &Engine{m: m, tok: tok, tmpl: tmpl, o: o, nCtx: n, eogs: tok.EOGs(), runner: run, pool: pool, poolErr: poolErr,
 		wake: make(chan struct{}, 1), loopDone: make(chan struct{})}
 	if o.CacheRAMMiB != 0 {
 		e.pcache = &promptCache{limit: int64(max(0, o.CacheRAMMiB)) << 20, limitTokens: n * o.Parallel, modelID: o.ModelID}

@@ -238,6 +238,9 @@ type Result struct {
 // error (a *sample.ParamError). See the package doc for llama-server's rules.
 func (e *Engine) Generate(ctx context.Context, req Request, onToken func(Token) error) (Result, error) {
 	t0 := time.Now()
+	if e.m.Encoder() {
+		return Result{}, fmt.Errorf("engine: %w", ErrEncoder)
+	}
 	if req.Slot < -1 || req.Slot >= len(e.slots) {
 		return Result{}, fmt.Errorf("engine: id_slot %d outside [-1, %d)", req.Slot, len(e.slots))
 	}

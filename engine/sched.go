@@ -33,7 +33,11 @@ type job struct {
 	tok      int32 // a decode job's token
 	// act, when set, makes the job a slot action (save, restore, erase)
 	// run on the slot's context between steps.
-	act       func(c *model.Context) error
+	act func(c *model.Context) error
+	// embd, when set, makes the job an embedding input (Embed): evaluated
+	// in ectx, a fresh context of its own, with every row an output.
+	embd      []int32
+	ectx      *model.Context
 	done      chan jobResult
 	cancelled atomic.Bool
 
@@ -47,6 +51,7 @@ type jobResult struct {
 	logits []float32 // the prompt's last row, or the decoded token's
 	kept   int       // a prompt job: positions kept from the cache (cache_n)
 	nPast  int       // positions the slot's cache holds after the job
+	embd   Embedding // an embedding job's result
 	err    error
 }
 
@@ -70,7 +75,9 @@ func (e *Engine) submit(ctx context.Context, j *job) (jobResult, error) {
 		e.mu.Unlock()
 		return jobResult{}, ErrClosed
 	}
-	j.s.awaiting = time.Time{}
+	if j.s != nil {
+		j.s.awaiting = time.Time{}
+	}
 	e.queue = append(e.queue, j)
 	e.mu.Unlock()
 	e.signal()
@@ -201,7 +208,7 @@ func (e *Engine) step(jobs []*job) {
 	var failErr []error
 	budget := e.o.BatchSize
 	for _, j := range jobs {
-		if j.prompt != nil {
+		if j.prompt != nil || j.embd != nil {
 			continue
 		}
 		c := j.s.ctx
@@ -236,6 +243,7 @@ func (e *Engine) step(jobs []*job) {
 		budget -= end - j.pos
 		j.pos = end
 	}
+	spans, owners, failed, failErr = e.embedSpans(jobs, budget, spans, owners, failed, failErr)
 	var err error
 	if len(spans) > 0 {
 		err = e.runner.Decode(spans)
@@ -254,6 +262,10 @@ func (e *Engine) step(jobs []*job) {
 		case err != nil:
 			if i == 0 || owners[i-1] != j {
 				out = append(out, delivery{j, jobResult{err: fmt.Errorf("engine: %w", err)}})
+			}
+		case sp.Embed:
+			if r, done := e.embedded(j, sp); done {
+				out = append(out, delivery{j, r})
 			}
 		case sp.Logits != nil:
 			out = append(out, delivery{j, jobResult{logits: sp.Logits, kept: j.kept, nPast: j.s.ctx.NPast()}})
@@ -286,7 +298,7 @@ func (e *Engine) step(jobs []*job) {
 	e.queue = q
 	now := time.Now()
 	for _, d := range out {
-		if d.r.err == nil && !d.j.cancelled.Load() {
+		if d.r.err == nil && !d.j.cancelled.Load() && d.j.s != nil {
 			d.j.s.awaiting = now
 		}
 	}

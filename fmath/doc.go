@@ -20,7 +20,9 @@
 //     their entries come from a search, not a formula), Powf's exp2 sharing
 //     Expf's table. Pow: double-double log from a 128-entry table and exp
 //     from a 128-entry table, both derived here with math/big from the rules
-//     glibc's data files state. Other tables are derived with math/big;
+//     glibc's data files state. Tanhf and Expm1f: glibc's generic fdlibm
+//     s_tanhf.c and s_expm1f.c (no FMA variant; read from libm's disassembly),
+//     every operation rounded to float32. Other tables are derived with math/big;
 //     polynomial coefficients are copied from glibc and checked against
 //     libm's .rodata. glibc's pow is not correctly rounded (about one result
 //     in a thousand differs from the correctly rounded power on the DRY

@@ -12,41 +12,73 @@ import (
 	"github.com/bankml/bankml/gguf"
 	"github.com/bankml/bankml/parallel"
 	"github.com/bankml/bankml/quant"
+	"github.com/bankml/bankml/ternary"
 )
 
 // ErrUnsupported marks a model the runtime cannot run yet (architecture,
 // tensor type, hyperparameter); errors.Is works through the wrapping.
 var ErrUnsupported = errors.New("not supported yet")
 
-// graph describes one architecture's graph as llama.cpp builds it: the
-// differences between the graphs this package runs.
-type graph struct {
-	// ropeNeox: RoPE rotates the pairs (i, i+n/2) of a head
-	// (LLAMA_ROPE_TYPE_NEOX), otherwise adjacent pairs (LLAMA_ROPE_TYPE_NORM);
-	// llama_model_rope_type in src/llama-model.cpp.
-	ropeNeox bool
-	// qkNorm: per-head RMS norms on Q and K before RoPE (attn_q_norm,
-	// attn_k_norm), as src/models/qwen3.cpp builds them.
-	qkNorm bool
-	// nRotIsHead: llama.cpp requires rope.dimension_count to equal the head
-	// size (the llama loader's "invalid n_rot", qwen3's GGML_ASSERT).
-	nRotIsHead bool
+// ropeKind is how an architecture rotates Q and K (llama_model_rope_type in
+// src/llama-model.cpp).
+type ropeKind uint8
+
+const (
+	ropeNone ropeKind = iota // no RoPE (bert: absolute positions)
+	ropeNorm                 // LLAMA_ROPE_TYPE_NORM: adjacent pairs (2i, 2i+1)
+	ropeNeox                 // LLAMA_ROPE_TYPE_NEOX: pairs (i, i+n/2)
+)
+
+// arch is one architecture of the registry: what its loader binds
+// (load_hparams, load_arch_tensors) and its forward pass (the graph of
+// src/models/<name>.cpp), over the shared ops of pass.
+type arch struct {
+	name string
+	rope ropeKind
+	// encoder: non-causal attention over the whole input, no KV cache kept
+	// between decodes, embeddings and no logits (bert).
+	encoder bool
+	// normEps: the graph's norms are layer norms with
+	// attention.layer_norm_epsilon; otherwise RMS norms with
+	// attention.layer_norm_rms_epsilon.
+	normEps bool
+	// hparams reads the architecture's own keys (load_arch_hparams); nil:
+	// none.
+	hparams func(md meta, hp *Hparams) error
+	// input lists the tensors before the blocks besides token_embd, and head
+	// those after them (output_norm and output are bound by default unless
+	// noOutput); layer lists a block's tensors (after "blk.N.").
+	input, head, layer []tensor
+	// noOutput: the logits use token_embd directly (bitnet); outputNorm
+	// false: no output_norm (bert).
+	noOutput, noOutputNorm bool
+	// check validates the bound tensors beyond the list (either phi3's fused
+	// attn_qkv or its three projections); nil: nothing more.
+	check func(m *Model) error
+	// inputs runs the architecture's ops on the token embeddings before the
+	// blocks (gemma3's scaling, bert's types, positions and norm); nil: none.
+	inputs func(p *pass)
+	// block computes layer il of a pass (the architecture's forward).
+	block func(p *pass, il int, l *Layer)
 }
 
-// graphs is the architecture registry, keyed by general.architecture: the
-// graphs this package runs, each proven against the reference by the oracle
-// tests. Read-only.
-var graphs = map[string]graph{
-	// src/models/llama.cpp: RMSNorm, RoPE NORM, GQA, SwiGLU.
-	"llama": {ropeNeox: false, qkNorm: false, nRotIsHead: true},
-	// src/models/qwen3.cpp: as llama plus per-head Q/K RMSNorm, RoPE NEOX.
-	"qwen3": {ropeNeox: true, qkNorm: true, nRotIsHead: true},
+// archs is the architecture registry, keyed by general.architecture (each
+// file arch_*.go adds its own in init): the graphs this package runs, each
+// proven against the reference by the oracle tests. Read-only after init.
+var archs = map[string]*arch{}
+
+// register adds a to the registry.
+func register(a *arch) {
+	if _, dup := archs[a.name]; dup {
+		panic("model: architecture " + a.name + " registered twice")
+	}
+	archs[a.name] = a
 }
 
 // Architectures returns the general.architecture values Load accepts, sorted.
 func Architectures() []string {
-	out := make([]string, 0, len(graphs))
-	for a := range graphs {
+	out := make([]string, 0, len(archs))
+	for a := range archs {
 		out = append(out, a)
 	}
 	slices.Sort(out)
@@ -65,7 +97,7 @@ func CheckArchitecture(f *gguf.File) error {
 	if arch == "" {
 		return fmt.Errorf("model: general.architecture missing")
 	}
-	if _, ok := graphs[arch]; !ok {
+	if _, ok := archs[arch]; !ok {
 		return fmt.Errorf("model: architecture %q (this runtime runs %s): %w", arch, strings.Join(Architectures(), ", "), ErrUnsupported)
 	}
 	_, err := readHparams(f)
@@ -73,7 +105,8 @@ func CheckArchitecture(f *gguf.File) error {
 }
 
 // Hparams are the hyperparameters of a model, read from GGUF metadata with
-// llama.cpp's key names and defaults (llama_model::load_hparams).
+// llama.cpp's key names and defaults (llama_model::load_hparams and the
+// architectures' load_arch_hparams).
 type Hparams struct {
 	NEmbd     int     // {arch}.embedding_length
 	NLayer    int     // {arch}.block_count
@@ -83,23 +116,37 @@ type Hparams struct {
 	HeadDim   int     // {arch}.attention.key_length (default NEmbd/NHead); value_length must agree
 	NRot      int     // {arch}.rope.dimension_count (default HeadDim)
 	NCtxTrain int     // {arch}.context_length (required, as llama.cpp requires it)
-	RMSEps    float32 // {arch}.attention.layer_norm_rms_epsilon
+	RMSEps    float32 // {arch}.attention.layer_norm_rms_epsilon (the RMS-norm graphs)
+	NormEps   float32 // {arch}.attention.layer_norm_epsilon (the layer-norm graphs: bert)
 	FreqBase  float32 // {arch}.rope.freq_base (default 10000)
 	NVocab    int     // rows of token_embd.weight
 
 	// RoPE scaling as the model was trained (llama_hparams):
-	RopeScaling    string  // {arch}.rope.scaling.type: "none", "linear" (the default) or "yarn"
+	RopeScaling    string  // {arch}.rope.scaling.type: "none", "linear" (the default), "yarn" or (phi3) "longrope"
 	FreqScaleTrain float32 // 1/{arch}.rope.scaling.factor (or rope.scale_linear); 1 when absent or 0
 	NCtxOrigYarn   int     // {arch}.rope.scaling.original_context_length (default NCtxTrain)
 	RopeAttnFactor float32 // {arch}.rope.scaling.attn_factor (default 1)
-}
 
-// Layer holds one transformer block's weights.
-type Layer struct {
-	AttnNorm, FFNNorm       []float32
-	AttnQNorm, AttnKNorm    []float32 // qwen3: HeadDim values each; nil for llama
-	Wq, Wk, Wv, Wo          Linear
-	FFNGate, FFNUp, FFNDown Linear
+	// Sliding-window attention (gemma3): NSWA is attention.sliding_window
+	// (0: none), SWA[il] whether layer il slides (sliding_window_pattern:
+	// every N-th layer, counting from 1, is global; default 6), FreqBaseSWA
+	// the sliding layers' rope.freq_base_swa (default 10000; their freq_scale
+	// is 1).
+	NSWA        int
+	SWA         []bool
+	FreqBaseSWA float32
+	// LogitSoftcap is {arch}.final_logit_softcapping (gemma3; 0: none).
+	LogitSoftcap float32
+	// AttnScale is the factor Q is scaled by before attention when the graph
+	// scales Q itself (gemma3's f_attention_scale, phi3's 1/sqrt(head_dim));
+	// 0: attention scales the scores by 1/sqrt(head_dim).
+	AttnScale float32
+
+	Causal      bool     // {arch}.attention.causal (default true; bert's files say false)
+	Pooling     int      // {arch}.pooling_type (llama_pooling_type; -1 when absent)
+	NTokenTypes int      // tokenizer.ggml.token_type_count (bert)
+	NClsOut     int      // the ranking head's labels: {arch}.classifier.output_labels' length (default 1)
+	ClsLabels   []string // {arch}.classifier.output_labels
 }
 
 // Model is a loaded model whose weight matrices are views into the
@@ -108,16 +155,33 @@ type Layer struct {
 type Model struct {
 	Arch       string
 	HP         Hparams
-	Rope       Rope // RoPE as llama_context derives it with its default parameters
-	TokEmbd    *quant.Matrix
-	Output     Linear // output.weight, or TokEmbd's matrix when the embeddings are tied
-	OutputNorm []float32
+	Rope       Rope          // RoPE as llama_context derives it with its default parameters
+	RopeSWA    Rope          // gemma3's sliding-window layers' RoPE
+	TokEmbd    *quant.Matrix `gguf:"token_embd.weight"`
+	Output     Linear        `gguf:"output.weight"` // or TokEmbd's matrix when the embeddings are tied
+	OutputNorm []float32     `gguf:"output_norm.weight"`
 	Layers     []Layer
+
+	// bert's inputs: the token types (row 0 is added to every token), the
+	// absolute positions and the input norm.
+	TokTypes *quant.Matrix `gguf:"token_types.weight"`
+	PosEmbd  *quant.Matrix `gguf:"position_embd.weight"`
+	TokNorm  []float32     `gguf:"token_embd_norm.weight"`
+	TokNormB []float32     `gguf:"token_embd_norm.bias"`
+	// The ranking head (pooling rank): bert's cls dense layer, then cls.output.
+	Cls     Linear    `gguf:"cls.weight"`
+	ClsB    []float32 `gguf:"cls.bias"`
+	ClsOut  Linear    `gguf:"cls.output.weight"`
+	ClsOutB []float32 `gguf:"cls.output.bias"`
+	// phi3's rope factors (the short ones up to n_ctx_orig_yarn).
+	RopeLong  []float32 `gguf:"rope_factors_long.weight"`
+	RopeShort []float32 `gguf:"rope_factors_short.weight"`
+
 	// Level is the CPU level whose kernels run the model's matmuls
 	// (quant.DefaultLevel: BANKML_CPU or the best this CPU has).
 	Level quant.Level
 
-	g graph
+	a *arch
 	// packing: closed when the packed copies are all made (at once by Load,
 	// in the background by LoadBackground); packedBytes and packErr are
 	// written before it is closed.
@@ -126,6 +190,11 @@ type Model struct {
 	packedBytes int
 	packErr     error
 }
+
+// Encoder reports whether the model is an encoder (bert): every input is
+// evaluated whole with non-causal attention and gives embeddings, not
+// logits.
+func (m *Model) Encoder() bool { return m.a != nil && m.a.encoder }
 
 // Close stops a background packing (LoadBackground) after the matrices being
 // packed and waits for it, so that the file can then be unmapped: close the
@@ -182,9 +251,9 @@ func LoadBackground(f *gguf.File) (*Model, error) { return load(f, true) }
 // value_length != key_length, unknown RoPE scaling, experts) wrapping
 // ErrUnsupported.
 func readHparams(f *gguf.File) (Hparams, error) {
-	arch := f.Architecture()
-	g := graphs[arch]
-	md := meta{f: f, arch: arch}
+	name := f.Architecture()
+	a := archs[name]
+	md := meta{f: f, arch: name}
 	var hp Hparams
 	var err error
 	for _, p := range []struct {
@@ -208,13 +277,13 @@ func readHparams(f *gguf.File) (Hparams, error) {
 	if hp.NHead%hp.NHeadKV != 0 {
 		return Hparams{}, fmt.Errorf("model: %d heads are not a multiple of %d kv heads", hp.NHead, hp.NHeadKV)
 	}
-	if _, ok := f.Get(arch + ".attention.key_length"); !ok && hp.NEmbd%hp.NHead != 0 {
-		return Hparams{}, fmt.Errorf("model: n_embd %d is not a multiple of %d heads and %s.attention.key_length is missing", hp.NEmbd, hp.NHead, arch)
+	if _, ok := f.Get(name + ".attention.key_length"); !ok && hp.NEmbd%hp.NHead != 0 {
+		return Hparams{}, fmt.Errorf("model: n_embd %d is not a multiple of %d heads and %s.attention.key_length is missing", hp.NEmbd, hp.NHead, name)
 	}
 	if hp.HeadDim, err = md.uint("attention.key_length", hp.NEmbd/hp.NHead, false); err != nil {
 		return Hparams{}, err
 	}
-	// Both graphs assert n_embd_head_v == n_embd_head_k (value_length
+	// Every graph asserts n_embd_head_v == n_embd_head_k (value_length
 	// defaults to n_embd/n_head like key_length).
 	if vl, err := md.uint("attention.value_length", hp.NEmbd/hp.NHead, false); err != nil {
 		return Hparams{}, err
@@ -224,30 +293,69 @@ func readHparams(f *gguf.File) (Hparams, error) {
 	if hp.NRot, err = md.uint("rope.dimension_count", hp.HeadDim, false); err != nil {
 		return Hparams{}, err
 	}
-	if (g.nRotIsHead && hp.NRot != hp.HeadDim) || hp.NRot%2 != 0 {
+	if a.rope != ropeNone && (hp.NRot != hp.HeadDim || hp.NRot%2 != 0) {
 		return Hparams{}, fmt.Errorf("model: rope.dimension_count %d with head size %d (partial RoPE): %w", hp.NRot, hp.HeadDim, ErrUnsupported)
 	}
 	if hp.NCtxTrain, err = md.uint("context_length", 0, true); err != nil {
 		return Hparams{}, err
 	}
-	if hp.RMSEps, err = md.float("attention.layer_norm_rms_epsilon", 0, true); err != nil {
+	if a.normEps {
+		if hp.NormEps, err = md.float("attention.layer_norm_epsilon", 0, true); err != nil {
+			return Hparams{}, err
+		}
+	} else if hp.RMSEps, err = md.float("attention.layer_norm_rms_epsilon", 0, true); err != nil {
 		return Hparams{}, err
 	}
 	if hp.FreqBase, err = md.float("rope.freq_base", 10000, false); err != nil {
 		return Hparams{}, err
 	}
 	if hp.FreqBase == 0 {
-		return Hparams{}, fmt.Errorf("model: metadata %s.rope.freq_base is 0", arch)
+		return Hparams{}, fmt.Errorf("model: metadata %s.rope.freq_base is 0", name)
 	}
-	if err := readRopeScaling(md, &hp); err != nil {
+	if err := readRopeScaling(md, &hp, a); err != nil {
 		return Hparams{}, err
 	}
-	// Mixture-of-experts llama files need expert tensors this graph does not
-	// run. (Keys llama.cpp does not read for these graphs, such as
-	// attention.scale or rope.scaling.yarn_log_multiplier, are ignored as it
-	// ignores them.)
-	if v, ok := f.GetUint64(arch + ".expert_count"); ok && v != 0 {
-		return Hparams{}, fmt.Errorf("model: metadata %s.expert_count = %d (mixture of experts): %w", arch, v, ErrUnsupported)
+	hp.Causal = true
+	if v, ok := f.Get(name + ".attention.causal"); ok {
+		if hp.Causal, ok = v.Bool(); !ok {
+			return Hparams{}, fmt.Errorf("model: metadata %s.attention.causal has type %s, want a bool", name, v.Type)
+		}
+	}
+	if hp.Causal == a.encoder {
+		return Hparams{}, fmt.Errorf("model: metadata %s.attention.causal = %t: the %s graph runs %s attention: %w", name, hp.Causal, name, map[bool]string{true: "non-causal", false: "causal"}[a.encoder], ErrUnsupported)
+	}
+	hp.Pooling = -1
+	if v, ok := f.GetUint64(name + ".pooling_type"); ok {
+		if v > 4 {
+			return Hparams{}, fmt.Errorf("model: metadata %s.pooling_type = %d (llama.cpp's types are 0 to 4)", name, v)
+		}
+		hp.Pooling = int(v)
+	} else if v, ok := f.Get(name + ".pooling_type"); ok {
+		return Hparams{}, fmt.Errorf("model: metadata %s.pooling_type has type %s, want an integer", name, v.Type)
+	}
+	if v, ok := f.GetUint64("tokenizer.ggml.token_type_count"); ok {
+		hp.NTokenTypes = int(v)
+	}
+	hp.NClsOut = 1
+	if arr, ok := f.GetArray(name + ".classifier.output_labels"); ok {
+		labels, err := arr.Strings()
+		if err != nil {
+			return Hparams{}, fmt.Errorf("model: metadata %s.classifier.output_labels: %w", name, err)
+		}
+		if len(labels) > 0 {
+			hp.NClsOut, hp.ClsLabels = len(labels), labels
+		}
+	}
+	// Mixture-of-experts files need expert tensors these graphs do not run.
+	// (Keys llama.cpp does not read for these graphs, such as attention.scale
+	// or rope.scaling.yarn_log_multiplier, are ignored as it ignores them.)
+	if v, ok := f.GetUint64(name + ".expert_count"); ok && v != 0 {
+		return Hparams{}, fmt.Errorf("model: metadata %s.expert_count = %d (mixture of experts): %w", name, v, ErrUnsupported)
+	}
+	if a.hparams != nil {
+		if err := a.hparams(md, &hp); err != nil {
+			return Hparams{}, err
+		}
 	}
 	return hp, nil
 }
@@ -260,14 +368,14 @@ func load(f *gguf.File, background bool) (*Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("model: %w", err)
 	}
-	arch := f.Architecture()
-	g := graphs[arch]
+	name := f.Architecture()
+	a := archs[name]
 	hp, err := readHparams(f)
 	if err != nil {
 		return nil, err
 	}
 
-	m := &Model{Arch: arch, g: g}
+	m := &Model{Arch: name, a: a}
 	tb := tensorBinder{f: f, used: map[string]bool{}}
 	if err := tb.noPlanes("token_embd.weight"); err != nil {
 		return nil, err
@@ -276,69 +384,56 @@ func load(f *gguf.File, background bool) (*Model, error) {
 		return nil, err
 	}
 	hp.NVocab = m.TokEmbd.Rows
-	if m.OutputNorm, err = tb.vec("output_norm.weight", hp.NEmbd); err != nil {
+	if err := tb.bindFields(m, "", a.input, &hp); err != nil {
 		return nil, err
 	}
-	out, err := tb.linear("output.weight", hp.NEmbd, hp.NVocab, true)
-	if err != nil {
-		return nil, err
-	}
-	if out == nil { // tied embeddings: llama.cpp duplicates token_embd (TENSOR_DUPLICATED)
-		l := linearOf(m.TokEmbd)
-		out = &l
-	}
-	m.Output = *out
-	nq, nkv := hp.NHead*hp.HeadDim, hp.NHeadKV*hp.HeadDim
-	m.Layers = make([]Layer, hp.NLayer)
-	for i := range m.Layers {
-		l := &m.Layers[i]
-		p := fmt.Sprintf("blk.%d.", i)
-		for _, v := range []struct {
-			dst  *[]float32
-			name string
-			n    int
-			on   bool
-		}{
-			{&l.AttnNorm, "attn_norm.weight", hp.NEmbd, true},
-			{&l.FFNNorm, "ffn_norm.weight", hp.NEmbd, true},
-			{&l.AttnQNorm, "attn_q_norm.weight", hp.HeadDim, g.qkNorm},
-			{&l.AttnKNorm, "attn_k_norm.weight", hp.HeadDim, g.qkNorm},
-		} {
-			if v.on {
-				if *v.dst, err = tb.vec(p+v.name, v.n); err != nil {
-					return nil, err
-				}
-			}
+	if !a.noOutputNorm {
+		if m.OutputNorm, err = tb.vec("output_norm.weight", hp.NEmbd); err != nil {
+			return nil, err
 		}
-		for _, b := range []struct {
-			dst        *Linear
-			name       string
-			cols, rows int
-		}{
-			{&l.Wq, "attn_q.weight", hp.NEmbd, nq},
-			{&l.Wk, "attn_k.weight", hp.NEmbd, nkv},
-			{&l.Wv, "attn_v.weight", hp.NEmbd, nkv},
-			{&l.Wo, "attn_output.weight", nq, hp.NEmbd},
-			{&l.FFNGate, "ffn_gate.weight", hp.NEmbd, hp.NFF},
-			{&l.FFNUp, "ffn_up.weight", hp.NEmbd, hp.NFF},
-			{&l.FFNDown, "ffn_down.weight", hp.NFF, hp.NEmbd},
-		} {
-			lin, err := tb.linear(p+b.name, b.cols, b.rows, false)
-			if err != nil {
+	}
+	if !a.encoder {
+		var out *Linear
+		if !a.noOutput {
+			if out, err = tb.linear("output.weight", hp.NEmbd, hp.NVocab, true); err != nil {
 				return nil, err
 			}
-			*b.dst = *lin
+		}
+		if out == nil { // tied embeddings: llama.cpp duplicates token_embd (TENSOR_DUPLICATED)
+			l := linearOf(m.TokEmbd)
+			out = &l
+		}
+		m.Output = *out
+	}
+	if err := tb.bindFields(m, "", a.head, &hp); err != nil {
+		return nil, err
+	}
+	m.Layers = make([]Layer, hp.NLayer)
+	for i := range m.Layers {
+		if err := tb.bindFields(&m.Layers[i], fmt.Sprintf("blk.%d.", i), a.layer, &hp); err != nil {
+			return nil, err
+		}
+	}
+	if a.check != nil {
+		m.HP = hp
+		if err := a.check(m); err != nil {
+			return nil, err
 		}
 	}
 	// Like llama.cpp's loader, refuse tensors the graph does not use (a wrong
-	// block_count, rope factors, biases, fused QKV, Q/K norms on llama).
+	// block_count, biases or norms another architecture has).
 	for _, t := range f.Tensors {
 		if !tb.used[t.Name] {
-			return nil, fmt.Errorf("model: tensor %q is not used by the %s graph (%d layers): %w", t.Name, arch, hp.NLayer, ErrUnsupported)
+			return nil, fmt.Errorf("model: tensor %q is not used by the %s graph (%d layers): %w", t.Name, name, hp.NLayer, ErrUnsupported)
 		}
 	}
 	m.HP = hp
-	m.Rope = newRope(hp, g.ropeNeox)
+	if a.rope != ropeNone {
+		m.Rope = newRope(hp, a.rope == ropeNeox, hp.FreqBase, hp.FreqScaleTrain)
+		if hp.NSWA > 0 {
+			m.RopeSWA = newRope(hp, a.rope == ropeNeox, hp.FreqBaseSWA, 1)
+		}
+	}
 	m.Level = level
 	m.packDone = make(chan struct{})
 	if level == quant.LevelGeneric {
@@ -364,15 +459,19 @@ func load(f *gguf.File, background bool) (*Model, error) {
 }
 
 // Linears lists the model's projection weights (pointers into the Model):
-// each layer's seven (Wq, Wk, Wv, Wo, FFNGate, FFNUp, FFNDown), then
-// Output.
+// each layer's bound projections in the order of Layer's fields (Wq, Wk, Wv,
+// Wqkv, Wo, FFNGate, FFNUp, FFNDown), then Output and the ranking head's.
 func (m *Model) Linears() []*Linear {
 	var out []*Linear
 	for i := range m.Layers {
-		l := &m.Layers[i]
-		out = append(out, &l.Wq, &l.Wk, &l.Wv, &l.Wo, &l.FFNGate, &l.FFNUp, &l.FFNDown)
+		out = append(out, m.Layers[i].linears()...)
 	}
-	return append(out, &m.Output)
+	for _, l := range []*Linear{&m.Output, &m.Cls, &m.ClsOut} {
+		if len(l.Planes) > 0 {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 // repack packs every projection weight (Linear.repack), one matrix per
@@ -459,11 +558,13 @@ func (md meta) absent(full, want string, required bool) error {
 }
 
 // readRopeScaling reads the RoPE scaling keys as llama_model::load_hparams
-// does: rope.scaling.type (default "linear"), rope.scaling.factor (else the
-// older rope.scale_linear; freq_scale = 1/factor, 1 for 0 or absent),
+// does: rope.scaling.type (default "linear"; "longrope" only for an
+// architecture with rope factors, where it scales as linear and the factors
+// do the rest), rope.scaling.factor (else the older rope.scale_linear;
+// freq_scale = 1/factor, 1 for 0 or absent),
 // rope.scaling.original_context_length (default context_length) and
 // rope.scaling.attn_factor (default 1).
-func readRopeScaling(md meta, hp *Hparams) error {
+func readRopeScaling(md meta, hp *Hparams, a *arch) error {
 	hp.RopeScaling = "linear"
 	if v, ok := md.f.Get(md.arch + ".rope.scaling.type"); ok {
 		s, isStr := md.f.GetString(md.arch + ".rope.scaling.type")
@@ -474,8 +575,12 @@ func readRopeScaling(md meta, hp *Hparams) error {
 	}
 	switch hp.RopeScaling {
 	case "none", "linear", "yarn":
+	case "longrope":
+		if a.name != "phi3" {
+			return fmt.Errorf("model: rope scaling %q on %s (this runtime runs longrope with phi3's rope factors only): %w", hp.RopeScaling, a.name, ErrUnsupported)
+		}
 	default:
-		return fmt.Errorf("model: rope scaling %q (this runtime runs none, linear and yarn): %w", hp.RopeScaling, ErrUnsupported)
+		return fmt.Errorf("model: rope scaling %q (this runtime runs none, linear, yarn and phi3's longrope): %w", hp.RopeScaling, ErrUnsupported)
 	}
 	factor, err := md.float("rope.scaling.factor", 0, false)
 	if err != nil {
@@ -539,6 +644,12 @@ func (tb tensorBinder) linear(name string, cols, rows int, optional bool) (*Line
 	}
 	l := linearOf(q)
 	return &l, nil
+}
+
+// hasPlanes reports whether name is stored as PTQTP planes.
+func (tb tensorBinder) hasPlanes(name string) bool {
+	pl, err := ternary.LoadPlanes(tb.f, name)
+	return err != nil || pl != nil
 }
 
 // vec reads a 1-D weight of n values as float32 (a copy: norms are small).

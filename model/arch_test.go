@@ -144,3 +144,116 @@ func withoutKey(t *testing.T, path, drop string) string {
 	}
 	return out
 }
+
+// withTensor rewrites the GGUF file at path with one more tensor (zeros) and returns the new file's path.
+func withTensor(t *testing.T, path string, extra gguf.TensorInfo) string {
+	t.Helper()
+	src, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	out := filepath.Join(t.TempDir(), "extra.gguf")
+	fo, err := os.Create(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fo.Close()
+	w, err := gguf.NewWriter(fo, src.KVs, append(slices.Clone(src.Tensors), extra))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range src.Tensors {
+		if err := w.WriteTensor(src.TensorData(&src.Tensors[i])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.WriteTensor(make([]byte, extra.NElements()*int64(extra.Type.TypeSize())/int64(extra.Type.BlockSize()))); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestArchitecturesRefuse: what each new graph refuses, by name; where the reference refuses the same file
+// (marked), it is checked to.
+func TestArchitecturesRefuse(t *testing.T) {
+	shape, err := synth.Preset("tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	shape.NVocab = 300
+	kv := func(key string, v gguf.Value) []gguf.KV { return []gguf.KV{{Key: key, Value: v}} }
+	n := 0
+	for _, tc := range []struct {
+		name        string
+		arch        string
+		meta        []gguf.KV
+		drop        string
+		extra       *gguf.TensorInfo
+		want        string
+		unsupported bool
+		refRefuses  bool
+	}{
+		{name: "gemma3's per-layer window flags", arch: "gemma3", meta: kv("gemma3.attention.sliding_window_pattern", gguf.ArrayValue(gguf.BoolArray([]bool{true, false}))),
+			want: "per-layer flags", unsupported: true},
+		{name: "bert without token types", arch: "bert", drop: "tokenizer.ggml.token_type_count", want: "token_type_count", refRefuses: true},
+		{name: "a causal bert", arch: "bert", drop: "bert.attention.causal", want: "non-causal attention", unsupported: true},
+		{name: "a non-causal qwen2", arch: "qwen2", meta: kv("qwen2.attention.causal", gguf.BoolValue(false)), want: "runs causal attention", unsupported: true},
+		{name: "bitnet with an output matrix", arch: "bitnet", extra: &gguf.TensorInfo{Name: "output.weight", Ne: []int64{256, 300}, Type: gguf.F32},
+			want: `tensor "output.weight" is not used by the bitnet graph`, unsupported: true, refRefuses: true},
+		{name: "phi3 with long factors only", arch: "phi3", drop: "", extra: nil, want: "come together"},
+		{name: "a fused and a separate Q", arch: "qwen2", extra: &gguf.TensorInfo{Name: "blk.0.attn_qkv.weight", Ne: []int64{256, 512}, Type: gguf.F32},
+			want: "needs blk.0.attn_qkv.weight or all of attn_q"},
+		{name: "a pooling type llama.cpp lacks", arch: "bert", meta: kv("bert.pooling_type", gguf.Uint32Value(9)), want: "pooling_type = 9"},
+		{name: "longrope on gemma3", arch: "gemma3", meta: kv("gemma3.rope.scaling.type", gguf.StringValue("longrope")), want: `rope scaling "longrope" on gemma3`, unsupported: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := synth.ForArch(tc.arch, shape)
+			if tc.name == "phi3 with long factors only" {
+				s.RopeFactors = false
+				tc.extra = &gguf.TensorInfo{Name: "rope_factors_long.weight", Ne: []int64{32}, Type: gguf.F32}
+			}
+			for _, m := range tc.meta { // the key the case sets instead of synth
+				switch m.Key {
+				case "gemma3.rope.scaling.type":
+					s.RopeScaleLinear = 0
+				case "gemma3.attention.sliding_window_pattern":
+					s.SlidingPattern = 0
+				case "bert.pooling_type":
+					s.Pooling = ""
+				}
+			}
+			cfg := synth.Config{Arch: tc.arch, Shape: s, Weight: gguf.Q8_0, Embd: gguf.Q8_0, Output: gguf.Q8_0, Metadata: tc.meta}
+			path := filepath.Join(t.TempDir(), "m.gguf")
+			if _, err := synth.WriteFile(path, cfg); err != nil {
+				t.Fatal(err)
+			}
+			if tc.drop != "" {
+				path = withoutKey(t, path, tc.drop)
+			}
+			if tc.extra != nil {
+				path = withTensor(t, path, *tc.extra)
+			}
+			f, err := gguf.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			_, err = Load(f)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || errors.Is(err, ErrUnsupported) != tc.unsupported {
+				t.Fatalf("Load: %v; want an error with %q (ErrUnsupported %v)", err, tc.want, tc.unsupported)
+			}
+			if tc.refRefuses {
+				if rm, err := refLib(t).LoadModel(path); err == nil {
+					rm.Close()
+					t.Fatalf("the reference loads the file bankml refuses (%v)", err)
+				}
+			}
+			n++
+		})
+	}
+	t.Logf("%d refusals named", n)
+}

@@ -87,11 +87,12 @@ func widenF16Go(dst []float32, src []uint16) {
 }
 
 // tileQuery is one query row of the tiled kernel: Q (DK values, f32), the
-// number of cells its causal mask allows, its output (DV values) and its
+// cells [lo, nKV) its mask allows, its output (DV values) and its
 // online-softmax state (running maximum M, sum S, unnormalised vkq).
 type tileQuery struct {
 	q, out []float32
 	nKV    int
+	lo     int // the first cell the mask allows (a sliding window's start; 0 otherwise)
 	M, S   float32
 	vkq    []float32
 }
@@ -123,10 +124,10 @@ func grow32(s []float32, n int) []float32 {
 // the cache must hold whole tiles there (it holds multiples of 256 cells).
 func tiledKV(l quant.Level, qs []tileQuery, kc, vc []uint16, off, stride int, scale float32, ts *tileScratch) {
 	dk, dv := len(qs[0].q), len(qs[0].out)
-	nKV := 0
+	nKV, lo := 0, qs[0].lo
 	for i := range qs {
 		t := &qs[i]
-		nKV = max(nKV, t.nKV)
+		nKV, lo = max(nKV, t.nKV), min(lo, t.lo)
 		t.M, t.S = float32(negInf), 0
 		for d := range t.vkq {
 			t.vkq[d] = 0
@@ -135,7 +136,8 @@ func tiledKV(l quant.Level, qs []tileQuery, kc, vc []uint16, off, stride int, sc
 	ts.kw, ts.kt = grow32(ts.kw, faTile*dk), grow32(ts.kt, faTile*dk)
 	ts.vw, ts.kq = grow32(ts.vw, faTile*dv), grow32(ts.kq, faTile)
 	kw, kt, vw, kq := ts.kw, ts.kt, ts.vw, ts.kq
-	for ic := 0; ic < nKV; ic += faTile {
+	// Tiles before every row's window are masked for all of them: skipped.
+	for ic := lo / faTile * faTile; ic < nKV; ic += faTile {
 		for c := range faTile {
 			o := (ic+c)*stride + off
 			widenF16(l, kw[c*dk:(c+1)*dk], kc[o:o+dk])
@@ -148,13 +150,13 @@ func tiledKV(l quant.Level, qs []tileQuery, kc, vc []uint16, off, stride int, sc
 		}
 		for i := range qs {
 			t := &qs[i]
-			if ic >= t.nKV {
+			if ic >= t.nKV || ic+faTile <= t.lo {
 				continue // fully masked: every score -inf, the tile is skipped
 			}
 			kqTile(l, kq, t.q, kt)
 			tileMax := float32(negInf)
 			for c := range faTile {
-				if ic+c >= t.nKV {
+				if ic+c >= t.nKV || ic+c < t.lo {
 					kq[c] = float32(negInf)
 					continue
 				}

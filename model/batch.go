@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/bankml/bankml/fmath"
 	"github.com/bankml/bankml/gguf"
 	"github.com/bankml/bankml/parallel"
 	"github.com/bankml/bankml/quant"
@@ -36,8 +35,7 @@ type classDeps struct{ tiny, gemm bool }
 func layerDeps(m *Model, w *quant.Work) classDeps {
 	var d classDeps
 	for i := range m.Layers {
-		l := &m.Layers[i]
-		for _, lin := range []*Linear{&l.Wq, &l.Wk, &l.Wv, &l.Wo, &l.FFNGate, &l.FFNUp, &l.FFNDown} {
+		for _, lin := range m.Layers[i].linears() {
 			p := &lin.Planes[0]
 			if !w.ClassDependent(p) {
 				continue
@@ -94,6 +92,13 @@ type Span struct {
 	// Logits is set by Decode: NVocab values for each output row among
 	// Tokens, in order (nil for none); a new slice the caller keeps.
 	Logits []float32
+	// Embed asks for embeddings instead of logits (llama_context with
+	// embeddings on: cparams.embeddings): Decode sets Embd to the NEmbd
+	// values of each output row's final hidden state (result_norm, bert's
+	// result_embd), in order, and computes no logits. An encoder's spans
+	// must ask for it.
+	Embed bool
+	Embd  []float32
 }
 
 // rowOut is the output class of row r of s, or ok false when the row is not
@@ -134,6 +139,13 @@ func (r *Runner) Decode(spans []Span) error {
 		if !ok {
 			pos = len(c.tokens)
 		}
+		if r.m.a.encoder {
+			// bert: llama_encode evaluates the whole input in one micro-batch
+			// of non-causal attention, every row an output.
+			if !s.Embed || pos != 0 || s.First != 0 || s.UBatch != len(s.Tokens) || s.Outputs != len(s.Tokens) {
+				return fmt.Errorf("model: span %d: the %s encoder evaluates a whole input at once into embeddings (an empty context, one micro-batch, every row an output)", i, r.m.Arch)
+			}
+		}
 		if pos+len(s.Tokens) > c.nCtx {
 			return fmt.Errorf("model: %d tokens after %d cached exceed the context of %d: %w", len(s.Tokens), pos, c.nCtx, ErrContextFull)
 		}
@@ -152,34 +164,35 @@ func (r *Runner) Decode(spans []Span) error {
 	return nil
 }
 
-// rowRef is one row of a forward pass: its sequence, position and fresh
-// micro-batch class.
+// rowRef is one row of a forward pass: its sequence, position, fresh
+// micro-batch class and the end of the cells its attention sees (pos+1 for
+// causal attention, the whole input for an encoder's).
 type rowRef struct {
-	c   *Context
-	pos int
-	cls quant.ColClass
+	c     *Context
+	pos   int
+	cls   quant.ColClass
+	kvEnd int
 }
 
 // runBuf is a forward pass's activations, grown to the largest batch and
 // reused.
 type runBuf struct {
-	rows                  []rowRef
-	cls, ocls             []quant.ColClass
-	outRows               []int
-	x, cur, q, k, v, attn []float32
-	o, gate, up           []float32
-	xo, qo, oo            []float32
-	orow                  []rowRef
-	ocls2                 []quant.ColClass // the output rows' layer classes (Wo of the last layer)
-	nrm                   []float32
+	rows      []rowRef
+	cls, ocls []quant.ColClass
+	outRows   []int
+	x         []float32
+	bufs      [nBufs][]float32
+	arows     []rowRef
+	acls      []quant.ColClass
 }
 
-// forward is the graph (src/models/llama.cpp, src/models/qwen3.cpp) over the
-// rows of spans (rows in all).
+// forward evaluates the rows of spans (rows in all) through the model's
+// architecture: the token embeddings (and the architecture's input ops), each
+// layer's block, then the output norm and logits (or the embeddings the
+// spans ask for).
 func (r *Runner) forward(spans []Span, rows int) {
-	m, hp, b := r.m, r.m.HP, &r.buf
-	d, hd := hp.NEmbd, hp.HeadDim
-	nq, nkv := hp.NHead*hd, hp.NHeadKV*hd
+	m, hp, b := r.m, &r.m.HP, &r.buf
+	d := hp.NEmbd
 	var tr *Context
 	if len(spans) == 1 && spans[0].Ctx.trace != nil {
 		tr = spans[0].Ctx
@@ -192,141 +205,53 @@ func (r *Runner) forward(spans []Span, rows int) {
 		if !ok {
 			pos = len(s.Ctx.tokens)
 		}
+		next[s.Ctx] = pos + len(s.Tokens)
+	}
+	seen := map[*Context]int{}
+	for si := range spans {
+		s := &spans[si]
+		pos, ok := seen[s.Ctx]
+		if !ok {
+			pos = len(s.Ctx.tokens)
+		}
 		for i := range s.Tokens {
 			cls := quant.ColClass{N: int32(s.UBatch), Index: int32(s.First + i)}
 			if oc, ok := s.rowOut(i); ok {
 				b.ocls = append(b.ocls, oc)
 				b.outRows = append(b.outRows, len(b.rows))
 			}
-			b.rows = append(b.rows, rowRef{c: s.Ctx, pos: pos + i, cls: cls})
+			end := pos + i + 1
+			if m.a.encoder {
+				end = next[s.Ctx]
+			}
+			b.rows = append(b.rows, rowRef{c: s.Ctx, pos: pos + i, cls: cls, kvEnd: end})
 			b.cls = append(b.cls, cls)
 		}
-		next[s.Ctx] = pos + len(s.Tokens)
+		seen[s.Ctx] = pos + len(s.Tokens)
 	}
 	nOut := len(b.outRows)
-	x := grow32(b.x, rows*d)
-	b.x = x
+	p := &pass{r: r, m: m, hp: hp, b: b, tr: tr, rows: b.rows, cls: b.cls, outRows: b.outRows, ocls: b.ocls,
+		n: rows, acls: append(b.acls[:0], b.cls...), arows: append(b.arows[:0], b.rows...)}
+	b.x = grow32(b.x, rows*d)
+	p.x = b.x
 	ri := 0
 	for si := range spans {
 		for _, t := range spans[si].Tokens {
-			m.TokEmbd.Row(int(t), x[ri*d:(ri+1)*d])
+			m.TokEmbd.Row(int(t), p.x[ri*d:(ri+1)*d])
 			ri++
 		}
 	}
-	b.cur, b.q, b.k, b.v = grow32(b.cur, rows*d), grow32(b.q, rows*nq), grow32(b.k, rows*nkv), grow32(b.v, rows*nkv)
-	b.attn, b.o = grow32(b.attn, rows*nq), grow32(b.o, rows*d)
-	b.gate, b.up = grow32(b.gate, rows*hp.NFF), grow32(b.up, rows*hp.NFF)
-	cur, q, k, v, attn, o := b.cur, b.q, b.k, b.v, b.attn, b.o
-	cache := make([]float32, hp.NRot)
-	scale := 1 / fmath.Sqrtf(float32(hd))
-	for il, l := range m.Layers {
-		last := il == hp.NLayer-1
-		for j := range rows {
-			rmsNormMul(cur[j*d:(j+1)*d], x[j*d:(j+1)*d], l.AttnNorm, hp.RMSEps)
-		}
-		tr.emit("attn_norm", il, cur[:rows*d])
-		// One quantization of cur for the three (the reference quantizes
-		// each mul_mat's src1 itself, to the same bits).
-		r.work.MatMulSharedAs(cur[:rows*d], rows, b.cls, l.Wq.product(q), l.Wk.product(k), l.Wv.product(v))
-		if m.g.qkNorm {
-			for h := range rows * hp.NHead {
-				x := q[h*hd : (h+1)*hd]
-				rmsNormMul(x, x, l.AttnQNorm, hp.RMSEps)
-			}
-			for h := range rows * hp.NHeadKV {
-				x := k[h*hd : (h+1)*hd]
-				rmsNormMul(x, x, l.AttnKNorm, hp.RMSEps)
-			}
-			tr.emit("Qcur_normed", il, q[:rows*nq])
-			tr.emit("Kcur_normed", il, k[:rows*nkv])
-		}
-		for j, row := range b.rows {
-			m.Rope.cache(cache, row.pos)
-			for h := range hp.NHead {
-				m.Rope.rotate(m.Level, q[j*nq+h*hd:j*nq+(h+1)*hd], cache)
-			}
-			for h := range hp.NHeadKV {
-				m.Rope.rotate(m.Level, k[j*nkv+h*hd:j*nkv+(h+1)*hd], cache)
-			}
-			m.Level.FP32ToFP16Row(k[j*nkv:(j+1)*nkv], row.c.k[il][row.pos*nkv:(row.pos+1)*nkv])
-			m.Level.FP32ToFP16Row(v[j*nkv:(j+1)*nkv], row.c.v[il][row.pos*nkv:(row.pos+1)*nkv])
-		}
-		tr.emit("Qcur", il, q[:rows*nq])
-		tr.emit("Kcur", il, k[:rows*nkv])
-		tr.emit("Vcur", il, v[:rows*nkv])
-		// On the last layer llama.cpp keeps only the output rows
-		// (ggml_get_rows by inp_out_ids) after the attention block; only
-		// they need its attention and output projection, whose rows do not
-		// depend on each other (a trace computes them all, as the graph).
-		arows, aq, acls, xr := b.rows, q, b.cls, x
-		n := rows
-		if last && tr == nil {
-			if nOut == 0 {
-				break
-			}
-			b.orow, b.ocls2 = b.orow[:0], b.ocls2[:0]
-			b.qo, b.xo = grow32(b.qo, nOut*nq), grow32(b.xo, nOut*d)
-			for i, j := range b.outRows {
-				b.orow = append(b.orow, b.rows[j])
-				b.ocls2 = append(b.ocls2, b.cls[j])
-				copy(b.qo[i*nq:(i+1)*nq], q[j*nq:(j+1)*nq])
-				copy(b.xo[i*d:(i+1)*d], x[j*d:(j+1)*d])
-			}
-			arows, aq, acls, xr, n = b.orow, b.qo, b.ocls2, b.xo, nOut
-		}
-		r.attend(arows, aq[:n*nq], attn[:n*nq], il, scale)
-		tr.emit("kqv_out", il, attn[:n*nq])
-		r.work.MatMulPlanesAs(l.Wo.Planes, attn[:n*nq], n, acls, o[:n*d])
-		tr.emit("attn_out", il, o[:n*d])
-		fcls := acls
-		if last {
-			if nOut == 0 {
-				break
-			}
-			if tr != nil { // the output rows of the traced full layer
-				b.xo, b.oo = grow32(b.xo, nOut*d), grow32(b.oo, nOut*d)
-				for i, j := range b.outRows {
-					copy(b.xo[i*d:(i+1)*d], x[j*d:(j+1)*d])
-					copy(b.oo[i*d:(i+1)*d], o[j*d:(j+1)*d])
-				}
-				xr = b.xo
-				copy(o, b.oo[:nOut*d])
-			}
-			n, fcls = nOut, b.ocls
-		}
-		for i := range n * d {
-			xr[i] = o[i] + xr[i]
-		}
-		tr.emit("ffn_inp", il, xr[:n*d])
-		for j := range n {
-			rmsNormMul(cur[j*d:(j+1)*d], xr[j*d:(j+1)*d], l.FFNNorm, hp.RMSEps)
-		}
-		tr.emit("ffn_norm", il, cur[:n*d])
-		gate, up := b.gate[:n*hp.NFF], b.up[:n*hp.NFF]
-		r.work.MatMulSharedAs(cur[:n*d], n, fcls, l.FFNGate.product(gate), l.FFNUp.product(up))
-		tr.emit("ffn_gate", il, gate)
-		tr.emit("ffn_up", il, up)
-		// ggml_vec_swiglu_f32 runs row by row; each row is cut into chunks of
-		// swigluChunk values (a multiple of 8, so every 8-wide group and the
-		// row's scalar tail are the reference's) spread over the pool.
-		perRow := (hp.NFF + swigluChunk - 1) / swigluChunk
-		r.pool.For(n*perRow, func(lo, hi int) {
-			for u := lo; u < hi; u++ {
-				j, i0 := u/perRow, u%perRow*swigluChunk
-				i1 := min(i0+swigluChunk, hp.NFF)
-				g := gate[j*hp.NFF+i0 : j*hp.NFF+i1]
-				swiglu(m.Level, g, g, up[j*hp.NFF+i0:j*hp.NFF+i1])
-			}
-		})
-		tr.emit("ffn_swiglu", il, gate)
-		r.work.MatMulPlanesAs(l.FFNDown.Planes, gate, n, fcls, o[:n*d])
-		tr.emit("ffn_out", il, o[:n*d])
-		for i := range n * d {
-			xr[i] = o[i] + xr[i]
-		}
-		tr.emit("l_out", il, xr[:n*d])
-		x = xr
+	if in := m.a.inputs; in != nil {
+		in(p)
 	}
+	for il := range m.Layers {
+		p.last = il == hp.NLayer-1
+		m.a.block(p, il, &m.Layers[il])
+		if p.n == 0 {
+			break
+		}
+	}
+	b.acls, b.arows = p.acls, p.arows
 	// The rows' cells are written: record them.
 	for _, row := range b.rows {
 		c := row.c
@@ -335,23 +260,62 @@ func (r *Runner) forward(spans []Span, rows int) {
 	for si := range spans {
 		s := &spans[si]
 		s.Ctx.tokens = append(s.Ctx.tokens, s.Tokens...)
-		s.Logits = nil
+		s.Logits, s.Embd = nil, nil
 	}
 	if nOut == 0 {
 		return
 	}
-	nrm := grow32(b.nrm, nOut*d)
-	b.nrm = nrm
-	for j := range nOut {
-		rmsNormMul(nrm[j*d:(j+1)*d], x[j*d:(j+1)*d], m.OutputNorm, hp.RMSEps)
+	x := p.x[:nOut*d]
+	if !m.a.noOutputNorm {
+		x = p.norm("result_norm", -1, p.buf(bNrm, nOut*d), x, m.OutputNorm, nil)
+	} else {
+		p.emit("result_embd", -1, x)
 	}
-	tr.emit("result_norm", -1, nrm)
-	logits := make([]float32, nOut*hp.NVocab)
-	r.work.MatMulPlanesAs(m.Output.Planes, nrm, nOut, b.ocls, logits)
-	tr.emit("result_output", -1, logits)
+	// The output rows of each span, and which of them want logits.
+	var lrows []int
 	at := 0
 	for si := range spans {
 		s := &spans[si]
+		no := 0
+		for i := range s.Tokens {
+			if _, ok := s.rowOut(i); ok {
+				no++
+			}
+		}
+		if s.Embed {
+			s.Embd = append([]float32(nil), x[at*d:(at+no)*d]...)
+		} else {
+			for i := range no {
+				lrows = append(lrows, at+i)
+			}
+		}
+		at += no
+	}
+	if len(lrows) == 0 {
+		return
+	}
+	nl := len(lrows)
+	in, lcls := x, b.ocls
+	if nl != nOut {
+		in = p.buf(bXO, nl*d)
+		lcls = make([]quant.ColClass, nl)
+		for i, j := range lrows {
+			copy(in[i*d:(i+1)*d], x[j*d:(j+1)*d])
+			lcls[i] = b.ocls[j]
+		}
+	}
+	logits := make([]float32, nl*hp.NVocab)
+	r.work.MatMulPlanesAs(m.Output.Planes, in[:nl*d], nl, lcls, logits)
+	if hp.LogitSoftcap != 0 {
+		softcap(logits, hp.LogitSoftcap)
+	}
+	p.emit("result_output", -1, logits)
+	at = 0
+	for si := range spans {
+		s := &spans[si]
+		if s.Embed {
+			continue
+		}
 		no := 0
 		for i := range s.Tokens {
 			if _, ok := s.rowOut(i); ok {
@@ -383,7 +347,7 @@ const (
 func (c *Context) attnKind(cls quant.ColClass, pos int) uint8 {
 	hd := c.m.HP.HeadDim
 	switch {
-	case cls.N == 1 && c.nek1(pos+1) >= 512:
+	case cls.N == 1 && !c.m.Encoder() && c.nek1(pos+1) >= 512: // an encoder's KV is its input: one cell here
 		return sigSplit
 	case int(cls.N) >= faTile && hd%8 == 0:
 		return sigTiled
@@ -480,6 +444,18 @@ func (r *Runner) attend(rows []rowRef, q, out []float32, il int, scale float32) 
 	j.rows, j.q, j.out = nil, nil, nil
 }
 
+// lo is the first cell row sees in the job's layer: past the sliding
+// window on gemma3's sliding layers (llama_hparams::is_masked_swa,
+// LLAMA_SWA_TYPE_STANDARD: cell p0 is masked for position p1 when p1 - p0
+// >= n_swa), 0 otherwise.
+func (j *attnJob) lo(row rowRef) int {
+	hp := &j.r.m.HP
+	if hp.NSWA > 0 && hp.SWA[j.il] {
+		return max(0, row.pos-hp.NSWA+1)
+	}
+	return 0
+}
+
 // Do runs items [lo, hi).
 func (j *attnJob) Do(worker, lo, hi int) {
 	r := j.r
@@ -498,8 +474,8 @@ func (j *attnJob) Do(worker, lo, hi int) {
 			for ri := it.r0; ri < it.r1; ri++ {
 				for h := it.h * group; h < (it.h+1)*group; h++ {
 					o := ri*nq + h*hd
-					ws.qs = append(ws.qs, tileQuery{q: j.q[o : o+hd], out: j.out[o : o+hd], nKV: j.rows[ri].pos + 1,
-						vkq: ws.vkq[len(ws.qs)*hd : (len(ws.qs)+1)*hd]})
+					ws.qs = append(ws.qs, tileQuery{q: j.q[o : o+hd], out: j.out[o : o+hd], nKV: j.rows[ri].kvEnd,
+						lo: j.lo(j.rows[ri]), vkq: ws.vkq[len(ws.qs)*hd : (len(ws.qs)+1)*hd]})
 				}
 			}
 			tiledKV(l, ws.qs, kc, vc, it.h*hd, nkv, j.scale, &ws.ts)
@@ -513,7 +489,8 @@ func (j *attnJob) Do(worker, lo, hi int) {
 			vc:     vc,
 			off:    h / group * hd,
 			stride: nkv,
-			nKV:    row.pos + 1, // the causal mask
+			nKV:    row.kvEnd, // the causal mask, or an encoder's whole input
+			lo:     j.lo(row),
 			scale:  j.scale,
 			level:  l,
 		}
@@ -523,7 +500,7 @@ func (j *attnJob) Do(worker, lo, hi int) {
 			continue
 		}
 		ws.vkq = grow32(ws.vkq, hd)
-		_, s := a.oneChunk(0, a.nKV, ws.vkq[:hd], &ws.sc)
+		_, s := a.oneChunk(a.lo, a.nKV, ws.vkq[:hd], &ws.sc)
 		normalize(o, ws.vkq[:hd], s)
 	}
 }

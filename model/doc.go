@@ -3,15 +3,32 @@
 //
 // Design record
 //
-//   - What: an architecture registry keyed by general.architecture (graphs:
-//     "llama" and "qwen3"; CheckArchitecture refuses anything else from the
-//     header, naming it), and their graphs: token embedding, RMSNorm, Q/K/V
-//     projections, per-head Q/K RMSNorm (qwen3), RoPE (NORM for llama, NEOX
-//     for qwen3; none/linear/YaRN scaling as llama_context derives it from
-//     rope.scaling.* and n_ctx_orig), grouped-query attention over an f16 KV
-//     cache with the reference's three flash-attention kernels, SwiGLU
-//     feed-forward, output norm and projection (tied to token_embd when
-//     output.weight is absent), over weights in any format package quant
+//   - What: an architecture registry keyed by general.architecture (llama,
+//     qwen3, qwen2, gemma3, phi3, bitnet, bert; CheckArchitecture refuses
+//     anything else from the header, naming it). An architecture is one
+//     file (arch_*.go): the tensors its loader binds, declared by GGUF name
+//     and symbolic shape into Layer's tagged fields (optional ones marked,
+//     every tensor of the file used or refused, as llama.cpp refuses), its
+//     own hyperparameters, and its block written with the shared ops of a
+//     pass (pass.go: RMS and layer norms, Q/K/V with biases, scales or
+//     fused, per-head norms, RoPE NORM/NEOX with none/linear/YaRN scaling,
+//     per-layer bases and frequency factors, grouped-query attention over an
+//     f16 KV cache with the reference's three flash-attention kernels —
+//     causal, within a sliding window, or non-causal over an encoder's
+//     input —, the residual adds, SwiGLU/GeGLU/GELU feed-forwards, and the
+//     last layer's ggml_get_rows of the output rows). llama/qwen3/qwen2 are
+//     llama's block (qwen3's Q/K norms, qwen2's biases); gemma3 adds the
+//     sqrt(n_embd) input scale, Q scaled before attention, post-attention and
+//     post-FFN norms, GeGLU, sliding-window layers with their own RoPE base
+//     and soft-capped logits; phi3 the fused attn_qkv and gate+up, LongRoPE's
+//     factors (long past n_ctx_orig_yarn); bitnet the sub-norms, per-tensor
+//     scales and logits from token_embd; bert (an encoder: Model.Encoder)
+//     token types, absolute positions, layer norms with biases, GELU, no
+//     logits. Output: the output norm and projection (tied to token_embd
+//     when output.weight is absent), or the final rows when a Span asks for
+//     embeddings (Span.Embed), pooled by Runner.Pool (none, mean, cls, last,
+//     rank with bert's and qwen3's ranking heads) as build_pooling does for
+//     an input alone in its micro-batch. Weights in any format package quant
 //     multiplies. A projection is a Linear: one tensor, or the PTQTP
 //     trit-planes "<name>.ptqtp0..2" of a file carrying fucina.ptqtp.version
 //     (package ternary's format, bound in ptqtp.go), computed as the plane
@@ -29,8 +46,11 @@
 //     place: the matmul path where the type depends on it, the attention
 //     kernel, inp_out_ids), attention over its own cache; a lone context's
 //     Decode is a batch of one.
-//   - Follows: src/models/llama.cpp, src/models/qwen3.cpp and
-//     src/llama-graph.cpp for the graphs; src/llama-model.cpp
+//   - Follows: src/models/{llama,qwen3,qwen2,gemma3,phi3,bitnet,bert}.cpp and
+//     src/llama-graph.cpp (build_norm, build_qkv, build_ffn, build_attn,
+//     build_pooling) for the graphs; ops.cpp's norm (double sum, AVX2
+//     cvar), the GELU table of ggml_cpu_init (tanhf, one FMA) and gelu,
+//     geglu, tanh, scale and soft_max as vec.h/vec.cpp compile them; src/llama-model.cpp
 //     (load_hparams) and src/llama-context.cpp (the RoPE/YaRN parameters);
 //     ggml-cpu's ops.cpp for rms_norm (double sum), rope
 //     (ggml_rope_cache_init, rope_yarn, rotate_pairs with the FMA

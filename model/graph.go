@@ -24,7 +24,7 @@ func (c *Context) attention(out, q []float32, kc, vc []uint16, nPast, n int, sca
 	c.k, c.v = [][]uint16{kc}, [][]uint16{vc}
 	rows := make([]rowRef, n)
 	for j := range rows {
-		rows[j] = rowRef{c: c, pos: nPast + j, cls: quant.ColClass{N: int32(n), Index: int32(j)}}
+		rows[j] = rowRef{c: c, pos: nPast + j, cls: quant.ColClass{N: int32(n), Index: int32(j)}, kvEnd: nPast + j + 1}
 	}
 	c.r.attend(rows, q, out, 0, scale)
 }

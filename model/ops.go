@@ -34,7 +34,7 @@ func fp16Soft(f float32) uint16 {
 	return quant.FP32ToFP16(f)
 }
 
-// attnRow is one query row of one head attending to KV cells [0, nKV) of the
+// attnRow is one query row of one head attending to KV cells [lo, nKV) of the
 // f16 cache (the causal mask allows exactly those): cell ic's K and V are
 // kc and vc at ic*stride+off, len(q) values each.
 type attnRow struct {
@@ -43,6 +43,7 @@ type attnRow struct {
 	off    int
 	stride int
 	nKV    int
+	lo     int // the first cell the mask allows: a sliding window's start, else 0
 	scale  float32
 	level  quant.Level // whose kernels run (every level: the same bits)
 }
@@ -127,7 +128,7 @@ func normalize(out, vkq []float32, S float32) {
 // ggml_flash_attn_ext_reduce_partials merges them in chunk order with fmaxf,
 // glibc expf and the contractions fma(acc, scale_old, round(part*scale_new)).
 func (a *attnRow) splitKV(out []float32, nek1, nth int, sc *chunkScratch) {
-	splitKV(out, nek1, nth, a.nKV, func(ic0, ic1 int, part []float32) (M, S float32) {
+	splitKVFrom(out, nek1, nth, a.lo, a.nKV, func(ic0, ic1 int, part []float32) (M, S float32) {
 		return a.oneChunk(ic0, ic1, part, sc)
 	})
 }
@@ -135,6 +136,13 @@ func (a *attnRow) splitKV(out []float32, nek1, nth int, sc *chunkScratch) {
 // splitKV is attnRow.splitKV over the causal length nKV with chunk the
 // one-row kernel on cells [ic0, ic1) (its M, S and unnormalised part).
 func splitKV(out []float32, nek1, nth, nKV int, chunk func(ic0, ic1 int, part []float32) (M, S float32)) {
+	splitKVFrom(out, nek1, nth, 0, nKV, chunk)
+}
+
+// splitKVFrom is splitKV with the cells before lo masked too (a sliding
+// window): each chunk runs over its cells in [lo, nKV), and a chunk with
+// none is skipped as the reference's partial with S = 0 is.
+func splitKVFrom(out []float32, nek1, nth, lo, nKV int, chunk func(ic0, ic1 int, part []float32) (M, S float32)) {
 	dv := len(out)
 	size := (nek1 + nth - 1) / nth
 	part := make([]float32, dv)
@@ -146,6 +154,7 @@ func splitKV(out []float32, nek1, nth, nKV int, chunk func(ic0, ic1 int, part []
 			continue
 		}
 		ic1 := min(ic0+size, nek1, nKV)
+		ic0 = max(ic0, lo)
 		if ic0 >= ic1 {
 			continue // every cell masked: S = 0
 		}

@@ -43,9 +43,13 @@ type Rope struct {
 //     for beta_fast and beta_slow, clamped to [0, n_dims-1] (ggml.c);
 //   - mscale per op: attn_factor, times fma(logf(1/freq_scale), 0.1f, 1) with
 //     YaRN (rope_yarn's magnitude term, contracted by GCC in the haswell build).
-func newRope(hp Hparams, neox bool) Rope {
-	r := Rope{NDims: hp.NRot, Neox: neox, NCtxOrig: hp.NCtxOrigYarn, FreqBase: hp.FreqBase,
-		FreqScale: hp.FreqScaleTrain, AttnFactor: 1, BetaFast: 32, BetaSlow: 1}
+//
+// freqBase and freqScale are the layer's (get_rope_freq_base and
+// get_rope_freq_scale: the model's, or gemma3's sliding layers' own base and
+// a scale of 1).
+func newRope(hp Hparams, neox bool, freqBase, freqScale float32) Rope {
+	r := Rope{NDims: hp.NRot, Neox: neox, NCtxOrig: hp.NCtxOrigYarn, FreqBase: freqBase,
+		FreqScale: freqScale, AttnFactor: 1, BetaFast: 32, BetaSlow: 1}
 	if r.NCtxOrig == 0 {
 		r.NCtxOrig = hp.NCtxTrain
 	}
@@ -81,20 +85,25 @@ func newRope(hp Hparams, neox bool) Rope {
 	return r
 }
 
-// cache is ggml_rope_cache_init for one position (no frequency factors,
-// forward rotation): for each pair i0 = 0, 2, ..., theta_extrap =
-// pos * theta_scale^(i0/2) by repeated float products, and rope_yarn's
+// cache is ggml_rope_cache_init for one position (forward rotation): for
+// each pair i0 = 0, 2, ..., theta_extrap = pos * theta_scale^(i0/2) by
+// repeated float products, divided by ff[i0/2] when the op has frequency
+// factors (phi3's rope factors; ff nil: none), and rope_yarn's
 // cos/sin as the haswell build computes them: theta_interp = freq_scale *
 // theta_extrap; with YaRN, ramp_mix = ramp(i0)*ext_factor where ramp is
 // 1 - clamp((i0/2 - low) / max(0.001, high - low), 0, 1) (its three cases as
 // compiled: ext_factor itself below the ramp, 0*ext_factor above it) and
 // theta = fma(theta_interp, 1 - ramp_mix, theta_extrap*ramp_mix); then
 // cache = (cos(theta)*mscale, sin(theta)*mscale) with glibc's sincosf.
-func (r *Rope) cache(cache []float32, pos int) {
+func (r *Rope) cache(cache []float32, pos int, ff []float32) {
 	theta := float32(pos)
 	low, high := r.CorrDims[0], r.CorrDims[1]
 	for i0 := 0; i0 < r.NDims; i0 += 2 {
-		t := float32(r.FreqScale * theta)
+		te := theta
+		if ff != nil {
+			te = theta / ff[i0/2]
+		}
+		t := float32(r.FreqScale * te)
 		if r.ExtFactor != 0 {
 			y := float32(float32(i0/2)-low) / cmax(0.001, float32(high-low))
 			var rampMix float32
@@ -106,7 +115,7 @@ func (r *Rope) cache(cache []float32, pos int) {
 			default:
 				rampMix = float32(1-y) * r.ExtFactor
 			}
-			t = fmath.FMA32(t, 1-rampMix, float32(theta*rampMix))
+			t = fmath.FMA32(t, 1-rampMix, float32(te*rampMix))
 		}
 		sin, cos := fmath.Sincosf(t)
 		cache[i0] = cos * r.mscale

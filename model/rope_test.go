@@ -36,7 +36,7 @@ func TestRopeRotateEveryLevel(t *testing.T) {
 			cache := make([]float32, c.ndims)
 			for trial := range 400 {
 				if trial%2 == 0 {
-					rp.cache(cache, r.IntN(1<<15))
+					rp.cache(cache, r.IntN(1<<15), nil)
 				} else {
 					for i := range cache {
 						cache[i] = val()

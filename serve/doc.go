@@ -1,6 +1,7 @@
 // Package serve is bankml's HTTP server: the OpenAI API (/v1/chat/completions, /v1/completions,
 // /v1/models), llama-server's own routes (/completion, /health, /props, /tokenize, /detokenize,
-// /apply-template, /metrics; native.go, extras.go),
+// /apply-template, /metrics; native.go, extras.go), embeddings and reranking (/v1/embeddings, /embedding,
+// /embeddings, /v1/rerank and its aliases, Ollama's /api/embed and /api/embeddings; embeddings.go),
 // the Ollama API (/api/*, in ollama*.go), bankml's history and transparency log (/bankml/ledger/..., in
 // ledger.go) and the console (/console, console.go), over one admitted model and package engine's slots.
 //

@@ -38,6 +38,7 @@ func (s *Server) mountOllama(r chi.Router) {
 	r.Get("/api/ps", a.handlePs)
 	r.Post("/api/chat", a.handleChat)
 	r.Post("/api/generate", a.handleGenerate)
+	s.mountOllamaEmbed(r, a)
 }
 
 // engine is the server's engine.

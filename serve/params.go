@@ -322,6 +322,8 @@ func (s *Server) generationError(err error) *APIError {
 	case errors.As(err, &pe):
 		s.metrics.refusedFor("invalid")
 		return paramError(err)
+	case errors.Is(err, engine.ErrEncoder):
+		return &APIError{Type: TypeNotSupported, Message: err.Error() + "; use the embedding routes"}
 	case errors.Is(err, engine.ErrClosed), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return &APIError{Type: TypeUnavailable, Message: "the answer was cancelled: " + err.Error()}
 	}

@@ -64,6 +64,12 @@ type Options struct {
 	BatchSize int
 	// CacheReuse is cache_prompt's rule (--cache-reuse exact|server; engine.CacheReuse); "": exact.
 	CacheReuse engine.CacheReuse
+	// Embeddings is llama-server's --embeddings: the embedding routes answer (an encoder model turns it on
+	// by itself). Reranking is --reranking: the rerank routes answer, the pooling is rank. Pooling is
+	// --pooling (none, mean, cls, last, rank; "": the model's).
+	Embeddings, Reranking bool
+	Pooling               string
+
 	// SlotSavePath is llama-server's --slot-save-path: the folder of POST /slots/{id}?action=save|restore
 	// files; "" refuses slot actions (501, as llama-server without the flag).
 	SlotSavePath string
@@ -213,13 +219,19 @@ func New(m *admit.Model, o Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
+	if o.Reranking {
+		if o.Pooling != "" && o.Pooling != "rank" {
+			return nil, fmt.Errorf("serve: --reranking needs pooling rank, not --pooling %s", o.Pooling)
+		}
+		o.Pooling = "rank" // llama-server's --reranking sets embedding and pooling rank
+	}
 	nSlot, err := SlotContext(o.NCtx, o.Parallel, m.Model.HP.NCtxTrain)
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
 	eng, err := engine.New(m.Model, m.Tokenizer, m.Template, engine.Options{
 		NCtx: nSlot, Threads: o.Threads, Parallel: o.Parallel, QueueSize: o.QueueSize, SuppressTokens: m.SuppressTokens,
-		BatchSize: o.BatchSize, CacheReuse: o.CacheReuse, ModelID: "sha256:" + m.SHA256, CacheRAMMiB: o.CacheRAMMiB,
+		BatchSize: o.BatchSize, CacheReuse: o.CacheReuse, ModelID: "sha256:" + m.SHA256, CacheRAMMiB: o.CacheRAMMiB, Pooling: o.Pooling,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
@@ -291,6 +303,9 @@ func (s *Server) routes() chi.Router {
 	r.Post("/chat/completions", s.handleChatCompletions)
 	r.Post("/v1/completions", s.handleCompletions)
 
+	// embeddings and reranking (embeddings.go)
+	s.mountEmbeddings(r)
+
 	// bankml
 	s.mountLedger(r)
 	s.mountConsole(r)
@@ -337,7 +352,7 @@ func notFound(w http.ResponseWriter, r *http.Request) {
 		msg := "404 page not found"
 		for _, p := range ollamaUnserved {
 			if r.URL.Path == p || (strings.HasSuffix(p, "/") && strings.HasPrefix(r.URL.Path, p)) {
-				msg = fmt.Sprintf("%s %s: bankml serve does not serve this Ollama route (no model store, embeddings or accounts): it serves the one model it was started with", r.Method, r.URL.Path)
+				msg = fmt.Sprintf("%s %s: bankml serve does not serve this Ollama route (no model store or accounts): it serves the one model it was started with", r.Method, r.URL.Path)
 				break
 			}
 		}
@@ -350,7 +365,7 @@ func notFound(w http.ResponseWriter, r *http.Request) {
 // ollamaUnserved are the paths of Ollama v0.17.4's routes (server/routes.go GenerateRoutes) that bankml does
 // not serve; one ending in "/" stands for the paths under it.
 var ollamaUnserved = []string{"/api/status", "/api/pull", "/api/push", "/api/delete", "/api/me", "/api/signout",
-	"/api/user/keys/", "/api/create", "/api/blobs/", "/api/copy", "/api/experimental/aliases", "/api/embed", "/api/embeddings"}
+	"/api/user/keys/", "/api/create", "/api/blobs/", "/api/copy", "/api/experimental/aliases"}
 
 // methodNotAllowed answers a known path asked with another method. Under /api/ it is Ollama's answer (gin
 // with HandleMethodNotAllowed, as Ollama's GenerateRoutes sets it: 405, the text "405 method not allowed",

@@ -324,6 +324,9 @@ func keepReason(src *gguf.File, ti *gguf.TensorInfo, f Format, opt ExportOptions
 		return fmt.Sprintf("%d-D, not a matrix", len(ti.Ne))
 	case !strings.HasSuffix(ti.Name, ".weight"):
 		return "not a .weight"
+	case ti.Name == "position_embd.weight" || ti.Name == "token_types.weight":
+		// llama-quant.cpp never quantizes them (bert's graph adds token_types' row 0 as F32).
+		return "absolute positions or token types (kept as llama-quant keeps them)"
 	case len(opt.Include) == 0 && strings.Contains(ti.Name, "token_embd"):
 		return "token embedding (kept unless --include selects it)"
 	case len(opt.Include) == 0 && ti.Name == "output.weight":

@@ -42,6 +42,7 @@ type cli struct {
 	VersionFlag  kong.VersionFlag `name:"version" help:"Print the version and exit."`
 	Version      versionCmd       `cmd:"" help:"Print the bankml version."`
 	Run          runCmd           `cmd:"" help:"Generate a continuation of a prompt with a GGUF model."`
+	Embed        embedCmd         `cmd:"" help:"Print the embeddings of texts as llama-embedding does (pooling, normalisation), exactly the reference's vectors."`
 	Guard        guardCmd         `cmd:"" help:"Judge a GGUF file from its header alone: play, refuse or need_more."`
 	Sha256       sha256Cmd        `cmd:"" name:"sha256" help:"Print the sha256 of a file."`
 	Pin          pinCmd           `cmd:"" help:"Check a file's sha256 against its provenance manifest."`

@@ -150,6 +150,10 @@ func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error 
 	defer m.Close()
 	tok := m.Tokenizer
 
+	if m.Model.Encoder() {
+		return cannotRun(fmt.Errorf("run: the %s model is an encoder: it gives embeddings, not text (use bankml embed)", m.Model.Arch))
+	}
+
 	nCtx, capped, err := m.Model.ContextSize(r.Ctx)
 	if err != nil {
 		return fmt.Errorf("run: --ctx-size: %w", err)

@@ -47,6 +47,10 @@ type serveCmd struct {
 	SlotSavePath string      `name:"slot-save-path" placeholder:"PATH" help:"Folder of slot files for POST /slots/{id}?action=save|restore, as llama-server's --slot-save-path; without it slot actions are refused (501)." type:"path"`
 	NPredict     int         `short:"n" name:"n-predict" default:"-1" help:"Tokens to predict for a request that sets no n_predict/max_tokens (or -1; Ollama: no num_predict), as llama-server's -n/--n-predict; a request's own count wins, above or below it; -1: until an end-of-generation token or a full context; below -1 (any int, as llama-server takes it): one token, as llama-server's slot limit then has no budget."`
 
+	Embeddings bool   `name:"embeddings" aliases:"embedding" help:"Serve embeddings (/v1/embeddings, /embedding, /embeddings, Ollama's /api/embed and /api/embeddings), as llama-server's --embeddings; an encoder model (bert) embeds without it."`
+	Reranking  bool   `name:"reranking" aliases:"rerank" help:"Serve reranking (/v1/rerank, /rerank, /reranking, /v1/reranking) with the model's ranking head (pooling rank), as llama-server's --reranking."`
+	Pooling    string `name:"pooling" enum:",none,mean,cls,last,rank" default:"" placeholder:"{none,mean,cls,last,rank}" help:"Pooling of the embeddings, as llama-server's --pooling (default: the model's {arch}.pooling_type)."`
+
 	Proof proofFlags `embed:""`
 	matchFlag
 
@@ -202,6 +206,7 @@ func (c *serveCmd) Run(stderr errWriter) error {
 		NCtx: c.Ctx, Threads: int(c.Threads), Parallel: c.Parallel, QueueSize: c.Queue, NPredict: &c.NPredict,
 		Alias: []string(c.Alias), APIKey: c.APIKey, CORSOrigins: c.CORSOrigin, Ledger: l, TLog: tlog, Signer: signer, Version: version, Log: log, Match: match.Variant.String(), Timeout: time.Duration(c.Timeout) * time.Second,
 		CacheReuse: engine.CacheReuse(c.CacheReuse), SlotSavePath: c.SlotSavePath, CacheRAMMiB: c.CacheRAM,
+		Embeddings: c.Embeddings, Reranking: c.Reranking, Pooling: c.Pooling,
 	})
 	if err != nil {
 		return cannotRun(err)

@@ -19,12 +19,14 @@ import (
 // synthCmd writes a deterministic synthetic model (package internal/synth).
 type synthCmd struct {
 	Out        string `arg:"" name:"OUT.gguf" help:"File to write (replaced if it exists; written through a temporary file beside it)." type:"path"`
-	Arch       string `name:"arch" required:"" enum:"llama,qwen3" help:"Architecture: llama or qwen3."`
+	Arch       string `name:"arch" required:"" enum:"llama,qwen3,qwen2,gemma3,phi3,bitnet,bert" help:"Architecture: llama, qwen3, qwen2, gemma3, phi3, bitnet or bert (each with synth.ForArch's settings: gemma3's sliding window, phi3's fused QKV and rope factors, bitnet's weight scales, bert's token types and mean pooling)."`
 	Preset     string `name:"preset" required:"" enum:"tiny,bonsai-1.7b,bonsai-8b" help:"Shapes: tiny (n_embd 256, 2 layers), bonsai-1.7b (Qwen3-1.7B), bonsai-8b (Qwen3-8B)."`
 	Type       string `name:"type" required:"" help:"Type of the blocks' 2-D weights: F32, F16, BF16, Q8_0, Q4_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q1_0, Q2_0, TQ1_0 or TQ2_0."`
 	TypeEmbd   string `name:"type-embd" help:"Type of token_embd (default: --type)."`
 	TypeOutput string `name:"type-output" help:"Type of output (default: --type)."`
-	Vocab      string `name:"vocab" default:"synthetic" enum:"synthetic,qwen3" help:"Vocabulary: synthetic (byte-level BPE of the preset's size) or qwen3 (the real Qwen3 tokenizer, 151936 ids)."`
+	Vocab      string `name:"vocab" default:"synthetic" help:"Vocabulary: synthetic (byte-level BPE of the preset's size), qwen3 (the real Qwen3 tokenizer, 151936 ids), or a GGUF file whose tokenizer.* keys are copied (e.g. ../shared/models/vocab/ggml-vocab-bert-bge.gguf)."`
+	Pooling    string `name:"pooling" enum:",none,mean,cls,last,rank" default:"" help:"{arch}.pooling_type: none, mean, cls, last or rank (default: bert's mean, none written for the others)."`
+	Classifier int    `name:"classifier" help:"Labels of a ranking head (cls.output; bert also cls): a reranker for --pooling rank (bert and qwen3)."`
 	Tokenizer  string `name:"tokenizer" help:"Folder holding the Qwen3 tokenizer.json(.gz) and tokenizer_config.json for --vocab qwen3 (default: $$BANKML_MODELS/qwen3, else ../shared/models/qwen3)." type:"path"`
 	Seed       uint64 `name:"seed" default:"0" help:"Seed of the weights; the same flags and seed give the same bytes."`
 	Tied       bool   `name:"tied" help:"Leave out output.weight (tied embeddings) whatever the preset says."`
@@ -37,7 +39,12 @@ func (c *synthCmd) Run(stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	shape = synth.ForArch(c.Arch, shape)
 	shape.Tied = shape.Tied || c.Tied
+	if c.Pooling != "" {
+		shape.Pooling = c.Pooling
+	}
+	shape.Classifier = c.Classifier
 	cfg := synth.Config{Arch: c.Arch, Shape: shape, Seed: c.Seed}
 	if cfg.Weight, err = synth.ParseType(c.Type); err != nil {
 		return fmt.Errorf("--type: %w", err)
@@ -53,7 +60,9 @@ func (c *synthCmd) Run(stdout io.Writer) error {
 			}
 		}
 	}
-	if c.Vocab == "qwen3" {
+	switch c.Vocab {
+	case "synthetic":
+	case "qwen3":
 		dir, err := c.tokenizerDir()
 		if err != nil {
 			return err
@@ -61,10 +70,14 @@ func (c *synthCmd) Run(stdout io.Writer) error {
 		if cfg.Vocab, err = synth.Qwen3Vocab(dir, synth.Qwen3NVocab); err != nil {
 			return err
 		}
+	default:
+		if cfg.Vocab, err = synth.VocabFromGGUF(c.Vocab); err != nil {
+			return fmt.Errorf("--vocab: %w", err)
+		}
 	}
 	cfg.Description = fmt.Sprintf("bankml synth --arch %s --preset %s --type %s --type-embd %s --type-output %s --vocab %s --seed %d",
 		c.Arch, c.Preset, strings.ToUpper(cfg.Weight.String()), strings.ToUpper(cfg.Embd.String()),
-		strings.ToUpper(cfg.Output.String()), c.Vocab, c.Seed)
+		strings.ToUpper(cfg.Output.String()), filepath.Base(c.Vocab), c.Seed)
 	if shape.Tied {
 		cfg.Description = strings.Replace(cfg.Description, " --type-output "+strings.ToUpper(cfg.Output.String()), " --tied", 1)
 	}

@@ -16,7 +16,7 @@ func BenchmarkFill(b *testing.B) {
 			p := make([]byte, chunkBytes/ty.TypeSize()*ty.TypeSize())
 			b.SetBytes(int64(len(p)))
 			for b.Loop() {
-				g.reset(1, "blk.0.ffn_up.weight", 0, ty, 4096, false)
+				g.reset(1, "blk.0.ffn_up.weight", 0, ty, 4096, kindWeight)
 				g.fill(p)
 			}
 		})

@@ -11,9 +11,22 @@ import (
 
 // The architectures synth writes: the values of general.architecture.
 const (
-	ArchLlama = "llama" // llama.cpp's LLM_ARCH_LLAMA: no q/k norms, normal RoPE
-	ArchQwen3 = "qwen3" // llama.cpp's LLM_ARCH_QWEN3: per-head RMS norms on q and k, NeoX RoPE
+	ArchLlama  = "llama"  // llama.cpp's LLM_ARCH_LLAMA: no q/k norms, normal RoPE
+	ArchQwen3  = "qwen3"  // llama.cpp's LLM_ARCH_QWEN3: per-head RMS norms on q and k, NeoX RoPE
+	ArchQwen2  = "qwen2"  // LLM_ARCH_QWEN2: llama's blocks with Q/K/V biases, NeoX RoPE
+	ArchGemma3 = "gemma3" // LLM_ARCH_GEMMA3: q/k norms, post-attention and post-FFN norms, GeGLU, sliding-window layers
+	ArchPhi3   = "phi3"   // LLM_ARCH_PHI3: fused attn_qkv and gate+up (ffn_up of 2*n_ff rows), optional rope factors
+	ArchBitnet = "bitnet" // LLM_ARCH_BITNET: attention and FFN sub-norms, per-tensor weight scales, tied output
+	ArchBert   = "bert"   // LLM_ARCH_BERT: encoder; absolute positions, token types, layer norms with biases, GELU
 )
+
+// Archs returns the architectures synth writes, sorted.
+func Archs() []string {
+	return []string{ArchBert, ArchBitnet, ArchGemma3, ArchLlama, ArchPhi3, ArchQwen2, ArchQwen3}
+}
+
+// The pooling types of {arch}.pooling_type (enum llama_pooling_type in include/llama.h).
+var poolingTypes = map[string]uint32{"none": 0, "mean": 1, "cls": 2, "last": 3, "rank": 4}
 
 // ErrConfig is wrapped by every error about a Config, a preset name or a type name.
 var ErrConfig = errors.New("synth: bad configuration")
@@ -29,8 +42,23 @@ type Shape struct {
 	NVocab       int     // size of the synthetic vocabulary; a Config's explicit Vocab overrides it
 	NCtxTrain    int     // context_length
 	RopeFreqBase float32 // rope.freq_base
-	RMSEps       float32 // attention.layer_norm_rms_epsilon
+	RMSEps       float32 // attention.layer_norm_rms_epsilon (bert: attention.layer_norm_epsilon)
 	Tied         bool    // no output.weight: the output projection reuses token_embd (tie_word_embeddings)
+
+	// Architecture settings (see ForArch for each architecture's defaults); zero values leave the key or tensor out.
+	SlidingWindow   int     // gemma3: attention.sliding_window, the window of the sliding-window layers
+	SlidingPattern  int     // gemma3: attention.sliding_window_pattern (every N-th layer is global; llama.cpp's default 6)
+	RopeFreqBaseSWA float32 // gemma3: rope.freq_base_swa, the sliding-window layers' RoPE base
+	RopeScaleLinear float32 // rope.scaling.type "linear" with rope.scaling.factor this value
+	LogitSoftcap    float32 // gemma3: final_logit_softcapping
+	FusedQKV        bool    // phi3: one attn_qkv.weight instead of attn_q, attn_k and attn_v
+	RopeFactors     bool    // phi3: rope_factors_long and rope_factors_short ({head_dim/2}, F32)
+	NCtxOrig        int     // rope.scaling.original_context_length (phi3 picks the long factors past it)
+	RopeAttnFactor  float32 // rope.scaling.attn_factor
+	WeightScales    bool    // bitnet: a {1} F32 "<name>.scale" beside each block projection
+	NTokenTypes     int     // bert: tokenizer.ggml.token_type_count and the rows of token_types.weight
+	Pooling         string  // {arch}.pooling_type: "none", "mean", "cls", "last" or "rank"; "" leaves the key out
+	Classifier      int     // bert, qwen3: the labels of a ranking head (cls.output, bert also cls); 0: none
 }
 
 // The presets. Row lengths (n_embd, n_ff, n_head*head_dim) are multiples of 256 in all of them, so every block type
@@ -132,8 +160,8 @@ type Config struct {
 // size (256 elements for the K-quants).
 func (c *Config) validate(nVocab int) error {
 	s := c.Shape
-	if c.Arch != ArchLlama && c.Arch != ArchQwen3 {
-		return fmt.Errorf("%w: unknown architecture %q (have %s, %s)", ErrConfig, c.Arch, ArchLlama, ArchQwen3)
+	if !slices.Contains(Archs(), c.Arch) {
+		return fmt.Errorf("%w: unknown architecture %q (have %s)", ErrConfig, c.Arch, strings.Join(Archs(), ", "))
 	}
 	for _, f := range []struct {
 		name string
@@ -150,9 +178,29 @@ func (c *Config) validate(nVocab int) error {
 	if s.HeadDim%2 != 0 {
 		return fmt.Errorf("%w: head_dim %d is odd; RoPE rotates pairs", ErrConfig, s.HeadDim)
 	}
-	if c.Arch == ArchLlama && s.NEmbd != s.NHead*s.HeadDim {
-		// llama.cpp's llama loader derives n_rot from n_embd/n_head and refuses a different rope dimension.
-		return fmt.Errorf("%w: llama needs n_embd = n_head*head_dim, have %d != %d*%d", ErrConfig, s.NEmbd, s.NHead, s.HeadDim)
+	switch c.Arch {
+	case ArchLlama, ArchQwen2, ArchPhi3, ArchBitnet, ArchBert:
+		// llama.cpp's llama loader derives n_rot from n_embd/n_head and refuses a different rope dimension; the
+		// others bind attn_output (and bitnet attn_q) as {n_embd, n_embd}.
+		if s.NEmbd != s.NHead*s.HeadDim {
+			return fmt.Errorf("%w: %s needs n_embd = n_head*head_dim, have %d != %d*%d", ErrConfig, c.Arch, s.NEmbd, s.NHead, s.HeadDim)
+		}
+	}
+	if c.Arch == ArchBitnet && !s.Tied {
+		// src/models/bitnet.cpp has no output tensor: its logits use token_embd.
+		return fmt.Errorf("%w: bitnet has no output.weight: its shape must be tied", ErrConfig)
+	}
+	if c.Arch == ArchBert && s.NTokenTypes < 1 {
+		return fmt.Errorf("%w: bert needs token types (llama.cpp: \"model needs to define token type count\")", ErrConfig)
+	}
+	if _, ok := poolingTypes[s.Pooling]; s.Pooling != "" && !ok {
+		return fmt.Errorf("%w: pooling %q (have none, mean, cls, last, rank)", ErrConfig, s.Pooling)
+	}
+	if s.Classifier < 0 || (s.Classifier > 0 && c.Arch != ArchBert && c.Arch != ArchQwen3) {
+		return fmt.Errorf("%w: a classifier of %d labels on %s (bert and qwen3 have one)", ErrConfig, s.Classifier, c.Arch)
+	}
+	if s.SlidingWindow < 0 || s.SlidingPattern < 0 || s.NCtxOrig < 0 || s.NTokenTypes < 0 {
+		return fmt.Errorf("%w: negative sliding window, pattern, original context or token types", ErrConfig)
 	}
 	if !(s.RMSEps > 0) || !(s.RopeFreqBase > 0) {
 		return fmt.Errorf("%w: rms_eps %g and rope_freq_base %g must be positive", ErrConfig, s.RMSEps, s.RopeFreqBase)
@@ -166,4 +214,29 @@ func (c *Config) validate(nVocab int) error {
 		}
 	}
 	return nil
+}
+
+// ForArch returns s with the settings architecture arch needs and the defaults synth gives it, so that a preset
+// serves every architecture (other architectures get s unchanged):
+//   - gemma3: a sliding window of 16 on every other layer (pattern 2: layer 0 slides, layer 1 is global), the
+//     sliding layers' RoPE base 10000, linear RoPE scaling by 8 on the global layers, final logit soft-capping 30
+//     (Gemma 3 4B's settings but for the window and pattern, which the tiny prompts of tests must cross), tied output;
+//   - phi3: fused attn_qkv, rope factors (long and short) with an original context of a quarter of the
+//     training context and attn_factor 1.1902381 (Phi-3-mini-128k's);
+//   - bitnet: tied output and per-tensor weight scales;
+//   - bert: as many KV heads as heads, 512 positions, 2 token types, mean pooling, layer-norm epsilon 1e-12
+//     (bge-small's).
+func ForArch(arch string, s Shape) Shape {
+	switch arch {
+	case ArchGemma3:
+		s.SlidingWindow, s.SlidingPattern, s.RopeFreqBaseSWA, s.RopeScaleLinear, s.LogitSoftcap = 16, 2, 10000, 8, 30
+		s.Tied = true
+	case ArchPhi3:
+		s.FusedQKV, s.RopeFactors, s.NCtxOrig, s.RopeAttnFactor = true, true, max(1, s.NCtxTrain/4), 1.1902381
+	case ArchBitnet:
+		s.Tied, s.WeightScales = true, true
+	case ArchBert:
+		s.NHeadKV, s.NCtxTrain, s.NTokenTypes, s.Pooling, s.RMSEps = s.NHead, 512, 2, "mean", 1e-12
+	}
+	return s
 }

@@ -1,6 +1,6 @@
 // Package synth writes deterministic synthetic GGUF models: random weights with the exact tensor names, shapes,
-// types and metadata that llama.cpp's loader expects for the llama and qwen3 architectures, for tests and
-// benchmarks at any scale (DESIGN.md §5: no real Bonsai file is available offline).
+// types and metadata that llama.cpp's loader expects for the llama, qwen3, qwen2, gemma3, phi3, bitnet and bert
+// architectures, for tests and benchmarks at any scale (no real Bonsai file is available offline).
 //
 // # Design record
 //
@@ -9,14 +9,20 @@
 // tensor's bytes in chunks of about 1 MiB and streams them to the writer, so memory stays at a few MiB plus the
 // vocabulary whatever the model's size (an 8B-shaped file included).
 //
-// What it follows. The tensor names and shapes of llama.cpp v0.5.0's loaders (src/models/qwen3.cpp and
-// src/models/llama.cpp, load_arch_tensors): token_embd {n_embd, n_vocab}; per block attn_norm {n_embd}, attn_q
+// What it follows. The tensor names and shapes of llama.cpp v0.5.0's loaders (src/models/*.cpp,
+// load_arch_tensors; [ForArch] gives each architecture its settings and tensors: qwen2's Q/K/V biases, gemma3's
+// post norms and sliding window, phi3's fused attn_qkv and ffn_up of 2*n_ff rows with rope factors, bitnet's
+// sub-norms and per-tensor scales, bert's token types, positions, layer norms and biases, a ranking head for
+// bert and qwen3). For llama and qwen3: token_embd {n_embd, n_vocab}; per block attn_norm {n_embd}, attn_q
 // {n_embd, n_head*head_dim}, attn_k and attn_v {n_embd, n_head_kv*head_dim}, attn_output {n_head*head_dim,
 // n_embd}, for qwen3 attn_q_norm and attn_k_norm {head_dim}, ffn_norm {n_embd}, ffn_gate and ffn_up {n_embd,
 // n_ff}, ffn_down {n_ff, n_embd}; output_norm {n_embd}; output {n_embd, n_vocab}, absent when the embeddings are
 // tied. The metadata keys and value types are those llama_model_base::load_hparams reads and
 // convert_hf_to_gguf.py (conversion/qwen.py, gguf-py) writes, in the converter's order. The real Qwen3
-// vocabulary is converted as get_vocab_base, _set_vocab_gpt2 and gguf-py's SpecialVocab do it (see [Qwen3Vocab]).
+// vocabulary is converted as get_vocab_base, _set_vocab_gpt2 and gguf-py's SpecialVocab do it (see [Qwen3Vocab]);
+// any other real vocabulary is copied key for key from a GGUF file ([VocabFromGGUF], e.g. llama.cpp's
+// models/ggml-vocab-*.gguf). Biases are F32 in [-0.25, 0.25), bitnet's weight scales F32 in [0.75, 1.25), phi3's
+// rope factors F32 in [1, 4).
 // Block layouts are those of ggml/src/ggml-common.h; the block payloads are random codes generated directly (not
 // quantized from floats), with the scale d chosen so that a weight's root mean square is about 1/sqrt(row length):
 // with RMS-normed inputs, every matrix product then yields activations of order 1 and logits stay finite through

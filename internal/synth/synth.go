@@ -17,10 +17,20 @@ import (
 // chunkBytes is about how many bytes of a tensor are generated and written at a time.
 const chunkBytes = 1 << 20
 
+// valueKind is what a tensor's values stand for, which sets how they are drawn (generator.fill).
+type valueKind uint8
+
+const (
+	kindWeight valueKind = iota // a weight matrix: root mean square 1/sqrt(row length)
+	kindNorm                    // a norm weight or a bitnet weight scale: F32 in [0.75, 1.25)
+	kindBias                    // a bias: F32 in [-0.25, 0.25)
+	kindFactor                  // phi3's rope factors: F32 in [1, 4)
+)
+
 // tensorSpec is one planned tensor.
 type tensorSpec struct {
 	info gguf.TensorInfo
-	norm bool // an RMS-norm weight
+	kind valueKind
 }
 
 // Plan returns the metadata and the tensor infos (name, shape, type; offsets are left to the writer) of the model
@@ -84,20 +94,91 @@ func plan(cfg Config) ([]gguf.KV, []tensorSpec, *Vocab, error) {
 		{Key: arch + ".embedding_length", Value: u32(s.NEmbd)},
 		{Key: arch + ".feed_forward_length", Value: u32(s.NFF)},
 		{Key: arch + ".attention.head_count", Value: u32(s.NHead)},
-		{Key: arch + ".attention.head_count_kv", Value: u32(s.NHeadKV)},
-		{Key: arch + ".rope.freq_base", Value: gguf.Float32Value(s.RopeFreqBase)},
-		{Key: arch + ".attention.layer_norm_rms_epsilon", Value: gguf.Float32Value(s.RMSEps)},
-		{Key: arch + ".attention.key_length", Value: u32(s.HeadDim)},
-		{Key: arch + ".attention.value_length", Value: u32(s.HeadDim)},
 	}
-	if arch == ArchLlama {
+	if arch == ArchBert {
+		kvs = append(kvs,
+			gguf.KV{Key: arch + ".attention.layer_norm_epsilon", Value: gguf.Float32Value(s.RMSEps)},
+			gguf.KV{Key: arch + ".attention.causal", Value: gguf.BoolValue(false)})
+	} else {
+		kvs = append(kvs,
+			gguf.KV{Key: arch + ".attention.head_count_kv", Value: u32(s.NHeadKV)},
+			gguf.KV{Key: arch + ".rope.freq_base", Value: gguf.Float32Value(s.RopeFreqBase)},
+			gguf.KV{Key: arch + ".attention.layer_norm_rms_epsilon", Value: gguf.Float32Value(s.RMSEps)},
+			gguf.KV{Key: arch + ".attention.key_length", Value: u32(s.HeadDim)},
+			gguf.KV{Key: arch + ".attention.value_length", Value: u32(s.HeadDim)})
+	}
+	switch arch {
+	case ArchLlama:
 		kvs = append(kvs,
 			gguf.KV{Key: "llama.vocab_size", Value: u32(nVocab)},
 			gguf.KV{Key: "llama.rope.dimension_count", Value: u32(s.HeadDim)})
+	case ArchPhi3, ArchBitnet:
+		kvs = append(kvs, gguf.KV{Key: arch + ".rope.dimension_count", Value: u32(s.HeadDim)})
+	}
+	if s.SlidingWindow > 0 {
+		kvs = append(kvs, gguf.KV{Key: arch + ".attention.sliding_window", Value: u32(s.SlidingWindow)})
+	}
+	if s.SlidingPattern > 0 {
+		kvs = append(kvs, gguf.KV{Key: arch + ".attention.sliding_window_pattern", Value: u32(s.SlidingPattern)})
+	}
+	if s.RopeFreqBaseSWA != 0 {
+		kvs = append(kvs, gguf.KV{Key: arch + ".rope.freq_base_swa", Value: gguf.Float32Value(s.RopeFreqBaseSWA)})
+	}
+	if s.RopeScaleLinear != 0 {
+		kvs = append(kvs,
+			gguf.KV{Key: arch + ".rope.scaling.type", Value: gguf.StringValue("linear")},
+			gguf.KV{Key: arch + ".rope.scaling.factor", Value: gguf.Float32Value(s.RopeScaleLinear)})
+	}
+	if s.NCtxOrig > 0 {
+		kvs = append(kvs, gguf.KV{Key: arch + ".rope.scaling.original_context_length", Value: u32(s.NCtxOrig)})
+	}
+	if s.RopeAttnFactor != 0 {
+		kvs = append(kvs, gguf.KV{Key: arch + ".rope.scaling.attn_factor", Value: gguf.Float32Value(s.RopeAttnFactor)})
+	}
+	if s.LogitSoftcap != 0 {
+		kvs = append(kvs, gguf.KV{Key: arch + ".final_logit_softcapping", Value: gguf.Float32Value(s.LogitSoftcap)})
+	}
+	if s.Pooling != "" {
+		kvs = append(kvs, gguf.KV{Key: arch + ".pooling_type", Value: gguf.Uint32Value(poolingTypes[s.Pooling])})
+	}
+	if s.Classifier > 0 {
+		labels := make([]string, s.Classifier)
+		for i := range labels {
+			labels[i] = fmt.Sprintf("LABEL_%d", i)
+		}
+		kvs = append(kvs, gguf.KV{Key: arch + ".classifier.output_labels", Value: gguf.ArrayValue(gguf.StringArray(labels))})
 	}
 	kvs = append(kvs,
 		gguf.KV{Key: "general.file_type", Value: gguf.Uint32Value(fileTypes[cfg.Weight])},
-		gguf.KV{Key: "general.quantization_version", Value: gguf.Uint32Value(2)},
+		gguf.KV{Key: "general.quantization_version", Value: gguf.Uint32Value(2)})
+	if v.Raw != nil {
+		kvs = append(kvs, v.Raw...)
+		if _, ok := v.raw("tokenizer.ggml.token_type_count"); !ok && s.NTokenTypes > 0 {
+			kvs = append(kvs, gguf.KV{Key: "tokenizer.ggml.token_type_count", Value: u32(s.NTokenTypes)})
+		}
+	} else {
+		kvs = tokenizerKVs(kvs, v, s)
+	}
+	planned := make(map[string]bool, len(kvs)+len(cfg.Metadata))
+	for _, kv := range kvs {
+		if planned[kv.Key] {
+			return nil, nil, nil, fmt.Errorf("%w: metadata key %q is set twice", ErrConfig, kv.Key)
+		}
+		planned[kv.Key] = true
+	}
+	for _, kv := range cfg.Metadata {
+		if planned[kv.Key] {
+			return nil, nil, nil, fmt.Errorf("%w: metadata key %q is set twice", ErrConfig, kv.Key)
+		}
+		planned[kv.Key] = true
+		kvs = append(kvs, kv)
+	}
+	return kvs, specs, v, nil
+}
+
+// tokenizerKVs appends the tokenizer keys of a vocabulary built here (Synthetic, Qwen3Vocab).
+func tokenizerKVs(kvs []gguf.KV, v *Vocab, s Shape) []gguf.KV {
+	kvs = append(kvs,
 		gguf.KV{Key: "tokenizer.ggml.model", Value: gguf.StringValue(v.Model)},
 		gguf.KV{Key: "tokenizer.ggml.pre", Value: gguf.StringValue(v.Pre)},
 		gguf.KV{Key: "tokenizer.ggml.tokens", Value: gguf.ArrayValue(gguf.StringArray(v.Tokens))},
@@ -118,18 +199,10 @@ func plan(cfg Config) ([]gguf.KV, []tensorSpec, *Vocab, error) {
 	if v.ChatTemplate != "" {
 		kvs = append(kvs, gguf.KV{Key: "tokenizer.chat_template", Value: gguf.StringValue(v.ChatTemplate)})
 	}
-	planned := make(map[string]bool, len(kvs)+len(cfg.Metadata))
-	for _, kv := range kvs {
-		planned[kv.Key] = true
+	if s.NTokenTypes > 0 {
+		kvs = append(kvs, gguf.KV{Key: "tokenizer.ggml.token_type_count", Value: gguf.Uint32Value(uint32(s.NTokenTypes))})
 	}
-	for _, kv := range cfg.Metadata {
-		if planned[kv.Key] {
-			return nil, nil, nil, fmt.Errorf("%w: metadata key %q is set twice", ErrConfig, kv.Key)
-		}
-		planned[kv.Key] = true
-		kvs = append(kvs, kv)
-	}
-	return kvs, specs, v, nil
+	return kvs
 }
 
 // checkVocab checks that a vocabulary is consistent: one type per token, special ids inside it.
@@ -152,56 +225,140 @@ func checkVocab(v *Vocab) error {
 	return nil
 }
 
-// tensors lists the model's tensors in the order they are written: token_embd, the blocks, output_norm, output.
+// tensors lists the model's tensors in the order they are written: the input tensors (token_embd; bert's
+// token_types, position_embd and token_embd_norm), the blocks, output_norm, output, and a ranking head. Names and
+// shapes are those of the architecture's load_arch_tensors in llama.cpp v0.5.0 (src/models/*.cpp).
 func tensors(cfg Config, nVocab int64) ([]tensorSpec, error) {
 	s := cfg.Shape
+	arch := cfg.Arch
 	embd, ff := int64(s.NEmbd), int64(s.NFF)
 	q, kv := int64(s.NHead*s.HeadDim), int64(s.NHeadKV*s.HeadDim)
 	var out []tensorSpec
-	add := func(name string, t gguf.GGMLType, ne ...int64) error {
-		if block := int64(t.BlockSize()); ne[0]%block != 0 {
-			return fmt.Errorf("%w: tensor %s has rows of %d elements, not a multiple of the %d-element blocks of %s",
-				ErrConfig, name, ne[0], block, t)
+	var err error
+	add := func(name string, t gguf.GGMLType, kind valueKind, ne ...int64) {
+		if err != nil {
+			return
 		}
-		out = append(out, tensorSpec{info: gguf.TensorInfo{Name: name, Ne: ne, Type: t}, norm: len(ne) == 1})
-		return nil
+		if block := int64(t.BlockSize()); ne[0]%block != 0 {
+			err = fmt.Errorf("%w: tensor %s has rows of %d elements, not a multiple of the %d-element blocks of %s",
+				ErrConfig, name, ne[0], block, t)
+			return
+		}
+		out = append(out, tensorSpec{info: gguf.TensorInfo{Name: name, Ne: ne, Type: t}, kind: kind})
 	}
-	norm := func(name string, n int64) { _ = add(name, gguf.F32, n) } // F32 fits any row
+	mat := func(name string, t gguf.GGMLType, n0, n1 int64) { add(name, t, kindWeight, n0, n1) }
+	vec := func(name string, kind valueKind, n int64) { add(name, gguf.F32, kind, n) } // F32 fits any row
+	// bert's absolute positions stay in the source type (llama-quant.cpp never quantizes them): F16 in an F16
+	// file, F32 otherwise. Its token types are F32 (the graph adds their row 0 to F32 activations, and ggml's add
+	// takes no F16 operand there).
+	posType := gguf.F32
+	if cfg.Embd == gguf.F16 {
+		posType = gguf.F16
+	}
 
-	if err := add("token_embd.weight", cfg.Embd, embd, nVocab); err != nil {
-		return nil, err
+	mat("token_embd.weight", cfg.Embd, embd, nVocab)
+	if arch == ArchBert {
+		mat("token_types.weight", gguf.F32, embd, int64(s.NTokenTypes))
+		mat("position_embd.weight", posType, embd, int64(s.NCtxTrain))
+		vec("token_embd_norm.weight", kindNorm, embd)
+		vec("token_embd_norm.bias", kindBias, embd)
 	}
 	w := cfg.Weight
 	for i := range s.NLayer {
 		b := fmt.Sprintf("blk.%d.", i)
-		norm(b+"attn_norm.weight", embd)
-		for _, m := range []struct {
-			name   string
-			n0, n1 int64
-		}{{"attn_q", embd, q}, {"attn_k", embd, kv}, {"attn_v", embd, kv}, {"attn_output", q, embd}} {
-			if err := add(b+m.name+".weight", w, m.n0, m.n1); err != nil {
-				return nil, err
+		if arch != ArchBert {
+			vec(b+"attn_norm.weight", kindNorm, embd)
+		}
+		if s.FusedQKV {
+			mat(b+"attn_qkv.weight", w, embd, q+2*kv)
+		} else {
+			for _, m := range []struct {
+				name string
+				n1   int64
+			}{{"attn_q", q}, {"attn_k", kv}, {"attn_v", kv}} {
+				mat(b+m.name+".weight", w, embd, m.n1)
+				if arch == ArchQwen2 || arch == ArchBert {
+					vec(b+m.name+".bias", kindBias, m.n1)
+				}
+				if s.WeightScales {
+					vec(b+m.name+".scale", kindNorm, 1)
+				}
 			}
 		}
-		if cfg.Arch == ArchQwen3 {
-			norm(b+"attn_q_norm.weight", int64(s.HeadDim))
-			norm(b+"attn_k_norm.weight", int64(s.HeadDim))
+		mat(b+"attn_output.weight", w, q, embd)
+		switch arch {
+		case ArchQwen3, ArchGemma3:
+			vec(b+"attn_q_norm.weight", kindNorm, int64(s.HeadDim))
+			vec(b+"attn_k_norm.weight", kindNorm, int64(s.HeadDim))
+		case ArchBitnet:
+			vec(b+"attn_sub_norm.weight", kindNorm, embd)
 		}
-		norm(b+"ffn_norm.weight", embd)
-		for _, m := range []struct {
-			name   string
-			n0, n1 int64
-		}{{"ffn_gate", embd, ff}, {"ffn_up", embd, ff}, {"ffn_down", ff, embd}} {
-			if err := add(b+m.name+".weight", w, m.n0, m.n1); err != nil {
-				return nil, err
+		switch arch {
+		case ArchBert:
+			vec(b+"attn_output.bias", kindBias, embd)
+			vec(b+"attn_output_norm.weight", kindNorm, embd)
+			vec(b+"attn_output_norm.bias", kindBias, embd)
+		case ArchGemma3:
+			vec(b+"post_attention_norm.weight", kindNorm, embd)
+		case ArchBitnet:
+			vec(b+"attn_output.scale", kindNorm, 1)
+		}
+		if arch != ArchBert {
+			vec(b+"ffn_norm.weight", kindNorm, embd)
+		}
+		switch arch {
+		case ArchPhi3: // gate and up in one matrix: ffn_up {n_embd, 2*n_ff}, gate first
+			mat(b+"ffn_up.weight", w, embd, 2*ff)
+		case ArchBert:
+			mat(b+"ffn_up.weight", w, embd, ff)
+			vec(b+"ffn_up.bias", kindBias, ff)
+		default:
+			mat(b+"ffn_gate.weight", w, embd, ff)
+			if s.WeightScales {
+				vec(b+"ffn_gate.scale", kindNorm, 1)
 			}
+			mat(b+"ffn_up.weight", w, embd, ff)
+			if s.WeightScales {
+				vec(b+"ffn_up.scale", kindNorm, 1)
+			}
+		}
+		if arch == ArchBitnet {
+			vec(b+"ffn_sub_norm.weight", kindNorm, ff)
+		}
+		mat(b+"ffn_down.weight", w, ff, embd)
+		switch arch {
+		case ArchBert:
+			vec(b+"ffn_down.bias", kindBias, embd)
+			vec(b+"layer_output_norm.weight", kindNorm, embd)
+			vec(b+"layer_output_norm.bias", kindBias, embd)
+		case ArchGemma3:
+			vec(b+"post_ffw_norm.weight", kindNorm, embd)
+		case ArchBitnet:
+			vec(b+"ffn_down.scale", kindNorm, 1)
+		}
+		if s.RopeFactors && i == 0 { // one pair for every layer (TENSOR_DUPLICATED past layer 0)
+			vec("rope_factors_long.weight", kindFactor, int64(s.HeadDim/2))
+			vec("rope_factors_short.weight", kindFactor, int64(s.HeadDim/2))
 		}
 	}
-	norm("output_norm.weight", embd)
-	if !s.Tied {
-		if err := add("output.weight", cfg.Output, embd, nVocab); err != nil {
-			return nil, err
+	if arch != ArchBert {
+		vec("output_norm.weight", kindNorm, embd)
+		if !s.Tied {
+			mat("output.weight", cfg.Output, embd, nVocab)
 		}
+	}
+	if s.Classifier > 0 {
+		if arch == ArchBert {
+			mat("cls.weight", cfg.Output, embd, embd)
+			vec("cls.bias", kindBias, embd)
+		}
+		mat("cls.output.weight", cfg.Output, embd, int64(s.Classifier))
+		if arch == ArchBert {
+			vec("cls.output.bias", kindBias, int64(s.Classifier))
+		}
+	}
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -280,7 +437,7 @@ func Write(w io.Writer, cfg Config) error {
 			var g generator
 			for c := range work {
 				ti := &c.spec.info
-				g.reset(cfg.Seed, ti.Name, c.index, ti.Type, ti.Ne[0], c.spec.norm)
+				g.reset(cfg.Seed, ti.Name, c.index, ti.Type, ti.Ne[0], c.spec.kind)
 				g.fill(c.buf)
 				close(c.ready)
 			}

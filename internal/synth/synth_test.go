@@ -414,7 +414,7 @@ func TestGeneratedWeightsHaveTheDocumentedScale(t *testing.T) {
 	for _, ty := range Types() {
 		t.Run(ty.String(), func(t *testing.T) {
 			var g generator
-			g.reset(3, "w", 0, ty, cols, false)
+			g.reset(3, "w", 0, ty, cols, kindWeight)
 			data := make([]byte, cols*rows/ty.BlockSize()*ty.TypeSize())
 			g.fill(data)
 			w := dequantize(ty, data)
@@ -463,7 +463,7 @@ func TestGeneratedWeightsHaveTheDocumentedScale(t *testing.T) {
 		})
 	}
 	var g generator
-	g.reset(3, "n", 0, gguf.F32, 256, true)
+	g.reset(3, "n", 0, gguf.F32, 256, kindNorm)
 	data := make([]byte, 4*256)
 	g.fill(data)
 	for _, x := range dequantize(gguf.F32, data) {
@@ -489,7 +489,7 @@ func TestKQuantMinsEqualScales(t *testing.T) {
 	} {
 		t.Run(tc.t.String(), func(t *testing.T) {
 			var g generator
-			g.reset(5, "w", 0, tc.t, 4096, false)
+			g.reset(5, "w", 0, tc.t, 4096, kindWeight)
 			size := tc.t.TypeSize()
 			data := make([]byte, 64*size)
 			g.fill(data)

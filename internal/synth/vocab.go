@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/bankml/bankml/gguf"
 )
 
 // Token types: the values of tokenizer.ggml.token_type (llama_token_type in llama.cpp's include/llama.h, gguf-py's
@@ -36,6 +38,68 @@ type Vocab struct {
 	AddBOS        bool  // tokenizer.ggml.add_bos_token
 
 	ChatTemplate string // tokenizer.chat_template (Jinja); empty leaves the key out
+
+	// Raw, when set (VocabFromGGUF), holds every tokenizer.* key of a converted model, written as they are in
+	// place of the keys built from the fields above (which then only describe it).
+	Raw []gguf.KV
+}
+
+// raw returns the value of key among v.Raw.
+func (v *Vocab) raw(key string) (gguf.Value, bool) {
+	for _, kv := range v.Raw {
+		if kv.Key == key {
+			return kv.Value, true
+		}
+	}
+	return gguf.Value{}, false
+}
+
+// VocabFromGGUF reads the vocabulary of a GGUF file (such as llama.cpp's models/ggml-vocab-*.gguf): every
+// tokenizer.* key, copied as it is, so that a synthetic model carries the file's tokenizer exactly (its
+// SentencePiece scores, WordPiece model, merges, special ids and flags included). Errors name the file and what
+// is missing.
+func VocabFromGGUF(path string) (*Vocab, error) {
+	f, err := gguf.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("synth: vocabulary: %w", err)
+	}
+	defer f.Close()
+	v := &Vocab{BOS: -1, EOS: -1, PAD: -1}
+	for _, kv := range f.KVs {
+		if strings.HasPrefix(kv.Key, "tokenizer.") {
+			v.Raw = append(v.Raw, kv)
+		}
+	}
+	v.Model, _ = f.GetString("tokenizer.ggml.model")
+	v.Pre, _ = f.GetString("tokenizer.ggml.pre")
+	v.ChatTemplate, _ = f.GetString("tokenizer.chat_template")
+	v.AddBOS, _ = f.GetBool("tokenizer.ggml.add_bos_token")
+	toks, ok := f.GetArray("tokenizer.ggml.tokens")
+	if !ok {
+		return nil, fmt.Errorf("synth: vocabulary %s: tokenizer.ggml.tokens missing", path)
+	}
+	if v.Tokens, err = toks.Strings(); err != nil {
+		return nil, fmt.Errorf("synth: vocabulary %s: tokenizer.ggml.tokens: %w", path, err)
+	}
+	v.Types = make([]int32, len(v.Tokens))
+	if tt, ok := f.GetArray("tokenizer.ggml.token_type"); ok {
+		if v.Types, err = tt.Int32s(); err != nil {
+			return nil, fmt.Errorf("synth: vocabulary %s: tokenizer.ggml.token_type: %w", path, err)
+		}
+	} else {
+		for i := range v.Types {
+			v.Types[i] = TokenNormal
+		}
+	}
+	for _, id := range []struct {
+		key string
+		dst *int32
+	}{{"tokenizer.ggml.bos_token_id", &v.BOS}, {"tokenizer.ggml.eos_token_id", &v.EOS}, {"tokenizer.ggml.padding_token_id", &v.PAD}} {
+		if u, ok := f.GetUint64(id.key); ok && u < uint64(len(v.Tokens)) {
+			*id.dst = int32(u)
+		}
+	}
+	return v, nil
 }
 
 // byteLevel returns GPT-2's byte-level alphabet (bytes_to_unicode): the printable character standing for each byte,

@@ -38,9 +38,9 @@ var kMin = map[gguf.GGMLType]float32{gguf.Q2_K: 1.5, gguf.Q4_K: 7.5, gguf.Q5_K: 
 type generator struct {
 	t     gguf.GGMLType
 	rng   rand.ChaCha8
-	norm  bool    // an RMS-norm weight: F32 in [0.75, 1.25)
-	scale float64 // block types: the base scale d; float types: the value of one unit of the random integer
-	extra []byte  // Q2_0: the random bytes of a chunk (two per qs byte), reused
+	kind  valueKind // F32 values other than weights: norms, biases, rope factors
+	scale float64   // block types: the base scale d; float types: the value of one unit of the random integer
+	extra []byte    // Q2_0: the random bytes of a chunk (two per qs byte), reused
 }
 
 // minScale returns the f16 bits of a K-quant's dmin for the block scale bits d: kMin[t] times d, exact in float32
@@ -68,9 +68,9 @@ func packK4Scales(sc []byte) {
 }
 
 // reset prepares g for chunk number chunk (0 for the first chunkBytes of the tensor, and so on) of tensor name, of
-// type t with rows of rowLen elements; norm marks a norm weight. The chunk's stream is keyed by
+// type t with rows of rowLen elements and values of kind. The chunk's stream is keyed by
 // sha256("bankml synth v1\x00", seed and chunk as 8 little-endian bytes each, name).
-func (g *generator) reset(seed uint64, name string, chunk uint64, t gguf.GGMLType, rowLen int64, norm bool) {
+func (g *generator) reset(seed uint64, name string, chunk uint64, t gguf.GGMLType, rowLen int64, kind valueKind) {
 	h := sha256.New()
 	h.Write([]byte("bankml synth v1\x00"))
 	h.Write(binary.LittleEndian.AppendUint64(nil, seed))
@@ -79,7 +79,7 @@ func (g *generator) reset(seed uint64, name string, chunk uint64, t gguf.GGMLTyp
 	var key [32]byte
 	copy(key[:], h.Sum(nil))
 	g.rng.Seed(key)
-	g.t, g.norm = t, norm
+	g.t, g.kind = t, kind
 	sigma := 1 / math.Sqrt(float64(rowLen))
 	switch t {
 	case gguf.F32:
@@ -153,9 +153,14 @@ func (g *generator) fill(p []byte) {
 		for i := 0; i+4 <= len(p); i += 4 {
 			r := le.Uint32(p[i:])
 			var v float32
-			if g.norm {
+			switch g.kind {
+			case kindNorm:
 				v = float32(0.75 + float64(r>>16)/131072)
-			} else {
+			case kindBias:
+				v = float32(float64(int32(r)) / (1 << 33))
+			case kindFactor:
+				v = float32(1 + float64(r>>16)*3/65536)
+			default:
 				v = float32(float64(int32(r)) * g.scale)
 			}
 			le.PutUint32(p[i:], math.Float32bits(v))

@@ -1,0 +1,165 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/bankml/bankml/admit"
+	"github.com/bankml/bankml/embed"
+	"github.com/bankml/bankml/engine"
+)
+
+// embedCmd is `bankml embed MODEL`: the embeddings of one or more texts, as llama.cpp's llama-embedding
+// (examples/embedding) computes them: each text a sequence of its own (add_special and parse_special), pooled
+// with --pooling (default: the model's), every vector normalized with --embd-normalize (common_embd_normalize:
+// 2 euclidean, 0 max-absolute, -1 none, p > 2 the p-norm; a rank score is printed as it is), through the
+// engine's Embed (the texts share forward passes, each vector its text's alone).
+type embedCmd struct {
+	Model     string      `arg:"" optional:"" name:"MODEL" help:"Path to a GGUF model file (or -m/--model FNAME)." type:"path"`
+	ModelFlag string      `short:"m" name:"model" placeholder:"FNAME" help:"Path to a GGUF model file, as llama-embedding's -m/--model, instead of MODEL." type:"path"`
+	Prompt    *rawText    `short:"p" name:"prompt" help:"The texts, separated by --embd-separator (read from standard input when absent)."`
+	Separator string      `name:"embd-separator" default:"\n" help:"Separator of the texts in the prompt, as llama-embedding's --embd-separator (default a newline)."`
+	Pooling   string      `name:"pooling" enum:",none,mean,cls,last,rank" default:"" placeholder:"{none,mean,cls,last,rank}" help:"Pooling, as llama-embedding's --pooling (default: the model's {arch}.pooling_type)."`
+	Normalize int         `name:"embd-normalize" default:"2" help:"Normalisation of each vector, as llama-embedding's --embd-normalize: -1 none, 0 max absolute (int16 range), 2 euclidean, p > 2 the p-norm."`
+	Format    string      `name:"embd-output-format" enum:",array,json" default:"" help:"Output: \"\" one line per vector (its first and last values), array ([[...],...]), or json ({\"object\": \"list\", \"data\": [...]}); array and json print every value exactly (Go's shortest round-trip form, where llama-embedding prints %1.7f)."`
+	Threads   threadCount `short:"t" name:"threads" default:"${nproc}" help:"Number of threads (default: the number of logical CPUs)."`
+	Ctx       int         `short:"c" name:"ctx-size" aliases:"ctx" default:"0" help:"Context size in tokens (0: the model's training context)."`
+	Manifest  string      `name:"manifest" help:"Provenance manifest (FORK.json), or the file's sha256 digest, to pin the model against; without it the model runs unpinned and says so."`
+}
+
+// Run embeds the texts and prints the vectors.
+func (c *embedCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error {
+	path := c.Model
+	if c.ModelFlag != "" {
+		if path != "" {
+			return errors.New("embed: give the model as MODEL or -m/--model, not both")
+		}
+		path = c.ModelFlag
+	}
+	if path == "" {
+		return errors.New("embed: no model: give MODEL or -m/--model FNAME")
+	}
+	var text string
+	if c.Prompt != nil {
+		text = string(*c.Prompt)
+	} else {
+		b, err := io.ReadAll(stdin)
+		if err != nil {
+			return fmt.Errorf("embed: reading the texts from standard input: %w", err)
+		}
+		text = strings.TrimSuffix(string(b), "\n")
+	}
+	texts := strings.Split(text, c.Separator)
+	am, err := openModel("embed", path, admit.Options{Manifest: c.Manifest, Pin: admit.AllowUnpinned}, stderr, stderr)
+	if err != nil {
+		return err
+	}
+	defer am.Close()
+	m, tok := am.Model, am.Tokenizer
+	e, err := engine.New(m, tok, nil, engine.Options{NCtx: c.Ctx, Threads: int(c.Threads), Pooling: c.Pooling, BatchSize: 2048, NoSettle: true})
+	if err != nil {
+		return cannotRun(fmt.Errorf("embed: %w", err))
+	}
+	defer e.Close()
+	inputs := make([][]int32, len(texts))
+	for i, t := range texts {
+		inputs[i] = tok.Tokenize(t, true, true)
+	}
+	res, err := e.Embed(context.Background(), inputs)
+	if err != nil {
+		return fmt.Errorf("embed: %w", err)
+	}
+	var vecs [][]float32
+	for _, r := range res {
+		if r.Pooled == nil {
+			d := m.HP.NEmbd
+			for i := 0; i < len(r.Rows); i += d {
+				vecs = append(vecs, r.Rows[i:i+d])
+			}
+			continue
+		}
+		vecs = append(vecs, r.Pooled)
+	}
+	rank := e.Pooling() == embed.PoolingRank
+	for i, v := range vecs {
+		if !rank {
+			out := make([]float32, len(v))
+			embed.Normalize(out, v, c.Normalize)
+			vecs[i] = out
+		}
+	}
+	return printEmbeddings(stdout, vecs, c.Format, rank, c.Normalize)
+}
+
+// printEmbeddings writes vecs as llama-embedding lays them out: "embedding N: " and the first and last
+// three values with %9.6f (%6.0f for --embd-normalize 0; every value of at most 16 when several, all of
+// one), or "rerank score N: %8.3f"; or exactly, as a JSON array of arrays or an OpenAI-like list.
+func printEmbeddings(w io.Writer, vecs [][]float32, format string, rank bool, norm int) error {
+	switch format {
+	case "array", "json":
+		arrs := make([][]float64, len(vecs))
+		for i, v := range vecs {
+			arrs[i] = make([]float64, len(v))
+			for k, x := range v {
+				arrs[i][k] = float64(x)
+			}
+		}
+		var out any = arrs
+		if format == "json" {
+			type item struct {
+				Object    string    `json:"object"`
+				Index     int       `json:"index"`
+				Embedding []float64 `json:"embedding"`
+			}
+			data := make([]item, len(arrs))
+			for i, a := range arrs {
+				data[i] = item{"embedding", i, a}
+			}
+			out = struct {
+				Object string `json:"object"`
+				Data   []item `json:"data"`
+			}{"list", data}
+		}
+		b, err := json.Marshal(out)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(w, "%s\n", b)
+		return err
+	}
+	num := "%9.6f "
+	if norm == 0 {
+		num = "%6.0f "
+	}
+	for j, v := range vecs {
+		if rank {
+			if _, err := fmt.Fprintf(w, "rerank score %d: %8.3f\n", j, v[0]); err != nil {
+				return err
+			}
+			continue
+		}
+		var b strings.Builder
+		fmt.Fprintf(&b, "embedding %d: ", j)
+		if len(v) > 6 {
+			for _, x := range v[:3] {
+				fmt.Fprintf(&b, num, x)
+			}
+			b.WriteString(" ... ")
+			for _, x := range v[len(v)-3:] {
+				fmt.Fprintf(&b, num, x)
+			}
+		} else {
+			for _, x := range v {
+				fmt.Fprintf(&b, num, x)
+			}
+		}
+		if _, err := fmt.Fprintln(w, b.String()); err != nil {
+			return err
+		}
+	}
+	return nil
+}

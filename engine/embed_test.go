@@ -1,0 +1,182 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/bankml/bankml/embed"
+	"github.com/bankml/bankml/gguf"
+	"github.com/bankml/bankml/internal/synth"
+	"github.com/bankml/bankml/internal/synthcache"
+	"github.com/bankml/bankml/internal/testdata"
+)
+
+// embedModel is a tiny synthetic model of arch (synth.ForArch's settings)
+// with every weight of type ty and the vocabulary of
+// ../shared/models/vocab/ggml-vocab-<vocab>.gguf (vocab "": synth's).
+func embedModel(t testing.TB, arch string, ty gguf.GGMLType, vocab string, seed uint64) *testModel {
+	t.Helper()
+	shape, err := synth.Preset("tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	shape = synth.ForArch(arch, shape)
+	cfg := synth.Config{Arch: arch, Shape: shape, Weight: ty, Embd: ty, Output: ty, Seed: seed}
+	name := arch + "-tiny-" + strings.ToUpper(ty.String())
+	if vocab != "" {
+		if cfg.Vocab, err = synth.VocabFromGGUF(testdata.Model(t, "vocab/ggml-vocab-"+vocab+".gguf")); err != nil {
+			t.Fatal(err)
+		}
+		name += "-" + vocab
+	}
+	return loadBankml(t, name, synthcache.File(t, name, cfg))
+}
+
+var embedTexts = []string{
+	"Hello world",
+	"The quick brown fox jumps over the lazy dog.",
+	"Embeddings map text to vectors; similar texts get nearby vectors, which retrieval pipelines rank by cosine similarity.",
+	"a",
+	"Once upon a time there was a little girl named Lily who loved to play outside in the park with her dog.",
+}
+
+// TestEmbedBatchesInputsAndMatchesReference: Embed of several inputs runs
+// them in one forward pass (the scheduler's step counts), and each vector,
+// for each pooling (none: every row), is bit-equal to the reference's
+// llama_get_embeddings_seq (_ith) of that input alone, for an encoder (bert)
+// and a decoder (qwen3).
+func TestEmbedBatchesInputsAndMatchesReference(t *testing.T) {
+	n, total := 0, 0
+	for _, tm := range []*testModel{
+		embedModel(t, synth.ArchBert, gguf.F16, "bert-bge", 91).withRef(t),
+		embedModel(t, synth.ArchQwen3, gguf.Q8_0, "", 92).withRef(t),
+	} {
+		for _, pool := range []embed.Pooling{embed.PoolingNone, embed.PoolingMean, embed.PoolingCLS, embed.PoolingLast} {
+			e := newEngine(t, tm, Options{Pooling: pool.String(), BatchSize: 2048})
+			var inputs [][]int32
+			for _, text := range embedTexts {
+				toks, err := tm.ref.Tokenize(text, true, true)
+				if err != nil {
+					t.Fatal(err)
+				}
+				inputs = append(inputs, toks)
+			}
+			got, err := e.Embed(context.Background(), inputs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e.stats.steps != 1 || e.stats.maxSeqs != len(inputs) {
+				t.Errorf("%s %s: %d inputs ran in %d steps (at most %d sequences in one)", tm.name, pool, len(inputs), e.stats.steps, e.stats.maxSeqs)
+			}
+			for i, in := range inputs {
+				total++
+				want, err := tm.ref.Embed(in, int(pool), 1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var g, w []float32
+				if pool == embed.PoolingNone {
+					g = got[i].Rows
+					for _, r := range want.Rows {
+						w = append(w, r...)
+					}
+				} else {
+					g, w = got[i].Pooled, want.Pooled
+				}
+				if got[i].Tokens != len(in) || len(g) != len(w) {
+					t.Errorf("%s %s input %d: %d tokens, %d values; reference %d values", tm.name, pool, i, got[i].Tokens, len(g), len(w))
+					continue
+				}
+				ok := true
+				for k := range g {
+					if math.Float32bits(g[k]) != math.Float32bits(w[k]) {
+						t.Errorf("%s %s input %d: [%d] = %g, reference %g", tm.name, pool, i, k, g[k], w[k])
+						ok = false
+						break
+					}
+				}
+				if ok {
+					n++
+				}
+			}
+		}
+	}
+	t.Logf("%d of %d batched embeddings bit-equal to the reference's alone", n, total)
+}
+
+func TestEmbedRefusesBadInputs(t *testing.T) {
+	tm := embedModel(t, synth.ArchBert, gguf.Q8_0, "bert-bge", 93)
+	e := newEngine(t, tm, Options{})
+	long := make([]int32, 513)
+	for _, tc := range []struct {
+		name  string
+		input []int32
+		want  string
+	}{
+		{"empty", []int32{}, "Input content cannot be empty"},
+		{"past a micro-batch", long, "input (513 tokens) is too large to process. increase the physical batch size (current batch size: 512)"},
+		{"outside the vocabulary", []int32{101, 40000}, "token id 40000 outside the vocabulary"},
+	} {
+		_, err := e.Embed(context.Background(), [][]int32{{101, 102}, tc.input})
+		if !errors.Is(err, ErrEmbedInput) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v; want %q", tc.name, err, tc.want)
+		}
+	}
+	if _, err := e.Generate(context.Background(), Request{Prompt: Prompt{Text: "hi"}, Sampling: greedyParams()}, nil); !errors.Is(err, ErrEncoder) {
+		t.Errorf("Generate on bert: %v", err)
+	}
+	if _, err := New(tm.m, tm.tok, nil, Options{Pooling: "rank"}); err == nil || !strings.Contains(err.Error(), "ranking head") {
+		t.Errorf("rank without a head: %v", err)
+	}
+}
+
+// TestArchitecturesGenerateMatchesReference: the seeded and greedy cases of the engine oracle (the
+// reference's slot run with its own common_sampler) on each new decoder architecture: every answer's tokens,
+// text and finish reason equal the reference's.
+func TestArchitecturesGenerateMatchesReference(t *testing.T) {
+	const nCtx = 256
+	models := []*testModel{
+		embedModel(t, synth.ArchQwen2, gguf.Q8_0, "", 111).withRef(t),
+		embedModel(t, synth.ArchGemma3, gguf.Q8_0, "llama-spm", 112).withRef(t),
+		embedModel(t, synth.ArchPhi3, gguf.Q8_0, "phi-3", 113).withRef(t),
+		embedModel(t, synth.ArchBitnet, gguf.TQ2_0, "gpt-2", 114).withRef(t),
+	}
+	keep := []string{"greedy", "defaults-seed42", "dist-temp1.3", "penalties-topk5", "dry-xtc", "ignore-eos"}
+	pass, total := 0, 0
+	for _, tm := range models {
+		for _, c := range oracleCases() {
+			if !slices.Contains(keep, c.name) {
+				continue
+			}
+			t.Run(tm.name+"/"+c.name, func(t *testing.T) {
+				total++
+				e := newEngine(t, tm, Options{NCtx: nCtx})
+				s, err := tm.ref.NewSession(nCtx, 1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer s.Close()
+				prompt, err := tm.ref.Tokenize(c.prompt, true, true)
+				if err != nil {
+					t.Fatal(err)
+				}
+				req := c.req
+				req.Prompt = Prompt{Text: c.prompt}
+				want := refGenerate(t, tm, s, prompt, 0, req)
+				res, err := e.Generate(context.Background(), req, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				check(t, res, want, prompt, 0)
+				if !t.Failed() {
+					pass++
+				}
+			})
+		}
+	}
+	t.Logf("%d of %d seeded and greedy answers of the new architectures equal the reference's", pass, total)
+}
