@@ -25,7 +25,7 @@ type synthCmd struct {
 	TypeEmbd   string `name:"type-embd" help:"Type of token_embd (default: --type)."`
 	TypeOutput string `name:"type-output" help:"Type of output (default: --type)."`
 	Vocab      string `name:"vocab" default:"synthetic" enum:"synthetic,qwen3" help:"Vocabulary: synthetic (byte-level BPE of the preset's size) or qwen3 (the real Qwen3 tokenizer, 151936 ids)."`
-	Tokenizer  string `name:"tokenizer" help:"Folder holding the Qwen3 tokenizer.json(.gz) and tokenizer_config.json for --vocab qwen3 (default: $$BANKML_MODELS/qwen3, else ../shared/models/qwen3)." type:"path"`
+	Tokenizer  string `name:"tokenizer" help:"Folder holding the Qwen3 tokenizer.json(.gz) and tokenizer_config.json for --vocab qwen3 (default: $$BANKML_TESTDATA/qwen3, else ../shared/models/qwen3)." type:"path"`
 	Seed       uint64 `name:"seed" default:"0" help:"Seed of the weights; the same flags and seed give the same bytes."`
 	Tied       bool   `name:"tied" help:"Leave out output.weight (tied embeddings) whatever the preset says."`
 	Force      bool   `name:"force" help:"Overwrite OUT if it exists (a regular file only)."`
@@ -87,7 +87,7 @@ func (c *synthCmd) tokenizerDir() (string, error) {
 		return c.Tokenizer, nil
 	}
 	var tried []string
-	if m := os.Getenv("BANKML_MODELS"); m != "" {
+	if m := os.Getenv("BANKML_TESTDATA"); m != "" {
 		tried = append(tried, filepath.Join(m, "qwen3"))
 	}
 	tried = append(tried, filepath.Join("..", "shared", "models", "qwen3"))
