@@ -24,7 +24,7 @@ import (
 // serveCmd is `bankml serve MODEL`: the OpenAI, Ollama and llama-server HTTP APIs over one model (package
 // serve). The model is guarded, pinned and loaded before the port opens.
 type serveCmd struct {
-	Model     string      `arg:"" optional:"" name:"MODEL" help:"Path to a GGUF model file (or -m/--model FNAME)." type:"path"`
+	Model     string      `arg:"" optional:"" name:"MODEL" help:"A GGUF model file (or -m/--model FNAME), or a model NAME[:TAG] from the store, pulled from bankml's catalog on first use (pinned by its manifest)."`
 	ModelFlag string      `short:"m" name:"model" placeholder:"FNAME" help:"Path to a GGUF model file, as llama-server's -m/--model, instead of MODEL." type:"path"`
 	Manifest  string      `name:"manifest" help:"Provenance manifest (FORK.json), or the file's sha256 / sha256:<hex> digest, to pin the model against."`
 	Unpinned  bool        `name:"unpinned" help:"Serve a model without a pin; every receipt then says pinned: false."`
@@ -44,6 +44,9 @@ type serveCmd struct {
 	Proof proofFlags `embed:""`
 
 	Ignored llamaIgnored `embed:""`
+
+	storeFlag  `embed:""` // --models: the store a NAME comes from (storemodel.go)
+	mirrorFlag `embed:""` // --from: the mirror a NAME is pulled from on first use
 }
 
 // aliasList is serve's -a/--alias: each value split at commas and added, as arg.cpp:3007's handler adds to
@@ -142,6 +145,17 @@ func (c *serveCmd) Run(stderr errWriter) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
+	// A model NAME comes from the store (pulled on first use), pinned by its manifest.
+	model, manifest, stored, err := storeModel("serve", c.Model, c.Manifest, c.storeFlag, c.From, stderr)
+	if err != nil {
+		return err
+	}
+	alias := []string(c.Alias)
+	if stored != nil && len(alias) == 0 {
+		alias = []string{stored.Ref()} // served as NAME:TAG, as Ollama names it
+	}
+	c.Model, c.Manifest = model, manifest
+
 	// Admission before the port opens: a refused model never listens (exit 2).
 	progress, done := progressFor(stderr, c.Model)
 	m, err := serve.Admit(c.Model, serve.AdmitOptions{Manifest: c.Manifest, Unpinned: c.Unpinned, Progress: progress})
@@ -186,7 +200,7 @@ func (c *serveCmd) Run(stderr errWriter) error {
 	}
 	s, err := serve.New(m, serve.Options{
 		NCtx: c.Ctx, Threads: int(c.Threads), Parallel: c.Parallel, QueueSize: c.Queue, NPredict: &c.NPredict,
-		Alias: []string(c.Alias), APIKey: c.APIKey, Ledger: l, TLog: tlog, Signer: signer, Version: version, Log: log, Timeout: time.Duration(c.Timeout) * time.Second,
+		Alias: alias, APIKey: c.APIKey, Ledger: l, TLog: tlog, Signer: signer, Version: version, Log: log, Timeout: time.Duration(c.Timeout) * time.Second,
 	})
 	if err != nil {
 		return cannotRun(err)
