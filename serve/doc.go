@@ -19,14 +19,18 @@
 // (format_error_response: {"error": {"code", "message", "type"}}; exceed_context_size_error adds
 // n_prompt_tokens and n_ctx), its SSE framing (format_oai_sse: "data: JSON\n\n", then "data: [DONE]\n\n"),
 // its non-OpenAI /completion answer (to_json_non_oaicompat, SSE without [DONE]), its API-key middleware
-// (middleware_validate_api_key: /health, /v1/health and the UI's / are public), its default CORS (the
-// Origin echoed, OPTIONS answered before routing), its 404 {"error": {"message": "File Not Found"}} for
+// (middleware_validate_api_key: /health, /v1/health and the UI's / are public), its preflight (OPTIONS
+// answered before routing), its 404 {"error": {"message": "File Not Found"}} for
 // unknown paths and wrong methods alike (server-http.cpp, cpp-httplib has no 405; under /api/ Ollama's gin
 // texts instead), its "Field 'name': ..." wording of a bad field, and its /metrics names
 // (llamacpp:prompt_tokens_total, ...). OpenAI's chat.completion(.chunk) and
-// text_completion shapes as llama-server produces them. The receipt of bankml-digest §3.5.
+// text_completion shapes as llama-server produces them, text that is not UTF-8 as its JSON carries it
+// (utf8.go). The receipt of bankml-digest §3.5.
 //
-// Deliberate differences. Request fields of the wrong type are a 400 naming the field by its JSON path
+// Deliberate differences. Cross-origin reads follow Ollama, not llama-server's default (which echoes any
+// Origin with credentials): loopback and app origins only, more by Options.CORSOrigins, a refused origin a
+// 403, never credentials, and a loopback connection must name a loopback Host (DNS rebinding; cors.go).
+// Request fields of the wrong type are a 400 naming the field by its JSON path
 // (llama-server's json_value silently takes the default for some), malformed JSON and numbers past any
 // range a 400 (llama-server's json::parse throws: a 500). /completion refuses the fields bankml does not
 // reproduce (timings_per_token, return_progress, n_indent, t_max_predict_ms, n_cache_reuse, lora,
@@ -50,8 +54,8 @@
 //     arrival time the receipt measures from.
 //   - x.tokenSeen(time.Now()): call for every token released to the client (sets ttft_ms).
 //   - s.finish(x, usageOf(res), answer) (Receipt, error): re-checks the model file (503), builds the
-//     receipt for the answer text exactly as the client receives it (clientText: invalid UTF-8 bytes as
-//     U+FFFD), counts the answer in the metrics, and appends the exchange to the ledger (the receipt then
+//     receipt for the answer text exactly as the client receives it (Ollama routes: clientText, Go's
+//     encoding/json's U+FFFD per invalid byte; llama-server's routes: jsonText/chatText, utf8.go), counts the answer in the metrics, and appends the exchange to the ledger (the receipt then
 //     carries ledger_index); on an error no receipt may be sent (answer the error instead).
 //   - s.recheck() error: the model re-check alone (begin and finish call it).
 //   - s.generationError(err) *APIError: maps package engine's errors: ErrQueueFull → 429, a

@@ -212,7 +212,8 @@ func (s *Server) tokenID(raw json.RawMessage) (int32, error) {
 }
 
 // handleDetokenize is llama-server's POST /detokenize: {"tokens": [ids]} → {"content": the pieces
-// concatenated, control tokens' texts included (tokens_to_str)}. Ids outside the vocabulary are a 400
+// concatenated, control tokens' texts included (tokens_to_str), not-UTF-8 bytes as its JSON carries them
+// (jsonText)}. Ids outside the vocabulary are a 400
 // (llama-server reads out of bounds).
 func (s *Server) handleDetokenize(w http.ResponseWriter, r *http.Request) {
 	body, err := s.readBody(w, r)
@@ -236,7 +237,7 @@ func (s *Server) handleDetokenize(w http.ResponseWriter, r *http.Request) {
 		}
 		text = append(text, s.m.Tokenizer.TokenToPiece(id, true)...)
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"content": string(text)})
+	writeJSON(w, http.StatusOK, map[string]string{"content": jsonText(string(text))})
 }
 
 // handleApplyTemplate is llama-server's POST /apply-template: an OpenAI chat body → {"prompt": the rendered

@@ -46,7 +46,7 @@ func TestGoOpenAIClient(t *testing.T) {
 	if eog, _ := rm.IsEOG(want[len(want)-1]); eog {
 		wantFinish = "stop"
 	}
-	res, err := c.CreateChatCompletion(ctx, openai.ChatCompletionRequest{Model: "stories260K.gguf", Messages: msgs, MaxTokens: n, Seed: &seed})
+	res, err := c.CreateChatCompletion(ctx, openai.ChatCompletionRequest{Model: "stories260K.gguf", Messages: msgs, MaxCompletionTokens: n, Seed: &seed})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func TestGoOpenAIClient(t *testing.T) {
 		t.Errorf("chat: %+v, reference %q (%d tokens)", res, wantText, len(want))
 	}
 	st, err := c.CreateChatCompletionStream(ctx, openai.ChatCompletionRequest{
-		Model: "stories260K.gguf", Messages: msgs, MaxTokens: n, Seed: &seed, Stream: true,
+		Model: "stories260K.gguf", Messages: msgs, MaxCompletionTokens: n, Seed: &seed, Stream: true,
 		StreamOptions: &openai.StreamOptions{IncludeUsage: true},
 	})
 	if err != nil {
@@ -85,6 +85,35 @@ func TestGoOpenAIClient(t *testing.T) {
 	if text != wantText || finish != wantFinish || usage == nil || usage.CompletionTokens != len(want) {
 		t.Errorf("chat stream: %q finish %q usage %+v, reference %q", text, finish, usage, wantText)
 	}
+	// The common loop reads r.Choices[0] of every chunk (it panics on a chunk with empty choices): without
+	// stream_options.include_usage no such chunk may come, the receipt's included.
+	st, err = c.CreateChatCompletionStream(ctx, openai.ChatCompletionRequest{
+		Model: "stories260K.gguf", Messages: msgs, MaxCompletionTokens: n, Seed: &seed, Stream: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, finish = "", ""
+	for {
+		r, err := st.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Choices) == 0 {
+			t.Fatalf("chat stream without include_usage: a chunk with empty choices: %+v", r)
+		}
+		text += r.Choices[0].Delta.Content
+		if r.Choices[0].FinishReason != "" {
+			finish = string(r.Choices[0].FinishReason)
+		}
+	}
+	st.Close()
+	if text != wantText || finish != wantFinish {
+		t.Errorf("chat stream, common loop: %q finish %q, reference %q %q", text, finish, wantText, wantFinish)
+	}
 
 	prompt, err := rm.Tokenize("Once upon a time", true, true)
 	if err != nil {
@@ -112,9 +141,10 @@ func TestGoOpenAIClient(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, ch := range r.Choices {
-			text += ch.Text
+		if len(r.Choices) == 0 {
+			t.Fatalf("completion stream: a chunk with empty choices: %+v", r)
 		}
+		text += r.Choices[0].Text
 	}
 	cs.Close()
 	if text != wantText {

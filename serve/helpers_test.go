@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"sync"
 	"testing"
 
 	"github.com/bankml/bankml/gguf"
@@ -20,25 +19,10 @@ import (
 	"github.com/bankml/bankml/sample"
 )
 
-var (
-	tempOnce sync.Once
-	tempDir  string
-)
-
-// sharedTemp is a folder shared by the tests of this binary (removed by TestMain).
-func sharedTemp() string {
-	tempOnce.Do(func() {
-		if d, err := os.MkdirTemp("", "bankml-serve-test-"); err == nil {
-			tempDir = d
-		}
-	})
-	return tempDir
-}
-
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if tempDir != "" {
-		os.RemoveAll(tempDir)
+	if shim != nil {
+		shim.Close()
 	}
 	os.Exit(code)
 }

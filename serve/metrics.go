@@ -59,7 +59,7 @@ func newMetrics(busySlots, queueLen, ledgerSize func() float64) *metrics {
 		Name: "bankml:http_requests_total", Help: "HTTP requests answered, by route pattern and status code",
 	}, []string{"route", "code"})
 	m.refused = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "bankml:requests_refused_total", Help: "Requests refused before generation, by reason (queue_full, model_changed, context, invalid)",
+		Name: "bankml:requests_refused_total", Help: "Requests refused before generation, by reason (queue_full, model_changed, context, invalid, origin, host)",
 	}, []string{"reason"})
 	m.reg.MustRegister(m.requests, m.refused)
 	if ledgerSize != nil {
@@ -85,7 +85,8 @@ func (m *metrics) answered(u usage) {
 	m.mu.Unlock()
 }
 
-// refusedFor counts a refusal before generation: reason is one of queue_full, model_changed, context, invalid.
+// refusedFor counts a refusal before generation: reason is one of queue_full, model_changed, context, invalid, origin (a page
+// of a refused origin), host (a Host header refused on a loopback connection).
 func (m *metrics) refusedFor(reason string) { m.refused.WithLabelValues(reason).Inc() }
 
 // request counts an answered HTTP request.

@@ -83,12 +83,13 @@ func (s *Server) handleNativeCompletion(w http.ResponseWriter, r *http.Request) 
 		writeError(w, s.generationError(err))
 		return
 	}
-	rc, err := s.finish(x, usageOf(res), []byte(clientText(res.Text)))
+	text := jsonText(res.Text) // the bytes llama-server's JSON carries (an answer cut inside a character ends in one U+FFFD)
+	rc, err := s.finish(x, usageOf(res), []byte(text))
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	out := s.nativeFinal(call, res, res.Text, res.Tokens, newLine)
+	out := s.nativeFinal(call, res, text, res.Tokens, newLine)
 	if call.req.Sampling.NProbs > 0 && len(entries) > 0 {
 		out["completion_probabilities"] = s.probsJSON(entries, call.req.PostSamplingProbs)
 	}
@@ -111,21 +112,22 @@ func (s *Server) nativeStream(w http.ResponseWriter, r *http.Request, x *exchang
 		if t.Text != "" {
 			x.tokenSeen(time.Now())
 		}
+		text := jsonText(t.Text)
 		chunk := map[string]any{
-			"index": 0, "content": t.Text, "tokens": []int32{t.ID}, "stop": false, "id_slot": t.Slot,
+			"index": 0, "content": text, "tokens": []int32{t.ID}, "stop": false, "id_slot": t.Slot,
 			"tokens_predicted": nDecoded, "tokens_evaluated": call.nPrompt,
 		}
 		if t.Probs != nil && len(t.Probs.Top) > 0 {
 			chunk["completion_probabilities"] = s.probsJSON([]probEntry{{t.Text, t.Probs}}, call.req.PostSamplingProbs)
 		}
-		sent.WriteString(t.Text)
+		sent.WriteString(text)
 		return sse.events(chunk)
 	})
 	if err != nil {
 		sse.fail(s.generationError(err))
 		return
 	}
-	rc, err := s.finish(x, usageOf(res), []byte(clientText(sent.String())))
+	rc, err := s.finish(x, usageOf(res), []byte(sent.String()))
 	if err != nil {
 		sse.fail(err)
 		return
@@ -159,7 +161,7 @@ func (s *Server) nativeFinal(call *nativeCall, res engine.Result, content string
 		"tokens_predicted":    len(res.Tokens),
 		"tokens_evaluated":    res.PromptTokens,
 		"generation_settings": settings,
-		"prompt":              string(s.m.Tokenizer.Detokenize(call.req.Prompt.Tokens, false, true)),
+		"prompt":              jsonText(string(s.m.Tokenizer.Detokenize(call.req.Prompt.Tokens, false, true))),
 		"has_new_line":        newLine,
 		"truncated":           res.Truncated,
 		"stop_type":           res.StopType,

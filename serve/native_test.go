@@ -81,7 +81,7 @@ func TestNativeCompletionEqualsReference(t *testing.T) {
 		p := sample.DefaultParams()
 		oc.params(&p)
 		want := refAnswer(t, rm, prompt, p, oc.n, 512)
-		wantText := clientText(refText(t, rm, want))
+		_, wantText := llamaServerTexts(t, storiesPath(t), []byte(refText(t, rm, want)))
 		wantStop := "limit"
 		if eog, _ := rm.IsEOG(want[len(want)-1]); eog {
 			wantStop = "eos"

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"os"
+	"strings"
 
 	"github.com/go-chi/chi/v5"
 
@@ -15,7 +16,7 @@ import (
 // POST /api/chat and /api/generate.
 func (s *Server) mountOllama(r chi.Router) {
 	a := &ollamaAPI{s: s, model: ollamaModel{
-		Name: s.name, Names: append([]string{s.m.Name}, s.aliases...), Path: s.m.Path, Size: s.m.Identity.Size, SHA256: s.m.SHA256, File: s.m.File,
+		Name: s.name, Names: append([]string{s.m.Name, fileStem(s.m.Name)}, s.aliases...), Path: s.m.Path, Size: s.m.Identity.Size, SHA256: s.m.SHA256, File: s.m.File,
 		Loaded: s.started,
 	}}
 	if fi, err := os.Stat(s.m.Path); err == nil {
@@ -45,3 +46,12 @@ func (a *ollamaAPI) engine() *engine.Engine { return a.s.eng }
 // base is the sampling parameters every request starts from (llama-server's
 // defaults with the model's general.sampling.* applied).
 func (a *ollamaAPI) base() sample.Params { return a.s.base }
+
+// fileStem is a model file's base name without its .gguf extension (any case): the name Ollama users give a
+// model ("stories260K" for stories260K.gguf). A name without the extension is itself.
+func fileStem(name string) string {
+	if n := len(name) - len(".gguf"); n > 0 && strings.EqualFold(name[n:], ".gguf") {
+		return name[:n]
+	}
+	return name
+}

@@ -59,7 +59,8 @@ type ollamaJob struct {
 }
 
 // modelName checks a request's model name: the served name, the file's base
-// name or one of the -a/--alias names, compared with Ollama's default tag
+// name, its stem (without .gguf: "stories260K" for stories260K.gguf, as
+// Ollama users name models) or one of the -a/--alias names, compared with Ollama's default tag
 // ":latest" on a name that has no tag (ollamaTagged): "tiny" and "tiny:latest"
 // are the same model, "my-model:v2:latest" is not "my-model:v2". Ollama
 // answers 404 for another.
@@ -128,7 +129,7 @@ func unsupportedFields(format json.RawMessage, truncate, shift *bool, topLogprob
 	return ""
 }
 
-// settings maps the options (parseOllamaOptions), caps num_ctx at the server's context, takes repeat_last_n -1
+// settings maps the options (parseOllamaOptions), refuses a num_ctx past the server's context, takes repeat_last_n -1
 // as that context (num_ctx when given, else the slot's, as Ollama's -1 = num_ctx), gives a request
 // without num_predict the server's -n (Options.NPredict: as an Ollama Modelfile's num_predict is the default
 // a request's options override, server/routes.go:122), and logs, in one line at WARN (Ollama warns of each
@@ -141,10 +142,13 @@ func (a *ollamaAPI) settings(w http.ResponseWriter, opts map[string]any) (ollama
 		return s, false
 	}
 	if n := a.engine().NCtx(); s.NumCtx > n {
-		// Ollama caps num_ctx at the model's training context with a warning (llm/server.go:168); bankml's
-		// slots have the server's context, so that is the cap.
-		s.Ignored = append(s.Ignored, fmt.Sprintf("num_ctx %d (past the server's context of %d tokens per slot: %d is used)", s.NumCtx, n, n))
-		s.NumCtx = 0
+		// Ollama loads the model again with a larger context, capped at the training context with a warning
+		// (llm/server.go:168); bankml's slots have the context the server started with, so a larger one is
+		// refused rather than silently cut down.
+		a.s.metrics.refusedFor("invalid")
+		ollamaError(w, http.StatusBadRequest, fmt.Sprintf("Field 'options.num_ctx': %d tokens is past the server's context of %d tokens per slot "+
+			"(bankml serve's -c/--ctx-size shared by its -np/--parallel slots): ask for at most %d, or restart the server with a larger -c", s.NumCtx, n, n))
+		return s, false
 	}
 	if s.RepeatLastNCtx { // Ollama's repeat_last_n -1: num_ctx, the request's context
 		s.Sampling.PenaltyLastN = int32(a.engine().NCtx())
@@ -180,6 +184,26 @@ func optionMessage(err error) string {
 	return err.Error()
 }
 
+// checkThink refuses a think value Ollama v0.17.4 refuses (server/routes.go GenerateHandler and
+// ChatHandler): a string level (Ollama takes them only for gpt-oss's harmony parser) with `think value "high"
+// is not supported for this model`, and true for a model whose template has no thinking with `"NAME" does not
+// support thinking` (NAME as the request gave it). bankml's thinking capability is the chat template's
+// (chat.Template.SupportsThinking: it shows reasoning between markers), as Ollama's is its template's
+// thinking tags. It has answered when it returns false.
+func (a *ollamaAPI) checkThink(w http.ResponseWriter, model string, think *api.ThinkValue) bool {
+	switch {
+	case think == nil:
+		return true
+	case think.IsString():
+		ollamaError(w, http.StatusBadRequest, fmt.Sprintf("think value %q is not supported for this model", think.String()))
+		return false
+	case think.Bool() && (a.s.m.Template == nil || !a.s.m.Template.SupportsThinking()):
+		ollamaError(w, http.StatusBadRequest, fmt.Sprintf("%q does not support thinking", model))
+		return false
+	}
+	return true
+}
+
 // chatPrompt renders messages with the chat template as llama-server's
 // /v1/chat/completions renders them (Server.render of the equivalent OpenAI
 // body: chat.ParseRequest's defaults, a final assistant message continued,
@@ -208,9 +232,6 @@ func (a *ollamaAPI) chatPrompt(msgs []api.Message, think *api.ThinkValue) (engin
 			ReasoningContent: m.Thinking, Name: m.ToolName, ToolCallID: m.ToolCallID})
 	}
 	if think != nil {
-		if think.IsString() {
-			return engine.Prompt{}, "", badRequest("think: the value %q is not supported (use true or false)", think.String())
-		}
 		body.Kwargs = map[string]bool{"enable_thinking": think.Bool()}
 	}
 	js, err := json.Marshal(body)
@@ -248,6 +269,9 @@ func (a *ollamaAPI) handleChat(w http.ResponseWriter, r *http.Request) {
 	}
 	if len(req.Tools) > 0 {
 		ollamaError(w, http.StatusBadRequest, "tools: not supported yet")
+		return
+	}
+	if !a.checkThink(w, req.Model, req.Think) {
 		return
 	}
 	if len(req.Messages) == 0 {
@@ -307,6 +331,9 @@ func (a *ollamaAPI) handleGenerate(w http.ResponseWriter, r *http.Request) {
 		ollamaError(w, http.StatusBadRequest, msg)
 		return
 	}
+	if !a.checkThink(w, req.Model, req.Think) {
+		return
+	}
 	if req.Prompt == "" {
 		a.loadAnswer(w, req.Model, req.KeepAlive, func(reason string) any {
 			return api.GenerateResponse{Model: req.Model, CreatedAt: time.Now().UTC(), Done: true, DoneReason: reason}
@@ -325,7 +352,7 @@ func (a *ollamaAPI) handleGenerate(w http.ResponseWriter, r *http.Request) {
 			ollamaError(w, http.StatusBadRequest, "system: the model has no chat template to put a system prompt in")
 			return
 		}
-		if req.Think != nil {
+		if req.Think != nil && req.Think.Bool() {
 			ollamaError(w, http.StatusBadRequest, "think: needs the model's chat template (not raw)")
 			return
 		}
@@ -355,7 +382,8 @@ func (a *ollamaAPI) handleGenerate(w http.ResponseWriter, r *http.Request) {
 
 // loadAnswer is Ollama's answer to a request without a prompt (or
 // messages): "load the model". The model is loaded for the server's
-// lifetime, so keep_alive 0 ("unload") is refused rather than pretended.
+// lifetime (until the model store can load and unload models), so
+// keep_alive 0 ("unload") is refused rather than pretended.
 func (a *ollamaAPI) loadAnswer(w http.ResponseWriter, model string, keepAlive *api.Duration, answer func(reason string) any) {
 	if keepAlive != nil && keepAlive.Duration == 0 {
 		ollamaError(w, http.StatusBadRequest, "keep_alive: bankml serve keeps its model loaded for its lifetime; it cannot unload it")

@@ -97,7 +97,7 @@ func (a *ollamaAPI) handleShow(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.Model == "" {
-		req.Model = req.Name
+		req.Model = req.Name //lint:ignore SA1019 older Ollama clients send "name"; Ollama's ShowHandler takes it too
 	}
 	if !a.modelName(w, req.Model) {
 		return

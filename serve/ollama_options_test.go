@@ -137,7 +137,7 @@ func TestOllamaNumCtx(t *testing.T) {
 }
 
 // TestOllamaRepeatLastNIsNumCtx checks repeat_last_n -1, which Ollama defines as num_ctx (docs/modelfile.md:
-// "-1 = num_ctx"): the request's num_ctx when given (after the cap at the slot's context), else the slot's
+// "-1 = num_ctx"): the request's num_ctx when given (one past the slot's context is refused), else the slot's
 // context; other values are kept, and an end-to-end request with it is answered.
 func TestOllamaRepeatLastNIsNumCtx(t *testing.T) {
 	ts := newTestServer(t, storiesPath(t), AdmitOptions{}, Options{NCtx: 512})
@@ -149,8 +149,8 @@ func TestOllamaRepeatLastNIsNumCtx(t *testing.T) {
 		{`{"repeat_last_n":-1}`, 512},
 		{`{"repeat_last_n":-1,"num_ctx":300}`, 300},
 		{`{"repeat_last_n":-1,"num_ctx":2}`, 4},
-		{`{"repeat_last_n":-1,"num_ctx":100000}`, 512}, // num_ctx capped at the slot's context
-		{`{"repeat_last_n":-1.5}`, 512},                // the fraction dropped toward zero, as FromMap drops it
+		{`{"repeat_last_n":-1,"num_ctx":512}`, 512},
+		{`{"repeat_last_n":-1.5}`, 512}, // the fraction dropped toward zero, as FromMap drops it
 		{`{"repeat_last_n":0}`, 0},
 		{`{"repeat_last_n":16,"num_ctx":300}`, 16},
 		{`{}`, 64},

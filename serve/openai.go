@@ -176,6 +176,16 @@ func (s *Server) completionPrompt(raw json.RawMessage) ([]int32, error) {
 	return toks, nil
 }
 
+// answerText is the text llama-server's answer carries for generated text s: its chat parser's content for
+// chat (chatText: a character cut by the end is dropped), its JSON's text for completions (jsonText: one
+// U+FFFD for it).
+func (c *oaiCall) answerText(s string) string {
+	if c.kind == kindChat {
+		return chatText(s)
+	}
+	return jsonText(s)
+}
+
 // randomString is llama-server's random_string: 32 characters of [0-9A-Za-z].
 func randomString() string {
 	const alphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
@@ -220,7 +230,7 @@ func (s *Server) completeJSON(w http.ResponseWriter, r *http.Request, x *exchang
 		writeError(w, s.generationError(err))
 		return
 	}
-	text := clientText(res.Text)
+	text := call.answerText(res.Text)
 	rc, err := s.finish(x, usageOf(res), []byte(text))
 	if err != nil {
 		writeError(w, err)
@@ -243,7 +253,7 @@ func (s *Server) completeJSON(w http.ResponseWriter, r *http.Request, x *exchang
 		choice := map[string]any{
 			"finish_reason": res.FinishReason,
 			"index":         0,
-			"message":       map[string]any{"role": "assistant", "content": res.Text},
+			"message":       map[string]any{"role": "assistant", "content": text},
 		}
 		if logprobs != nil {
 			choice["logprobs"] = logprobs
@@ -252,7 +262,7 @@ func (s *Server) completeJSON(w http.ResponseWriter, r *http.Request, x *exchang
 		out["object"] = "chat.completion"
 	} else {
 		out["choices"] = []any{map[string]any{
-			"text": res.Text, "index": 0, "logprobs": logprobs, "finish_reason": res.FinishReason,
+			"text": text, "index": 0, "logprobs": logprobs, "finish_reason": res.FinishReason,
 		}}
 		out["object"] = "text_completion"
 	}
@@ -280,9 +290,10 @@ func (s *Server) generateWhole(r *http.Request, x *exchange, req engine.Request)
 // completeStream answers a streamed completion as llama-server's SSE: a chunk per released token (for chat,
 // a first delta {"role": "assistant", "content": null} with the first token; tokens that release no text
 // send no chat chunk), a final chunk with finish_reason (and for text completions the usage), for chat with
-// stream_options.include_usage a usage chunk with empty choices, then bankml's receipt as one more chunk
-// (same id, object, created, model; "choices": []; bankml_receipt) and "data: [DONE]". Errors before the first chunk are answered as plain JSON errors (llama-server treats the
-// first result so); later ones as an SSE error event.
+// stream_options.include_usage a usage chunk with empty choices (OpenAI's), then "data: [DONE]". bankml's
+// receipt is a top-level bankml_receipt of the final choice chunk and of the usage chunk (never a chunk of
+// its own). Errors before the first chunk are answered as plain JSON errors (llama-server treats the first
+// result so); later ones as an SSE error event.
 func (s *Server) completeStream(w http.ResponseWriter, r *http.Request, x *exchange, call *oaiCall) {
 	sse := newSSE(w)
 	var sent strings.Builder // the text the client received, for the receipt
@@ -293,14 +304,15 @@ func (s *Server) completeStream(w http.ResponseWriter, r *http.Request, x *excha
 			return nil
 		}
 		now := time.Now()
+		text := call.answerText(t.Text) // a released piece never ends inside a character (the engine holds it back)
 		var chunks []any
 		switch call.kind {
 		case kindChat:
 			if nDecoded == 1 {
 				chunks = append(chunks, s.chatChunk(call, map[string]any{"role": "assistant", "content": nil}, nil))
 			}
-			if t.Text != "" {
-				chunks = append(chunks, s.chatChunk(call, map[string]any{"content": t.Text}, nil))
+			if text != "" {
+				chunks = append(chunks, s.chatChunk(call, map[string]any{"content": text}, nil))
 			}
 			if len(chunks) > 0 && t.Probs != nil && len(t.Probs.Top) > 0 {
 				last := chunks[len(chunks)-1].(map[string]any)
@@ -313,7 +325,7 @@ func (s *Server) completeStream(w http.ResponseWriter, r *http.Request, x *excha
 			if t.Probs != nil && len(t.Probs.Top) > 0 {
 				logprobs = map[string]any{"content": s.probsJSON([]probEntry{{t.Text, t.Probs}}, call.req.PostSamplingProbs)}
 			}
-			chunks = append(chunks, s.textChunk(call, t.Text, logprobs, nil))
+			chunks = append(chunks, s.textChunk(call, text, logprobs, nil))
 		}
 		if len(chunks) == 0 {
 			return nil
@@ -321,46 +333,41 @@ func (s *Server) completeStream(w http.ResponseWriter, r *http.Request, x *excha
 		if t.Text != "" {
 			x.tokenSeen(now)
 		}
-		sent.WriteString(t.Text)
+		sent.WriteString(text)
 		return sse.events(chunks...)
 	})
 	if err != nil {
 		sse.fail(s.generationError(err))
 		return
 	}
+	rc, ferr := s.finish(x, usageOf(res), []byte(sent.String()))
+	if ferr != nil {
+		sse.fail(ferr)
+		return
+	}
+	// The receipt rides as a top-level field of the final choice chunk (the one with finish_reason) and of
+	// the usage chunk when usage was asked for: no chunk without choices is sent unless the client asked for
+	// OpenAI's usage chunk, so the common loop over chunk.choices[0] never meets an empty array.
 	var final []any
 	switch call.kind {
 	case kindChat:
-		final = append(final, s.chatChunk(call, map[string]any{}, res.FinishReason))
+		c := s.chatChunk(call, map[string]any{}, res.FinishReason)
+		c["bankml_receipt"] = rc
+		final = append(final, c)
 		if call.includeUsage {
 			u := s.chatBase(call)
 			u["choices"] = []any{}
 			u["usage"] = usageJSON(res)
+			u["bankml_receipt"] = rc
 			final = append(final, u)
 		}
 	case kindText:
 		c := s.textChunk(call, "", nil, res.FinishReason)
 		c["usage"] = usageJSON(res)
+		c["bankml_receipt"] = rc
 		final = append(final, c)
 	}
 	final[len(final)-1].(map[string]any)["timings"] = timingsJSON(res.Timings)
-	text := clientText(sent.String())
-	rc, ferr := s.finish(x, usageOf(res), []byte(text))
-	if ferr != nil {
-		sse.fail(ferr)
-		return
-	}
-	// The receipt rides in a chunk of the stream's own kind with empty choices (as OpenAI's usage chunk),
-	// so that clients that read choices of every chunk (openai-node's documented loop) accept it.
-	var rchunk map[string]any
-	if call.kind == kindChat {
-		rchunk = s.chatBase(call)
-	} else {
-		rchunk = s.textChunk(call, "", nil, nil)
-	}
-	rchunk["choices"] = []any{}
-	rchunk["bankml_receipt"] = rc
-	final = append(final, rchunk)
 	if err := sse.events(final...); err != nil {
 		return
 	}
@@ -455,11 +462,11 @@ func (s *Server) probsJSON(entries []probEntry, post bool) []any {
 		for _, tp := range e.probs.Top {
 			piece := string(s.m.Tokenizer.TokenToPiece(tp.ID, false))
 			top = append(top, map[string]any{
-				"id": tp.ID, "token": piece[:validUTF8Prefix(piece)], "bytes": byteList(piece), pKey: value(tp.P),
+				"id": tp.ID, "token": jsonText(piece[:validUTF8Prefix(piece)]), "bytes": byteList(piece), pKey: value(tp.P),
 			})
 		}
 		out = append(out, map[string]any{
-			"id": e.probs.Token, "token": e.text[:validUTF8Prefix(e.text)], "bytes": byteList(e.text),
+			"id": e.probs.Token, "token": jsonText(e.text[:validUTF8Prefix(e.text)]), "bytes": byteList(e.text),
 			pKey: value(e.probs.P), topKey: top,
 		})
 	}
@@ -488,8 +495,9 @@ func validUTF8Prefix(s string) int {
 	return n
 }
 
-// clientText is the text a JSON client decodes from s as encoding/json writes it: each byte of an invalid
-// UTF-8 sequence becomes U+FFFD. The receipt hashes it and the ledger keeps it.
+// clientText is the text a JSON client decodes from s as Go's encoding/json writes it: each byte of an
+// invalid UTF-8 sequence becomes U+FFFD. The Ollama routes answer so, as Ollama (Go) does; the receipt hashes
+// it and the ledger keeps it. llama-server's routes answer jsonText or chatText instead.
 func clientText(s string) string {
 	if utf8.ValidString(s) {
 		return s

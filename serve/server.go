@@ -71,6 +71,11 @@ type Options struct {
 	Timeout      time.Duration // each socket read and write of an exchange (-to/--timeout; withIOTimeouts); 0: DefaultTimeout
 	Version      string        // bankml's version, for receipts, /props and /api/version
 	Log          *slog.Logger  // nil: discard
+	// CORSOrigins are origins whose pages may read answers besides the loopback and app origins always
+	// allowed (cors.go: --cors-origin, BANKML_ORIGINS): "*" for any (answered with Access-Control-Allow-Origin:
+	// *, never with credentials), SCHEME://HOST[:PORT] with at most one "*" for any text; their host names are
+	// also accepted in the Host header of a loopback connection. New refuses a malformed one.
+	CORSOrigins []string
 }
 
 // modelNames is the served name and the sorted aliases for a file's base name and -a/--alias values, as
@@ -130,6 +135,8 @@ type Server struct {
 	log     *slog.Logger
 	started time.Time
 
+	origins *originPolicy // who may read answers cross-origin and which Host names a loopback connection may ask (cors.go)
+
 	name    string   // the served name: the first alias, or the file's base name (Options.Alias)
 	aliases []string // the aliases, sorted, without duplicates ([] when none)
 
@@ -176,6 +183,10 @@ func New(m *Model, o Options) (*Server, error) {
 	if o.TLog != nil && o.Ledger == nil {
 		return nil, errors.New("serve: a transparency log needs the history it commits (Options.Ledger)")
 	}
+	origins, err := newOriginPolicy(o.CORSOrigins)
+	if err != nil {
+		return nil, fmt.Errorf("serve: %w", err)
+	}
 	suppress, err := sample.SuppressTokens(m.File, m.Model.HP.NVocab)
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
@@ -190,7 +201,7 @@ func New(m *Model, o Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
-	s := &Server{m: m, eng: eng, base: baseParams(m), nPredict: -1, opt: o, log: o.Log, started: time.Now()}
+	s := &Server{m: m, eng: eng, base: baseParams(m), nPredict: -1, opt: o, log: o.Log, started: time.Now(), origins: origins}
 	s.name, s.aliases = modelNames(m.Name, o.Alias)
 	if o.NPredict != nil {
 		s.nPredict = *o.NPredict
@@ -232,7 +243,7 @@ func (s *Server) Handler() http.Handler { return s.router }
 // Ollama routes (mountOllama).
 func (s *Server) routes() chi.Router {
 	r := chi.NewRouter()
-	r.Use(s.countRequests, cors, s.requireAPIKey, headAsGet)
+	r.Use(s.countRequests, s.checkHost, s.cors, s.requireAPIKey, headAsGet)
 	r.NotFound(notFound)
 	r.MethodNotAllowed(methodNotAllowed)
 
@@ -275,38 +286,6 @@ func (s *Server) countRequests(next http.Handler) http.Handler {
 	})
 }
 
-// CORS of llama-server's pre-routing handler (server-http.cpp) with its defaults (common.h: cors_origins "*",
-// cors_credentials true, cors_methods "GET, POST, DELETE, OPTIONS", cors_headers "*").
-const (
-	corsMethods = "GET, POST, DELETE, OPTIONS"
-	corsHeaders = "*"
-)
-
-// cors is llama-server's CORS handling with its defaults, before the API key and the routes: every answer
-// echoes the request's Origin in Access-Control-Allow-Origin (origins "*" with credentials: the special case
-// that reflects the Origin; without an Origin header none is sent), and an OPTIONS request to any path is a
-// preflight answered at once, whatever the route and without the API key: 200, an empty text/html body,
-// Access-Control-Allow-Credentials true, -Allow-Methods and -Allow-Headers as corsMethods and corsHeaders.
-// The Ollama routes get the same (Ollama's own gin-contrib/cors refuses origins off its allow-list with a
-// 403; one server has one CORS policy, llama-server's).
-func cors(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if o := r.Header.Get("Origin"); o != "" {
-			w.Header().Set("Access-Control-Allow-Origin", o)
-		}
-		if r.Method == http.MethodOptions {
-			h := w.Header()
-			h.Set("Access-Control-Allow-Credentials", "true")
-			h.Set("Access-Control-Allow-Methods", corsMethods)
-			h.Set("Access-Control-Allow-Headers", corsHeaders)
-			h.Set("Content-Type", "text/html")
-			w.WriteHeader(http.StatusOK)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
 // headAsGet answers HEAD as GET (without the body) on llama-server's paths, as cpp-httplib routes HEAD to
 // the GET handlers; under /api/ a HEAD is served only where Ollama registers one (its other GET routes answer
 // HEAD with gin's 405).
@@ -321,17 +300,31 @@ func headAsGet(next http.Handler) http.Handler {
 	})
 }
 
-// notFound answers a path no route serves. Under /api/ it is Ollama's answer (gin's default 404: the text
-// "404 page not found", text/plain; Ollama's server/routes.go sets no NoRoute handler); elsewhere
-// llama-server's (its error handler in server-http.cpp: 404 {"error": {"message": "File Not Found", "type":
-// "not_found_error", "code": 404}}).
+// notFound answers a path no route serves. Under /api/ it is Ollama's error shape, {"error": "..."}
+// (application/json), which Ollama's clients read (ollama-js's checkOk, api.Client's StatusError): for a
+// route of Ollama v0.17.4 that bankml does not serve (ollamaUnserved) a message naming it, else gin's text
+// "404 page not found" (Ollama's server/routes.go sets no NoRoute handler); elsewhere llama-server's (its
+// error handler in server-http.cpp: 404 {"error": {"message": "File Not Found", "type": "not_found_error",
+// "code": 404}}).
 func notFound(w http.ResponseWriter, r *http.Request) {
 	if strings.HasPrefix(r.URL.Path, "/api/") {
-		writeText(w, http.StatusNotFound, "404 page not found")
+		msg := "404 page not found"
+		for _, p := range ollamaUnserved {
+			if r.URL.Path == p || (strings.HasSuffix(p, "/") && strings.HasPrefix(r.URL.Path, p)) {
+				msg = fmt.Sprintf("%s %s: bankml serve does not serve this Ollama route (no model store, embeddings or accounts): it serves the one model it was started with", r.Method, r.URL.Path)
+				break
+			}
+		}
+		ollamaError(w, http.StatusNotFound, msg)
 		return
 	}
 	writeError(w, &APIError{Type: TypeNotFound, Message: "File Not Found"})
 }
+
+// ollamaUnserved are the paths of Ollama v0.17.4's routes (server/routes.go GenerateRoutes) that bankml does
+// not serve; one ending in "/" stands for the paths under it.
+var ollamaUnserved = []string{"/api/status", "/api/pull", "/api/push", "/api/delete", "/api/me", "/api/signout",
+	"/api/user/keys/", "/api/create", "/api/blobs/", "/api/copy", "/api/experimental/aliases", "/api/embed", "/api/embeddings"}
 
 // methodNotAllowed answers a known path asked with another method. Under /api/ it is Ollama's answer (gin
 // with HandleMethodNotAllowed, as Ollama's GenerateRoutes sets it: 405, the text "405 method not allowed",
@@ -394,6 +387,10 @@ func (s *Server) requireAPIKey(next http.Handler) http.Handler {
 		}
 		key = strings.TrimPrefix(key, "Bearer ")
 		if subtle.ConstantTimeCompare([]byte(key), want) != 1 {
+			if strings.HasPrefix(r.URL.Path, "/api/") { // Ollama's error shape, which its clients read
+				ollamaError(w, http.StatusUnauthorized, "Invalid API Key")
+				return
+			}
 			writeError(w, &APIError{Type: TypeAuthentication, Message: "Invalid API Key"})
 			return
 		}

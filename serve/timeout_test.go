@@ -69,7 +69,7 @@ func TestIOTimeouts(t *testing.T) {
 		readErr <- err
 	}), d))
 	t.Cleanup(srv.Close)
-	sendRaw(t, srv, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nonly part of it")
+	sendRaw(t, srv, "POST / HTTP/1.1\r\nHost: localhost\r\nContent-Length: 100\r\n\r\nonly part of it")
 	select {
 	case err := <-readErr:
 		if err == nil {
@@ -96,7 +96,7 @@ func TestIOTimeouts(t *testing.T) {
 		}
 	}), d))
 	t.Cleanup(srv2.Close)
-	conn2 := sendRaw(t, srv2, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	conn2 := sendRaw(t, srv2, "GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
 	_, _ = bufio.NewReader(conn2).Peek(1) // the answer started; nothing more is read
 	select {
 	case err := <-writeErr:
@@ -136,8 +136,8 @@ func TestStalledBodyAnswered(t *testing.T) {
 		req    string
 		status int
 	}{
-		{"POST /completion HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"prompt\": \"Once", http.StatusBadRequest},
-		{"GET /health HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"a\": ", http.StatusOK},
+		{"POST /completion HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"prompt\": \"Once", http.StatusBadRequest},
+		{"GET /health HTTP/1.1\r\nHost: localhost\r\nContent-Length: 100\r\n\r\n{\"a\": ", http.StatusOK},
 	} {
 		const n = 3 // connections at once, each answered
 		errs := make(chan error, n)

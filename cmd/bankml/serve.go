@@ -24,22 +24,23 @@ import (
 // serveCmd is `bankml serve MODEL`: the OpenAI, Ollama and llama-server HTTP APIs over one model (package
 // serve). The model is guarded, pinned and loaded before the port opens.
 type serveCmd struct {
-	Model     string      `arg:"" optional:"" name:"MODEL" help:"A GGUF model file (or -m/--model FNAME), or a model NAME[:TAG] from the store, pulled from bankml's catalog on first use (pinned by its manifest)."`
-	ModelFlag string      `short:"m" name:"model" placeholder:"FNAME" help:"Path to a GGUF model file, as llama-server's -m/--model, instead of MODEL." type:"path"`
-	Manifest  string      `name:"manifest" help:"Provenance manifest (FORK.json), or the file's sha256 / sha256:<hex> digest, to pin the model against."`
-	Unpinned  bool        `name:"unpinned" help:"Serve a model without a pin; every receipt then says pinned: false."`
-	Host      *string     `name:"host" help:"Address to listen on, as llama-server's --host (default 127.0.0.1, loopback; another address exposes the model to the network)."`
-	Port      *int        `name:"port" help:"Port to listen on, as llama-server's --port (default 8080; 0 picks a free one)."`
-	Listen    *string     `name:"listen" help:"HOST:PORT to listen on, instead of --host and --port (default 127.0.0.1:8080)."`
-	Ctx       int         `short:"c" name:"ctx-size" aliases:"ctx" default:"0" help:"KV cache size in tokens across all slots, as llama-server's -c/--ctx-size: 0 takes the model's training context; rounded up to a multiple of 256; with -np P each slot gets a P-th of it, rounded up to a multiple of 256 and capped at the training context (llama-server without --kv-unified)."`
-	Threads   threadCount `short:"t" name:"threads" default:"${nproc}" help:"Matmul threads of each slot (default: the number of logical CPUs); llama-server's -t threads serve all slots' one batch, bankml's slots each run their own -t threads (0 or less: the number of logical CPUs, as llama.cpp; at most 512, ggml's GGML_MAX_N_THREADS)."`
-	History   string      `name:"history" help:"Folder of the history ledger: every exchange is appended to DIR/history.jsonl (fsynced), committed by an RFC 6962 Merkle tree." type:"path"`
-	APIKey    string      `name:"api-key" env:"BANKML_API_KEY" help:"API key every request but /health, /v1/health and / must carry (Authorization: Bearer KEY or X-Api-Key), as llama-server's --api-key."`
-	Parallel  int         `name:"parallel" aliases:"np" default:"1" help:"Number of slots (requests generated at once), as llama-server's -np/--parallel."`
-	Timeout   int         `name:"timeout" default:"3600" placeholder:"N" help:"Seconds each socket read of a request and each write of its answer may wait, as llama-server's -to/--timeout (its default 3600): a timeout per operation, so long generations and long streams are not cut; a client silent or not reading for N seconds is dropped."`
-	Queue     int         `name:"queue" default:"64" help:"Requests allowed to wait for a slot; more get 429."`
-	Alias     aliasList   `short:"a" name:"alias" placeholder:"STRING" help:"Names of the model, comma-separated (given again, each one adds), as llama-server's -a/--alias: the first in byte order is the name /v1/models, /props and every answer give (default: the file's base name); /v1/models lists them all as aliases; Ollama requests may name the model by any of them or by the file's base name."`
-	NPredict  int         `short:"n" name:"n-predict" default:"-1" help:"Tokens to predict for a request that sets no n_predict/max_tokens (or -1; Ollama: no num_predict), as llama-server's -n/--n-predict; a request's own count wins, above or below it; -1: until an end-of-generation token or a full context; below -1 (any int, as llama-server takes it): one token, as llama-server's slot limit then has no budget."`
+	Model      string      `arg:"" optional:"" name:"MODEL" help:"A GGUF model file (or -m/--model FNAME), or a model NAME[:TAG] from the store, pulled from bankml's catalog on first use (pinned by its manifest)."`
+	ModelFlag  string      `short:"m" name:"model" placeholder:"FNAME" help:"Path to a GGUF model file, as llama-server's -m/--model, instead of MODEL." type:"path"`
+	Manifest   string      `name:"manifest" help:"Provenance manifest (FORK.json), or the file's sha256 / sha256:<hex> digest, to pin the model against."`
+	Unpinned   bool        `name:"unpinned" help:"Serve a model without a pin; every receipt then says pinned: false."`
+	Host       *string     `name:"host" help:"Address to listen on, as llama-server's --host (default 127.0.0.1, loopback; another address exposes the model to the network)."`
+	Port       *int        `name:"port" help:"Port to listen on, as llama-server's --port (default 8080; 0 picks a free one)."`
+	Listen     *string     `name:"listen" help:"HOST:PORT to listen on, instead of --host and --port (default 127.0.0.1:8080)."`
+	Ctx        int         `short:"c" name:"ctx-size" aliases:"ctx" default:"0" help:"KV cache size in tokens across all slots, as llama-server's -c/--ctx-size: 0 takes the model's training context; rounded up to a multiple of 256; with -np P each slot gets a P-th of it, rounded up to a multiple of 256 and capped at the training context (llama-server without --kv-unified)."`
+	Threads    threadCount `short:"t" name:"threads" default:"${nproc}" help:"Matmul threads of each slot (default: the number of logical CPUs); llama-server's -t threads serve all slots' one batch, bankml's slots each run their own -t threads (0 or less: the number of logical CPUs, as llama.cpp; at most 512, ggml's GGML_MAX_N_THREADS)."`
+	History    string      `name:"history" help:"Folder of the history ledger: every exchange is appended to DIR/history.jsonl (fsynced), committed by an RFC 6962 Merkle tree." type:"path"`
+	CORSOrigin []string    `name:"cors-origin" aliases:"cors-origins" sep:"," env:"BANKML_ORIGINS" placeholder:"ORIGIN" help:"Origins whose web pages may read answers, besides loopback pages (http(s)://localhost, 127.0.0.1, [::1], 0.0.0.0 on any port) and app origins (app://, file://, tauri://, vscode-webview://, vscode-file://), always allowed: SCHEME://HOST[:PORT] with at most one * for any text, or * for every origin (never with credentials); repeatable and comma-separated, as llama-server's --cors-origins and Ollama's OLLAMA_ORIGINS. Their host names may also be used to reach a loopback server (Host header)."`
+	APIKey     string      `name:"api-key" env:"BANKML_API_KEY" help:"API key every request but /health, /v1/health and / must carry (Authorization: Bearer KEY or X-Api-Key), as llama-server's --api-key."`
+	Parallel   int         `name:"parallel" aliases:"np" default:"1" help:"Number of slots (requests generated at once), as llama-server's -np/--parallel."`
+	Timeout    int         `name:"timeout" default:"3600" placeholder:"N" help:"Seconds each socket read of a request and each write of its answer may wait, as llama-server's -to/--timeout (its default 3600): a timeout per operation, so long generations and long streams are not cut; a client silent or not reading for N seconds is dropped."`
+	Queue      int         `name:"queue" default:"64" help:"Requests allowed to wait for a slot; more get 429."`
+	Alias      aliasList   `short:"a" name:"alias" placeholder:"STRING" help:"Names of the model, comma-separated (given again, each one adds), as llama-server's -a/--alias: the first in byte order is the name /v1/models, /props and every answer give (default: the file's base name); /v1/models lists them all as aliases; Ollama requests may name the model by any of them or by the file's base name."`
+	NPredict   int         `short:"n" name:"n-predict" default:"-1" help:"Tokens to predict for a request that sets no n_predict/max_tokens (or -1; Ollama: no num_predict), as llama-server's -n/--n-predict; a request's own count wins, above or below it; -1: until an end-of-generation token or a full context; below -1 (any int, as llama-server takes it): one token, as llama-server's slot limit then has no budget."`
 
 	Proof proofFlags `embed:""`
 
@@ -138,6 +139,9 @@ func (c *serveCmd) Run(stderr errWriter) error {
 	if err != nil {
 		return err
 	}
+	if err := serve.CheckCORSOrigins(c.CORSOrigin); err != nil {
+		return fmt.Errorf("serve: --cors-origin: %w", err)
+	}
 	host, _, _ := net.SplitHostPort(addr)
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	// SIGTERM and SIGINT are caught from the start: during admission they stop the command before it
@@ -200,7 +204,7 @@ func (c *serveCmd) Run(stderr errWriter) error {
 	}
 	s, err := serve.New(m, serve.Options{
 		NCtx: c.Ctx, Threads: int(c.Threads), Parallel: c.Parallel, QueueSize: c.Queue, NPredict: &c.NPredict,
-		Alias: alias, APIKey: c.APIKey, Ledger: l, TLog: tlog, Signer: signer, Version: version, Log: log, Timeout: time.Duration(c.Timeout) * time.Second,
+		Alias: alias, APIKey: c.APIKey, CORSOrigins: c.CORSOrigin, Ledger: l, TLog: tlog, Signer: signer, Version: version, Log: log, Timeout: time.Duration(c.Timeout) * time.Second,
 	})
 	if err != nil {
 		return cannotRun(err)

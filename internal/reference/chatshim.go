@@ -53,6 +53,11 @@ type ChatAnswer struct {
 	Caps             map[string]bool `json:"caps"`
 	Error            string          `json:"error"`
 	Parts            []ChatPart      `json:"parts"`
+	// MessageJSON and TextJSON answer ParseGenerated: the message llama-server's chat parser makes of the
+	// generated text (common_chat_msg::to_json_oaicompat) and the raw text, each as JSON dumped with
+	// common_json::dump_safe (nlohmann's replace error handler), the bytes llama-server sends.
+	MessageJSON string `json:"message_json"`
+	TextJSON    string `json:"text_json"`
 }
 
 // ChatPart is one piece of a marked render: text that came from the variables (Input) or from the template.
@@ -212,6 +217,15 @@ func (s *ChatShim) Apply(model string, body json.RawMessage, reasoning int) (Cha
 		req["body"] = body
 	}
 	return s.call(req)
+}
+
+// ParseGenerated is what llama-server sends, not streamed, for generated (the answer's bytes, valid UTF-8 or
+// not) to a chat request body: Apply's answer plus MessageJSON (common_chat_parse of generated with the parser
+// params llama-server derives from the template's, its default reasoning format deepseek, then the message's
+// to_json_oaicompat, dumped by dump_safe) and TextJSON (the bytes as a JSON string, dumped by dump_safe: the
+// "text"/"content" of /v1/completions and /completion).
+func (s *ChatShim) ParseGenerated(model string, body json.RawMessage, generated []byte) (ChatAnswer, error) {
+	return s.call(map[string]any{"model": model, "reasoning": -1, "body": body, "generated_hex": hex.EncodeToString(generated)})
 }
 
 // Render runs a template alone through common_chat_template_direct_apply (no llama-server preparation): the

@@ -7,7 +7,8 @@
 // Client.Generate, streamed and not) against serve.Server on stories260K and
 // a synthetic qwen3 model with the real Qwen3 vocabulary; the official
 // `openai` npm client (chat and completions, streamed and not) from a Node
-// script against a `bankml serve` binary the test builds; a load test: a
+// script against a `bankml serve` binary the test builds; the official
+// `ollama` npm client (ollama-js) for names and error shapes; a load test: a
 // bounded loop of 200 requests, 8 at a time, from the test process against
 // `bankml serve --parallel 2 --history DIR` (a second process, on
 // loopback), and a kill -9 of a server in the middle of its appends.

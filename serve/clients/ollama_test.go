@@ -338,7 +338,7 @@ func TestOllamaListingsAndRefusals(t *testing.T) {
 	}
 	// What Ollama accepts without applying it here, or ignores (with a warning) as no option of its: answered.
 	for _, opts := range []map[string]any{
-		{"num_thread": 4, "num_batch": 512, "num_ctx": 1 << 20, "use_mmap": true},
+		{"num_thread": 4, "num_batch": 512, "num_ctx": 64, "use_mmap": true},
 		{"mirostat": 2, "temprature": 0.5},
 	} {
 		opts["num_predict"] = 1

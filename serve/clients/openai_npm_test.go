@@ -20,11 +20,14 @@ import (
 // 7.x line asks for Node 22).
 const openaiNpm = "openai@6.30.1"
 
-// installOpenAI installs the openai package into a temporary folder with
-// npm (no package.json, no lock file: npm install --no-save) and copies the
-// driver script next to it, returning the script's path. No npm, or no
-// registry, is testdata.Absent (a failure under CI=1).
-func installOpenAI(t *testing.T) string {
+// installOpenAI installs the openai package with its driver script (installNpm).
+func installOpenAI(t *testing.T) string { return installNpm(t, openaiNpm, "openai_client.cjs") }
+
+// installNpm installs pkg (name@version) into a temporary folder with npm
+// (no package.json, no lock file: npm install --no-save) and copies the
+// driver script testdata/script next to it, returning the script's path. No
+// npm, or no registry, is testdata.Absent (a failure under CI=1).
+func installNpm(t *testing.T, pkg, script string) string {
 	t.Helper()
 	npm, err := exec.LookPath("npm")
 	if err != nil {
@@ -34,27 +37,29 @@ func installOpenAI(t *testing.T) string {
 		testdata.Absent(t, "node not installed: %v", err)
 	}
 	dir := t.TempDir()
-	cmd := exec.Command(npm, "install", "--no-save", "--no-audit", "--no-fund", "--no-package-lock", "--prefix", dir, openaiNpm)
+	cmd := exec.Command(npm, "install", "--no-save", "--no-audit", "--no-fund", "--no-package-lock", "--prefix", dir, pkg)
 	cmd.Dir = dir
 	if out, err := cmd.CombinedOutput(); err != nil {
-		testdata.Absent(t, "npm install %s (is the npm registry reachable?): %v\n%s", openaiNpm, err, out)
+		testdata.Absent(t, "npm install %s (is the npm registry reachable?): %v\n%s", pkg, err, out)
 	}
-	src, err := os.ReadFile(filepath.Join("testdata", "openai_client.cjs"))
+	src, err := os.ReadFile(filepath.Join("testdata", script))
 	if err != nil {
 		t.Fatal(err)
 	}
-	script := filepath.Join(dir, "openai_client.cjs")
-	if err := os.WriteFile(script, src, 0o644); err != nil {
+	path := filepath.Join(dir, script)
+	if err := os.WriteFile(path, src, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return script
+	return path
 }
 
 // npmCase is one request the Node script sends.
 type npmCase struct {
-	Kind   string         `json:"kind"` // "chat" or "completion"
-	Stream bool           `json:"stream"`
-	Body   map[string]any `json:"body"`
+	Kind         string         `json:"kind"` // "chat" or "completion"
+	Stream       bool           `json:"stream"`
+	IncludeUsage bool           `json:"include_usage"` // stream_options.include_usage
+	CommonLoop   bool           `json:"common_loop"`   // read chunk.choices[0] of every chunk, as the READMEs' loop
+	Body         map[string]any `json:"body"`
 }
 
 // npmResult is the script's account of one answer.
@@ -124,10 +129,12 @@ func TestOpenAINpmClientGetsTheReferencesTokens(t *testing.T) {
 			model := models.Data[0].ID
 			msgs := []map[string]any{{"role": "user", "content": "Tell me a story."}}
 			cases := []npmCase{
-				{"chat", false, map[string]any{"model": model, "messages": msgs, "temperature": 0.0, "max_tokens": 24.0}},
-				{"chat", true, map[string]any{"model": model, "messages": msgs, "temperature": 0.8, "top_p": 0.9, "seed": 11.0, "max_tokens": 24.0}},
-				{"completion", false, map[string]any{"model": model, "prompt": "Once upon a time", "temperature": 1.0, "seed": 5.0, "max_tokens": 24.0}},
-				{"completion", true, map[string]any{"model": model, "prompt": "Once upon a time", "temperature": 0.0, "max_tokens": 24.0}},
+				{"chat", false, false, false, map[string]any{"model": model, "messages": msgs, "temperature": 0.0, "max_tokens": 24.0}},
+				{"chat", true, true, false, map[string]any{"model": model, "messages": msgs, "temperature": 0.8, "top_p": 0.9, "seed": 11.0, "max_tokens": 24.0}},
+				{"chat", true, false, true, map[string]any{"model": model, "messages": msgs, "temperature": 0.8, "top_p": 0.9, "seed": 11.0, "max_tokens": 24.0}},
+				{"completion", false, false, false, map[string]any{"model": model, "prompt": "Once upon a time", "temperature": 1.0, "seed": 5.0, "max_tokens": 24.0}},
+				{"completion", true, true, false, map[string]any{"model": model, "prompt": "Once upon a time", "temperature": 0.0, "max_tokens": 24.0}},
+				{"completion", true, false, true, map[string]any{"model": model, "prompt": "Once upon a time", "temperature": 0.0, "max_tokens": 24.0}},
 			}
 			spec, _ := json.Marshal(map[string]any{"baseURL": srv.URL + "/v1", "cases": cases})
 			cmd := exec.Command("node", script)
@@ -145,7 +152,7 @@ func TestOpenAINpmClientGetsTheReferencesTokens(t *testing.T) {
 			for i, c := range cases {
 				total++
 				r := results[i]
-				name := fmt.Sprintf("%s stream=%v", c.Kind, c.Stream)
+				name := fmt.Sprintf("%s stream=%v include_usage=%v common_loop=%v", c.Kind, c.Stream, c.IncludeUsage, c.CommonLoop)
 				if r.Error != "" {
 					t.Errorf("%s: %s", name, r.Error)
 					continue
@@ -166,7 +173,13 @@ func TestOpenAINpmClientGetsTheReferencesTokens(t *testing.T) {
 					t.Errorf("%s: text %q finish %q; reference %q %q", name, r.Text, r.FinishReason, wantText, want.finish)
 					ok = false
 				}
-				if r.Usage == nil || r.Usage.CompletionTokens != len(want.tokens) || r.Usage.PromptTokens != len(prompt) {
+				// A chat stream has usage only when asked for (OpenAI's usage chunk); every other answer has it.
+				wantUsage := !c.Stream || c.Kind == "completion" || c.IncludeUsage
+				switch {
+				case !wantUsage && r.Usage != nil:
+					t.Errorf("%s: usage %+v without stream_options.include_usage", name, r.Usage)
+					ok = false
+				case wantUsage && (r.Usage == nil || r.Usage.CompletionTokens != len(want.tokens) || r.Usage.PromptTokens != len(prompt)):
 					t.Errorf("%s: usage %+v; reference %d completion, %d prompt tokens", name, r.Usage, len(want.tokens), len(prompt))
 					ok = false
 				}

@@ -1,13 +1,13 @@
 // Drives bankml serve with the official `openai` npm client. Reads a JSON
 // spec on stdin: {"baseURL", "apiKey", "cases": [{"kind": "chat" |
-// "completion", "stream": bool, "body": {...request fields...}}]}, and
-// prints one JSON array: per case {"text", "finish_reason", "usage",
-// "receipt", "chunks"} or {"error"}.
+// "completion", "stream": bool, "include_usage": bool, "common_loop": bool,
+// "body": {...request fields...}}]}, and prints one JSON array: per case
+// {"text", "finish_reason", "usage", "receipt", "chunks"} or {"error"}.
 const OpenAI = require('openai');
 
 async function run(client, c) {
   const body = Object.assign({}, c.body, { stream: c.stream });
-  if (c.stream) body.stream_options = { include_usage: true };
+  if (c.stream && c.include_usage) body.stream_options = { include_usage: true };
   const api = c.kind === 'chat' ? client.chat.completions : client.completions;
   if (!c.stream) {
     const r = await api.create(body);
@@ -22,6 +22,18 @@ async function run(client, c) {
   }
   const stream = await api.create(body);
   let text = '', finish = null, usage = null, receipt = null, chunks = 0;
+  if (c.common_loop) {
+    // The loop of openai-node's and openai-python's READMEs, without optional
+    // chaining on choices[0]: it throws on a chunk whose choices are empty.
+    for await (const chunk of stream) {
+      chunks++;
+      if (chunk.bankml_receipt) receipt = chunk.bankml_receipt;
+      if (chunk.usage) usage = chunk.usage;
+      text += (c.kind === 'chat' ? chunk.choices[0].delta.content : chunk.choices[0].text) || '';
+      if (chunk.choices[0].finish_reason) finish = chunk.choices[0].finish_reason;
+    }
+    return { text, finish_reason: finish, usage, receipt, chunks };
+  }
   for await (const chunk of stream) {
     chunks++;
     if (chunk.bankml_receipt) receipt = chunk.bankml_receipt;
