@@ -48,6 +48,8 @@ type serveCmd struct {
 
 	storeFlag  `embed:""` // --models: the store a NAME comes from (storemodel.go)
 	mirrorFlag `embed:""` // --from: the mirror a NAME is pulled from on first use
+
+	StoreServe storeServeFlags `embed:""` // without MODEL: the store (serve_store.go)
 }
 
 // aliasList is serve's -a/--alias: each value split at commas and added, as arg.cpp:3007's handler adds to
@@ -98,6 +100,9 @@ func (c *serveCmd) address() (string, error) {
 
 // Validate (kong's hook after parsing) takes the model from MODEL or -m/--model (resolveModel).
 func (c *serveCmd) Validate() (err error) {
+	if c.Model == "" && c.ModelFlag == "" {
+		return nil // the whole store (serve_store.go)
+	}
 	c.Model, err = resolveModel(c.Model, c.ModelFlag)
 	return err
 }
@@ -148,6 +153,9 @@ func (c *serveCmd) Run(stderr errWriter) error {
 	// listens; once it listens they shut it down gracefully (serve.Server.Serve).
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if c.Model == "" {
+		return c.serveStore(ctx, addr, log, stderr)
+	}
 
 	// A model NAME comes from the store (pulled on first use), pinned by its manifest.
 	model, manifest, stored, err := storeModel("serve", c.Model, c.Manifest, c.storeFlag, c.From, stderr)

@@ -107,3 +107,11 @@ func TestCreateFromAModelfileThroughTheCommandLine(t *testing.T) {
 		t.Fatalf("show --modelfile: %d %q", code, out)
 	}
 }
+
+func TestServeWithoutAModelRefusesWhatAStoreServerDoesNotSupportYet(t *testing.T) {
+	storeEnv(t)
+	code, _, e := bankml(t, "serve", "--history", t.TempDir(), "--listen", "127.0.0.1:0")
+	if code != 1 || !strings.Contains(e, "without MODEL (serving the store)") {
+		t.Fatalf("exit %d, stderr %q", code, e)
+	}
+}
