@@ -180,7 +180,7 @@ func (r *Router) handleShow(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	if body.Model == "" {
-		body.Model = body.Name
+		body.Model = body.Name //lint:ignore SA1019 older Ollama clients send "name"; Ollama takes it too
 	}
 	m, err := r.o.Store.Get(body.Model)
 	if err != nil {
@@ -247,7 +247,7 @@ func (r *Router) handlePull(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	if body.Model == "" {
-		body.Model = body.Name
+		body.Model = body.Name //lint:ignore SA1019 older Ollama clients send "name"; Ollama takes it too
 	}
 	stream := body.Stream == nil || *body.Stream
 	p := &progressLines{w: w, stream: stream}
@@ -377,7 +377,7 @@ func (r *Router) handleDelete(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	if body.Model == "" {
-		body.Model = body.Name
+		body.Model = body.Name //lint:ignore SA1019 older Ollama clients send "name"; Ollama takes it too
 	}
 	if _, err := r.o.Store.Get(body.Model); err != nil {
 		writeErr(w, true, 404, fmt.Sprintf("model '%s' not found", body.Model))
