@@ -11,3 +11,5 @@ scripts/install-mariadb.sh
 scripts/install-chromium.sh
 scripts/install-haproxy.sh
 go test -count=1 -timeout 40m ./...
+# deploy/ is its own module (ko, helm and kubeconform pinned as Go tools): the chart and image checks.
+(cd deploy && go test -count=1 -timeout 40m ./...)

@@ -61,6 +61,11 @@ func (s *Store) Pull(ctx context.Context, what string, o PullOptions) (*Manifest
 	if o.Mirror == "" {
 		o.Mirror = os.Getenv(pull.EnvMirror)
 	}
+	if o.Mirror != "" && !strings.HasPrefix(o.Mirror, "http://") && !strings.HasPrefix(o.Mirror, "https://") {
+		if abs, err := filepath.Abs(o.Mirror); err == nil {
+			o.Mirror = abs // recorded in the provenance: a folder by its absolute path
+		}
+	}
 	switch {
 	case strings.HasPrefix(what, "hf://"):
 		u, repo, rev, err := ParseHF(what)
