@@ -385,7 +385,9 @@ func contentRange(s string) (start, total int64, ok bool) {
 	return start, total, true
 }
 
-func isHTTP(s string) bool { return strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://") }
+func isHTTP(s string) bool {
+	return strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://")
+}
 
 // mirrorPath is the address of the file name at a mirror (a base URL or a folder).
 func mirrorPath(mirror, name string) string {
