@@ -166,20 +166,49 @@ func EncodeTQ2_0Scaled(x []float32, d float32, dst []byte) error {
 	for b := range len(x) / quant.QK_K {
 		xb := x[b*quant.QK_K : (b+1)*quant.QK_K]
 		for i, v := range xb {
-			r := float32(math.Round(float64(v * id)))
-			switch {
-			case r != r:
-				r = 0
-			case r > 1:
-				r = 1
-			case r < -1:
-				r = -1
-			}
-			trits[i] = int8(r)
+			trits[i] = scaledTrit(v, id)
 		}
 		packTQ2_0(dst[b*quant.BlockTQ2_0Size:(b+1)*quant.BlockTQ2_0Size], &trits, h)
 	}
 	return nil
+}
+
+// EncodeQ2_0Scaled writes x as Q2_0 blocks (groups of 64) that all store the one scale d (as f16), with the trits
+// of [EncodeTQ2_0Scaled] (clamp(round_half_away(x·(1/d)), −1, +1), NaN to 0) as codes trit+1: the same ternary
+// matrix as EncodeTQ2_0Scaled's in Q2_0's layout, for the Q2_0 kernels. d must be positive and at most 65504;
+// len(x) a multiple of 64 and len(dst) len(x)/64·18.
+func EncodeQ2_0Scaled(x []float32, d float32, dst []byte) error {
+	if err := FormatQ2_0.check(x, dst); err != nil {
+		return err
+	}
+	if !(d > 0 && d <= maxF16) {
+		return fmt.Errorf("ternary: Q2_0 scale %g is not in (0, 65504]", d)
+	}
+	id := 1 / d
+	h := quant.FP32ToFP16(d)
+	var trits [quant.QK2_0]int8
+	for b := range len(x) / quant.QK2_0 {
+		for i, v := range x[b*quant.QK2_0 : (b+1)*quant.QK2_0] {
+			trits[i] = scaledTrit(v, id)
+		}
+		packQ2_0(dst[b*quant.BlockQ2_0Size:(b+1)*quant.BlockQ2_0Size], trits[:], h)
+	}
+	return nil
+}
+
+// scaledTrit is the round-clip of the scaled encoders: clamp(round_half_away(v·id), −1, +1), NaN to 0, taken in
+// the float domain.
+func scaledTrit(v, id float32) int8 {
+	r := float32(math.Round(float64(v * id)))
+	switch {
+	case r != r:
+		r = 0
+	case r > 1:
+		r = 1
+	case r < -1:
+		r = -1
+	}
+	return int8(r)
 }
 
 // EncodeAbsmeanTQ2_0 is BitNet b1.58's absmean encoder of a whole tensor x (all its rows, in order): one scale d =

@@ -311,3 +311,42 @@ func TestPlanesDequantizeInTheReference(t *testing.T) {
 	}
 	t.Logf("%d of 6 plane sets (TQ2_0 and Q2_0, K=1..3) dequantize in the reference to the reconstruction, bit for bit", checked)
 }
+
+// TestScaledQ2_0HoldsTheScaledTQ2_0Trits: EncodeQ2_0Scaled writes the trits of EncodeTQ2_0Scaled (NaN and ±inf
+// included) with the same d in every block, so both dequantize to the same matrix; bad scales and lengths are
+// refused.
+func TestScaledQ2_0HoldsTheScaledTQ2_0Trits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	w := make([]float32, 512)
+	for i := range w {
+		w[i] = float32(rng.NormFloat64())
+	}
+	w[3], w[100], w[300] = float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))
+	d := AbsmeanScale(w)
+	tq, q2 := make([]byte, FormatTQ2_0.RowBytes(512)), make([]byte, FormatQ2_0.RowBytes(512))
+	if err := EncodeTQ2_0Scaled(w, d, tq); err != nil {
+		t.Fatal(err)
+	}
+	if err := EncodeQ2_0Scaled(w, d, q2); err != nil {
+		t.Fatal(err)
+	}
+	a, b := make([]float32, 512), make([]float32, 512)
+	quant.DequantizeRowTQ2_0(tq, a)
+	quant.DequantizeRowQ2_0(q2, b)
+	same := 0
+	for i := range a {
+		if math.Float32bits(a[i]) == math.Float32bits(b[i]) {
+			same++
+		}
+	}
+	t.Logf("%d of %d weights dequantize alike from TQ2_0 and Q2_0", same, len(a))
+	if same != len(a) {
+		t.Fatal("the scaled Q2_0 and TQ2_0 encoders disagree")
+	}
+	if err := EncodeQ2_0Scaled(w, 0, q2); err == nil {
+		t.Error("a zero scale was accepted")
+	}
+	if err := EncodeQ2_0Scaled(w[:100], d, q2); err == nil {
+		t.Error("100 weights (not whole 64-blocks) were accepted")
+	}
+}

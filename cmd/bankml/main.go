@@ -56,6 +56,7 @@ type cli struct {
 	Witness      witnessCmd       `cmd:"" help:"Run a transparency-log witness (C2SP tlog-witness): cosign a log's checkpoints after checking they extend the last one cosigned."`
 	Quantize     quantizeCmd      `cmd:"" help:"Convert a model's matrices to ternary (TQ2_0, TQ1_0, Q2_0 or PTQTP trit-planes), streamed."`
 	Perplexity   perplexityCmd    `cmd:"" help:"Measure a model's perplexity on a text file as llama-perplexity does."`
+	Train        trainCmd         `cmd:"" help:"Train a ternary student by distillation (straight-through estimator), or by ternary evolution strategies (--es)."`
 	Serve        serveCmd         `cmd:"" help:"Serve a model over the OpenAI, Ollama and llama-server HTTP APIs, with a receipt on every answer."`
 	Pull         pullCmd          `cmd:"" help:"Download a model into the store: a catalog name, an hf:// or http(s) address with its sha256, or a local file."`
 	List         listCmd          `cmd:"" aliases:"ls" help:"List the models in the store (--catalog: bankml's built-in catalog)."`
