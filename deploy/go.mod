@@ -9,6 +9,7 @@ tool (
 )
 
 require (
+	github.com/google/go-containerregistry v0.21.7
 	k8s.io/client-go v0.37.0
 	sigs.k8s.io/yaml v1.6.0
 )
@@ -122,7 +123,6 @@ require (
 	github.com/google/certificate-transparency-go v1.3.3 // indirect
 	github.com/google/gnostic-models v0.7.0 // indirect
 	github.com/google/go-cmp v0.7.0 // indirect
-	github.com/google/go-containerregistry v0.21.7 // indirect
 	github.com/google/ko v0.19.1 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/gosuri/uitable v0.0.4 // indirect
