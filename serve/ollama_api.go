@@ -135,7 +135,7 @@ func unsupportedFields(format json.RawMessage, truncate, shift *bool, topLogprob
 // a request's options override, server/routes.go:122), and logs, in one line at WARN (Ollama warns of each
 // name it does not know, api/types.go:976), the options given that are not applied.
 func (a *ollamaAPI) settings(w http.ResponseWriter, opts map[string]any) (ollamaSettings, bool) {
-	s, err := parseOllamaOptions(opts, a.base())
+	s, err := parseOllamaOptions(a.s.withDefaults(opts), a.base())
 	if err != nil {
 		a.s.metrics.refusedFor("invalid")
 		ollamaError(w, http.StatusBadRequest, optionMessage(err))
@@ -285,7 +285,7 @@ func (a *ollamaAPI) handleChat(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	prompt, rendered, err := a.chatPrompt(req.Messages, req.Think)
+	prompt, rendered, err := a.chatPrompt(a.s.withModelMessages(req.Messages), req.Think)
 	if err != nil {
 		writeOllamaAPIError(w, err)
 		return
@@ -359,9 +359,14 @@ func (a *ollamaAPI) handleGenerate(w http.ResponseWriter, r *http.Request) {
 		job.prompt, job.rendered = engine.Prompt{Text: req.Prompt}, req.Prompt
 	default:
 		var msgs []api.Message
-		if req.System != "" {
-			msgs = append(msgs, api.Message{Role: "system", Content: req.System})
+		system := req.System
+		if system == "" {
+			system = a.s.opt.Defaults.System // the model's SYSTEM (Ollama's GenerateHandler)
 		}
+		if system != "" {
+			msgs = append(msgs, api.Message{Role: "system", Content: system})
+		}
+		msgs = append(msgs, a.s.opt.Defaults.Messages...)
 		msgs = append(msgs, api.Message{Role: "user", Content: req.Prompt})
 		var err error
 		if job.prompt, job.rendered, err = a.chatPrompt(msgs, req.Think); err != nil {

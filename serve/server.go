@@ -70,6 +70,7 @@ type Options struct {
 	Grace        time.Duration // 0: DefaultGrace
 	Timeout      time.Duration // each socket read and write of an exchange (-to/--timeout; withIOTimeouts); 0: DefaultTimeout
 	Version      string        // bankml's version, for receipts, /props and /api/version
+	Defaults     ModelDefaults // a stored model's Modelfile settings, applied to the Ollama API (modeldefaults.go)
 	Log          *slog.Logger  // nil: discard
 	// CORSOrigins are origins whose pages may read answers besides the loopback and app origins always
 	// allowed (cors.go: --cors-origin, BANKML_ORIGINS): "*" for any (answered with Access-Control-Allow-Origin:

@@ -274,6 +274,7 @@ func (r *Router) load(ctx context.Context, ref string) (*loaded, error) {
 	}
 	so := r.o.Serve
 	so.Alias = []string{man.Ref()}
+	so.Defaults = Defaults(man)
 	srv, err := serve.New(m, so)
 	if err != nil {
 		m.Close()
@@ -469,4 +470,13 @@ func writeErr(w http.ResponseWriter, ollama bool, status int, msg string) {
 		typ = "server_error"
 	}
 	writeJSON(w, status, map[string]any{"error": map[string]any{"code": status, "message": msg, "type": typ}})
+}
+
+// Defaults are a stored model's Modelfile settings as package serve applies them to the Ollama API.
+func Defaults(m *store.Manifest) serve.ModelDefaults {
+	d := serve.ModelDefaults{Options: m.Parameters, System: m.System}
+	for _, msg := range m.Messages {
+		d.Messages = append(d.Messages, api.Message{Role: msg.Role, Content: msg.Content})
+	}
+	return d
 }

@@ -342,3 +342,31 @@ func TestOllamaPullStreamsProgressAsOllama(t *testing.T) {
 		t.Fatalf("Content-Type %q", resp.Header.Get("Content-Type"))
 	}
 }
+
+func TestAModelfilesSettingsApplyToOllamaRequestsAsOllamaAppliesThem(t *testing.T) {
+	f := newFixture(t, storeserve.Options{})
+	if _, err := f.s.Create(context.Background(), "brief", strings.NewReader("FROM stories260K\nSYSTEM Be brief.\nPARAMETER num_predict 5\nPARAMETER temperature 0\nMESSAGE user Hi\nMESSAGE assistant Hello\n"), store.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	chat := func(body string) (string, int) {
+		st, b := f.post(t, "/api/chat", body)
+		if st != 200 {
+			t.Fatalf("%d %s", st, b)
+		}
+		var out struct {
+			Message   struct{ Content string } `json:"message"`
+			EvalCount int                      `json:"eval_count"`
+		}
+		json.Unmarshal(b, &out)
+		return out.Message.Content, out.EvalCount
+	}
+	got, n := chat(`{"model":"brief","messages":[{"role":"user","content":"Tell me a story."}],"stream":false}`)
+	want, wn := chat(`{"model":"stories260K","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"Hi"},{"role":"assistant","content":"Hello"},{"role":"user","content":"Tell me a story."}],"options":{"num_predict":5,"temperature":0},"stream":false}`)
+	if got != want || n != 5 || wn != 5 {
+		t.Fatalf("brief answered %q (%d tokens); stories260K with the settings spelt out %q (%d)", got, n, want, wn)
+	}
+	// A request's own option wins over the model's.
+	if _, n := chat(`{"model":"brief","messages":[{"role":"user","content":"Tell me a story."}],"options":{"num_predict":2},"stream":false}`); n != 2 {
+		t.Fatalf("num_predict 2 gave %d tokens", n)
+	}
+}

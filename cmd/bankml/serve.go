@@ -19,6 +19,7 @@ import (
 	"github.com/bankml/bankml/ledger"
 	"github.com/bankml/bankml/quant"
 	"github.com/bankml/bankml/serve"
+	"github.com/bankml/bankml/storeserve"
 )
 
 // serveCmd is `bankml serve MODEL`: the OpenAI, Ollama and llama-server HTTP APIs over one model (package
@@ -163,8 +164,12 @@ func (c *serveCmd) Run(stderr errWriter) error {
 		return err
 	}
 	alias := []string(c.Alias)
-	if stored != nil && len(alias) == 0 {
-		alias = []string{stored.Ref()} // served as NAME:TAG, as Ollama names it
+	var defaults serve.ModelDefaults
+	if stored != nil {
+		if len(alias) == 0 {
+			alias = []string{stored.Ref()} // served as NAME:TAG, as Ollama names it
+		}
+		defaults = storeserve.Defaults(stored) // its Modelfile's settings, on the Ollama API
 	}
 	c.Model, c.Manifest = model, manifest
 
@@ -212,7 +217,7 @@ func (c *serveCmd) Run(stderr errWriter) error {
 	}
 	s, err := serve.New(m, serve.Options{
 		NCtx: c.Ctx, Threads: int(c.Threads), Parallel: c.Parallel, QueueSize: c.Queue, NPredict: &c.NPredict,
-		Alias: alias, APIKey: c.APIKey, CORSOrigins: c.CORSOrigin, Ledger: l, TLog: tlog, Signer: signer, Version: version, Log: log, Timeout: time.Duration(c.Timeout) * time.Second,
+		Alias: alias, Defaults: defaults, APIKey: c.APIKey, CORSOrigins: c.CORSOrigin, Ledger: l, TLog: tlog, Signer: signer, Version: version, Log: log, Timeout: time.Duration(c.Timeout) * time.Second,
 	})
 	if err != nil {
 		return cannotRun(err)
