@@ -230,3 +230,20 @@ func TestCreateRefusesWhatBankmlDoesNotCarryOut(t *testing.T) {
 		t.Errorf("a refused Modelfile left a manifest: %v", err)
 	}
 }
+
+func TestPullOfAnHFAddressWithItsSHA256ReadsTheMirror(t *testing.T) {
+	s, models := newStore(t)
+	o := opts(models)
+	o.SHA256 = storiesSHA
+	m, err := s.Pull(context.Background(), "hf://ggml-org/models@499bc8821c6b12b4e53c5bffcb21ec206f212d81/tinyllamas/stories260K.gguf", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Ref() != "stories260K:latest" || m.Provenance.Kind != "hf" || m.Provenance.Repo != "ggml-org/models" ||
+		m.Provenance.Revision != "499bc8821c6b12b4e53c5bffcb21ec206f212d81" || m.Model.SHA256 != storiesSHA {
+		t.Fatalf("manifest %+v", m)
+	}
+	if _, err := s.Pull(context.Background(), "hf://ggml-org/models/tinyllamas/stories260K.gguf", opts(models)); err == nil || !strings.Contains(err.Error(), "--sha256") {
+		t.Fatalf("hf:// without --sha256: %v", err)
+	}
+}
