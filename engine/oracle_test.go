@@ -290,3 +290,10 @@ func TestRepeatedRequest(t *testing.T) {
 		})
 	}
 }
+
+// TestSeededOraclesAgainstAutoVariant runs the greedy and seeded
+// completion oracle against the CPU variant ggml loads on this CPU as well
+// as haswell (reftest.AgainstAutoVariant).
+func TestSeededOraclesAgainstAutoVariant(t *testing.T) {
+	reftest.AgainstAutoVariant(t, "^TestGenerateMatchesReference$")
+}

@@ -21,6 +21,11 @@
 //     lacks is an error (Level.Check, LevelFromEnv, NewWork), never a silent
 //     fallback. Every level computes the same bits; the oracle tests run at
 //     each level the machine has.
+//   - CPU variants (variant.go): the reference ships fourteen x86 builds
+//     (internal/cpuvariant); bankml matches the one BANKML_MATCH names
+//     (ResolveMatch; auto: ggml's pick), and models haswell's chains (and
+//     alderlake's, the same); docs/exactness.md, "CPU variants", has the
+//     sweep of the others.
 //   - Fast path (pack.go, act.go, tile_*.s): Matrix.Repack copies Q1_0, Q2_0
 //     and TQ2_0 rows into groups of sixteen rows laid out so that one vector
 //     lane is one row and each activation operand is one dword broadcast to

@@ -1,16 +1,12 @@
 package quant
 
-import (
-	"encoding/binary"
-
-	"github.com/bankml/bankml/fmath"
-)
+import "encoding/binary"
 
 // Models of the plain-C scalar loops ggml exports as
 // ggml_vec_dot_{q8_0,q4_0,q1_0}_q8_0_generic (ggml-cpu/quants.c), in the
 // float order GCC compiled them to in the haswell library: where the
-// compiled code fuses a multiply-add (vfmadd231ss) the model calls
-// fmath.FMA32, and every other product is rounded to float32 explicitly, so
+// compiled code fuses a multiply-add (vfmadd231ss) the model fuses it
+// (mulAdd, fmath.FMA32), and every other product is rounded to float32 explicitly, so
 // that Go cannot fuse it. The integer sums are exact in any order.
 // (ggml_vec_dot_q2_0_q8_0_generic is not exported by the library.)
 
@@ -19,6 +15,12 @@ import (
 // (vmulss), then sumf = fma(float(sumi), d, sumf) (vfmadd231ss). w and a hold
 // nb Q8_0 blocks each.
 func VecDotQ8_0Q8_0Generic(w, a []byte, nb int) float32 {
+	return vecDotQ8_0Generic(w, a, nb, true)
+}
+
+// vecDotQ8_0Generic is the loop of VecDotQ8_0Q8_0Generic, its multiply-adds fused (the FMA
+// builds) or each product rounded first (the builds without FMA).
+func vecDotQ8_0Generic(w, a []byte, nb int, fused bool) float32 {
 	nb = min(nb, len(w)/BlockQ8_0Size, len(a)/BlockQ8_0Size)
 	var sumf float32
 	for b := range nb {
@@ -29,7 +31,7 @@ func VecDotQ8_0Q8_0Generic(w, a []byte, nb int) float32 {
 			sumi += int32(int8(wb[2+j])) * int32(int8(ab[2+j]))
 		}
 		d := float32(FP16ToFP32(binary.LittleEndian.Uint16(wb)) * FP16ToFP32(binary.LittleEndian.Uint16(ab)))
-		sumf = fmath.FMA32(float32(sumi), d, sumf)
+		sumf = mulAdd(float32(sumi), d, sumf, fused)
 	}
 	return sumf
 }
@@ -40,6 +42,12 @@ func VecDotQ8_0Q8_0Generic(w, a []byte, nb int) float32 {
 // sumf = fma(p, dy, sumf) (vfmadd231ss), as C's left-to-right
 // sumi*dx*dy. w holds nb Q4_0 blocks, a nb Q8_0 blocks.
 func VecDotQ4_0Q8_0Generic(w, a []byte, nb int) float32 {
+	return vecDotQ4_0Generic(w, a, nb, true)
+}
+
+// vecDotQ4_0Generic is the loop of VecDotQ4_0Q8_0Generic, its multiply-adds fused (the FMA
+// builds) or each product rounded first (the builds without FMA).
+func vecDotQ4_0Generic(w, a []byte, nb int, fused bool) float32 {
 	nb = min(nb, len(w)/BlockQ4_0Size, len(a)/BlockQ8_0Size)
 	var sumf float32
 	for b := range nb {
@@ -52,7 +60,7 @@ func VecDotQ4_0Q8_0Generic(w, a []byte, nb int) float32 {
 			sumi += (int32(q>>4) - 8) * int32(int8(ab[2+j+QK8_0/2]))
 		}
 		p := float32(float32(sumi) * FP16ToFP32(binary.LittleEndian.Uint16(wb)))
-		sumf = fmath.FMA32(p, FP16ToFP32(binary.LittleEndian.Uint16(ab)), sumf)
+		sumf = mulAdd(p, FP16ToFP32(binary.LittleEndian.Uint16(ab)), sumf, fused)
 	}
 	return sumf
 }
@@ -64,6 +72,12 @@ func VecDotQ4_0Q8_0Generic(w, a []byte, nb int) float32 {
 // sumi = fma(float(s_K), dy_K, sumi) from sumi = 0 (vfmadd231ss), and
 // sumf = fma(d, sumi, sumf) (vfmadd231ss).
 func VecDotQ1_0Q8_0Generic(w, a []byte, nb int) float32 {
+	return vecDotQ1_0Generic(w, a, nb, true)
+}
+
+// vecDotQ1_0Generic is the loop of VecDotQ1_0Q8_0Generic, its multiply-adds fused (the FMA
+// builds) or each product rounded first (the builds without FMA).
+func vecDotQ1_0Generic(w, a []byte, nb int, fused bool) float32 {
 	nb = min(nb, len(w)/BlockQ1_0Size, len(a)/(4*BlockQ8_0Size))
 	var sumf float32
 	for b := range nb {
@@ -82,9 +96,9 @@ func VecDotQ1_0Q8_0Generic(w, a []byte, nb int) float32 {
 					s -= q
 				}
 			}
-			sumi = fmath.FMA32(float32(s), d1, sumi)
+			sumi = mulAdd(float32(s), d1, sumi, fused)
 		}
-		sumf = fmath.FMA32(d0, sumi, sumf)
+		sumf = mulAdd(d0, sumi, sumf, fused)
 	}
 	return sumf
 }

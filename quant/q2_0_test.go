@@ -1,7 +1,6 @@
 package quant
 
 import (
-	"encoding/binary"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -43,22 +42,6 @@ func TestVecDotQ2_0Q8_0MatchesReference(t *testing.T) {
 	k := lowbitKernels(t)
 	r := rand.New(rand.NewPCG(25, 26))
 	checkLowbitDot(t, r, 60, gguf.Q2_0, k.VecDotQ2_0Q8_0)
-}
-
-// vecDotQ2_0Q8_0NoFMA models the x64 variant's compiled loop (mulss/addss):
-// s = +0 + float(isum0)*dy0, s += float(isum1)*dy1, sumf += s*d, each
-// product and sum rounded.
-func vecDotQ2_0Q8_0NoFMA(w, a []byte, nb int) float32 {
-	var sumf float32
-	for b := range nb {
-		wb := w[b*BlockQ2_0Size:]
-		a0, a1 := a[2*b*BlockQ8_0Size:], a[(2*b+1)*BlockQ8_0Size:]
-		var s float32
-		s += float32(float32(q2SubSum(wb[2:10], a0[2:])) * FP16ToFP32(binary.LittleEndian.Uint16(a0)))
-		s += float32(float32(q2SubSum(wb[10:18], a1[2:])) * FP16ToFP32(binary.LittleEndian.Uint16(a1)))
-		sumf += float32(s * FP16ToFP32(binary.LittleEndian.Uint16(wb)))
-	}
-	return sumf
 }
 
 // TestQ2_0X64VariantDiffers runs the x64 (no-FMA) build of

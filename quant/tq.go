@@ -346,6 +346,12 @@ func VecDotTQ1_0Q8_K(w, a []byte, nb int) float32 {
 // the haswell library: per block the exact sum of (code-1)*y, then
 // sumf = fma(float(sum), x.d*y.d, sumf). Same arguments as VecDotTQ1_0Q8_K.
 func VecDotTQ1_0Q8_KGeneric(w, a []byte, nb int) float32 {
+	return vecDotTQ1_0Generic(w, a, nb, true)
+}
+
+// vecDotTQ1_0Generic is the generic TQ1_0 loop, its sumf += float(sum)*d
+// fused (the FMA builds) or not (x64, sse42, sandybridge, ivybridge).
+func vecDotTQ1_0Generic(w, a []byte, nb int, fused bool) float32 {
 	nb = kBlocks(w, a, nb, BlockTQ1_0Size)
 	var sumf float32
 	var c [QK_K]uint8
@@ -359,7 +365,7 @@ func VecDotTQ1_0Q8_KGeneric(w, a []byte, nb int) float32 {
 			s0 += (int32(c[e]) - 1) * int32(int8(y[e]))
 			s1 += (int32(c[(e+1)&255]) - 1) * int32(int8(y[(e+1)&255]))
 		}
-		sumf = fmath.FMA32(float32(s0+s1), tq1D(blk)*q8KD(ab), sumf)
+		sumf = mulAdd(float32(s0+s1), tq1D(blk)*q8KD(ab), sumf, fused)
 	}
 	return sumf
 }
@@ -402,6 +408,12 @@ func VecDotTQ2_0Q8_K(w, a []byte, nb int) float32 {
 // the haswell library: per block the exact sum of (code-1)*y, then
 // sumf = fma(float(sum), y.d*x.d, sumf). Same arguments as VecDotTQ2_0Q8_K.
 func VecDotTQ2_0Q8_KGeneric(w, a []byte, nb int) float32 {
+	return vecDotTQ2_0Generic(w, a, nb, true)
+}
+
+// vecDotTQ2_0Generic is the generic TQ2_0 loop, its sumf += float(sum)*d
+// fused (the FMA builds) or not (x64, sse42, sandybridge, ivybridge).
+func vecDotTQ2_0Generic(w, a []byte, nb int, fused bool) float32 {
 	nb = kBlocks(w, a, nb, BlockTQ2_0Size)
 	var sumf float32
 	for b := range nb {
@@ -420,7 +432,7 @@ func VecDotTQ2_0Q8_KGeneric(w, a []byte, nb int) float32 {
 				ysum += y0 + y1 + y2 + y3
 			}
 		}
-		sumf = fmath.FMA32(float32(sum-ysum), q8KD(ab)*tq2D(blk), sumf)
+		sumf = mulAdd(float32(sum-ysum), q8KD(ab)*tq2D(blk), sumf, fused)
 	}
 	return sumf
 }

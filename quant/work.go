@@ -16,6 +16,10 @@ import (
 type Work struct {
 	level Level
 	pool  *parallel.Pool
+	// variant is the CPU variant whose chains the block dots follow where
+	// bankml models them (variantDot; the zero value, x64, is never set:
+	// haswellChains marks haswell's). Only the sweep sets another so far.
+	variant Variant
 
 	q8     q8Act  // prepared Q8_0 columns (packed Q1_0/Q2_0)
 	q8k    q8KAct // prepared Q8_K columns (packed TQ2_0)
@@ -63,7 +67,7 @@ func NewWork(level Level, pool *parallel.Pool) (*Work, error) {
 	if err := level.Check(); err != nil {
 		return nil, err
 	}
-	w := &Work{level: level, pool: pool, scr: make([][]float32, pool.Size()), shares: make([]share, pool.Size())}
+	w := &Work{level: level, pool: pool, variant: VariantHaswell, scr: make([][]float32, pool.Size()), shares: make([]share, pool.Size())}
 	w.job.w = w
 	return w, nil
 }
@@ -243,7 +247,14 @@ func (w *Work) run(planes []Matrix, x []float32, n int, out []float32) {
 	k, rows := m.Cols, m.Rows
 	_ = x[n*k-1]
 	units := rows
-	packed := w.level > LevelGeneric
+	// A variant's own chain (variantDot) runs the plain rows, one column at
+	// a time, as that variant's vec_dot does (not where llamafile's
+	// tinyBLAS_Q0 takes two or more columns: variantVecDotOnly).
+	vdot := variantDot(w.variant, m.Type)
+	if n >= 2 && !variantVecDotOnly(w.variant, m.Type) {
+		vdot = nil
+	}
+	packed := w.level > LevelGeneric && vdot == nil
 	for i := range planes {
 		packed = packed && planes[i].packedRows() != nil
 	}
@@ -292,7 +303,7 @@ func (w *Work) run(planes []Matrix, x []float32, n int, out []float32) {
 			}
 			break
 		}
-		if m.Type == gguf.Q1_0 && w.level == LevelAVX512 {
+		if m.Type == gguf.Q1_0 && w.level == LevelAVX512 && vdot == nil {
 			w.prepareQ8(x, k, n)
 			if !w.prep.dy8 {
 				w.q8.fillDy8()
@@ -315,17 +326,24 @@ func (w *Work) run(planes []Matrix, x []float32, n int, out []float32) {
 			panic(fmt.Sprintf("quant: MatMul: row length %d is not a multiple of the activation block %d", k, act.block))
 		}
 		j.qb = k / act.block * act.size
+		quantize := act.quantize
+		if vq := variantQuantizeQ8_0(w.variant); vq != nil && act.size == BlockQ8_0Size && act.block == QK8_0 {
+			quantize = vq
+		}
 		if f := xqFormat(act); w.prep.xq != f {
 			w.xq = grow(w.xq, n*j.qb)
 			for c := range n {
-				act.quantize(x[c*k:(c+1)*k], w.xq[c*j.qb:(c+1)*j.qb])
+				quantize(x[c*k:(c+1)*k], w.xq[c*j.qb:(c+1)*j.qb])
 			}
 			w.prep.xq = f
 		}
 		j.kernel = bk.dot
-		if bk.repack != nil && rows%8 == 0 {
+		switch {
+		case vdot != nil:
+			j.kernel = vdot
+		case bk.repack != nil && rows%8 == 0:
 			j.kernel = bk.repack
-		} else if len(planes) == 1 {
+		case len(planes) == 1:
 			j.rows = rowsDot(w.level, m.Type)
 		}
 		j.wnb = k / m.Type.BlockSize()

@@ -83,7 +83,7 @@ func (s *Server) handleProps(w http.ResponseWriter, r *http.Request) {
 		"is_sleeping":                 false,
 		"bankml": map[string]any{
 			"version": s.opt.Version, "model_sha256": s.m.SHA256, "pinned": s.m.Pin.Pinned,
-			"guard": s.m.Guard.Verdict, "identity": s.m.Identity,
+			"guard": s.m.Guard.Verdict, "identity": s.m.Identity, "match": s.opt.Match,
 		},
 	})
 }

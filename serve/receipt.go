@@ -21,6 +21,7 @@ import (
 type Receipt struct {
 	Version          string   `json:"version"`                // bankml's version
 	Engine           string   `json:"engine"`                 // what computed the answer
+	Match            string   `json:"match"`                  // the llama.cpp CPU variant the answer is exact against (--match), e.g. "haswell"
 	ModelSHA256      string   `json:"model_sha256"`           // the model file's sha256, lower-case hex
 	Guard            string   `json:"guard"`                  // the guard's verdict at admission ("play")
 	Pinned           bool     `json:"pinned"`                 // false when served with --unpinned
@@ -75,6 +76,7 @@ func (s *Server) newReceipt(x *exchange, u usage, answer []byte, now time.Time) 
 	r := Receipt{
 		Version:          s.opt.Version,
 		Engine:           s.engineName(),
+		Match:            s.opt.Match,
 		ModelSHA256:      s.m.SHA256,
 		Guard:            string(s.m.Guard.Verdict),
 		Pinned:           s.m.Pin.Pinned,
@@ -94,7 +96,7 @@ func (s *Server) newReceipt(x *exchange, u usage, answer []byte, now time.Time) 
 
 // engineName is the receipt's engine field.
 func (s *Server) engineName() string {
-	return fmt.Sprintf("bankml %s: its own forward pass, token-identical to llama.cpp (reference @node-llama-cpp/linux-x64@3.22.1, haswell) on its oracle tests", s.opt.Version)
+	return fmt.Sprintf("bankml %s: its own forward pass, token-identical to llama.cpp (reference @node-llama-cpp/linux-x64@3.22.1, %s) on its oracle tests", s.opt.Version, s.opt.Match)
 }
 
 // ms converts a duration to milliseconds.

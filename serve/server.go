@@ -19,6 +19,7 @@ import (
 	"github.com/bankml/bankml/engine"
 	"github.com/bankml/bankml/ledger"
 	"github.com/bankml/bankml/provenance"
+	"github.com/bankml/bankml/quant"
 	"github.com/bankml/bankml/sample"
 )
 
@@ -71,6 +72,7 @@ type Options struct {
 	Timeout      time.Duration // each socket read and write of an exchange (-to/--timeout; withIOTimeouts); 0: DefaultTimeout
 	Version      string        // bankml's version, for receipts, /props and /api/version
 	Defaults     ModelDefaults // a stored model's Modelfile settings, applied to the Ollama API (modeldefaults.go)
+	Match        string        // the reference CPU variant the answers are exact against (quant.ResolveMatch), for receipts and /props; "": BANKML_MATCH's (quant.MatchFromEnv)
 	Log          *slog.Logger  // nil: discard
 	// CORSOrigins are origins whose pages may read answers besides the loopback and app origins always
 	// allowed (cors.go: --cors-origin, BANKML_ORIGINS): "*" for any (answered with Access-Control-Allow-Origin:
@@ -180,6 +182,13 @@ func New(m *Model, o Options) (*Server, error) {
 	}
 	if o.Version == "" {
 		o.Version = "dev"
+	}
+	if o.Match == "" {
+		mt, err := quant.MatchFromEnv()
+		if err != nil {
+			return nil, fmt.Errorf("serve: %w", err)
+		}
+		o.Match = mt.Variant.String()
 	}
 	if o.TLog != nil && o.Ledger == nil {
 		return nil, errors.New("serve: a transparency log needs the history it commits (Options.Ledger)")

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"os"
 	"reflect"
 	"runtime"
 	"slices"
@@ -21,9 +22,23 @@ import (
 )
 
 type benchCmd struct {
+	matchFlag
 	All     benchAllCmd     `cmd:"" default:"withargs" help:"The default: bench kernels, then bench model, in one invocation (their flags prefixed --kernels- and --model-)."`
 	Kernels benchKernelsCmd `cmd:"" help:"Time bankml's Q1_0, Q2_0 and TQ2_0 matvec kernels (each CPU level) next to the reference's exported vec_dot and its mul_mat, alternating in one process, on Qwen3-8B projection shapes; plus the memory read bandwidth floor."`
 	Model   benchModelCmd   `cmd:"" help:"Time prompt and decode tokens/s of bankml and the reference, alternating in one process, on Bonsai-8B-shaped Q1_0, Q2_0 and TQ2_0 files (made with synth when missing), at 1 and 2 threads; plus the bandwidth floor and the pool's dispatch cost per token."`
+}
+
+// AfterApply resolves --match for the chosen subcommand (a refused variant
+// is a usage error) and points the reference at the same variant
+// (BANKML_REFERENCE_VARIANT), so that both sides of each ratio compute the
+// same chains.
+func (b *benchCmd) AfterApply() error {
+	m, err := b.resolve("bench", os.Stderr)
+	if err != nil {
+		return err
+	}
+	b.All.Kernels.match, b.All.Model.match, b.Kernels.match, b.Model.match = m, m, m, m
+	return os.Setenv(reference.EnvVariant, m.Variant.String())
 }
 
 // benchKernelsCmd times, for each low-bit format and Qwen3-8B projection
@@ -33,11 +48,12 @@ type benchCmd struct {
 // (DESIGN.md §7: ratios measured side by side hold where absolute times
 // drift), and the machine's memory read bandwidth.
 type benchKernelsCmd struct {
-	Rounds  int    `name:"rounds" default:"9" help:"Rounds; each times every contender once, in rotating order."`
-	RefRows int    `name:"ref-rows" default:"1024" help:"Rows per sample for the slow contenders (the reference's vec_dot called row by row, bankml's generic level): the first RefRows rows of the same matrix."`
-	Types   string `name:"types" default:"q1_0,q2_0,tq2_0" help:"Comma-separated weight types."`
-	Shapes  string `name:"shapes" default:"q,kv,o,gate_up,down,output" help:"Comma-separated projection shapes of Qwen3-8B (q, kv, o, gate_up, down, output)."`
-	BWBytes int    `name:"bw-mib" default:"1024" help:"Buffer size in MiB for the bandwidth measurement (0: skip it)."`
+	match   quant.Match // from bench's --match (benchCmd.AfterApply)
+	Rounds  int         `name:"rounds" default:"9" help:"Rounds; each times every contender once, in rotating order."`
+	RefRows int         `name:"ref-rows" default:"1024" help:"Rows per sample for the slow contenders (the reference's vec_dot called row by row, bankml's generic level): the first RefRows rows of the same matrix."`
+	Types   string      `name:"types" default:"q1_0,q2_0,tq2_0" help:"Comma-separated weight types."`
+	Shapes  string      `name:"shapes" default:"q,kv,o,gate_up,down,output" help:"Comma-separated projection shapes of Qwen3-8B (q, kv, o, gate_up, down, output)."`
+	BWBytes int         `name:"bw-mib" default:"1024" help:"Buffer size in MiB for the bandwidth measurement (0: skip it)."`
 }
 
 // benchShape is one Qwen3-8B projection: rows (ne[1]) by row length (ne[0]).
@@ -98,7 +114,7 @@ func (b *benchKernelsCmd) Run(stdout io.Writer) error {
 	defer runtime.UnlockOSThread()
 
 	levels := quant.Levels()
-	fmt.Fprintf(stdout, "bench kernels: %d rounds alternating bankml (levels %v) and the reference (haswell), one thread, ns per weight block (min / median / max)\n\n", b.Rounds, levels)
+	fmt.Fprintf(stdout, "bench kernels: %d rounds alternating bankml (levels %v) and the reference (%s), one thread, ns per weight block (min / median / max)\n\n", b.Rounds, levels, k.Variant())
 	var hdr, sep strings.Builder
 	hdr.WriteString("| type | shape | rows × cols | blocks/row |")
 	for _, l := range levels {

@@ -33,16 +33,17 @@ import (
 // count). It also checks that both generate the same tokens, and measures
 // the memory read bandwidth that bounds a decoded token from below.
 type benchModelCmd struct {
-	Dir         string `name:"dir" help:"Folder of the files b8-Q1_0.gguf, b8-Q2_0.gguf, b8-TQ2_0.gguf; a missing one is written there with bankml synth (--arch qwen3 --preset bonsai-8b --vocab qwen3, seed 0). Default: the system's temporary folder." type:"path"`
-	Types       string `name:"types" default:"q1_0,q2_0,tq2_0" help:"Comma-separated weight types (q1_0, q2_0, tq2_0)."`
-	Threads     string `name:"threads" default:"1,2" help:"Comma-separated thread counts."`
-	Rounds      int    `name:"rounds" default:"3" help:"Rounds; each runs bankml and the reference once per thread count, alternating which goes first."`
-	Prompt      int    `name:"prompt" default:"128" help:"Prompt tokens (one micro-batch; at most 512)."`
-	Gen         int    `name:"gen" default:"64" help:"Generated tokens (the decode timing covers the Gen-1 after the first)."`
-	RefQ2Prompt int    `name:"ref-q2-prompt" default:"16" help:"Prompt tokens for the reference on Q2_0 (its scalar kernel takes seconds per token); bankml's Q2_0 prompt keeps --prompt."`
-	RefQ2Gen    int    `name:"ref-q2-gen" default:"4" help:"Generated tokens for the reference on Q2_0."`
-	RefQ2Rounds int    `name:"ref-q2-rounds" default:"1" help:"Rounds of the reference on Q2_0 (bankml keeps --rounds)."`
-	BWMiB       int    `name:"bw-mib" default:"1024" help:"Buffer size in MiB for the bandwidth measurement."`
+	match       quant.Match // from bench's --match (benchCmd.AfterApply)
+	Dir         string      `name:"dir" help:"Folder of the files b8-Q1_0.gguf, b8-Q2_0.gguf, b8-TQ2_0.gguf; a missing one is written there with bankml synth (--arch qwen3 --preset bonsai-8b --vocab qwen3, seed 0). Default: the system's temporary folder." type:"path"`
+	Types       string      `name:"types" default:"q1_0,q2_0,tq2_0" help:"Comma-separated weight types (q1_0, q2_0, tq2_0)."`
+	Threads     string      `name:"threads" default:"1,2" help:"Comma-separated thread counts."`
+	Rounds      int         `name:"rounds" default:"3" help:"Rounds; each runs bankml and the reference once per thread count, alternating which goes first."`
+	Prompt      int         `name:"prompt" default:"128" help:"Prompt tokens (one micro-batch; at most 512)."`
+	Gen         int         `name:"gen" default:"64" help:"Generated tokens (the decode timing covers the Gen-1 after the first)."`
+	RefQ2Prompt int         `name:"ref-q2-prompt" default:"16" help:"Prompt tokens for the reference on Q2_0 (its scalar kernel takes seconds per token); bankml's Q2_0 prompt keeps --prompt."`
+	RefQ2Gen    int         `name:"ref-q2-gen" default:"4" help:"Generated tokens for the reference on Q2_0."`
+	RefQ2Rounds int         `name:"ref-q2-rounds" default:"1" help:"Rounds of the reference on Q2_0 (bankml keeps --rounds)."`
+	BWMiB       int         `name:"bw-mib" default:"1024" help:"Buffer size in MiB for the bandwidth measurement."`
 }
 
 // benchAllCmd is `bankml bench`: the kernel table, then the model table,

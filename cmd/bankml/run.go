@@ -28,6 +28,7 @@ type runCmd struct {
 	TopK      *int        `name:"top-k" placeholder:"N" help:"Top-k sampling, as llama-cli's --top-k (default 40, or the model's general.sampling.top_k; 0 = off)."`
 	TopP      *float32    `name:"top-p" placeholder:"N" help:"Top-p sampling, as llama-cli's --top-p (default 0.95, or the model's general.sampling.top_p; 1 = off)."`
 	Sampling  runSampling `embed:""`
+	matchFlag
 	Seed      int64       `name:"seed" default:"-1" help:"Seed of the sampler's random draw; -1 picks one at random."`
 	Threads   threadCount `short:"t" name:"threads" default:"${nproc}" help:"Number of threads (default: the number of logical CPUs); 0 or less takes the number of logical CPUs, as llama.cpp; at most 512, ggml's GGML_MAX_N_THREADS)."`
 	Ctx       int         `short:"c" name:"ctx-size" aliases:"ctx" default:"0" help:"Context size in tokens: 0 (the default) takes the model's training context, as llama-server's defaults give a slot; another size is rounded up to a multiple of 256 and capped at the training context, as llama-server does."`
@@ -103,6 +104,9 @@ func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error 
 	// not what cannot be run (exit 2).
 	if _, err := quant.LevelFromEnv(); err != nil {
 		return fmt.Errorf("run: %w", err)
+	}
+	if _, err := r.resolve("run", stderr); err != nil {
+		return err
 	}
 	if !r.Chat && (r.System != "" || r.SingleTurn) {
 		return errors.New("run: --system (-sys) and --single-turn (-st) need --chat (-cnv)")

@@ -44,6 +44,7 @@ type serveCmd struct {
 	NPredict   int         `short:"n" name:"n-predict" default:"-1" help:"Tokens to predict for a request that sets no n_predict/max_tokens (or -1; Ollama: no num_predict), as llama-server's -n/--n-predict; a request's own count wins, above or below it; -1: until an end-of-generation token or a full context; below -1 (any int, as llama-server takes it): one token, as llama-server's slot limit then has no budget."`
 
 	Proof proofFlags `embed:""`
+	matchFlag
 
 	Ignored llamaIgnored `embed:""`
 
@@ -141,6 +142,10 @@ func (c *serveCmd) Run(stderr errWriter) error {
 	if _, err := quant.LevelFromEnv(); err != nil { // a usage error (exit 1), not a model refused (exit 2)
 		return fmt.Errorf("serve: %w", err)
 	}
+	match, err := c.resolve("serve", stderr)
+	if err != nil {
+		return err
+	}
 	addr, err := c.address()
 	if err != nil {
 		return err
@@ -155,7 +160,7 @@ func (c *serveCmd) Run(stderr errWriter) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if c.Model == "" {
-		return c.serveStore(ctx, addr, log, stderr)
+		return c.serveStore(ctx, addr, match.Variant.String(), log, stderr)
 	}
 
 	// A model NAME comes from the store (pulled on first use), pinned by its manifest.
@@ -217,7 +222,7 @@ func (c *serveCmd) Run(stderr errWriter) error {
 	}
 	s, err := serve.New(m, serve.Options{
 		NCtx: c.Ctx, Threads: int(c.Threads), Parallel: c.Parallel, QueueSize: c.Queue, NPredict: &c.NPredict,
-		Alias: alias, Defaults: defaults, APIKey: c.APIKey, CORSOrigins: c.CORSOrigin, Ledger: l, TLog: tlog, Signer: signer, Version: version, Log: log, Timeout: time.Duration(c.Timeout) * time.Second,
+		Alias: alias, Defaults: defaults, APIKey: c.APIKey, CORSOrigins: c.CORSOrigin, Ledger: l, TLog: tlog, Signer: signer, Version: version, Log: log, Match: match.Variant.String(), Timeout: time.Duration(c.Timeout) * time.Second,
 	})
 	if err != nil {
 		return cannotRun(err)

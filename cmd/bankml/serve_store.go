@@ -21,7 +21,7 @@ type storeServeFlags struct {
 }
 
 // serveStore is bankml serve without a model: every model of the store, loaded on demand (storeserve).
-func (c *serveCmd) serveStore(ctx context.Context, addr string, log *slog.Logger, stderr errWriter) error {
+func (c *serveCmd) serveStore(ctx context.Context, addr, match string, log *slog.Logger, stderr errWriter) error {
 	if c.History != "" || c.Proof.Key != "" || len(c.Alias) > 0 || c.Unpinned || c.Manifest != "" {
 		return errors.New("serve: without MODEL (serving the store) --history, --key, -a/--alias, --unpinned and --manifest are not supported yet: every model is pinned by its store manifest and named NAME:TAG")
 	}
@@ -32,7 +32,7 @@ func (c *serveCmd) serveStore(ctx context.Context, addr string, log *slog.Logger
 	r, err := storeserve.New(storeserve.Options{
 		Store: s, Pull: pullOptions(stderr, c.From),
 		Serve: serve.Options{NCtx: c.Ctx, Threads: int(c.Threads), Parallel: c.Parallel, QueueSize: c.Queue, NPredict: &c.NPredict,
-			APIKey: c.APIKey, CORSOrigins: c.CORSOrigin, Version: version, Log: log, Timeout: time.Duration(c.Timeout) * time.Second},
+			APIKey: c.APIKey, CORSOrigins: c.CORSOrigin, Version: version, Log: log, Match: match, Timeout: time.Duration(c.Timeout) * time.Second},
 		KeepAlive: c.StoreServe.KeepAlive, NoKeepAlive: c.StoreServe.KeepAlive == 0, MaxModels: c.StoreServe.MaxModels, MaxMemory: c.StoreServe.MaxMemory, Log: log,
 	})
 	if err != nil {

@@ -21,12 +21,17 @@
 // .reference/ at the repository root; [Dir] finds them (or
 // $BANKML_REFERENCE_DIR). Only linux/amd64 is supported.
 //
-// # Forcing the haswell CPU variant
+// # Choosing the CPU variant
 //
-// The bit-exact target is the haswell variant of ggml's CPU backend (AVX2 +
-// FMA). ggml_backend_load_all, and llama_backend_init when no backend is
-// registered yet, would score every libggml-cpu-*.so and pick the best one
-// for the host (zen4 or skylakex on AVX-512 machines). [Load] therefore:
+// The default target is the haswell variant of ggml's CPU backend (AVX2 +
+// FMA); [EnvVariant] (BANKML_REFERENCE_VARIANT) names another, or "auto" for
+// the one ggml itself would load here ([AutoVariant], the scorer of package
+// internal/cpuvariant). One variant per process: tests that compare several
+// run a child process per variant. ggml_backend_load_all, and
+// llama_backend_init when no backend is registered yet, would score every
+// libggml-cpu-*.so and load the best one for the host (zen4 or skylakex on
+// AVX-512 machines). [Load] therefore (haswell standing for the chosen
+// variant, whose reported features are checked instead of step 3's list):
 //
 //  1. dlopens libggml-base.so and then libggml.v0.5.0.so (RTLD_GLOBAL), and
 //     routes ggml's log to this package;

@@ -7,15 +7,18 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/bankml/bankml/internal/cpuvariant"
 	"github.com/ebitengine/purego"
 )
 
 // Kernels are single ggml CPU kernels of the reference, called directly: the
 // row converters of libggml-base.so and the dot products and activation
-// quantizer of libggml-cpu-haswell.so (after ggml_cpu_init). They are the
+// quantizer of the process's CPU variant (ProcessVariant; haswell by
+// default) after ggml_cpu_init. They are the
 // oracle of package quant's kernel tests. Safe for concurrent use.
 type Kernels struct {
-	base, cpu uintptr // dlopen handles of libggml-base.so and libggml-cpu-haswell.so
+	base, cpu uintptr // dlopen handles of libggml-base.so and libggml-cpu-<variant>.so
+	variant   cpuvariant.Variant
 
 	fp16ToFP32     func(h uint16) float32
 	fp32ToFP16     func(f float32) uint16
@@ -35,9 +38,10 @@ var (
 	kernelsErr  error
 )
 
-// LoadKernels opens the reference's libggml-base.so and
-// libggml-cpu-haswell.so (found by Dir) and binds the kernels; it returns an
-// error wrapping ErrNotInstalled when the reference is absent.
+// LoadKernels opens the reference's libggml-base.so and the process's CPU
+// variant (libggml-cpu-haswell.so unless [EnvVariant] names another; found
+// by Dir) and binds the kernels; it returns an error wrapping
+// ErrNotInstalled when the reference is absent.
 func LoadKernels() (*Kernels, error) {
 	kernelsOnce.Do(func() { kernels, kernelsErr = loadKernels() })
 	return kernels, kernelsErr
@@ -55,11 +59,18 @@ func loadKernels() (*Kernels, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reference: %s: %w", libGGMLBase, err)
 	}
-	cpu, err := dlopen(filepath.Join(dir, libCPUHaswell), rtldNow|rtldGlobal)
+	v, err := ProcessVariant()
 	if err != nil {
-		return nil, fmt.Errorf("reference: %s: %w", libCPUHaswell, err)
+		return nil, err
 	}
-	k := &Kernels{base: base, cpu: cpu}
+	if err := CanExecute(v); err != nil {
+		return nil, err
+	}
+	cpu, err := dlopen(filepath.Join(dir, v.Library()), rtldNow|rtldGlobal)
+	if err != nil {
+		return nil, fmt.Errorf("reference: %s: %w", v.Library(), err)
+	}
+	k := &Kernels{base: base, cpu: cpu, variant: v}
 	bind := func(fptr any, h uintptr, name string) error {
 		sym, err := dlsym(h, name)
 		if err != nil {
@@ -93,6 +104,9 @@ func loadKernels() (*Kernels, error) {
 	cpuInit()
 	return k, nil
 }
+
+// Variant is the CPU variant whose library the kernels come from.
+func (k *Kernels) Variant() cpuvariant.Variant { return k.variant }
 
 // FP16ToFP32 is ggml_fp16_to_fp32.
 func (k *Kernels) FP16ToFP32(h uint16) float32 { return k.fp16ToFP32(h) }
@@ -155,7 +169,7 @@ func (k *Kernels) Bind(fptr any, name string) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("reference: symbol %s not exported by %s or %s", name, libCPUHaswell, libGGMLBase)
+	return fmt.Errorf("reference: symbol %s not exported by %s or %s", name, k.variant.Library(), libGGMLBase)
 }
 
 // OpenVariant dlopens another CPU variant of the reference (e.g.

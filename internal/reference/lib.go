@@ -13,6 +13,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/bankml/bankml/internal/cpuvariant"
 	"github.com/ebitengine/purego"
 )
 
@@ -21,13 +22,15 @@ import (
 // stderr. By default the log is kept in memory only (see [Lib]).
 const EnvLog = "BANKML_REFERENCE_LOG"
 
-// Lib is the loaded reference: libggml-base, libggml, the haswell CPU backend
-// and libllama, with the haswell variant verified (see the package doc).
+// Lib is the loaded reference: libggml-base, libggml, one CPU backend (haswell
+// unless [EnvVariant] names another) and libllama, with the variant verified
+// (see the package doc).
 // There is one Lib per process, made by the first call to [Load]; it is
 // never unloaded. A Lib is safe for concurrent use.
 type Lib struct {
-	dir         string   // bins folder
-	cpuBackend  string   // absolute path of the loaded libggml-cpu-haswell.so
+	dir         string // bins folder
+	variant     cpuvariant.Variant
+	cpuBackend  string   // absolute path of the loaded libggml-cpu-<variant>.so
 	cpuReg      uintptr  // its ggml_backend_reg_t
 	cpuFeatures []string // "NAME=VALUE" from ggml_backend_get_features
 	systemInfo  string   // llama_print_system_info()
@@ -77,15 +80,20 @@ var (
 // error wraps [ErrNotInstalled] when the libraries are absent.
 func Load() (*Lib, error) {
 	loadOnce.Do(func() {
-		loaded, loadErr = load(libCPUHaswell)
+		v, err := ProcessVariant()
+		if err != nil {
+			loadErr = err
+			return
+		}
+		loaded, loadErr = load(v.Library(), v)
 	})
 	return loaded, loadErr
 }
 
-// load does the work of [Load] with the named CPU backend library; only
-// tests pass anything but libggml-cpu-haswell.so, to see the verification
-// reject other variants.
-func load(cpuLib string) (*Lib, error) {
+// load does the work of [Load] with the named CPU backend library, verified
+// to be variant want; only tests pass a library of another variant, to see
+// the verification reject it.
+func load(cpuLib string, want cpuvariant.Variant) (*Lib, error) {
 	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
 		return nil, fmt.Errorf("reference: only linux/amd64 is supported, not %s/%s: %w", runtime.GOOS, runtime.GOARCH, ErrNotInstalled)
 	}
@@ -93,7 +101,10 @@ func load(cpuLib string) (*Lib, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Lib{dir: dir}
+	if err := CanExecute(want); err != nil {
+		return nil, err
+	}
+	l := &Lib{dir: dir, variant: want}
 	l.log.echo = os.Getenv(EnvLog) != "" && os.Getenv(EnvLog) != "0"
 	logCB := purego.NewCallback(l.log.callback)
 
@@ -140,7 +151,7 @@ func load(cpuLib string) (*Lib, error) {
 		return nil, regErr
 	}
 
-	// 2. The haswell CPU backend, by explicit path.
+	// 2. The CPU backend, by explicit path.
 	if n := l.ggmlBackendRegCount(); n != 0 {
 		return nil, fmt.Errorf("reference: %d ggml backends registered before loading the CPU backend; want 0", n)
 	}
@@ -148,7 +159,7 @@ func load(cpuLib string) (*Lib, error) {
 	mark := l.log.mark()
 	l.cpuReg = l.ggmlBackendLoad(l.cpuBackend)
 	if l.cpuReg == 0 {
-		return nil, fmt.Errorf("reference: ggml_backend_load(%s) failed (does this CPU have AVX2, FMA, F16C and BMI2?)%s", l.cpuBackend, l.log.since(mark))
+		return nil, fmt.Errorf("reference: ggml_backend_load(%s) failed%s", l.cpuBackend, l.log.since(mark))
 	}
 
 	// 3. Verify it.
@@ -195,19 +206,20 @@ func load(cpuLib string) (*Lib, error) {
 }
 
 // verifyRegistry checks that ggml's backend registry holds exactly the
-// haswell CPU backend loaded by [Load].
+// CPU backend loaded by [Load].
 func (l *Lib) verifyRegistry() error {
 	if n := l.ggmlBackendRegCount(); n != 1 {
-		return fmt.Errorf("reference: %d ggml backends registered; want exactly 1 (the haswell CPU backend)", n)
+		return fmt.Errorf("reference: %d ggml backends registered; want exactly 1 (the %s CPU backend)", n, l.variant)
 	}
 	if r := l.ggmlBackendRegGet(0); r != l.cpuReg {
-		return fmt.Errorf("reference: registered backend %#x is not the haswell CPU backend %#x", r, l.cpuReg)
+		return fmt.Errorf("reference: registered backend %#x is not the %s CPU backend %#x", r, l.variant, l.cpuReg)
 	}
 	return nil
 }
 
 // verifyCPUBackend proves that the registered CPU backend is the one in
-// libggml-cpu-haswell.so (see the package doc).
+// libggml-cpu-<variant>.so and reports the variant's features (see the
+// package doc).
 func (l *Lib) verifyCPUBackend() ([]string, error) {
 	if err := l.verifyRegistry(); err != nil {
 		return nil, err
@@ -216,7 +228,7 @@ func (l *Lib) verifyCPUBackend() ([]string, error) {
 		return nil, fmt.Errorf("reference: loaded backend is named %q, want \"CPU\"", name)
 	}
 
-	// The haswell library's own ggml_backend_cpu_reg must return this object.
+	// The library's own ggml_backend_cpu_reg must return this object.
 	h, err := dlopen(l.cpuBackend, rtldNow|rtldNoload)
 	if err != nil || h == 0 {
 		return nil, fmt.Errorf("reference: %s is not loaded after ggml_backend_load: %v", l.cpuBackend, err)
@@ -232,7 +244,7 @@ func (l *Lib) verifyCPUBackend() ([]string, error) {
 		return nil, fmt.Errorf("reference: %s's ggml_backend_cpu_reg() = %#x, but the registry holds %#x", filepath.Base(l.cpuBackend), r, l.cpuReg)
 	}
 
-	// The object lives in the haswell file's mapping, and no other CPU
+	// The object lives in the library's mapping, and no other CPU
 	// variant is mapped into the process.
 	want, err := filepath.EvalSymlinks(l.cpuBackend)
 	if err != nil {
@@ -263,15 +275,14 @@ func (l *Lib) verifyCPUBackend() ([]string, error) {
 		feats = append(feats, name+"="+value)
 		have[name] = true
 	}
-	for _, need := range []string{"AVX2", "FMA", "F16C"} {
-		if !have[need] {
-			return nil, fmt.Errorf("reference: CPU backend features %q lack %s; not the haswell variant", feats, need)
+	var isa []string
+	for _, name := range cpuvariant.ISAFeatureNames() {
+		if have[name] {
+			isa = append(isa, name)
 		}
 	}
-	for _, bad := range []string{"AVX512", "AVX_VNNI", "AVX512_VNNI", "AMX_INT8"} {
-		if have[bad] {
-			return nil, fmt.Errorf("reference: CPU backend features %q include %s; not the haswell variant", feats, bad)
-		}
+	if got, want := strings.Join(isa, " "), strings.Join(l.variant.Reported(), " "); got != want {
+		return nil, fmt.Errorf("reference: CPU backend features %q report %q; not the %s variant (%q)", feats, got, l.variant, want)
 	}
 	return feats, nil
 }
@@ -315,11 +326,14 @@ func procMaps(addr uintptr) (owner string, cpuLibs []string, err error) {
 	return owner, cpuLibs, nil
 }
 
+// Variant returns the CPU variant loaded.
+func (l *Lib) Variant() cpuvariant.Variant { return l.variant }
+
 // Dir returns the folder the libraries were loaded from.
 func (l *Lib) Dir() string { return l.dir }
 
 // CPUBackend returns the path of the CPU backend library that was loaded and
-// verified (libggml-cpu-haswell.so in [Lib.Dir]).
+// verified (libggml-cpu-<variant>.so in [Lib.Dir]).
 func (l *Lib) CPUBackend() string { return l.cpuBackend }
 
 // CPUFeatures returns the CPU backend's compile-time features as reported by

@@ -6,16 +6,24 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/bankml/bankml/internal/cpuvariant"
 )
 
 // envSelfTestVariant makes the test binary, instead of running tests, load
-// the named CPU backend library through load and print the outcome. Loading
-// is once per process, so TestRejectsOtherVariants needs a child process.
+// a CPU backend library through load, verified as a variant, and print the
+// outcome: "LIBRARY:VARIANT". Loading is once per process, so
+// TestLoadVerifiesTheVariant needs a child process per case.
 const envSelfTestVariant = "BANKML_REFERENCE_SELFTEST_VARIANT"
 
 func TestMain(m *testing.M) {
-	if v := os.Getenv(envSelfTestVariant); v != "" {
-		if _, err := load(v); err != nil {
+	if s := os.Getenv(envSelfTestVariant); s != "" {
+		lib, name, _ := strings.Cut(s, ":")
+		v, err := cpuvariant.Parse(name)
+		if err == nil {
+			_, err = load(lib, v)
+		}
+		if err != nil {
 			fmt.Println("LOAD ERROR:", err)
 		} else {
 			fmt.Println("LOAD OK")
@@ -25,27 +33,35 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// TestRejectsOtherVariants checks that the haswell verification of load
-// refuses the other x86 CPU variants this machine can load, and accepts
-// haswell itself.
-func TestRejectsOtherVariants(t *testing.T) {
+// TestLoadVerifiesTheVariant loads every CPU variant this machine can run,
+// once verified as itself (accepted) and once as haswell (refused unless it
+// is haswell), each in a child process.
+func TestLoadVerifiesTheVariant(t *testing.T) {
 	loadOrSkip(t)
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, v := range []string{"libggml-cpu-x64.so", "libggml-cpu-sse42.so", "libggml-cpu-sandybridge.so", "libggml-cpu-haswell.so"} {
-		cmd := exec.Command(exe, "-test.run=^$")
-		cmd.Env = append(os.Environ(), envSelfTestVariant+"="+v)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("%s: %v\n%s", v, err, out)
+	ran := 0
+	for _, v := range cpuvariant.All() {
+		if err := CanExecute(v); err != nil {
+			t.Logf("%s: skipped: %v", v, err)
+			continue
 		}
-		got := strings.TrimSpace(string(out))
-		t.Logf("%s: %s", v, got)
-		wantOK := v == libCPUHaswell
-		if strings.HasPrefix(got, "LOAD OK") != wantOK {
-			t.Errorf("%s: got %q, want success %v", v, got, wantOK)
+		for _, want := range []cpuvariant.Variant{v, cpuvariant.Haswell} {
+			cmd := exec.Command(exe, "-test.run=^$")
+			cmd.Env = append(os.Environ(), envSelfTestVariant+"="+v.Library()+":"+want.String())
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("%s as %s: %v\n%s", v, want, err, out)
+			}
+			got := strings.TrimSpace(string(out))
+			wantOK := v == want
+			if strings.HasPrefix(got, "LOAD OK") != wantOK {
+				t.Errorf("%s verified as %s: got %q, want success %v", v, want, got, wantOK)
+			}
 		}
+		ran++
 	}
+	t.Logf("%d of %d variants this CPU runs load and verify as themselves, and only haswell as haswell", ran, ran)
 }
