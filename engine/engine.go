@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/bankml/bankml/chat"
+	"github.com/bankml/bankml/grammar"
 	"github.com/bankml/bankml/model"
 	"github.com/bankml/bankml/sample"
 	"github.com/bankml/bankml/tokenizer"
@@ -138,7 +139,8 @@ func New(m *model.Model, tok tokenizer.Tokenizer, tmpl *chat.Template, o Options
 		return nil, fmt.Errorf("engine: %w", err)
 	}
 	e := &Engine{m: m, tok: tok, tmpl: tmpl, o: o, nCtx: n, eogs: tok.EOGs()}
-	e.smodl = sample.Model{NVocab: m.HP.NVocab, SuppressTokens: o.SuppressTokens, Vocab: vocabAdapter{tok}}
+	e.smodl = sample.Model{NVocab: m.HP.NVocab, SuppressTokens: o.SuppressTokens, Vocab: vocabAdapter{tok},
+		Grammar: grammar.NewVocab(tok)}
 	for i := range o.Parallel {
 		e.slots = append(e.slots, &slot{id: i})
 	}

@@ -356,7 +356,8 @@ func (e *Engine) run(ctx context.Context, s *slot, prompt []int32, req Request, 
 			out.Probs = &p
 		}
 		eog := e.tok.IsEOG(tok)
-		out.Text, out.Pending = st.add(string(e.tok.TokenToPiece(tok, false)), eog)
+		// preserved tokens show their text, as llama-server's accept_special_token renders them
+		out.Text, out.Pending = st.add(string(e.tok.TokenToPiece(tok, slices.Contains(req.Sampling.PreservedTokens, tok))), eog)
 		if !out.Pending && out.Probs != nil {
 			res.Probs = append(res.Probs, *out.Probs)
 		}

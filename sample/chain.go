@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/bankml/bankml/grammar"
 	"github.com/bankml/bankml/internal/stdcpp"
 )
 
@@ -16,6 +17,10 @@ type Model struct {
 	SuppressTokens []int32
 	// Vocab is needed only when DRY is on with sequence breakers.
 	Vocab Vocab
+	// Grammar is the vocabulary prepared for grammars (grammar.NewVocab of
+	// the model's tokenizer), needed only when Params.Grammar is set. It is
+	// shared by the chains of every request.
+	Grammar *grammar.Vocab
 }
 
 // Chain is common_sampler: the llama_sampler chain llama-server builds per
@@ -29,14 +34,22 @@ type Chain struct {
 	cur []TokenData // the candidate buffer, one entry per vocabulary token
 	arr candidates  // cur_p: the candidates after the last Sample
 	buf []TokenData // scratch for the bucket sort
+
+	grmr    *grammar.Grammar // the grammar sampler, nil without a grammar
+	rbudget *reasoningBudget // the reasoning budget sampler, nil without one
+	sampled bool             // Sample ran since New or Reset: Accept takes generated tokens
+	err     error            // a token the grammar could not take, returned by the next Sample
 }
 
-// New builds the chain common_sampler_init builds for p: the logit biases
-// (p.LogitBias, then m.SuppressTokens at -Inf) if any, the stages of
-// p.Samplers that are not no-ops, and the seeded draw. Errors: p.Check's
-// (*ParamError), a vocabulary size below 1, a logit bias or suppress token
-// outside the vocabulary is kept as llama.cpp keeps it (it then matches no
-// candidate), DRY sequence breakers without m.Vocab.
+// New builds the chain common_sampler_init builds for p: the grammar sampler
+// when p.Grammar is set (see newGrammar), the logit biases (p.LogitBias,
+// then m.SuppressTokens at -Inf) if any, the stages of p.Samplers that are
+// not no-ops, and the seeded draw. Errors: p.Check's (*ParamError), a
+// grammar that does not parse or a generation prompt it refuses (a
+// *ParamError naming "grammar" or "generation_prompt", wrapping
+// ErrInvalid), a vocabulary size below 1, DRY sequence breakers without
+// m.Vocab. A logit bias or suppress token outside the vocabulary is kept as
+// llama.cpp keeps it (it then matches no candidate).
 func New(p Params, m Model) (*Chain, error) {
 	if err := p.Check(); err != nil {
 		return nil, err
@@ -45,6 +58,14 @@ func New(p Params, m Model) (*Chain, error) {
 		return nil, fmt.Errorf("sample: vocabulary of %d tokens", m.NVocab)
 	}
 	c := &Chain{params: p, nVocab: m.NVocab, cur: make([]TokenData, m.NVocab)}
+	g, err := newGrammar(&p, m.Grammar, m.NVocab)
+	if err != nil {
+		return nil, err
+	}
+	c.grmr = g
+	if c.rbudget, err = newReasoningBudget(&p, m.Grammar); err != nil {
+		return nil, err
+	}
 	bias := append([]LogitBias(nil), p.LogitBias...)
 	for _, t := range m.SuppressTokens {
 		bias = append(bias, LogitBias{Token: t, Bias: float32(math.Inf(-1))})
@@ -121,18 +142,57 @@ func (c *Chain) Params() Params { return c.params }
 func (c *Chain) Seed() uint32 { return c.dist.seedCur }
 
 // Sample runs the chain over one row of logits (NVocab float32s, left
-// unchanged) as common_sampler_sample does and returns the drawn token. It
-// does not accept the token: call Accept. The error reports a row of the
-// wrong length.
+// unchanged) as common_sampler_sample does (grammar_first false, as
+// llama-server calls it) and returns the drawn token: the stages run and
+// draw; with a grammar, the token drawn is checked alone, and only when the
+// grammar refuses it are the candidates set afresh, masked by the grammar
+// and the stages run again (drawing again). It does not accept the token:
+// call Accept. Errors: a row of the wrong length, a *GrammarError for a
+// token the grammar could not take at the last Accept.
 func (c *Chain) Sample(logits []float32) (int32, error) {
+	if c.err != nil {
+		return 0, c.err
+	}
 	if len(logits) != c.nVocab {
 		return 0, fmt.Errorf("sample: %d logits for a vocabulary of %d", len(logits), c.nVocab)
 	}
+	c.sampled = true
+	id, err := c.run(logits, false)
+	if err != nil || !c.grammarApplies() {
+		return id, err
+	}
+	if c.grmr.Allows(id) {
+		return id, nil
+	}
+	return c.run(logits, true)
+}
+
+// grammarApplies is grammar_should_apply: there is a grammar, and unless it
+// is lazy and a reasoning budget is counting, it applies.
+func (c *Chain) grammarApplies() bool {
+	if c.grmr == nil {
+		return false
+	}
+	if c.rbudget == nil || !c.params.GrammarLazy {
+		return true
+	}
+	return c.rbudget.state == ReasoningIdle || c.rbudget.state == ReasoningDone
+}
+
+// run sets the candidates from logits, masks them by the grammar when
+// masked, and applies the stages.
+func (c *Chain) run(logits []float32, masked bool) (int32, error) {
 	c.cur = c.cur[:c.nVocab]
 	for i, l := range logits {
 		c.cur[i] = TokenData{ID: int32(i), Logit: l}
 	}
 	c.arr = candidates{data: c.cur, selected: -1}
+	if c.rbudget != nil {
+		c.rbudget.apply(&c.arr)
+	}
+	if masked && c.grammarApplies() {
+		applyGrammar(c.grmr, &c.arr)
+	}
 	for _, s := range c.stages {
 		s.apply(&c.arr, &c.buf)
 	}
@@ -143,20 +203,81 @@ func (c *Chain) Sample(logits []float32) (int32, error) {
 }
 
 // Accept feeds an accepted token to the stages that keep history (penalties,
-// DRY), as common_sampler_accept does. llama-server accepts every prompt
-// token after Reset (server_slot::init_sampler), then every generated one.
+// DRY), to the reasoning budget and to the grammar, as common_sampler_accept
+// does. Tokens accepted
+// before the first Sample since New or Reset are prompt tokens
+// (llama-server's server_slot::init_sampler accepts every prompt token
+// after the reset with is_generated false): the grammar does not take them.
+// A token the grammar cannot take is kept as an error for the next Sample
+// (see Err).
 func (c *Chain) Accept(tok int32) {
+	if !c.sampled {
+		c.AcceptPrompt(tok)
+		return
+	}
+	acceptGrammar := c.grammarApplies() // before the budget takes the token
+	if c.rbudget != nil {
+		c.rbudget.accept(tok)
+		// a budget that has just ended replays its end sequence (which may
+		// hold the grammar's trigger) to a grammar that stood aside
+		if c.grmr != nil && !acceptGrammar && c.rbudget.state == ReasoningDone {
+			for _, t := range c.rbudget.endSeq() {
+				c.acceptGrammar(t)
+			}
+		}
+	}
+	if c.grmr != nil && acceptGrammar {
+		c.acceptGrammar(tok)
+	}
 	for _, s := range c.stages {
 		s.accept(tok)
 	}
 }
 
+func (c *Chain) acceptGrammar(tok int32) {
+	if c.err != nil {
+		return
+	}
+	if err := c.grmr.Accept(tok); err != nil {
+		c.err = &GrammarError{Err: err}
+	}
+}
+
+// AcceptPrompt feeds a prompt token (common_sampler_accept with
+// is_generated false): the history stages take it, the grammar and the
+// reasoning budget do not.
+func (c *Chain) AcceptPrompt(tok int32) {
+	for _, s := range c.stages {
+		s.accept(tok)
+	}
+}
+
+// Err returns the *GrammarError of a token the grammar could not take, or
+// nil.
+func (c *Chain) Err() error { return c.err }
+
+// Grammar returns the chain's grammar (nil without one), for callers that
+// report its state.
+func (c *Chain) Grammar() *grammar.Grammar { return c.grmr }
+
+// Reasoning returns the state of the reasoning budget (ReasoningIdle
+// without one).
+func (c *Chain) Reasoning() ReasoningState {
+	if c.rbudget == nil {
+		return ReasoningIdle
+	}
+	return c.rbudget.state
+}
+
 // Reset clears the history and reseeds XTC and the draw (common_sampler_reset;
-// DefaultSeed draws new random seeds).
+// DefaultSeed draws new random seeds). Like common_sampler_reset it leaves
+// the grammar where it is; the next tokens accepted before a Sample are
+// prompt tokens again.
 func (c *Chain) Reset() {
 	for _, s := range c.stages {
 		s.reset()
 	}
+	c.sampled = false
 }
 
 // Candidates returns the candidates the last Sample left and the index of the

@@ -150,7 +150,40 @@ type Params struct {
 
 	Samplers  []Type      `json:"-"` // stage order; see ParseSamplerNames
 	LogitBias []LogitBias `json:"-"` // applied first, before every stage
-	Grammar   string      `json:"grammar"`
+
+	// Grammar is a GBNF grammar the tokens drawn must follow ("" for none),
+	// applied as common_sampler_sample applies it: the chain draws first,
+	// and only when the grammar refuses the token drawn is the chain run
+	// again over the candidates the grammar allows.
+	Grammar string `json:"grammar"`
+	// GrammarType says where Grammar came from (0 is GrammarUser); for
+	// GrammarOutputFormat and GrammarToolCalls grammars that are not lazy,
+	// the tokens of GenerationPrompt are fed to the grammar first.
+	GrammarType GrammarType `json:"-"`
+	// GrammarLazy grammars constrain nothing until one of GrammarTriggers.
+	GrammarLazy     bool             `json:"-"`
+	GrammarTriggers []GrammarTrigger `json:"-"`
+	// PreservedTokens are special tokens whose text the answer shows
+	// (llama-server renders them with special = true); the chain does not
+	// use them.
+	PreservedTokens []int32 `json:"-"`
+	// GenerationPrompt is the part of the prompt the chat template put
+	// after the last message (common_params_sampling.generation_prompt); its
+	// tokens are fed to the reasoning budget, and to output-format and
+	// tool-call grammars.
+	GenerationPrompt string `json:"-"`
+
+	// The reasoning budget (common/reasoning-budget.cpp), made when both
+	// tags are set and the grammar is lazy, the budget is >= 0 or
+	// ReasoningControl is set: it counts the tokens between the start
+	// tokens and one of the end sequences and, past ReasoningBudgetTokens,
+	// forces ReasoningBudgetForced (the message and the first end tag);
+	// while it counts, a lazy grammar stands aside.
+	ReasoningBudgetTokens int32     `json:"-"` // -1: no limit
+	ReasoningBudgetStart  []int32   `json:"-"` // the start tag's tokens
+	ReasoningBudgetEnd    [][]int32 `json:"-"` // the end tags' tokens
+	ReasoningBudgetForced []int32   `json:"-"`
+	ReasoningControl      bool      `json:"-"`
 }
 
 // DefaultParams returns common_params_sampling's defaults, llama-server's
@@ -164,13 +197,14 @@ type Params struct {
 //	dry_multiplier 0, dry_base 1.75, dry_allowed_length 2,
 //	dry_penalty_last_n 64, dry_sequence_breakers ["\n", ":", "\"", "*"],
 //	mirostat 0, mirostat_tau 5, mirostat_eta 0.1, adaptive_target -1,
-//	adaptive_decay 0.9, n_probs 0, samplers DefaultSamplers().
+//	adaptive_decay 0.9, n_probs 0, samplers DefaultSamplers(),
+//	reasoning_budget_tokens -1.
 func DefaultParams() Params {
 	return Params{
 		Seed: DefaultSeed, Temp: 0.8, DynatempExponent: 1, TopK: 40, TopP: 0.95, MinP: 0.05, TopNSigma: -1,
 		XTCThreshold: 0.1, TypicalP: 1, PenaltyLastN: 64, PenaltyRepeat: 1, DryBase: 1.75, DryAllowedLength: 2,
 		DryPenaltyLastN: 64, DrySequenceBreakers: []string{"\n", ":", "\"", "*"}, MirostatTau: 5, MirostatEta: 0.1,
-		AdaptiveTarget: -1, AdaptiveDecay: 0.9, Samplers: DefaultSamplers(),
+		AdaptiveTarget: -1, AdaptiveDecay: 0.9, Samplers: DefaultSamplers(), ReasoningBudgetTokens: -1,
 	}
 }
 
@@ -204,19 +238,24 @@ func invalid(param, format string, args ...any) error {
 }
 
 // Check reports the first parameter that bankml refuses (a *ParamError
-// wrapping ErrUnsupported: mirostat, grammar, the adaptive_p and infill
-// stages, backend_sampling) or that llama.cpp rejects (wrapping ErrInvalid:
+// wrapping ErrUnsupported: mirostat, llguidance grammars, the adaptive_p
+// and infill stages, backend_sampling) or that llama.cpp rejects (wrapping
+// ErrInvalid:
 // common_sampler_init's "penalty_repeat must be finite and greater than 0",
 // "penalty_freq must be finite", "penalty_present must be finite", a
-// non-finite float anywhere, an unknown stage).
+// non-finite float anywhere, an unknown stage, an unknown grammar or
+// trigger type). A grammar that does not parse is New's error.
 func (p *Params) Check() error {
 	switch {
 	case p.Mirostat != 0:
 		return unsupported("mirostat", fmt.Sprintf("mirostat %d is not implemented; use 0", p.Mirostat))
-	case p.Grammar != "":
-		return unsupported("grammar", "grammars are not implemented yet")
+	case p.BackendSampling && p.Grammar != "":
+		// common_sampler_init turns backend sampling off when there is a grammar
 	case p.BackendSampling:
 		return unsupported("backend_sampling", "backend sampling runs ggml graphs whose results bankml does not reproduce")
+	}
+	if err := checkGrammarParams(p); err != nil {
+		return err
 	}
 	for _, t := range p.Samplers {
 		switch t {

@@ -43,8 +43,8 @@ func TestSamplerNamesParseAsLlamaCpp(t *testing.T) {
 	}
 }
 
-// TestCheckRefusesWhatIsNotReproduced: mirostat, grammars, adaptive-p,
-// infill and backend sampling are refused naming the parameter; llama.cpp's
+// TestCheckRefusesWhatIsNotReproduced: mirostat, llguidance grammars,
+// adaptive-p, infill and backend sampling are refused naming the parameter; llama.cpp's
 // own invalid values are refused as invalid.
 func TestCheckRefusesWhatIsNotReproduced(t *testing.T) {
 	for _, tc := range []struct {
@@ -53,7 +53,9 @@ func TestCheckRefusesWhatIsNotReproduced(t *testing.T) {
 		want  error
 	}{
 		{"mirostat", func(p *Params) { p.Mirostat = 2 }, ErrUnsupported},
-		{"grammar", func(p *Params) { p.Grammar = `root ::= "a"` }, ErrUnsupported},
+		{"grammar", func(p *Params) { p.Grammar = "%llguidance {}\nstart: %json {}" }, ErrUnsupported},
+		{"grammar", func(p *Params) { p.GrammarType = 7 }, ErrInvalid},
+		{"grammar_triggers", func(p *Params) { p.GrammarTriggers = []GrammarTrigger{{Type: 9}} }, ErrInvalid},
 		{"backend_sampling", func(p *Params) { p.BackendSampling = true }, ErrUnsupported},
 		{"samplers", func(p *Params) { p.Samplers = append(p.Samplers, AdaptiveP) }, ErrUnsupported},
 		{"samplers", func(p *Params) { p.Samplers = []Type{Infill} }, ErrUnsupported},

@@ -53,11 +53,50 @@ type ChatAnswer struct {
 	Caps             map[string]bool `json:"caps"`
 	Error            string          `json:"error"`
 	Parts            []ChatPart      `json:"parts"`
+
+	// For a request: common_chat_params' grammar, grammar_lazy, grammar_triggers, preserved_tokens,
+	// additional_stops, parser (the saved PEG arena, JSON), supports_thinking, thinking_start_tag and
+	// thinking_end_tags.
+	Grammar          string        `json:"grammar"`
+	GrammarLazy      bool          `json:"grammar_lazy"`
+	Triggers         []ChatTrigger `json:"grammar_triggers"`
+	PreservedTokens  []string      `json:"preserved_tokens"`
+	AdditionalStops  []string      `json:"additional_stops"`
+	Parser           string        `json:"parser"`
+	ParamsThinking   bool          `json:"supports_thinking_params"`
+	ThinkingStartTag string        `json:"thinking_start_tag"`
+	ThinkingEndTags  []string      `json:"thinking_end_tags"`
+
+	// Parses are common_chat_parse's results for each answer of ApplyParse: every byte prefix as a partial
+	// answer (len+1 of them), then the whole answer as complete.
+	Parses [][]ChatParse `json:"parses"`
+
 	// MessageJSON and TextJSON answer ParseGenerated: the message llama-server's chat parser makes of the
 	// generated text (common_chat_msg::to_json_oaicompat) and the raw text, each as JSON dumped with
 	// common_json::dump_safe (nlohmann's replace error handler), the bytes llama-server sends.
 	MessageJSON string `json:"message_json"`
 	TextJSON    string `json:"text_json"`
+}
+
+// ChatTrigger is a common_grammar_trigger: its type (0 token, 1 word, 2 pattern, 3 full pattern) and value.
+type ChatTrigger struct {
+	Type  int    `json:"type"`
+	Value string `json:"value"`
+}
+
+// ChatParse is one common_chat_parse result, or the text of its exception.
+type ChatParse struct {
+	Content          string         `json:"content"`
+	ReasoningContent string         `json:"reasoning_content"`
+	ToolCalls        []ChatToolCall `json:"tool_calls"`
+	Error            string         `json:"error"`
+}
+
+// ChatToolCall is a parsed tool call.
+type ChatToolCall struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+	ID        string `json:"id"`
 }
 
 // ChatPart is one piece of a marked render: text that came from the variables (Input) or from the template.
@@ -150,22 +189,7 @@ func buildChatShim(ctx context.Context, bundle, bins, cache string) error {
 	}
 	defer os.RemoveAll(dir)
 	src := filepath.Join(dir, "src")
-	run := func(name string, args ...string) error {
-		cmd := exec.CommandContext(ctx, name, args...)
-		cmd.Dir = dir
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("reference: %s %s: %v\n%s", name, strings.Join(args, " "), err, out)
-		}
-		return nil
-	}
-	if err := run("git", "clone", "-q", "--no-checkout", "--depth", "1", bundle, src); err != nil {
-		return err
-	}
-	if err := run("git", "-C", src, "sparse-checkout", "set", "--no-cone", "/common/", "/include/", "/ggml/include/", "/vendor/", "/models/templates/"); err != nil {
-		return err
-	}
-	if err := run("git", "-C", src, "checkout", "-q"); err != nil {
+	if err := sparseClone(ctx, bundle, src, "/common/", "/include/", "/ggml/include/", "/vendor/", "/models/templates/"); err != nil {
 		return err
 	}
 	cpp := filepath.Join(dir, "chatshim.cpp")
@@ -177,13 +201,36 @@ func buildChatShim(ctx context.Context, bundle, bins, cache string) error {
 		"-I" + filepath.Join(src, "ggml", "include"), "-I" + filepath.Join(src, "vendor"),
 		"-L" + bins, "-l:libllama-common.so", "-l:" + libLlama, "-l:" + libGGML, "-l:" + libGGMLBase,
 		"-Wl,-rpath," + bins}
-	if err := run("g++", args...); err != nil {
+	if err := runIn(ctx, dir, "g++", args...); err != nil {
 		return err
 	}
 	if err := os.Rename(dir, cache); err != nil && !isFile(filepath.Join(cache, "chatshim")) {
 		return fmt.Errorf("reference: %w", err)
 	}
 	return nil
+}
+
+// runIn runs a command in dir, its output quoted in the error.
+func runIn(ctx context.Context, dir, name string, args ...string) error {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("reference: %s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+	return nil
+}
+
+// sparseClone checks out the given folders of the source bundle into dst.
+func sparseClone(ctx context.Context, bundle, dst string, folders ...string) error {
+	dir := filepath.Dir(dst)
+	if err := runIn(ctx, dir, "git", "clone", "-q", "--no-checkout", "--depth", "1", bundle, dst); err != nil {
+		return err
+	}
+	if err := runIn(ctx, dir, "git", append([]string{"-C", dst, "sparse-checkout", "set", "--no-cone"}, folders...)...); err != nil {
+		return err
+	}
+	return runIn(ctx, dir, "git", "-C", dst, "checkout", "-q")
 }
 
 // call sends one request and reads its answer.
@@ -217,6 +264,20 @@ func (s *ChatShim) Apply(model string, body json.RawMessage, reasoning int) (Cha
 		req["body"] = body
 	}
 	return s.call(req)
+}
+
+// ApplyParse is Apply, then common_chat_parse of each answer with the request's parser as llama-server runs it
+// (the saved parser loaded back, the generation prompt prepended): every byte prefix as partial, then the whole
+// answer as complete (ChatAnswer.Parses).
+func (s *ChatShim) ApplyParse(model string, body json.RawMessage, reasoning int, answers []string) (ChatAnswer, error) {
+	raw := make([][]int, len(answers))
+	for i, a := range answers {
+		raw[i] = make([]int, len(a))
+		for j := 0; j < len(a); j++ {
+			raw[i][j] = int(a[j])
+		}
+	}
+	return s.call(map[string]any{"model": model, "reasoning": reasoning, "body": body, "answers": raw})
 }
 
 // ParseGenerated is what llama-server sends, not streamed, for generated (the answer's bytes, valid UTF-8 or

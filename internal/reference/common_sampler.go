@@ -1,6 +1,7 @@
 package reference
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 )
@@ -42,6 +43,71 @@ type CommonSamplerParams struct {
 	// LogitBias are the request's biases; the model's suppress tokens
 	// follow them at -Inf.
 	LogitBias []LogitBias `json:"-"`
+
+	// The grammar and the reasoning budget (common_params_sampling's
+	// grammar, grammar_lazy, grammar_triggers, preserved_tokens,
+	// generation_prompt, reasoning_budget_*, reasoning_control), used by
+	// GrammarShim.NewCommonSampler only. GrammarType is common_grammar_type
+	// (1 user, 2 output format, 3 tool calls).
+	Grammar               string           `json:"-"`
+	GrammarType           int              `json:"-"`
+	GrammarLazy           bool             `json:"-"`
+	GrammarTriggers       []GrammarTrigger `json:"-"`
+	PreservedTokens       []int32          `json:"-"`
+	GenerationPrompt      string           `json:"-"`
+	ReasoningBudgetTokens int32            `json:"-"`
+	ReasoningBudgetStart  []int32          `json:"-"`
+	ReasoningBudgetEnd    [][]int32        `json:"-"`
+	ReasoningBudgetForced []int32          `json:"-"`
+	ReasoningControl      bool             `json:"-"`
+}
+
+// GrammarTrigger is common_grammar_trigger: Type is common_grammar_trigger_type (0 token, 1 word, 2 pattern, 3
+// full pattern).
+type GrammarTrigger struct {
+	Type  int
+	Value string
+	Token int32
+}
+
+// structJSON writes p keyed by common_params_sampling's field names, as the grammar shim's gs_csampler_init reads
+// them (a -Inf bias as null).
+func (p CommonSamplerParams) structJSON() ([]byte, error) {
+	var bias [][2]any
+	for _, b := range p.LogitBias {
+		var v any = b.Bias
+		if math.IsInf(float64(b.Bias), -1) {
+			v = nil
+		}
+		bias = append(bias, [2]any{b.Token, v})
+	}
+	var triggers [][3]any
+	for _, t := range p.GrammarTriggers {
+		triggers = append(triggers, [3]any{t.Type, t.Value, t.Token})
+	}
+	m := map[string]any{
+		"seed": p.Seed, "temp": p.Temp, "dynatemp_range": p.DynatempRange, "dynatemp_exponent": p.DynatempExponent,
+		"top_k": p.TopK, "top_p": p.TopP, "min_p": p.MinP, "top_n_sigma": p.TopNSigma, "xtc_probability": p.XTCProbability,
+		"xtc_threshold": p.XTCThreshold, "typ_p": p.TypicalP, "min_keep": p.MinKeep, "penalty_last_n": p.PenaltyLastN,
+		"penalty_repeat": p.PenaltyRepeat, "penalty_freq": p.PenaltyFreq, "penalty_present": p.PenaltyPresent,
+		"dry_multiplier": p.DryMultiplier, "dry_base": p.DryBase, "dry_allowed_length": p.DryAllowedLength,
+		"dry_penalty_last_n": p.DryPenaltyLastN, "dry_sequence_breakers": p.DrySequenceBreakers, "samplers": p.Samplers,
+		"logit_bias": bias, "grammar_lazy": p.GrammarLazy, "grammar_triggers": triggers,
+		"preserved_tokens": p.PreservedTokens, "generation_prompt": p.GenerationPrompt,
+		"reasoning_budget_tokens": p.ReasoningBudgetTokens, "reasoning_budget_start": p.ReasoningBudgetStart,
+		"reasoning_budget_end": p.ReasoningBudgetEnd, "reasoning_budget_forced": p.ReasoningBudgetForced,
+		"reasoning_control": p.ReasoningControl,
+	}
+	if p.DrySequenceBreakers == nil {
+		m["dry_sequence_breakers"] = []string{}
+	}
+	if p.Samplers == nil {
+		m["samplers"] = []string{}
+	}
+	if p.Grammar != "" {
+		m["grammar"] = map[string]any{"type": p.GrammarType, "text": p.Grammar}
+	}
+	return json.Marshal(m)
 }
 
 // NewCommonSampler builds the reference's chain for p exactly as

@@ -1,9 +1,11 @@
 package reftest
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/bankml/bankml/internal/reference"
@@ -50,7 +52,7 @@ type Turn struct {
 // Answer is what the reference generates for a Turn.
 type Answer struct {
 	Tokens []int32 // every sampled token, an end-of-generation one included
-	Text   string  // the pieces (without special tokens), cut before the first stop string
+	Text   string  // the pieces (special tokens only when preserved), cut before the first stop string
 	Finish string  // "stop" or "length"
 }
 
@@ -90,25 +92,28 @@ func Generate(m *reference.Model, s *reference.Session, turn Turn) (Answer, erro
 			}
 		}
 	}
-	chain, err := Chain(m, p)
+	smpl, err := newSampler(m, p)
 	if err != nil {
 		return Answer{}, err
 	}
-	defer chain.Free()
+	defer smpl.free()
 	for _, tok := range turn.Prompt {
-		chain.Accept(tok)
+		if err := smpl.accept(tok, false); err != nil {
+			return Answer{}, err
+		}
 	}
 	var a Answer
 	var text []byte
 	for {
-		ap, err := chain.Apply(logits)
+		tok, err := smpl.draw(s, logits)
 		if err != nil {
 			return Answer{}, err
 		}
-		tok := ap.Cands[ap.Selected].ID
-		chain.Accept(tok)
+		if err := smpl.accept(tok, true); err != nil {
+			return Answer{}, fmt.Errorf("reftest: token %d: %w", tok, err)
+		}
 		a.Tokens = append(a.Tokens, tok)
-		piece, err := m.TokenToPiece(tok, false)
+		piece, err := m.TokenToPiece(tok, slices.Contains(p.PreservedTokens, tok))
 		if err != nil {
 			return Answer{}, err
 		}
@@ -144,4 +149,83 @@ func Generate(m *reference.Model, s *reference.Session, turn Turn) (Answer, erro
 			return Answer{}, fmt.Errorf("reftest: token %d: %w", len(a.Tokens), err)
 		}
 	}
+}
+
+// sampler is what Generate draws with: the reference's chain built in Go as common_sampler_init builds it
+// (Chain), or, when p has a grammar or a reasoning budget, llama.cpp's own common_sampler.
+type sampler struct {
+	chain  *reference.SamplerChain
+	common *reference.CommonSampler
+}
+
+func newSampler(m *reference.Model, p sample.Params) (*sampler, error) {
+	if p.Grammar == "" && len(p.ReasoningBudgetStart) == 0 {
+		c, err := Chain(m, p)
+		return &sampler{chain: c}, err
+	}
+	c, err := CommonSampler(m, p)
+	return &sampler{common: c}, err
+}
+
+func (s *sampler) accept(tok int32, generated bool) error {
+	if s.chain != nil {
+		s.chain.Accept(tok)
+		return nil
+	}
+	return s.common.Accept(tok, generated)
+}
+
+func (s *sampler) draw(sess *reference.Session, logits []float32) (int32, error) {
+	if s.chain != nil {
+		ap, err := s.chain.Apply(logits)
+		if err != nil {
+			return 0, err
+		}
+		return ap.Cands[ap.Selected].ID, nil
+	}
+	return s.common.Sample(sess), nil
+}
+
+func (s *sampler) free() {
+	if s.chain != nil {
+		s.chain.Free()
+	} else {
+		s.common.Free()
+	}
+}
+
+// CommonSampler builds llama.cpp's own common_sampler for p (common_sampler_init in libllama-common, through the
+// grammar shim): the chain, the grammar sampler joined to it as common_sampler_sample joins them, the reasoning
+// budget, the generation prompt fed to both. The caller frees it.
+func CommonSampler(m *reference.Model, p sample.Params) (*reference.CommonSampler, error) {
+	lib, err := reference.Load()
+	if err != nil {
+		return nil, err
+	}
+	shim, err := lib.LoadGrammarShim(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	var rp reference.CommonSamplerParams
+	b, err := json.Marshal(p)
+	if err == nil {
+		err = json.Unmarshal(b, &rp)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reftest: sampling parameters: %w", err)
+	}
+	for _, st := range p.Samplers {
+		rp.Samplers = append(rp.Samplers, st.String())
+	}
+	for _, lb := range p.LogitBias {
+		rp.LogitBias = append(rp.LogitBias, reference.LogitBias{Token: lb.Token, Bias: lb.Bias})
+	}
+	rp.Grammar, rp.GrammarType, rp.GrammarLazy = p.Grammar, int(p.GrammarType), p.GrammarLazy
+	for _, t := range p.GrammarTriggers {
+		rp.GrammarTriggers = append(rp.GrammarTriggers, reference.GrammarTrigger{Type: int(t.Type), Value: t.Value, Token: t.Token})
+	}
+	rp.PreservedTokens, rp.GenerationPrompt = p.PreservedTokens, p.GenerationPrompt
+	rp.ReasoningBudgetTokens, rp.ReasoningBudgetStart = p.ReasoningBudgetTokens, p.ReasoningBudgetStart
+	rp.ReasoningBudgetEnd, rp.ReasoningBudgetForced, rp.ReasoningControl = p.ReasoningBudgetEnd, p.ReasoningBudgetForced, p.ReasoningControl
+	return shim.NewCommonSampler(m, rp)
 }

@@ -1,7 +1,9 @@
 // Package reftest is test support shared by the oracle tests of several
 // packages: the reference loaded or the test skipped (failed under CI) when
 // it is not installed (Lib), the reference's sampler chain for a
-// sample.Params (Chain), and llama-server's per-request slot loop run on the
+// sample.Params (Chain), llama.cpp's own common_sampler for requests with a
+// grammar or a reasoning budget (CommonSampler), and llama-server's
+// per-request slot loop run on the
 // reference (Generate: cached prefix, prompt micro-batches, init_sampler,
 // EOG, n_predict, the context limit, stop strings), the oracle of package
 // engine and of the HTTP layers above it. Package sample's own tests cannot
