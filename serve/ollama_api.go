@@ -142,7 +142,7 @@ func unsupportedFields(format json.RawMessage, truncate, shift *bool, topLogprob
 // a request's options override, server/routes.go:122), and logs, in one line at WARN (Ollama warns of each
 // name it does not know, api/types.go:976), the options given that are not applied.
 func (a *ollamaAPI) settings(w http.ResponseWriter, opts map[string]any) (ollamaSettings, bool) {
-	s, err := parseOllamaOptions(opts, a.base())
+	s, err := parseOllamaOptions(a.s.withDefaults(opts), a.base())
 	if err != nil {
 		a.s.metrics.refusedFor("invalid")
 		ollamaError(w, http.StatusBadRequest, optionMessage(err))
@@ -390,7 +390,7 @@ func (a *ollamaAPI) handleChat(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	res, err := a.chatPrompt(req.Model, req.Messages, ollamaConstraints{format: req.Format, tools: raw.Tools, think: req.Think})
+	res, err := a.chatPrompt(req.Model, a.s.withModelMessages(req.Messages), ollamaConstraints{format: req.Format, tools: raw.Tools, think: req.Think})
 	if err != nil {
 		writeOllamaAPIError(w, err)
 		return
@@ -471,9 +471,14 @@ func (a *ollamaAPI) handleGenerate(w http.ResponseWriter, r *http.Request) {
 		}
 	default:
 		var msgs []api.Message
-		if req.System != "" {
-			msgs = append(msgs, api.Message{Role: "system", Content: req.System})
+		system := req.System
+		if system == "" {
+			system = a.s.opt.Defaults.System // the model's SYSTEM (Ollama's GenerateHandler)
 		}
+		if system != "" {
+			msgs = append(msgs, api.Message{Role: "system", Content: system})
+		}
+		msgs = append(msgs, a.s.opt.Defaults.Messages...)
 		msgs = append(msgs, api.Message{Role: "user", Content: req.Prompt})
 		res, err := a.chatPrompt(req.Model, msgs, ollamaConstraints{format: req.Format, think: req.Think})
 		if err == nil {

@@ -60,6 +60,12 @@ type cli struct {
 	Perplexity   perplexityCmd    `cmd:"" help:"Measure a model's perplexity on a text file as llama-perplexity does."`
 	Train        trainCmd         `cmd:"" help:"Train a ternary student by distillation (straight-through estimator), or by ternary evolution strategies (--es)."`
 	Serve        serveCmd         `cmd:"" help:"Serve a model over the OpenAI, Ollama and llama-server HTTP APIs, with a receipt on every answer."`
+	Pull         pullCmd          `cmd:"" help:"Download a model into the store: a catalog name, an hf:// or http(s) address with its sha256, or a local file."`
+	List         listCmd          `cmd:"" aliases:"ls" help:"List the models in the store (--catalog: bankml's built-in catalog)."`
+	Show         showCmd          `cmd:"" help:"Show a stored model's manifest: file, sha256, provenance, parameters."`
+	Cp           cpCmd            `cmd:"" name:"cp" help:"Copy a stored model to another name."`
+	Rm           rmCmd            `cmd:"" name:"rm" help:"Remove stored models."`
+	Create       createCmd        `cmd:"" help:"Create a model from an Ollama Modelfile."`
 }
 
 type versionCmd struct{}

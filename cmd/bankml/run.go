@@ -20,7 +20,7 @@ import (
 )
 
 type runCmd struct {
-	Model     string      `arg:"" optional:"" name:"MODEL" help:"Path to a GGUF model file (or -m/--model FNAME)." type:"path"`
+	Model     string      `arg:"" optional:"" name:"MODEL" help:"A GGUF model file (or -m/--model FNAME), or a model NAME[:TAG] from the store, pulled from bankml's catalog on first use (pinned by its manifest)."`
 	ModelFlag string      `short:"m" name:"model" placeholder:"FNAME" help:"Path to a GGUF model file, as llama-cli's -m/--model, instead of MODEL." type:"path"`
 	Prompt    *rawText    `short:"p" name:"prompt" help:"Prompt text (special-token text such as <s> is parsed, as llama-cli does); llama-cli's -f/--file FNAME gives a file's text instead (one trailing newline dropped; the last of -p and -f counts); read from standard input when absent."`
 	Escape    bool        `short:"e" name:"escape" negatable:"" default:"true" help:"Process the escapes \\n \\r \\t \\' \\\" \\\\ and \\xHH in the prompt (-p, or the prompt read from standard input; with --chat only -p's first message), as llama.cpp's -e/--escape, on by default; --no-escape takes it as is. --system and chat messages read from standard input are never processed, as in llama-cli."`
@@ -48,6 +48,9 @@ type runCmd struct {
 	SingleTurn bool    `name:"single-turn" help:"With --chat: answer one user message (-p or the first one read) and exit (llama-cli's -st)."`
 
 	Ignored llamaIgnored `embed:""`
+
+	storeFlag  `embed:""` // --models: the store a NAME comes from (storemodel.go)
+	mirrorFlag `embed:""` // --from: the mirror a NAME is pulled from on first use
 
 	// onTurn, when set (by tests), sees every finished chat turn.
 	onTurn func(chatTurn)
@@ -143,6 +146,10 @@ func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error 
 		}
 	}
 
+	var err error
+	if r.Model, r.Manifest, _, err = storeModel("run", r.Model, r.Manifest, r.storeFlag, r.From, stderr); err != nil {
+		return err
+	}
 	m, err := openModel("run", r.Model, admit.Options{Manifest: r.Manifest, Pin: admit.AllowUnpinned, Chat: r.Chat}, stderr, info)
 	if err != nil {
 		return err

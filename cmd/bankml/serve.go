@@ -21,12 +21,13 @@ import (
 	"github.com/bankml/bankml/ledger"
 	"github.com/bankml/bankml/quant"
 	"github.com/bankml/bankml/serve"
+	"github.com/bankml/bankml/storeserve"
 )
 
 // serveCmd is `bankml serve MODEL`: the OpenAI, Ollama and llama-server HTTP APIs over one model (package
 // serve). The model is guarded, pinned and loaded before the port opens.
 type serveCmd struct {
-	Model        string      `arg:"" optional:"" name:"MODEL" help:"Path to a GGUF model file (or -m/--model FNAME)." type:"path"`
+	Model        string      `arg:"" optional:"" name:"MODEL" help:"A GGUF model file (or -m/--model FNAME), or a model NAME[:TAG] from the store, pulled from bankml's catalog on first use (pinned by its manifest)."`
 	ModelFlag    string      `short:"m" name:"model" placeholder:"FNAME" help:"Path to a GGUF model file, as llama-server's -m/--model, instead of MODEL." type:"path"`
 	Manifest     string      `name:"manifest" help:"Provenance manifest (FORK.json), or the file's sha256 / sha256:<hex> digest, to pin the model against."`
 	Unpinned     bool        `name:"unpinned" help:"Serve a model without a pin; every receipt then says pinned: false."`
@@ -55,6 +56,11 @@ type serveCmd struct {
 	matchFlag
 
 	Ignored llamaIgnored `embed:""`
+
+	storeFlag  `embed:""` // --models: the store a NAME comes from (storemodel.go)
+	mirrorFlag `embed:""` // --from: the mirror a NAME is pulled from on first use
+
+	StoreServe storeServeFlags `embed:""` // without MODEL: the store (serve_store.go)
 }
 
 // aliasList is serve's -a/--alias: each value split at commas and added, as arg.cpp:3007's handler adds to
@@ -105,6 +111,9 @@ func (c *serveCmd) address() (string, error) {
 
 // Validate (kong's hook after parsing) takes the model from MODEL or -m/--model (resolveModel).
 func (c *serveCmd) Validate() (err error) {
+	if c.Model == "" && c.ModelFlag == "" {
+		return nil // the whole store (serve_store.go)
+	}
 	c.Model, err = resolveModel(c.Model, c.ModelFlag)
 	return err
 }
@@ -167,6 +176,24 @@ func (c *serveCmd) Run(stderr errWriter) error {
 	// listens; once it listens they shut it down gracefully (serve.Server.Serve).
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if c.Model == "" {
+		return c.serveStore(ctx, addr, match.Variant.String(), log, stderr)
+	}
+
+	// A model NAME comes from the store (pulled on first use), pinned by its manifest.
+	model, manifest, stored, err := storeModel("serve", c.Model, c.Manifest, c.storeFlag, c.From, stderr)
+	if err != nil {
+		return err
+	}
+	alias := []string(c.Alias)
+	var defaults serve.ModelDefaults
+	if stored != nil {
+		if len(alias) == 0 {
+			alias = []string{stored.Ref()} // served as NAME:TAG, as Ollama names it
+		}
+		defaults = storeserve.Defaults(stored) // its Modelfile's settings, on the Ollama API
+	}
+	c.Model, c.Manifest = model, manifest
 
 	// Admission before the port opens: a refused model never listens (exit 2). A pin is required unless
 	// --unpinned.
@@ -204,7 +231,7 @@ func (c *serveCmd) Run(stderr errWriter) error {
 	}
 	s, err := serve.New(m, serve.Options{
 		NCtx: c.Ctx, Threads: int(c.Threads), Parallel: c.Parallel, QueueSize: c.Queue, NPredict: &c.NPredict,
-		Alias: []string(c.Alias), APIKey: c.APIKey, CORSOrigins: c.CORSOrigin, Ledger: l, TLog: tlog, Signer: signer, Version: version, Log: log, Match: match.Variant.String(), Timeout: time.Duration(c.Timeout) * time.Second,
+		Alias: alias, Defaults: defaults, APIKey: c.APIKey, CORSOrigins: c.CORSOrigin, Ledger: l, TLog: tlog, Signer: signer, Version: version, Log: log, Match: match.Variant.String(), Timeout: time.Duration(c.Timeout) * time.Second,
 		CacheReuse: engine.CacheReuse(c.CacheReuse), SlotSavePath: c.SlotSavePath, CacheRAMMiB: c.CacheRAM,
 		Embeddings: c.Embeddings, Reranking: c.Reranking, Pooling: c.Pooling,
 	})

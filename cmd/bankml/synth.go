@@ -27,7 +27,7 @@ type synthCmd struct {
 	Vocab      string `name:"vocab" default:"synthetic" help:"Vocabulary: synthetic (byte-level BPE of the preset's size), qwen3 (the real Qwen3 tokenizer, 151936 ids), or a GGUF file whose tokenizer.* keys are copied (e.g. ../shared/models/vocab/ggml-vocab-bert-bge.gguf)."`
 	Pooling    string `name:"pooling" enum:",none,mean,cls,last,rank" default:"" help:"{arch}.pooling_type: none, mean, cls, last or rank (default: bert's mean, none written for the others)."`
 	Classifier int    `name:"classifier" help:"Labels of a ranking head (cls.output; bert also cls): a reranker for --pooling rank (bert and qwen3)."`
-	Tokenizer  string `name:"tokenizer" help:"Folder holding the Qwen3 tokenizer.json(.gz) and tokenizer_config.json for --vocab qwen3 (default: $$BANKML_MODELS/qwen3, else ../shared/models/qwen3)." type:"path"`
+	Tokenizer  string `name:"tokenizer" help:"Folder holding the Qwen3 tokenizer.json(.gz) and tokenizer_config.json for --vocab qwen3 (default: $$BANKML_TESTDATA/qwen3, else ../shared/models/qwen3)." type:"path"`
 	Seed       uint64 `name:"seed" default:"0" help:"Seed of the weights; the same flags and seed give the same bytes."`
 	Tied       bool   `name:"tied" help:"Leave out output.weight (tied embeddings) whatever the preset says."`
 	Force      bool   `name:"force" help:"Overwrite OUT if it exists (a regular file only)."`
@@ -100,7 +100,7 @@ func (c *synthCmd) tokenizerDir() (string, error) {
 		return c.Tokenizer, nil
 	}
 	var tried []string
-	if m := os.Getenv("BANKML_MODELS"); m != "" {
+	if m := os.Getenv("BANKML_TESTDATA"); m != "" {
 		tried = append(tried, filepath.Join(m, "qwen3"))
 	}
 	tried = append(tried, filepath.Join("..", "shared", "models", "qwen3"))

@@ -9,8 +9,11 @@ import (
 	"testing"
 )
 
-// EnvModels overrides the models folder.
-const EnvModels = "BANKML_MODELS"
+// EnvTestData overrides the test-data folder (../shared/models). It is not
+// $BANKML_MODELS, which names bankml's model store (package store): the test
+// data is a read-only folder of fixtures, the store is where pulled and
+// created models live.
+const EnvTestData = "BANKML_TESTDATA"
 
 // Absent skips the test because data or the reference it needs is missing,
 // saying what is missing; under CI (the CI environment variable set, as
@@ -43,17 +46,17 @@ func ModuleRoot(t testing.TB) string {
 	}
 }
 
-// ModelsDir returns the shared models folder ($BANKML_MODELS, else
+// ModelsDir returns the shared models folder ($BANKML_TESTDATA, else
 // ../shared/models from the module root), skipping the test with the reason
 // when it is absent.
 func ModelsDir(t testing.TB) string {
 	t.Helper()
-	dir := os.Getenv(EnvModels)
+	dir := os.Getenv(EnvTestData)
 	if dir == "" {
 		dir = filepath.Join(ModuleRoot(t), "..", "shared", "models")
 	}
 	if _, err := os.Stat(dir); err != nil {
-		Absent(t, "test models absent (%v): they live in ../shared/models or $%s", err, EnvModels)
+		Absent(t, "test models absent (%v): they live in ../shared/models or $%s", err, EnvTestData)
 	}
 	return dir
 }

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"github.com/bankml/bankml/engine"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/bankml/bankml/serve"
+	"github.com/bankml/bankml/storeserve"
+)
+
+// storeServeFlags are bankml serve's flags for serving the whole store (no MODEL given: package storeserve).
+type storeServeFlags struct {
+	KeepAlive time.Duration `name:"keep-alive" default:"5m" help:"Without MODEL: how long a model stays loaded after its last request (Ollama's keep_alive; a request's own keep_alive wins): 0 unloads it once idle, a negative duration keeps it loaded."`
+	MaxModels int           `name:"max-models" default:"0" help:"Without MODEL: models loaded at once (0: no limit); the least recently used idle model is unloaded to make room."`
+	MaxMemory int64         `name:"max-memory" default:"0" placeholder:"BYTES" help:"Without MODEL: bytes of model files loaded at once (0: no limit); the least recently used idle models are unloaded to make room."`
+}
+
+// serveStore is bankml serve without a model: every model of the store, loaded on demand (storeserve).
+func (c *serveCmd) serveStore(ctx context.Context, addr, match string, log *slog.Logger, stderr errWriter) error {
+	if c.History != "" || c.Proof.Key != "" || len(c.Alias) > 0 || c.Unpinned || c.Manifest != "" {
+		return errors.New("serve: without MODEL (serving the store) --history, --key, -a/--alias, --unpinned and --manifest are not supported yet: every model is pinned by its store manifest and named NAME:TAG")
+	}
+	s, err := c.open()
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	r, err := storeserve.New(storeserve.Options{
+		Store: s, Pull: pullOptions(stderr, c.From),
+		Serve: serve.Options{NCtx: c.Ctx, Threads: int(c.Threads), Parallel: c.Parallel, QueueSize: c.Queue, NPredict: &c.NPredict,
+			APIKey: c.APIKey, CORSOrigins: c.CORSOrigin, Version: version, Log: log, Match: match, Timeout: time.Duration(c.Timeout) * time.Second,
+			CacheReuse: engine.CacheReuse(c.CacheReuse), SlotSavePath: c.SlotSavePath, CacheRAMMiB: c.CacheRAM,
+			Embeddings: c.Embeddings, Reranking: c.Reranking, Pooling: c.Pooling},
+		KeepAlive: c.StoreServe.KeepAlive, NoKeepAlive: c.StoreServe.KeepAlive == 0, MaxModels: c.StoreServe.MaxModels, MaxMemory: c.StoreServe.MaxMemory, Log: log,
+	})
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	defer r.Close()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	fmt.Fprintf(stderr, "serving the store %s (models load on demand; keep-alive %v, max models %d, max memory %d bytes)\nlistening on http://%s\n",
+		s.Root, c.StoreServe.KeepAlive, c.StoreServe.MaxModels, c.StoreServe.MaxMemory, ln.Addr())
+	hs := &http.Server{Handler: r.Handler(), ReadHeaderTimeout: 30 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), serve.DefaultGrace)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		return fmt.Errorf("serve: shutdown: %w", err)
+	}
+	fmt.Fprintln(stderr, "stopped")
+	return nil
+}

@@ -1,0 +1,313 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/ollama/ollama/format"
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
+
+	"github.com/bankml/bankml/catalog"
+	"github.com/bankml/bankml/pull"
+	"github.com/bankml/bankml/serve"
+	"github.com/bankml/bankml/store"
+)
+
+// storeFlag is the model store's folder, shared by the store's commands (package store).
+type storeFlag struct {
+	Models string `name:"models" env:"BANKML_MODELS" placeholder:"DIR" help:"The model store's folder (default: $$BANKML_MODELS, else the user's data folder's bankml/models, e.g. ~/.local/share/bankml/models)." type:"path"`
+}
+
+// open opens the store.
+func (f storeFlag) open() (*store.Store, error) {
+	root := f.Models
+	if root == "" {
+		var err error
+		if root, err = store.DefaultRoot(); err != nil {
+			return nil, err
+		}
+	}
+	return store.Open(root)
+}
+
+// mirrorFlag is --from, where pulls read from instead of the publisher.
+type mirrorFlag struct {
+	From string `name:"from" env:"BANKML_MIRROR" placeholder:"URL|DIR" help:"Read model files from a mirror instead of their publisher: an http(s) base URL or a folder serving each file under its base name (as ../shared/models does); also $$BANKML_MIRROR. The sha256 is checked all the same."`
+}
+
+// pullOptions are store.PullOptions with a progress bar on a terminal.
+func pullOptions(stderr errWriter, from string) store.PullOptions {
+	return store.PullOptions{Mirror: from, Fetch: pull.Options{Progress: downloadBar(stderr)}}
+}
+
+// downloadBar draws a progress bar of a download on standard error when it is a terminal.
+func downloadBar(stderr errWriter) func(total, done int64) io.Writer {
+	f, ok := io.Writer(stderr).(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return nil
+	}
+	return func(total, done int64) io.Writer {
+		if total <= 0 {
+			total = -1
+		}
+		bar := progressbar.NewOptions64(total,
+			progressbar.OptionSetWriter(f),
+			progressbar.OptionSetDescription("pulling"),
+			progressbar.OptionShowBytes(true),
+			progressbar.OptionShowTotalBytes(true),
+			progressbar.OptionShowCount(),
+			progressbar.OptionSetWidth(30),
+			progressbar.OptionThrottle(100*time.Millisecond),
+			progressbar.OptionClearOnFinish(),
+			progressbar.OptionUseANSICodes(true),
+		)
+		_ = bar.Set64(done)
+		return bar
+	}
+}
+
+// refusedPull is exit 2 for a download refused for its bytes (a wrong digest or size), 1 otherwise.
+func refusedPull(err error) error {
+	var de *pull.DigestError
+	if errors.As(err, &de) || strings.Contains(err.Error(), "refused:") {
+		return cannotRun(err)
+	}
+	return err
+}
+
+// pullCmd is `bankml pull`.
+type pullCmd struct {
+	Model  string `arg:"" name:"MODEL" help:"A catalog name NAME[:TAG] (bankml list --catalog), an hf://OWNER/REPO[@REVISION]/FILE or http(s) address (with --sha256), or a local GGUF file."`
+	SHA256 string `name:"sha256" placeholder:"HEX" help:"The sha256 the file's publisher records (Hugging Face: the file's LFS sha256); required for hf:// and http(s) addresses, checked for a local file."`
+	Name   string `name:"name" placeholder:"NAME[:TAG]" help:"The name to store an address or a file under (default: the file's base name without .gguf, tag latest)."`
+	mirrorFlag
+	storeFlag
+}
+
+func (c *pullCmd) Run(stdout io.Writer, stderr errWriter) error {
+	s, err := c.open()
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	o := pullOptions(stderr, c.From)
+	o.SHA256, o.Name = c.SHA256, c.Name
+	m, err := s.Pull(ctx, c.Model, o)
+	if err != nil {
+		return refusedPull(fmt.Errorf("pull: %w", err))
+	}
+	_, err = fmt.Fprintf(stdout, "pulled %s: sha256 %s, %d bytes (%s)\n", m.Ref(), m.Model.SHA256, m.Model.Size, m.Provenance.DigestSource)
+	return err
+}
+
+// listCmd is `bankml list` (Ollama's `ollama list`).
+type listCmd struct {
+	Catalog bool `name:"catalog" help:"List bankml's built-in catalog (what bankml pull NAME fetches) instead of the store."`
+	JSON    bool `name:"json" help:"Print JSON."`
+	storeFlag
+}
+
+func (c *listCmd) Run(stdout io.Writer) error {
+	if c.Catalog {
+		all := catalog.All()
+		if c.JSON {
+			return writeJSON(stdout, all)
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 3, ' ', 0)
+		fmt.Fprintln(tw, "NAME\tSIZE\tSOURCE\tABOUT")
+		for _, e := range all {
+			fmt.Fprintf(tw, "%s\t%s\t%s@%.7s\t%s\n", e.Ref(), format.HumanBytes(e.Size), e.Repo, e.Revision, e.About)
+		}
+		return tw.Flush()
+	}
+	s, err := c.open()
+	if err != nil {
+		return err
+	}
+	all, err := s.List()
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		if all == nil {
+			all = []*store.Manifest{}
+		}
+		return writeJSON(stdout, all)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 3, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tID\tSIZE\tMODIFIED")
+	for _, m := range all {
+		fmt.Fprintf(tw, "%s\t%.12s\t%s\t%s\n", m.Ref(), m.Model.SHA256, format.HumanBytes(m.Model.Size), format.HumanTime(m.Modified, "Never"))
+	}
+	return tw.Flush()
+}
+
+// showCmd is `bankml show NAME`.
+type showCmd struct {
+	Model     string `arg:"" name:"MODEL" help:"NAME[:TAG] in the store."`
+	JSON      bool   `name:"json" help:"Print the manifest as JSON."`
+	Modelfile bool   `name:"modelfile" help:"Print a Modelfile that recreates the model."`
+	storeFlag
+}
+
+func (c *showCmd) Run(stdout io.Writer) error {
+	s, err := c.open()
+	if err != nil {
+		return err
+	}
+	m, err := s.Get(c.Model)
+	if err != nil {
+		return fmt.Errorf("show: %w", err)
+	}
+	switch {
+	case c.JSON:
+		return writeJSON(stdout, m)
+	case c.Modelfile:
+		_, err := io.WriteString(stdout, modelfileOf(s, m))
+		return err
+	}
+	p := m.Provenance
+	fmt.Fprintf(stdout, "  model\n    name      %s\n    file      %s\n    size      %s (%d bytes)\n    sha256    %s\n    path      %s\n\n",
+		m.Ref(), m.Model.File, format.HumanBytes(m.Model.Size), m.Model.Size, m.Model.SHA256, s.BlobPath(m.Model.SHA256))
+	fmt.Fprintf(stdout, "  provenance\n    kind      %s\n", p.Kind)
+	for _, kv := range [][2]string{{"url", p.URL}, {"repo", p.Repo}, {"revision", p.Revision}, {"mirror", p.Mirror}, {"path", p.Path}, {"from", p.From}, {"digest", p.DigestSource}} {
+		if kv[1] != "" {
+			fmt.Fprintf(stdout, "    %-9s %s\n", kv[0], kv[1])
+		}
+	}
+	if len(m.Parameters) > 0 {
+		fmt.Fprintln(stdout, "\n  parameters")
+		b, _ := json.Marshal(m.Parameters)
+		fmt.Fprintf(stdout, "    %s\n", b)
+	}
+	if m.System != "" {
+		fmt.Fprintf(stdout, "\n  system\n    %s\n", m.System)
+	}
+	for i, msg := range m.Messages {
+		if i == 0 {
+			fmt.Fprintln(stdout, "\n  messages")
+		}
+		fmt.Fprintf(stdout, "    %s: %s\n", msg.Role, msg.Content)
+	}
+	for i, l := range m.License {
+		if i == 0 {
+			fmt.Fprintln(stdout, "\n  license")
+		}
+		fmt.Fprintf(stdout, "    %s\n", strings.SplitN(l, "\n", 2)[0])
+	}
+	return nil
+}
+
+// modelfileOf is a Modelfile that recreates m from its blob (as `ollama show --modelfile` writes one).
+func modelfileOf(s *store.Store, m *store.Manifest) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Modelfile generated by \"bankml show\"\n# To build a new Modelfile based on this, replace FROM with:\n# FROM %s\n\nFROM %s\n", m.Ref(), s.BlobPath(m.Model.SHA256))
+	for k, v := range m.Parameters {
+		if vs, ok := v.([]string); ok {
+			for _, e := range vs {
+				fmt.Fprintf(&b, "PARAMETER %s %q\n", k, e)
+			}
+			continue
+		}
+		fmt.Fprintf(&b, "PARAMETER %s %v\n", k, v)
+	}
+	if m.System != "" {
+		fmt.Fprintf(&b, "SYSTEM \"\"\"%s\"\"\"\n", m.System)
+	}
+	for _, msg := range m.Messages {
+		fmt.Fprintf(&b, "MESSAGE %s %q\n", msg.Role, msg.Content)
+	}
+	for _, l := range m.License {
+		fmt.Fprintf(&b, "LICENSE \"\"\"%s\"\"\"\n", l)
+	}
+	return b.String()
+}
+
+// cpCmd is `bankml cp SRC DST`.
+type cpCmd struct {
+	Source string `arg:"" name:"SOURCE" help:"NAME[:TAG] in the store."`
+	Dest   string `arg:"" name:"DESTINATION" help:"The new NAME[:TAG] (replaced when it exists)."`
+	storeFlag
+}
+
+func (c *cpCmd) Run(stdout io.Writer) error {
+	s, err := c.open()
+	if err != nil {
+		return err
+	}
+	m, err := s.Copy(c.Source, c.Dest)
+	if err != nil {
+		return fmt.Errorf("cp: %w", err)
+	}
+	_, err = fmt.Fprintf(stdout, "copied %s to %s\n", c.Source, m.Ref())
+	return err
+}
+
+// rmCmd is `bankml rm NAME...`.
+type rmCmd struct {
+	Models []string `arg:"" name:"MODEL" help:"NAME[:TAG] to remove (its file goes when no other name uses it)."`
+	storeFlag
+}
+
+func (c *rmCmd) Run(stdout io.Writer) error {
+	s, err := c.open()
+	if err != nil {
+		return err
+	}
+	for _, ref := range c.Models {
+		if err := s.Remove(ref); err != nil {
+			return fmt.Errorf("rm: %w", err)
+		}
+		fmt.Fprintf(stdout, "deleted '%s'\n", ref)
+	}
+	return nil
+}
+
+// createCmd is `bankml create NAME -f Modelfile` (Ollama's `ollama create`).
+type createCmd struct {
+	Model string `arg:"" name:"MODEL" help:"The NAME[:TAG] to create."`
+	File  string `short:"f" name:"file" default:"Modelfile" placeholder:"MODELFILE" help:"The Modelfile (Ollama's format: FROM, PARAMETER, SYSTEM, MESSAGE, LICENSE; TEMPLATE and ADAPTER are refused with the reason)." type:"path"`
+	mirrorFlag
+	storeFlag
+}
+
+func (c *createCmd) Run(stdout io.Writer, stderr errWriter) error {
+	s, err := c.open()
+	if err != nil {
+		return err
+	}
+	f, err := os.Open(c.File)
+	if err != nil {
+		return fmt.Errorf("create: %w", err)
+	}
+	defer f.Close()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	m, err := s.Create(ctx, c.Model, f, store.CreateOptions{
+		Dir: filepath.Dir(c.File), Path: c.File, Pull: pullOptions(stderr, c.From),
+		CheckParameters: func(p map[string]any) error {
+			ignored, err := serve.CheckModelfileParameters(p)
+			for _, i := range ignored {
+				fmt.Fprintf(stderr, "warning: create: PARAMETER %s is accepted but not applied by bankml\n", i)
+			}
+			return err
+		},
+		Warn: func(w string) { fmt.Fprintln(stderr, "warning: create:", w) },
+	})
+	if err != nil {
+		return cannotRun(fmt.Errorf("create: %w", err))
+	}
+	_, err = fmt.Fprintf(stdout, "created %s (sha256 %s)\n", m.Ref(), m.Model.SHA256)
+	return err
+}

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/bankml/bankml/internal/testdata"
+	"github.com/bankml/bankml/store"
+)
+
+// bankml runs the command line with the store in dir and no mirror from the environment.
+func bankml(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var o, e bytes.Buffer
+	code = run(args, strings.NewReader(""), &o, &e)
+	return code, o.String(), e.String()
+}
+
+func storeEnv(t *testing.T) (dir, models string) {
+	t.Helper()
+	models = testdata.ModelsDir(t)
+	testdata.Model(t, "stories260K.gguf")
+	dir = t.TempDir()
+	t.Setenv("BANKML_MODELS", dir)
+	t.Setenv("BANKML_MIRROR", "")
+	return dir, models
+}
+
+func TestPullListShowCopyRemoveThroughTheCommandLine(t *testing.T) {
+	dir, models := storeEnv(t)
+	srv := httptest.NewServer(http.FileServer(http.Dir(models)))
+	defer srv.Close()
+	if code, out, e := bankml(t, "pull", "stories260K", "--from", srv.URL); code != 0 || !strings.Contains(out, "pulled stories260K:latest: sha256 "+storiesSHA256) {
+		t.Fatalf("pull: %d %q %q", code, out, e)
+	}
+	if code, out, _ := bankml(t, "list"); code != 0 || !strings.Contains(out, "stories260K:latest") || !strings.Contains(out, storiesSHA256[:12]) {
+		t.Fatalf("list: %d %q", code, out)
+	}
+	code, out, _ := bankml(t, "show", "stories260k", "--json")
+	var m store.Manifest
+	if code != 0 || json.Unmarshal([]byte(out), &m) != nil || m.Model.SHA256 != storiesSHA256 || m.Provenance.Kind != "catalog" {
+		t.Fatalf("show --json: %d %q", code, out)
+	}
+	if code, _, e := bankml(t, "cp", "stories260K", "tale:v1"); code != 0 {
+		t.Fatalf("cp: %d %q", code, e)
+	}
+	if code, _, e := bankml(t, "rm", "stories260K"); code != 0 {
+		t.Fatalf("rm: %d %q", code, e)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "blobs", "sha256-"+storiesSHA256)); err != nil {
+		t.Fatalf("rm took the blob tale:v1 still names: %v", err)
+	}
+	if code, _, e := bankml(t, "show", "stories260K"); code != 1 || !strings.Contains(e, "not found") {
+		t.Fatalf("show of a removed model: %d %q", code, e)
+	}
+}
+
+func TestPullOfAFileWithAWrongSHA256IsRefusedWithExitStatus2(t *testing.T) {
+	_, models := storeEnv(t)
+	code, _, e := bankml(t, "pull", filepath.Join(models, "stories260K.gguf"), "--sha256", strings.Repeat("ab", 32))
+	if code != 2 || !strings.Contains(e, strings.Repeat("ab", 32)) || !strings.Contains(e, storiesSHA256) {
+		t.Fatalf("exit %d, stderr %q: want 2 naming both digests", code, e)
+	}
+}
+
+func TestRunOfAStoreNamePullsOnFirstUseAndEqualsRunOfTheFile(t *testing.T) {
+	_, models := storeEnv(t)
+	path := filepath.Join(models, "stories260K.gguf")
+	code, want, e := bankml(t, "run", path, "-p", "Once upon a time", "-n", "12", "-t", "1", "--manifest", storiesSHA256)
+	if code != 0 {
+		t.Fatalf("run FILE: %d %q", code, e)
+	}
+	code, got, e := bankml(t, "run", "stories260K", "-p", "Once upon a time", "-n", "12", "-t", "1", "--from", models)
+	if code != 0 || got != want || !strings.Contains(e, "pulled stories260K:latest") || !strings.Contains(e, "pinned") {
+		t.Fatalf("run NAME: %d %q (want %q), stderr %q", code, got, want, e)
+	}
+	// A --manifest that disagrees with the store's pin is refused.
+	code, _, e = bankml(t, "run", "stories260K", "-p", "x", "-n", "1", "--manifest", strings.Repeat("0", 64))
+	if code != 2 || !strings.Contains(e, "pinned by its manifest") {
+		t.Fatalf("a disagreeing --manifest: %d %q", code, e)
+	}
+}
+
+func TestCreateFromAModelfileThroughTheCommandLine(t *testing.T) {
+	_, models := storeEnv(t)
+	mf := filepath.Join(t.TempDir(), "Modelfile")
+	os.WriteFile(mf, []byte("FROM stories260K\nPARAMETER temperature 0.7\nPARAMETER num_gpu 1\nSYSTEM Be brief.\n"), 0o644)
+	code, out, e := bankml(t, "create", "brief", "-f", mf, "--from", models)
+	if code != 0 || !strings.Contains(out, "created brief:latest") || !strings.Contains(e, "num_gpu") {
+		t.Fatalf("create: %d %q %q", code, out, e)
+	}
+	os.WriteFile(mf, []byte("FROM stories260K\nTEMPLATE {{ .Prompt }}\n"), 0o644)
+	if code, _, e := bankml(t, "create", "tmpl", "-f", mf); code != 2 || !strings.Contains(e, "TEMPLATE is refused") {
+		t.Fatalf("TEMPLATE: %d %q", code, e)
+	}
+	os.WriteFile(mf, []byte("FROM stories260K\nPARAMETER mirostat 2\nPARAMETER repeat_last_n -5\n"), 0o644)
+	if code, _, e := bankml(t, "create", "bad", "-f", mf); code != 2 || !strings.Contains(e, "repeat_last_n") {
+		t.Fatalf("a parameter serve refuses: %d %q", code, e)
+	}
+	if code, out, _ := bankml(t, "show", "brief", "--modelfile"); code != 0 || !strings.Contains(out, "PARAMETER temperature 0.7") || !strings.Contains(out, `SYSTEM """Be brief."""`) {
+		t.Fatalf("show --modelfile: %d %q", code, out)
+	}
+}
+
+func TestServeWithoutAModelRefusesWhatAStoreServerDoesNotSupportYet(t *testing.T) {
+	storeEnv(t)
+	code, _, e := bankml(t, "serve", "--history", t.TempDir(), "--listen", "127.0.0.1:0")
+	if code != 1 || !strings.Contains(e, "without MODEL (serving the store)") {
+		t.Fatalf("exit %d, stderr %q", code, e)
+	}
+}

@@ -1,0 +1,48 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+
+	"github.com/bankml/bankml/catalog"
+	"github.com/bankml/bankml/store"
+)
+
+// storeModel is how bankml serve and run take a model by name: when arg names no file but is a NAME[:TAG]
+// (not a path), the model comes from the store, pulled from the catalog on first use (through the mirror
+// when --from or $BANKML_MIRROR names one). It returns the model file (the store's blob), the pin (the
+// manifest's sha256: a pulled model is pinned by its manifest) and the manifest; a nil manifest means arg
+// is to be read as a file path, as before. A manifest pin given on the command line too must agree.
+func storeModel(cmd, arg, manifestFlag string, models storeFlag, from string, stderr errWriter) (path, pin string, m *store.Manifest, err error) {
+	if arg == "" || strings.ContainsAny(arg, `/\`) || strings.HasSuffix(strings.ToLower(arg), ".gguf") {
+		return arg, manifestFlag, nil, nil
+	}
+	if _, err := os.Stat(arg); err == nil || !errors.Is(err, os.ErrNotExist) {
+		return arg, manifestFlag, nil, nil // a file of that name is there: it wins, as before
+	}
+	if _, _, err := catalog.ParseRef(arg); err != nil {
+		return arg, manifestFlag, nil, nil // not a name: let the file path fail as it did
+	}
+	s, err := models.open()
+	if err != nil {
+		return "", "", nil, fmt.Errorf("%s: %w", cmd, err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	m, pulled, err := s.Resolve(ctx, arg, pullOptions(stderr, from))
+	if err != nil {
+		return "", "", nil, refusedPull(fmt.Errorf("%s: %s: %w", cmd, arg, err))
+	}
+	if pulled {
+		fmt.Fprintf(stderr, "%s: pulled %s (sha256 %s) into %s\n", cmd, m.Ref(), m.Model.SHA256, s.Root)
+	}
+	pin = m.Model.SHA256
+	if manifestFlag != "" && strings.TrimPrefix(strings.ToLower(manifestFlag), "sha256:") != pin {
+		return "", "", nil, cannotRun(fmt.Errorf("%s: %s is pinned by its manifest to sha256 %s; --manifest %s disagrees", cmd, m.Ref(), pin, manifestFlag))
+	}
+	return s.BlobPath(m.Model.SHA256), pin, m, nil
+}

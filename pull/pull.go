@@ -1,0 +1,423 @@
+// Package pull downloads a model file whose size and sha256 are known in advance: streamed to a temporary
+// file, resumed with an HTTP Range request after an interruption, hashed while it streams, checked against
+// free disk first, and renamed into place only when its sha256 is the one expected.
+//
+// # Design record
+//
+// What. Fetch takes a Source (a URL, or a local file, with the size and sha256 the publisher records) and a
+// folder, and leaves DIR/sha256-<hex> holding exactly those bytes, or nothing new but a resumable
+// DIR/sha256-<hex>.partial. A mirror (Options.Mirror: an http(s) URL or a local folder, as `--from` and
+// $BANKML_MIRROR give it) serves each file under its base name, so a folder of GGUF files is a mirror.
+//
+// Follows. Ollama's pull (blobs named by their digest, a partial download resumed, the digest checked
+// before the blob is used); RFC 9110 §14 range requests (Range: bytes=N-; a 206 whose Content-Range starts
+// at N is appended, a 200 restarts from zero); the Hugging Face LFS oid as the file's sha256.
+//
+// Deliberate differences. One connection per file (Ollama splits large blobs into parallel parts): bankml's
+// files are one GGUF each and the limit is the link, not the connection count. A wrong digest deletes the
+// partial file (it cannot be resumed into the right one) and is an error naming both digests; a body longer
+// than the expected size is cut off and refused the same way.
+//
+// Determinism. The result is the expected bytes or an error; nothing is renamed into place unverified.
+package pull
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// EnvMirror names a mirror every pull reads from instead of the publisher (an http(s) URL or a folder), as
+// `bankml pull --from` does.
+const EnvMirror = "BANKML_MIRROR"
+
+// Source is a file to fetch.
+type Source struct {
+	URL    string // http(s):// address, or a local file path
+	Name   string // the file's base name: what a mirror serves it as; "" takes the URL's last element
+	Size   int64  // expected bytes; 0 when unknown (then the disk check uses Content-Length)
+	SHA256 string // expected sha256, lower-case hex (required)
+}
+
+// Options configure Fetch. Zero values take the defaults named.
+type Options struct {
+	// Mirror replaces the source's address: an http(s) base URL (the file is Mirror/Name) or a local
+	// folder (the file is Mirror/Name); "" fetches from Source.URL.
+	Mirror string
+	Client *http.Client // nil: a client without an overall timeout (downloads are long), proxies from the environment
+	// Retries is how many times an interrupted transfer is resumed with a Range request before Fetch gives
+	// up (default 5); the partial file stays for a later Fetch.
+	Retries int
+	// Progress, if set, is called once before the transfer with the expected total and the bytes already
+	// on disk, and returns a writer that receives every byte as it arrives (a progress bar); nil: none.
+	Progress func(total, done int64) io.Writer
+	// FreeSpace reports the bytes free on the file system of dir (default: the operating system's count;
+	// nil result and an error skip the check on systems without one).
+	FreeSpace func(dir string) (uint64, error)
+	// Backoff is the pause before a resumed attempt (default 500 ms).
+	Backoff time.Duration
+}
+
+// DigestError is a download whose bytes do not have the expected sha256: the partial file was deleted.
+type DigestError struct {
+	From      string // where the bytes came from
+	Want, Got string // expected and received sha256, lower-case hex
+}
+
+func (e *DigestError) Error() string {
+	return fmt.Sprintf("refused: %s has sha256 %s, not the expected %s (the file was deleted)", e.From, e.Got, e.Want)
+}
+
+// ErrNoSpace is wrapped by Fetch's error when the disk cannot hold the file.
+var ErrNoSpace = errors.New("not enough free disk space")
+
+var hexDigest = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+// BlobName is the file name of a blob with the given sha256: "sha256-<hex>", as Ollama names its blobs.
+func BlobName(sha string) string { return "sha256-" + sha }
+
+// Fetch makes dir/BlobName(src.SHA256) hold the source's bytes and returns its path. An existing blob of
+// the expected size is taken as it is (blobs are only ever renamed into place verified). Errors: a missing
+// or malformed expected digest, too little disk (ErrNoSpace), an HTTP status other than 200/206, an
+// interruption that Retries resumptions did not get past (the partial file stays for the next call), a size
+// other than expected, and a *DigestError.
+func Fetch(ctx context.Context, src Source, dir string, o Options) (string, error) {
+	src.SHA256 = strings.ToLower(strings.TrimPrefix(src.SHA256, "sha256:"))
+	if !hexDigest.MatchString(src.SHA256) {
+		return "", fmt.Errorf("pull: expected sha256 %q is not 64 hex digits", src.SHA256)
+	}
+	if src.Name == "" {
+		src.Name = baseName(src.URL)
+	}
+	if o.Retries <= 0 {
+		o.Retries = 5
+	}
+	if o.Backoff <= 0 {
+		o.Backoff = 500 * time.Millisecond
+	}
+	if o.FreeSpace == nil {
+		o.FreeSpace = diskFree
+	}
+	if o.Client == nil {
+		o.Client = &http.Client{Transport: http.DefaultTransport}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("pull: %w", err)
+	}
+	final := filepath.Join(dir, BlobName(src.SHA256))
+	if st, err := os.Stat(final); err == nil && (src.Size == 0 || st.Size() == src.Size) {
+		return final, nil
+	}
+	from := src.URL
+	if o.Mirror != "" {
+		from = mirrorPath(o.Mirror, src.Name)
+	}
+	partial := final + ".partial"
+	f, err := os.OpenFile(partial, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return "", fmt.Errorf("pull: %w", err)
+	}
+	defer f.Close()
+	// Hash what an earlier, interrupted pull left, then go on from its end.
+	h := sha256.New()
+	have, err := io.Copy(h, f)
+	if err != nil {
+		return "", fmt.Errorf("pull: reading %s: %w", partial, err)
+	}
+	if src.Size > 0 && have > src.Size { // not a prefix of the file: start again
+		if have, h, err = restart(f); err != nil {
+			return "", err
+		}
+	}
+	if src.Size > 0 {
+		if err := checkSpace(o.FreeSpace, dir, src.Size-have); err != nil {
+			return "", err
+		}
+	}
+	var sink io.Writer = io.Discard
+	if o.Progress != nil {
+		sink = o.Progress(src.Size, have)
+	}
+	t := transfer{src: src, from: from, f: f, h: h, have: have, o: o, sink: sink, dir: dir}
+	if err := t.run(ctx); err != nil {
+		return "", err
+	}
+	got := hex.EncodeToString(t.h.Sum(nil))
+	if got != src.SHA256 {
+		f.Close()
+		os.Remove(partial)
+		return "", &DigestError{From: from, Want: src.SHA256, Got: got}
+	}
+	if err := f.Sync(); err != nil {
+		return "", fmt.Errorf("pull: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return "", fmt.Errorf("pull: %w", err)
+	}
+	if err := os.Rename(partial, final); err != nil {
+		return "", fmt.Errorf("pull: %w", err)
+	}
+	syncDir(dir)
+	return final, nil
+}
+
+// restart empties the partial file and its hash.
+func restart(f *os.File) (int64, hash.Hash, error) {
+	if err := f.Truncate(0); err != nil {
+		return 0, nil, fmt.Errorf("pull: %w", err)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return 0, nil, fmt.Errorf("pull: %w", err)
+	}
+	return 0, sha256.New(), nil
+}
+
+func checkSpace(free func(string) (uint64, error), dir string, need int64) error {
+	n, err := free(dir)
+	if err != nil || need <= 0 {
+		return nil // no count on this system: the write itself will fail if the disk fills
+	}
+	if uint64(need) > n {
+		return fmt.Errorf("pull: %w: %d bytes still to download, %d free in %s", ErrNoSpace, need, n, dir)
+	}
+	return nil
+}
+
+// transfer is one file's download state across resumptions.
+type transfer struct {
+	src  Source
+	from string
+	f    *os.File
+	h    hash.Hash
+	have int64
+	o    Options
+	sink io.Writer
+	dir  string
+}
+
+// run reads from the source until it has Size bytes (or, with no size, until a clean end), resuming after
+// an interruption.
+func (t *transfer) run(ctx context.Context) error {
+	var last error
+	for attempt := 0; attempt <= t.o.Retries; attempt++ {
+		if attempt > 0 {
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("pull: %w (%d of %d bytes kept for the next pull)", ctx.Err(), t.have, t.src.Size)
+			case <-time.After(t.o.Backoff):
+			}
+		}
+		before := t.have
+		done, err := t.once(ctx)
+		if done {
+			return nil
+		}
+		var fatal *fatalError
+		if errors.As(err, &fatal) || ctx.Err() != nil {
+			return err
+		}
+		last = err
+		if t.have > before {
+			attempt = 0 // progress was made: an interruption, not a dead source
+		}
+	}
+	return fmt.Errorf("pull: %s: %w (%d of %d bytes kept for the next pull)", t.from, last, t.have, t.src.Size)
+}
+
+// fatalError is an error resuming will not cure.
+type fatalError struct{ err error }
+
+func (e *fatalError) Error() string { return e.err.Error() }
+func (e *fatalError) Unwrap() error { return e.err }
+
+func fatal(format string, args ...any) error { return &fatalError{fmt.Errorf(format, args...)} }
+
+// once makes one request (or opens the local file) from t.have on and copies what arrives. It reports
+// done when the file is complete.
+func (t *transfer) once(ctx context.Context) (bool, error) {
+	if t.src.Size > 0 && t.have == t.src.Size {
+		return true, nil
+	}
+	body, offset, total, err := t.open(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer body.Close()
+	if offset != t.have { // the source starts elsewhere (a 200 to a Range request): start again
+		if t.have, t.h, err = restart(t.f); err != nil {
+			return false, &fatalError{err}
+		}
+	}
+	if t.src.Size == 0 && total > 0 && t.have == 0 {
+		if err := checkSpace(t.o.FreeSpace, t.dir, total); err != nil {
+			return false, &fatalError{err}
+		}
+	}
+	if _, err := t.f.Seek(t.have, io.SeekStart); err != nil {
+		return false, &fatalError{fmt.Errorf("pull: %w", err)}
+	}
+	limit := int64(-1)
+	if t.src.Size > 0 {
+		limit = t.src.Size - t.have + 1 // one byte more than expected shows a longer body
+	}
+	var r io.Reader = body
+	if limit >= 0 {
+		r = io.LimitReader(body, limit)
+	}
+	n, err := io.Copy(io.MultiWriter(t.f, t.h, t.sink), r)
+	t.have += n
+	if t.src.Size > 0 && t.have > t.src.Size {
+		t.f.Close()
+		os.Remove(t.f.Name())
+		return false, fatal("pull: refused: %s sent more than the expected %d bytes (the file was deleted)", t.from, t.src.Size)
+	}
+	if err != nil {
+		return false, err
+	}
+	if t.src.Size > 0 && t.have < t.src.Size {
+		return false, fmt.Errorf("the transfer ended at %d of %d bytes", t.have, t.src.Size)
+	}
+	return true, nil
+}
+
+// open returns the source's bytes from t.have on (or from 0 when the source cannot start there), the offset
+// they start at and the file's total size when the source says it (else -1).
+func (t *transfer) open(ctx context.Context) (io.ReadCloser, int64, int64, error) {
+	if !isHTTP(t.from) {
+		f, err := os.Open(t.from)
+		if err != nil {
+			return nil, 0, 0, fatal("pull: %w", err)
+		}
+		st, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return nil, 0, 0, fatal("pull: %w", err)
+		}
+		if t.src.Size > 0 && st.Size() != t.src.Size {
+			f.Close()
+			return nil, 0, 0, fatal("pull: refused: %s has %d bytes, not the expected %d", t.from, st.Size(), t.src.Size)
+		}
+		if _, err := f.Seek(t.have, io.SeekStart); err != nil {
+			f.Close()
+			return nil, 0, 0, fatal("pull: %w", err)
+		}
+		return f, t.have, st.Size(), nil
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, t.from, nil)
+	if err != nil {
+		return nil, 0, 0, fatal("pull: %w", err)
+	}
+	req.Header.Set("User-Agent", "bankml-pull")
+	if t.have > 0 {
+		req.Header.Set("Range", "bytes="+strconv.FormatInt(t.have, 10)+"-")
+	}
+	resp, err := t.o.Client.Do(req)
+	if err != nil {
+		return nil, 0, 0, err // a network error: resume
+	}
+	switch resp.StatusCode {
+	case http.StatusOK:
+		return resp.Body, 0, resp.ContentLength, nil
+	case http.StatusPartialContent:
+		start, total, ok := contentRange(resp.Header.Get("Content-Range"))
+		if !ok {
+			resp.Body.Close()
+			return nil, 0, 0, fatal("pull: %s: 206 with Content-Range %q", t.from, resp.Header.Get("Content-Range"))
+		}
+		if t.src.Size > 0 && total > 0 && total != t.src.Size {
+			resp.Body.Close()
+			return nil, 0, 0, fatal("pull: refused: %s has %d bytes, not the expected %d", t.from, total, t.src.Size)
+		}
+		return resp.Body, start, total, nil
+	case http.StatusRequestedRangeNotSatisfiable: // the partial file is not a prefix of this source
+		resp.Body.Close()
+		t.have, t.h, err = restart(t.f)
+		if err != nil {
+			return nil, 0, 0, &fatalError{err}
+		}
+		return nil, 0, 0, errors.New("the source refused the range: starting again")
+	default:
+		resp.Body.Close()
+		err := fmt.Errorf("pull: %s: HTTP %s", t.from, resp.Status)
+		if resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests {
+			return nil, 0, 0, err // the server may come back
+		}
+		return nil, 0, 0, &fatalError{err}
+	}
+}
+
+// contentRange reads "bytes START-END/TOTAL" (TOTAL may be "*": -1).
+func contentRange(s string) (start, total int64, ok bool) {
+	s, found := strings.CutPrefix(s, "bytes ")
+	if !found {
+		return 0, 0, false
+	}
+	rng, tot, found := strings.Cut(s, "/")
+	if !found {
+		return 0, 0, false
+	}
+	first, _, found := strings.Cut(rng, "-")
+	if !found {
+		return 0, 0, false
+	}
+	start, err := strconv.ParseInt(first, 10, 64)
+	if err != nil || start < 0 {
+		return 0, 0, false
+	}
+	total = -1
+	if tot != "*" {
+		if total, err = strconv.ParseInt(tot, 10, 64); err != nil {
+			return 0, 0, false
+		}
+	}
+	return start, total, true
+}
+
+func isHTTP(s string) bool {
+	return strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://")
+}
+
+// mirrorPath is the address of the file name at a mirror (a base URL or a folder).
+func mirrorPath(mirror, name string) string {
+	if isHTTP(mirror) {
+		return strings.TrimSuffix(mirror, "/") + "/" + url.PathEscape(name)
+	}
+	return filepath.Join(mirror, name)
+}
+
+func baseName(s string) string {
+	if isHTTP(s) {
+		if u, err := url.Parse(s); err == nil {
+			s = u.Path
+		}
+		return s[strings.LastIndexByte(s, '/')+1:]
+	}
+	return filepath.Base(s)
+}
+
+// Sum returns the sha256 of a file (lower-case hex), for sources whose digest the caller computes.
+func Sum(path string) (string, int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", 0, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, f)
+	if err != nil {
+		return "", 0, err
+	}
+	return hex.EncodeToString(h.Sum(nil)), n, nil
+}

@@ -1,0 +1,227 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/bankml/bankml/catalog"
+	"github.com/bankml/bankml/pull"
+)
+
+// PullOptions configure Pull.
+type PullOptions struct {
+	// Mirror is read from instead of the publisher: an http(s) base URL or a folder serving each file under
+	// its base name (`--from`, $BANKML_MIRROR); "" reads from the publisher.
+	Mirror string
+	// SHA256 is the expected digest of an http(s), hf:// or local-file source (required for the first two;
+	// for a local file, without it the file's own sha256 is taken when it is added). Ignored for catalog
+	// names, whose digest is the catalog's.
+	SHA256 string
+	// Name is the NAME[:TAG] to store an http(s), hf:// or local-file source under (default: the file's base
+	// name without ".gguf", tag "latest").
+	Name string
+	// Fetch configures the download (progress, client, retries).
+	Fetch pull.Options
+}
+
+// HFBase is where hf:// addresses resolve.
+const HFBase = "https://huggingface.co/"
+
+// ParseHF reads hf://OWNER/REPO[@REVISION]/PATH into the Hugging Face resolve URL (revision "main" when none
+// is given), the repository and the revision. Errors name what is missing.
+func ParseHF(s string) (u, repo, rev string, err error) {
+	rest, ok := strings.CutPrefix(s, "hf://")
+	if !ok {
+		return "", "", "", fmt.Errorf("%q is not an hf:// address", s)
+	}
+	parts := strings.SplitN(rest, "/", 3)
+	if len(parts) < 3 || parts[0] == "" || parts[1] == "" || parts[2] == "" {
+		return "", "", "", fmt.Errorf("%q: an hf:// address is hf://OWNER/REPO[@REVISION]/PATH/TO/FILE.gguf", s)
+	}
+	name, rev, _ := strings.Cut(parts[1], "@")
+	if rev == "" {
+		rev = "main"
+	}
+	repo = parts[0] + "/" + name
+	return HFBase + repo + "/resolve/" + url.PathEscape(rev) + "/" + parts[2], repo, rev, nil
+}
+
+// Pull brings a model into the store and returns its manifest. what is a catalog NAME[:TAG], an
+// hf://OWNER/REPO[@REV]/FILE or http(s) address (with PullOptions.SHA256), or a local file. A catalog model
+// already in the store with its catalog digest is returned as it is. Errors: package pull's (a wrong digest
+// refused naming both, too little disk, an interrupted transfer kept for the next pull), an unknown name
+// (listing the catalog), a missing --sha256.
+func (s *Store) Pull(ctx context.Context, what string, o PullOptions) (*Manifest, error) {
+	if o.Mirror == "" {
+		o.Mirror = os.Getenv(pull.EnvMirror)
+	}
+	if o.Mirror != "" && !strings.HasPrefix(o.Mirror, "http://") && !strings.HasPrefix(o.Mirror, "https://") {
+		if abs, err := filepath.Abs(o.Mirror); err == nil {
+			o.Mirror = abs // recorded in the provenance: a folder by its absolute path
+		}
+	}
+	switch {
+	case strings.HasPrefix(what, "hf://"):
+		u, repo, rev, err := ParseHF(what)
+		if err != nil {
+			return nil, fmt.Errorf("store: %w", err)
+		}
+		return s.pullURL(ctx, u, Provenance{Kind: "hf", URL: u, Repo: repo, Revision: rev}, o)
+	case strings.HasPrefix(what, "http://") || strings.HasPrefix(what, "https://"):
+		return s.pullURL(ctx, what, Provenance{Kind: "url", URL: what}, o)
+	}
+	if st, err := os.Stat(what); err == nil && !st.IsDir() {
+		return s.pullFile(ctx, what, o)
+	}
+	e, err := catalog.Lookup(what)
+	if err != nil {
+		if looksLikePath(what) {
+			return nil, fmt.Errorf("store: %s: no such file, and not a model name", what)
+		}
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	if m, err := s.Get(e.Ref()); err == nil && m.Model.SHA256 == e.SHA256 {
+		if _, err := os.Stat(s.BlobPath(e.SHA256)); err == nil {
+			return m, nil
+		}
+	}
+	prov := Provenance{Kind: "catalog", URL: e.URL(), Repo: e.Repo, Revision: e.Revision, DigestSource: "bankml's catalog: " + e.Source}
+	fo := o.Fetch
+	fo.Mirror = o.Mirror
+	if _, err := pull.Fetch(ctx, pull.Source{URL: e.URL(), Name: e.BaseName(), Size: e.Size, SHA256: e.SHA256}, s.BlobsDir(), fo); err != nil {
+		return nil, fmt.Errorf("store: pull %s: %w", e.Ref(), err)
+	}
+	if o.Mirror != "" {
+		prov.Mirror = o.Mirror
+	}
+	return s.record(e.Name, e.Tag, Blob{SHA256: e.SHA256, Size: e.Size, File: e.BaseName()}, prov, e.License)
+}
+
+func looksLikePath(s string) bool {
+	return strings.ContainsAny(s, `/\`) || strings.HasSuffix(strings.ToLower(s), ".gguf")
+}
+
+// record writes the manifest of a model just brought in (keeping no Modelfile settings: a pull replaces
+// the model, as Ollama's does).
+func (s *Store) record(name, tag string, b Blob, prov Provenance, license string) (*Manifest, error) {
+	prov.Added = time.Now().UTC()
+	m := &Manifest{Name: name, Tag: tag, Model: b, Provenance: prov}
+	if license != "" {
+		m.License = []string{license}
+	}
+	if err := s.Put(m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// storeName is the NAME:TAG a non-catalog source is stored under: o.Name, else the file's base name
+// without ".gguf".
+func storeName(o PullOptions, file string) (string, string, error) {
+	ref := o.Name
+	if ref == "" {
+		ref = strings.TrimSuffix(file, filepath.Ext(file))
+	}
+	name, tag, err := catalog.ParseRef(ref)
+	if err != nil {
+		return "", "", fmt.Errorf("store: %w (give the model a name with --name NAME[:TAG])", err)
+	}
+	return name, tag, nil
+}
+
+func (s *Store) pullURL(ctx context.Context, u string, prov Provenance, o PullOptions) (*Manifest, error) {
+	if o.SHA256 == "" {
+		return nil, fmt.Errorf("store: %s: give its sha256 with --sha256 (the digest its publisher records; for Hugging Face, the file's LFS sha256)", u)
+	}
+	file := path(u)
+	name, tag, err := storeName(o, file)
+	if err != nil {
+		return nil, err
+	}
+	sha := strings.ToLower(strings.TrimPrefix(o.SHA256, "sha256:"))
+	fo := o.Fetch
+	fo.Mirror = o.Mirror
+	p, err := pull.Fetch(ctx, pull.Source{URL: u, Name: file, SHA256: sha}, s.BlobsDir(), fo)
+	if err != nil {
+		return nil, fmt.Errorf("store: pull %s: %w", u, err)
+	}
+	st, err := os.Stat(p)
+	if err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	prov.DigestSource = "given with --sha256"
+	prov.Mirror = o.Mirror
+	return s.record(name, tag, Blob{SHA256: sha, Size: st.Size(), File: file}, prov, "")
+}
+
+func (s *Store) pullFile(ctx context.Context, file string, o PullOptions) (*Manifest, error) {
+	name, tag, err := storeName(o, filepath.Base(file))
+	if err != nil {
+		return nil, err
+	}
+	b, prov, err := s.addFile(ctx, file, o.SHA256, o.Fetch)
+	if err != nil {
+		return nil, err
+	}
+	return s.record(name, tag, b, prov, "")
+}
+
+// addFile copies a local file into the blobs, verified against sha (when given) or hashed, and returns its
+// blob and provenance.
+func (s *Store) addFile(ctx context.Context, file, sha string, fo pull.Options) (Blob, Provenance, error) {
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		return Blob{}, Provenance{}, fmt.Errorf("store: %w", err)
+	}
+	sha, size := strings.ToLower(strings.TrimPrefix(sha, "sha256:")), int64(0)
+	prov := Provenance{Kind: "file", Path: abs, DigestSource: "given with --sha256"}
+	if sha == "" {
+		if sha, size, err = pull.Sum(file); err != nil {
+			return Blob{}, Provenance{}, fmt.Errorf("store: %w", err)
+		}
+		prov.DigestSource = "computed from the local file when it was added"
+	}
+	fo.Mirror = ""
+	if _, err := pull.Fetch(ctx, pull.Source{URL: abs, SHA256: sha, Size: size}, s.BlobsDir(), fo); err != nil {
+		return Blob{}, Provenance{}, fmt.Errorf("store: add %s: %w", file, err)
+	}
+	st, err := os.Stat(s.BlobPath(sha))
+	if err != nil {
+		return Blob{}, Provenance{}, fmt.Errorf("store: %w", err)
+	}
+	return Blob{SHA256: sha, Size: st.Size(), File: filepath.Base(file)}, prov, nil
+}
+
+// path is the last element of a URL's path.
+func path(u string) string {
+	if p, err := url.Parse(u); err == nil {
+		u = p.Path
+	}
+	return u[strings.LastIndexByte(u, '/')+1:]
+}
+
+// Resolve returns the model NAME[:TAG] from the store, pulling it from the catalog first when the store
+// does not have it (bankml serve and run's "pull on first use"); pulled reports that it was pulled.
+func (s *Store) Resolve(ctx context.Context, ref string, o PullOptions) (m *Manifest, pulled bool, err error) {
+	m, err = s.Get(ref)
+	if err == nil {
+		if _, serr := os.Stat(s.BlobPath(m.Model.SHA256)); serr != nil {
+			return nil, false, fmt.Errorf("store: %s: its model file %s is missing (pull it again)", m.Ref(), s.BlobPath(m.Model.SHA256))
+		}
+		return m, false, nil
+	}
+	if !errors.Is(err, ErrNotFound) {
+		return nil, false, err
+	}
+	if _, cerr := catalog.Lookup(ref); cerr != nil {
+		return nil, false, fmt.Errorf("%w; and %w", err, cerr)
+	}
+	m, err = s.Pull(ctx, ref, o)
+	return m, err == nil, err
+}

@@ -1,0 +1,318 @@
+// Package store is bankml's local model store: pulled and created models, each a manifest (name, tag, the
+// file's digest, parameters, system prompt, messages, licence, provenance) over a content-addressed blob.
+//
+// # Design record
+//
+// What. A store is a folder ($BANKML_MODELS, else <the user's data folder>/bankml/models) holding
+// blobs/sha256-<hex> (model files, named by their sha256, only ever renamed into place verified: package
+// pull) and manifests/<name>/<tag>.json (lower-cased, so names compare case-insensitively as Ollama's do).
+// Pull brings a model in (the catalog, an http(s) URL or hf:// address with its sha256, a local file),
+// Create makes one from an Ollama Modelfile, and Get, List, Copy and Remove manage them; Remove deletes a
+// blob once no manifest names it. A model's manifest is its pin: bankml serve and run admit the blob
+// against the manifest's sha256 (package provenance), so no --manifest or --unpinned is needed.
+//
+// Follows. Ollama's store (~/.ollama/models: blobs/sha256-<hex>, manifests per name and tag, a name's
+// default tag "latest", blobs kept while a manifest names them) and its Modelfile (parsed by Ollama's own
+// package github.com/ollama/ollama/parser; PARAMETER values typed by api.FormatParams under Ollama's option
+// names).
+//
+// Deliberate differences. A manifest is bankml's JSON (schema 1), not an OCI image manifest: one GGUF blob,
+// and the Modelfile's settings in the manifest itself rather than in layers. TEMPLATE (a Go template Ollama
+// renders) and ADAPTER (LoRA) are refused with the reason (see Create). Writes are a temporary file and a
+// rename, so a crash leaves the old manifest or the new one.
+//
+// Determinism. A manifest's content is a function of what was pulled or created and the clock (Modified).
+package store
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ollama/ollama/api"
+
+	"github.com/bankml/bankml/catalog"
+	"github.com/bankml/bankml/pull"
+)
+
+// EnvModels names the store's folder. (It once named the test-data folder; that is now
+// $BANKML_TESTDATA, package internal/testdata.)
+const EnvModels = "BANKML_MODELS"
+
+// Schema is the manifest format's version.
+const Schema = 1
+
+// ErrNotFound is wrapped by Get's error when the store has no such model.
+var ErrNotFound = errors.New("not found")
+
+// Manifest is one model of the store.
+type Manifest struct {
+	Schema   int       `json:"schema"`
+	Name     string    `json:"name"` // as given (names compare case-insensitively)
+	Tag      string    `json:"tag"`
+	Model    Blob      `json:"model"`
+	Modified time.Time `json:"modified_at"`
+	// Parameters are the Modelfile's PARAMETERs under Ollama's option names (api.Options' JSON names),
+	// typed as Ollama types them (numbers, booleans, strings; "stop" a list).
+	Parameters map[string]any `json:"parameters,omitempty"`
+	System     string         `json:"system,omitempty"`   // SYSTEM: the default system prompt
+	Messages   []Message      `json:"messages,omitempty"` // MESSAGE: a conversation put before every chat
+	License    []string       `json:"license,omitempty"`  // LICENSE texts
+	Provenance Provenance     `json:"provenance"`
+}
+
+// Blob is the model file.
+type Blob struct {
+	SHA256 string `json:"sha256"` // lower-case hex: the pin
+	Size   int64  `json:"size"`   // bytes
+	File   string `json:"file"`   // the file's name where it came from
+}
+
+// Message is a MESSAGE of a Modelfile.
+type Message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// Provenance says where the model came from.
+type Provenance struct {
+	// Kind: "catalog" (bankml's built-in catalog), "url" (an http(s) address with --sha256), "hf" (an
+	// hf://owner/repo/file address with --sha256), "file" (a local file, hashed when it was added),
+	// "create" (a Modelfile over another model).
+	Kind     string `json:"kind"`
+	URL      string `json:"url,omitempty"`      // the publisher's address (catalog, url, hf)
+	Mirror   string `json:"mirror,omitempty"`   // the mirror the bytes were read from, when not the publisher
+	Repo     string `json:"repo,omitempty"`     // Hugging Face repository (catalog, hf)
+	Revision string `json:"revision,omitempty"` // its commit (catalog) or the revision asked (hf)
+	// DigestSource says who vouched for the sha256: the catalog's citation, "given with --sha256", or
+	// "computed from the local file when it was added".
+	DigestSource string    `json:"digest_source"`
+	Path         string    `json:"path,omitempty"` // the local file (file), the Modelfile (create)
+	From         string    `json:"from,omitempty"` // the model a Modelfile's FROM named (create)
+	Added        time.Time `json:"added_at"`
+}
+
+// Ref is the manifest's NAME:TAG.
+func (m *Manifest) Ref() string { return m.Name + ":" + m.Tag }
+
+// Store is a store folder.
+type Store struct {
+	Root string
+}
+
+// DefaultRoot is $BANKML_MODELS, else the user's data folder's bankml/models: $XDG_DATA_HOME (else
+// ~/.local/share) on Linux and the BSDs, ~/Library/Application Support on macOS, %LocalAppData% on Windows.
+func DefaultRoot() (string, error) {
+	if d := os.Getenv(EnvModels); d != "" {
+		return d, nil
+	}
+	d, err := dataDir()
+	if err != nil {
+		return "", fmt.Errorf("store: no folder for models (set $%s): %w", EnvModels, err)
+	}
+	return filepath.Join(d, "bankml", "models"), nil
+}
+
+// Open returns the store at root, creating its folders.
+func Open(root string) (*Store, error) {
+	for _, d := range []string{root, filepath.Join(root, "blobs"), filepath.Join(root, "manifests")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, fmt.Errorf("store: %w", err)
+		}
+	}
+	return &Store{Root: root}, nil
+}
+
+// BlobsDir is where the model files are.
+func (s *Store) BlobsDir() string { return filepath.Join(s.Root, "blobs") }
+
+// BlobPath is the path of the blob with the given sha256.
+func (s *Store) BlobPath(sha string) string { return filepath.Join(s.BlobsDir(), pull.BlobName(sha)) }
+
+func (s *Store) manifestPath(name, tag string) string {
+	return filepath.Join(s.Root, "manifests", strings.ToLower(name), strings.ToLower(tag)+".json")
+}
+
+// Get returns the manifest NAME[:TAG] names; the error wraps ErrNotFound when there is none, and names a
+// manifest that does not read.
+func (s *Store) Get(ref string) (*Manifest, error) {
+	name, tag, err := catalog.ParseRef(ref)
+	if err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	p := s.manifestPath(name, tag)
+	b, err := os.ReadFile(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("store: %s:%s: %w in %s", name, tag, ErrNotFound, s.Root)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	var m Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("store: manifest %s: %w", p, err)
+	}
+	if m.Schema != Schema {
+		return nil, fmt.Errorf("store: manifest %s: schema %d, this bankml reads %d", p, m.Schema, Schema)
+	}
+	if m.Parameters, err = typed(m.Parameters); err != nil {
+		return nil, fmt.Errorf("store: manifest %s: parameters: %w", p, err)
+	}
+	return &m, nil
+}
+
+// typed gives JSON-decoded parameters (numbers as float64, lists as []any) the types api.FormatParams gives
+// a Modelfile's PARAMETERs (int64, float32, bool, string, []string), by formatting each value back to its
+// text.
+func typed(params map[string]any) (map[string]any, error) {
+	if len(params) == 0 {
+		return nil, nil
+	}
+	text := map[string][]string{}
+	for k, v := range params {
+		switch v := v.(type) {
+		case []any:
+			for _, e := range v {
+				text[k] = append(text[k], fmt.Sprint(e))
+			}
+		case float64:
+			text[k] = []string{strconv.FormatFloat(v, 'g', -1, 64)}
+		default:
+			text[k] = []string{fmt.Sprint(v)}
+		}
+	}
+	return api.FormatParams(text)
+}
+
+// Put writes a manifest (replacing one of the same name and tag) after checking its blob is in the store
+// with the manifest's size.
+func (s *Store) Put(m *Manifest) error {
+	if _, _, err := catalog.ParseRef(m.Ref()); err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	st, err := os.Stat(s.BlobPath(m.Model.SHA256))
+	if err != nil {
+		return fmt.Errorf("store: %s: the model file is not in the store: %w", m.Ref(), err)
+	}
+	if st.Size() != m.Model.Size {
+		return fmt.Errorf("store: %s: blob has %d bytes, the manifest says %d", m.Ref(), st.Size(), m.Model.Size)
+	}
+	m.Schema = Schema
+	if m.Modified.IsZero() {
+		m.Modified = time.Now().UTC()
+	}
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	return writeAtomic(s.manifestPath(m.Name, m.Tag), append(b, '\n'))
+}
+
+// writeAtomic writes data to path through a temporary file in the same folder and a rename.
+func writeAtomic(path string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
+	if err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return fmt.Errorf("store: %w", err)
+	}
+	return nil
+}
+
+// List returns every manifest, sorted by name and tag. A manifest that does not read is an error naming it.
+func (s *Store) List() ([]*Manifest, error) {
+	var out []*Manifest
+	root := filepath.Join(s.Root, "manifests")
+	names, err := os.ReadDir(root)
+	if err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	for _, n := range names {
+		if !n.IsDir() {
+			continue
+		}
+		tags, err := os.ReadDir(filepath.Join(root, n.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("store: %w", err)
+		}
+		for _, t := range tags {
+			tag, ok := strings.CutSuffix(t.Name(), ".json")
+			if !ok || strings.HasPrefix(t.Name(), ".") {
+				continue
+			}
+			m, err := s.Get(n.Name() + ":" + tag)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, m)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return strings.ToLower(out[i].Ref()) < strings.ToLower(out[j].Ref()) })
+	return out, nil
+}
+
+// Copy makes dst (NAME[:TAG]) a copy of src's manifest (the blob is shared), replacing a dst that exists.
+func (s *Store) Copy(src, dst string) (*Manifest, error) {
+	m, err := s.Get(src)
+	if err != nil {
+		return nil, err
+	}
+	name, tag, err := catalog.ParseRef(dst)
+	if err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	c := *m
+	c.Name, c.Tag, c.Modified = name, tag, time.Now().UTC()
+	if err := s.Put(&c); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// Remove deletes the manifest NAME[:TAG] and, when no other manifest names it, its blob (and any partial
+// download of it).
+func (s *Store) Remove(ref string) error {
+	m, err := s.Get(ref)
+	if err != nil {
+		return err
+	}
+	p := s.manifestPath(m.Name, m.Tag)
+	if err := os.Remove(p); err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	os.Remove(filepath.Dir(p)) // the name's folder, when empty
+	all, err := s.List()
+	if err != nil {
+		return err
+	}
+	for _, o := range all {
+		if o.Model.SHA256 == m.Model.SHA256 {
+			return nil
+		}
+	}
+	if err := os.Remove(s.BlobPath(m.Model.SHA256)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("store: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,407 @@
+package storeserve
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ollama/ollama/api"
+
+	"github.com/bankml/bankml/catalog"
+	"github.com/bankml/bankml/serve"
+	"github.com/bankml/bankml/store"
+)
+
+func (r *Router) routes() {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, 200, map[string]string{"status": "ok"}) })
+	mux.HandleFunc("GET /v1/health", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, 200, map[string]string{"status": "ok"}) })
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		io.WriteString(w, "Ollama is running")
+	})
+	mux.HandleFunc("GET /api/version", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, 200, map[string]string{"version": serveOllamaVersion})
+	})
+	// llama-server's router endpoints
+	mux.HandleFunc("GET /models", r.handleModels)
+	mux.HandleFunc("GET /v1/models", r.handleModels)
+	mux.HandleFunc("POST /models/load", r.handleLoad)
+	mux.HandleFunc("POST /models/unload", r.handleUnload)
+	// Ollama's store routes
+	mux.HandleFunc("GET /api/tags", r.handleTags)
+	mux.HandleFunc("GET /api/ps", r.handlePs)
+	mux.HandleFunc("POST /api/show", r.handleShow)
+	mux.HandleFunc("POST /api/pull", r.handlePull)
+	mux.HandleFunc("POST /api/create", r.handleCreate)
+	mux.HandleFunc("POST /api/copy", r.handleCopy)
+	mux.HandleFunc("DELETE /api/delete", r.handleDelete)
+	// everything else names a model
+	mux.HandleFunc("/", r.forward)
+	r.mux = mux
+}
+
+// serveOllamaVersion is the Ollama API version bankml answers in (package serve's).
+const serveOllamaVersion = "0.17.4"
+
+func decode(w http.ResponseWriter, req *http.Request, ollama bool, v any) bool {
+	b, err := io.ReadAll(http.MaxBytesReader(w, req.Body, maxBody))
+	if err == nil && len(strings.TrimSpace(string(b))) == 0 {
+		writeErr(w, ollama, http.StatusBadRequest, "missing request body")
+		return false
+	}
+	if err == nil {
+		err = json.Unmarshal(b, v)
+	}
+	if err != nil {
+		writeErr(w, ollama, http.StatusBadRequest, err.Error())
+		return false
+	}
+	return true
+}
+
+// handleModels is llama-server's router GET /models: every model of the store with its status.
+func (r *Router) handleModels(w http.ResponseWriter, _ *http.Request) {
+	all, err := r.o.Store.List()
+	if err != nil {
+		writeErr(w, false, 500, err.Error())
+		return
+	}
+	r.mu.Lock()
+	type status struct {
+		Value string `json:"value"`
+	}
+	type model struct {
+		ID      string `json:"id"`
+		Object  string `json:"object"`
+		OwnedBy string `json:"owned_by"`
+		Created int64  `json:"created"`
+		Status  status `json:"status"`
+		SHA256  string `json:"sha256"`
+		Size    int64  `json:"size"`
+	}
+	data := []model{}
+	for _, m := range all {
+		st := "unloaded"
+		if _, ok := r.loaded[key(m.Ref())]; ok {
+			st = "loaded"
+		} else if _, ok := r.loads[key(m.Ref())]; ok {
+			st = "loading"
+		}
+		data = append(data, model{ID: m.Ref(), Object: "model", OwnedBy: "bankml", Created: m.Modified.Unix(), Status: status{st}, SHA256: m.Model.SHA256, Size: m.Model.Size})
+	}
+	r.mu.Unlock()
+	writeJSON(w, 200, map[string]any{"object": "list", "data": data})
+}
+
+// handleLoad is POST /models/load {"model": NAME}: loads it (kept per the server's keep_alive).
+func (r *Router) handleLoad(w http.ResponseWriter, req *http.Request) {
+	var body struct {
+		Model string `json:"model"`
+	}
+	if !decode(w, req, false, &body) {
+		return
+	}
+	l, err := r.acquire(req.Context(), body.Model)
+	if err != nil {
+		st, msg := statusOf(err)
+		writeErr(w, false, st, msg)
+		return
+	}
+	r.release(l, nil)
+	writeJSON(w, 200, map[string]any{"success": true, "model": l.ref})
+}
+
+// handleUnload is POST /models/unload {"model": NAME}.
+func (r *Router) handleUnload(w http.ResponseWriter, req *http.Request) {
+	var body struct {
+		Model string `json:"model"`
+	}
+	if !decode(w, req, false, &body) {
+		return
+	}
+	was, err := r.Unload(body.Model)
+	switch {
+	case err != nil:
+		writeErr(w, false, 400, err.Error())
+	case !was:
+		writeErr(w, false, 400, fmt.Sprintf("model '%s' is not loaded", body.Model))
+	default:
+		writeJSON(w, 200, map[string]any{"success": true})
+	}
+}
+
+func details(*store.Manifest) api.ModelDetails {
+	return api.ModelDetails{Format: "gguf"}
+}
+
+// handleTags is Ollama's GET /api/tags: the store's models.
+func (r *Router) handleTags(w http.ResponseWriter, _ *http.Request) {
+	all, err := r.o.Store.List()
+	if err != nil {
+		writeErr(w, true, 500, err.Error())
+		return
+	}
+	out := api.ListResponse{Models: []api.ListModelResponse{}}
+	for _, m := range all {
+		out.Models = append(out.Models, api.ListModelResponse{Name: m.Ref(), Model: m.Ref(), ModifiedAt: m.Modified,
+			Size: m.Model.Size, Digest: m.Model.SHA256, Details: details(m)})
+	}
+	writeJSON(w, 200, out)
+}
+
+// handlePs is Ollama's GET /api/ps: the models loaded now, with when each unloads (a keep_alive of -1: the
+// far future, as Ollama reports it).
+func (r *Router) handlePs(w http.ResponseWriter, _ *http.Request) {
+	r.mu.Lock()
+	out := api.ProcessResponse{Models: []api.ProcessModelResponse{}}
+	for _, l := range r.loaded {
+		exp := l.used.Add(l.keep)
+		if l.keep < 0 {
+			exp = l.at.Add(math.MaxInt64)
+		}
+		out.Models = append(out.Models, api.ProcessModelResponse{Name: l.ref, Model: l.ref, Size: l.size,
+			Digest: l.m.SHA256, Details: api.ModelDetails{Format: "gguf", Family: l.m.File.Architecture()},
+			ExpiresAt: exp, ContextLength: l.m.Model.HP.NCtxTrain})
+	}
+	r.mu.Unlock()
+	writeJSON(w, 200, out)
+}
+
+// handleShow is Ollama's POST /api/show from the store's manifest.
+func (r *Router) handleShow(w http.ResponseWriter, req *http.Request) {
+	var body api.ShowRequest
+	if !decode(w, req, true, &body) {
+		return
+	}
+	if body.Model == "" {
+		body.Model = body.Name //lint:ignore SA1019 older Ollama clients send "name"; Ollama takes it too
+	}
+	m, err := r.o.Store.Get(body.Model)
+	if err != nil {
+		writeErr(w, true, 404, fmt.Sprintf("model '%s' not found", body.Model))
+		return
+	}
+	var params strings.Builder
+	for k, v := range m.Parameters {
+		fmt.Fprintf(&params, "%-30s %v\n", k, v)
+	}
+	writeJSON(w, 200, api.ShowResponse{
+		License:    strings.Join(m.License, "\n"),
+		Modelfile:  fmt.Sprintf("# Modelfile generated by bankml\nFROM %s\n", r.o.Store.BlobPath(m.Model.SHA256)),
+		Parameters: strings.TrimSpace(params.String()),
+		System:     m.System,
+		Details:    details(m),
+		ModifiedAt: m.Modified,
+	})
+}
+
+// progressLines streams Ollama's pull progress as NDJSON lines (api.ProgressResponse), flushed as written.
+type progressLines struct {
+	mu     sync.Mutex
+	w      http.ResponseWriter
+	stream bool
+}
+
+func (p *progressLines) send(v api.ProgressResponse) {
+	if !p.stream {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	b, _ := json.Marshal(v)
+	p.w.Write(append(b, '\n'))
+	if f, ok := p.w.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// counter turns written bytes into progress lines, at most every 100 ms.
+type counter struct {
+	p           *progressLines
+	digest      string
+	total, done int64
+	last        time.Time
+}
+
+func (c *counter) Write(b []byte) (int, error) {
+	c.done += int64(len(b))
+	if time.Since(c.last) > 100*time.Millisecond || c.done == c.total {
+		c.last = time.Now()
+		c.p.send(api.ProgressResponse{Status: "pulling " + c.digest[:12], Digest: "sha256:" + c.digest, Total: c.total, Completed: c.done})
+	}
+	return len(b), nil
+}
+
+// handlePull is Ollama's POST /api/pull: the catalog model pulled into the store, its progress streamed
+// as Ollama streams it ("pulling manifest", "pulling <digest>" with total and completed, "verifying sha256
+// digest", "writing manifest", "success"), or one {"status": "success"} with "stream": false.
+func (r *Router) handlePull(w http.ResponseWriter, req *http.Request) {
+	var body api.PullRequest
+	if !decode(w, req, true, &body) {
+		return
+	}
+	if body.Model == "" {
+		body.Model = body.Name //lint:ignore SA1019 older Ollama clients send "name"; Ollama takes it too
+	}
+	stream := body.Stream == nil || *body.Stream
+	p := &progressLines{w: w, stream: stream}
+	if stream {
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		w.WriteHeader(200)
+	}
+	p.send(api.ProgressResponse{Status: "pulling manifest"})
+	o := r.o.Pull
+	o.Fetch.Progress = func(total, done int64) io.Writer {
+		c := &counter{p: p, total: total, done: done}
+		if e, err := catalogDigest(body.Model); err == nil {
+			c.digest = e
+		} else {
+			c.digest = strings.Repeat("0", 64)
+		}
+		return c
+	}
+	m, err := r.o.Store.Pull(req.Context(), body.Model, o)
+	if err != nil {
+		if stream {
+			b, _ := json.Marshal(map[string]string{"error": err.Error()})
+			w.Write(append(b, '\n'))
+			return
+		}
+		writeErr(w, true, 500, err.Error())
+		return
+	}
+	p.send(api.ProgressResponse{Status: "verifying sha256 digest"})
+	p.send(api.ProgressResponse{Status: "writing manifest"})
+	if stream {
+		p.send(api.ProgressResponse{Status: "success"})
+		return
+	}
+	_ = m
+	writeJSON(w, 200, api.ProgressResponse{Status: "success"})
+}
+
+// handleCreate is Ollama's POST /api/create: "from", "system", "parameters", "messages" and "license" make
+// a Modelfile for store.Create; "template", "adapters", "files" (uploaded blobs) and "quantize" are refused
+// with the reason.
+func (r *Router) handleCreate(w http.ResponseWriter, req *http.Request) {
+	var body api.CreateRequest
+	if !decode(w, req, true, &body) {
+		return
+	}
+	switch {
+	case body.Model == "":
+		writeErr(w, true, 400, "model is required")
+		return
+	case body.From == "":
+		writeErr(w, true, 400, "from is required: name a model in the store or the catalog (uploaded files are not supported)")
+		return
+	case len(body.Files) > 0 || len(body.Adapters) > 0:
+		writeErr(w, true, 400, "files and adapters are not supported: bankml creates a model from one in its store or catalog")
+		return
+	case body.Quantize != "":
+		writeErr(w, true, 400, "quantize is not supported here: use bankml quantize")
+		return
+	}
+	var mf strings.Builder
+	fmt.Fprintf(&mf, "FROM %s\n", body.From)
+	if body.Template != "" {
+		fmt.Fprintf(&mf, "TEMPLATE %q\n", body.Template)
+	}
+	if body.System != "" {
+		fmt.Fprintf(&mf, "SYSTEM %q\n", body.System)
+	}
+	for k, v := range body.Parameters {
+		vs, ok := v.([]any)
+		if !ok {
+			vs = []any{v}
+		}
+		for _, e := range vs {
+			fmt.Fprintf(&mf, "PARAMETER %s %q\n", k, fmt.Sprint(e))
+		}
+	}
+	for _, m := range body.Messages {
+		fmt.Fprintf(&mf, "MESSAGE %s %q\n", m.Role, m.Content)
+	}
+	lic, _ := body.License.([]any)
+	if s, ok := body.License.(string); ok {
+		lic = []any{s}
+	}
+	for _, l := range lic {
+		fmt.Fprintf(&mf, "LICENSE %q\n", fmt.Sprint(l))
+	}
+	stream := body.Stream == nil || *body.Stream
+	p := &progressLines{w: w, stream: stream}
+	_, err := r.o.Store.Create(req.Context(), body.Model, strings.NewReader(mf.String()), store.CreateOptions{Pull: r.o.Pull,
+		CheckParameters: func(params map[string]any) error { _, err := checkParameters(params); return err }})
+	if err != nil {
+		writeErr(w, true, 400, err.Error())
+		return
+	}
+	if stream {
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		w.WriteHeader(200)
+		p.send(api.ProgressResponse{Status: "writing manifest"})
+		p.send(api.ProgressResponse{Status: "success"})
+		return
+	}
+	writeJSON(w, 200, api.ProgressResponse{Status: "success"})
+}
+
+// handleCopy is Ollama's POST /api/copy.
+func (r *Router) handleCopy(w http.ResponseWriter, req *http.Request) {
+	var body api.CopyRequest
+	if !decode(w, req, true, &body) {
+		return
+	}
+	if _, err := r.o.Store.Get(body.Source); err != nil {
+		writeErr(w, true, 404, fmt.Sprintf("model '%s' not found", body.Source))
+		return
+	}
+	if _, err := r.o.Store.Copy(body.Source, body.Destination); err != nil {
+		writeErr(w, true, 400, err.Error())
+		return
+	}
+	w.WriteHeader(200)
+}
+
+// handleDelete is Ollama's DELETE /api/delete: the model is unloaded and its manifest removed.
+func (r *Router) handleDelete(w http.ResponseWriter, req *http.Request) {
+	var body api.DeleteRequest
+	if !decode(w, req, true, &body) {
+		return
+	}
+	if body.Model == "" {
+		body.Model = body.Name //lint:ignore SA1019 older Ollama clients send "name"; Ollama takes it too
+	}
+	if _, err := r.o.Store.Get(body.Model); err != nil {
+		writeErr(w, true, 404, fmt.Sprintf("model '%s' not found", body.Model))
+		return
+	}
+	if _, err := r.Unload(body.Model); err != nil {
+		writeErr(w, true, 400, err.Error())
+		return
+	}
+	if err := r.o.Store.Remove(body.Model); err != nil {
+		writeErr(w, true, 500, err.Error())
+		return
+	}
+	w.WriteHeader(200)
+}
+
+// catalogDigest is the sha256 the catalog records for a model name (the one layer Ollama's progress names).
+func catalogDigest(name string) (string, error) {
+	e, err := catalog.Lookup(name)
+	if err != nil {
+		return "", err
+	}
+	return e.SHA256, nil
+}
+
+// checkParameters checks PARAMETERs as bankml serve checks a request's Ollama options.
+var checkParameters = serve.CheckModelfileParameters

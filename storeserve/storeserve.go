@@ -1,0 +1,483 @@
+// Package storeserve serves every model of the store from one HTTP server (`bankml serve` without a model):
+// a request names its model, which is loaded on demand through the full admission, kept per keep_alive,
+// and evicted least-recently-used under a model count and a memory budget.
+//
+// # Design record
+//
+// What. A Router holds one serve.Server per loaded model (each with its own engine, slots, metrics and
+// receipts) and forwards each request, body unchanged, to the server of the model its JSON "model" names
+// (Ollama's "name" too). A model not loaded is resolved in the store (pulled from the catalog on first use),
+// admitted as bankml serve admits one (guard, architecture, the sha256 pin of its manifest, load) and kept
+// for keep_alive after its last request (default 5 minutes; 0 unloads it once idle, a negative one keeps it);
+// loading one model does not hold up requests to the others (each load runs outside the router's lock, and
+// concurrent requests for the same model share one load). Before a load, idle models are evicted least
+// recently used first until Options.MaxModels and Options.MaxMemory (bytes of model files, which bankml
+// memory-maps) allow it; when only busy models could go, the request gets a 503. The router answers the
+// store's routes itself: Ollama's /api/tags, /api/show, /api/ps, /api/pull (NDJSON progress as Ollama
+// streams it), /api/create, /api/copy, /api/delete; llama-server's router endpoints GET /models (and
+// /v1/models), POST /models/load and /models/unload; /health.
+//
+// Follows. Ollama's scheduler (server/sched.go: keep_alive, OLLAMA_MAX_LOADED_MODELS, least-recently-used
+// eviction of idle runners, "unload" on keep_alive 0) and its store API (server/routes.go); llama-server's
+// router mode (tools/server: GET /models with each model's status, POST /models/load and /models/unload).
+//
+// Deliberate differences. Memory is budgeted by model file size (the weights bankml maps), not by a
+// measured footprint; KV caches grow with use and are not counted. Ollama's /api/pull digests name its
+// layers; bankml's one layer is the GGUF file, named by its sha256.
+//
+// Determinism. A model's answers are its serve.Server's (package serve's contract); loading and eviction
+// change when a request waits, never what it is answered.
+package storeserve
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"github.com/bankml/bankml/admit"
+	"io"
+	"log/slog"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ollama/ollama/api"
+
+	"github.com/bankml/bankml/catalog"
+	"github.com/bankml/bankml/serve"
+	"github.com/bankml/bankml/store"
+)
+
+// DefaultKeepAlive is how long a model stays loaded after its last request when neither the request nor
+// Options says (Ollama's default).
+const DefaultKeepAlive = 5 * time.Minute
+
+// maxBody bounds the request bodies the router reads to find the model (serve's own limit).
+const maxBody = serve.DefaultMaxBodyBytes
+
+// Options configure a Router.
+type Options struct {
+	Store *store.Store
+	Pull  store.PullOptions // how a catalog model not in the store is pulled on first use
+	// Serve configures each model's server (NCtx, Threads, Parallel, history, keys, ...); Alias is set to
+	// the model's NAME:TAG.
+	Serve     serve.Options
+	KeepAlive time.Duration // 0: DefaultKeepAlive; negative: forever
+	// NoKeepAlive unloads a model as soon as it is idle (bankml serve --keep-alive 0), KeepAlive aside.
+	NoKeepAlive bool
+	MaxModels   int   // models loaded at once; 0: no limit
+	MaxMemory   int64 // bytes of model files loaded at once; 0: no limit
+	// Admit admits a model file against its pin; nil: admit.Open with the manifest's sha256 (the full
+	// admission: guard, architecture, pin, load).
+	Admit func(path, sha256 string) (*admit.Model, error)
+	Log   *slog.Logger
+}
+
+// Router serves the store's models.
+type Router struct {
+	o      Options
+	log    *slog.Logger
+	mu     sync.Mutex
+	loaded map[string]*loaded   // key: lower-case NAME:TAG
+	loads  map[string]*loadCall // loads under way
+	closed bool
+	mux    *http.ServeMux
+}
+
+type loaded struct {
+	ref      string // NAME:TAG as the manifest has it
+	m        *admit.Model
+	srv      *serve.Server
+	size     int64
+	at       time.Time // loaded at
+	used     time.Time // last request finished (or began)
+	keep     time.Duration
+	inflight int
+	timer    *time.Timer
+}
+
+type loadCall struct {
+	done chan struct{}
+	l    *loaded
+	err  error
+}
+
+// New builds a Router over a store.
+func New(o Options) (*Router, error) {
+	if o.Store == nil {
+		return nil, errors.New("storeserve: no store")
+	}
+	switch {
+	case o.NoKeepAlive:
+		o.KeepAlive = 0
+	case o.KeepAlive == 0:
+		o.KeepAlive = DefaultKeepAlive
+	}
+	if o.Admit == nil {
+		o.Admit = func(path, sha string) (*admit.Model, error) {
+			return admit.Open(path, admit.Options{Manifest: sha, Pin: admit.RequirePin, Chat: true})
+		}
+	}
+	r := &Router{o: o, log: o.Log, loaded: map[string]*loaded{}, loads: map[string]*loadCall{}}
+	if r.log == nil {
+		r.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	r.routes()
+	return r, nil
+}
+
+// Handler is the router's HTTP handler.
+func (r *Router) Handler() http.Handler { return r.mux }
+
+// Close unloads every model.
+func (r *Router) Close() error {
+	r.mu.Lock()
+	r.closed = true
+	all := make([]*loaded, 0, len(r.loaded))
+	for k, l := range r.loaded {
+		all = append(all, l)
+		delete(r.loaded, k)
+	}
+	r.mu.Unlock()
+	for _, l := range all {
+		unload(l)
+	}
+	return nil
+}
+
+func unload(l *loaded) {
+	if l.timer != nil {
+		l.timer.Stop()
+	}
+	l.srv.Close()
+	l.m.Close()
+}
+
+func key(ref string) string { return strings.ToLower(ref) }
+
+// ref resolves a request's model name to the store's NAME:TAG.
+func (r *Router) ref(name string) (string, error) {
+	n, t, err := catalog.ParseRef(name)
+	if err != nil {
+		return "", err
+	}
+	return n + ":" + t, nil
+}
+
+// acquire returns the loaded model for name (loading it if needed) with one more request in flight;
+// release must follow.
+func (r *Router) acquire(ctx context.Context, name string) (*loaded, error) {
+	ref, err := r.ref(name)
+	if err != nil {
+		return nil, &httpError{http.StatusBadRequest, err.Error()}
+	}
+	k := key(ref)
+	for {
+		r.mu.Lock()
+		if r.closed {
+			r.mu.Unlock()
+			return nil, &httpError{http.StatusServiceUnavailable, "the server is shutting down"}
+		}
+		if l, ok := r.loaded[k]; ok {
+			l.inflight++
+			l.used = time.Now()
+			if l.timer != nil {
+				l.timer.Stop()
+				l.timer = nil
+			}
+			r.mu.Unlock()
+			return l, nil
+		}
+		c, ok := r.loads[k]
+		if !ok {
+			c = &loadCall{done: make(chan struct{})}
+			r.loads[k] = c
+			r.mu.Unlock()
+			c.l, c.err = r.load(ctx, ref)
+			r.mu.Lock()
+			delete(r.loads, k)
+			if c.err == nil {
+				r.loaded[k] = c.l
+			}
+			close(c.done)
+			r.mu.Unlock()
+		} else {
+			r.mu.Unlock()
+			select {
+			case <-c.done:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		if c.err != nil {
+			return nil, c.err
+		}
+		// loop: take the loaded model under the lock (it may have been evicted meanwhile)
+	}
+}
+
+// release ends a request on l; keep is the request's keep_alive (nil: the model's).
+func (r *Router) release(l *loaded, keep *time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	l.inflight--
+	l.used = time.Now()
+	if keep != nil {
+		l.keep = *keep
+	}
+	r.schedule(l)
+}
+
+// schedule arms l's expiry when it is idle (under r.mu).
+func (r *Router) schedule(l *loaded) {
+	if l.inflight > 0 || l.keep < 0 {
+		return
+	}
+	if l.timer != nil {
+		l.timer.Stop()
+	}
+	l.timer = time.AfterFunc(l.keep, func() { r.expire(l) })
+}
+
+// expire unloads l if it is still loaded and idle.
+func (r *Router) expire(l *loaded) {
+	r.mu.Lock()
+	k := key(l.ref)
+	if cur, ok := r.loaded[k]; !ok || cur != l || l.inflight > 0 {
+		r.mu.Unlock()
+		return
+	}
+	delete(r.loaded, k)
+	r.mu.Unlock()
+	r.log.Info("unloading model", "model", l.ref, "reason", "keep_alive expired")
+	unload(l)
+}
+
+// load resolves ref in the store (pulling on first use), makes room and admits it.
+func (r *Router) load(ctx context.Context, ref string) (*loaded, error) {
+	man, _, err := r.o.Store.Resolve(ctx, ref, r.o.Pull)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, &httpError{http.StatusNotFound, fmt.Sprintf("model '%s' not found", ref)}
+		}
+		return nil, &httpError{http.StatusInternalServerError, err.Error()}
+	}
+	if err := r.makeRoom(man.Model.Size); err != nil {
+		return nil, err
+	}
+	r.log.Info("loading model", "model", man.Ref(), "sha256", man.Model.SHA256)
+	m, err := r.o.Admit(r.o.Store.BlobPath(man.Model.SHA256), man.Model.SHA256)
+	if err != nil {
+		return nil, &httpError{http.StatusServiceUnavailable, fmt.Sprintf("model '%s' could not be admitted: %v", man.Ref(), err)}
+	}
+	so := r.o.Serve
+	so.Alias = []string{man.Ref()}
+	so.Defaults = Defaults(man)
+	srv, err := serve.New(m, so)
+	if err != nil {
+		m.Close()
+		return nil, &httpError{http.StatusServiceUnavailable, fmt.Sprintf("model '%s': %v", man.Ref(), err)}
+	}
+	now := time.Now()
+	return &loaded{ref: man.Ref(), m: m, srv: srv, size: man.Model.Size, at: now, used: now, keep: r.o.KeepAlive}, nil
+}
+
+// makeRoom evicts idle models, least recently used first, until one more model of size bytes fits
+// MaxModels and MaxMemory (counting loads under way); a 503 when busy models stand in the way.
+func (r *Router) makeRoom(size int64) error {
+	r.mu.Lock()
+	var victims []*loaded
+	for {
+		n, mem := len(r.loaded)+len(r.loads), size
+		for _, l := range r.loaded {
+			mem += l.size
+		}
+		// the load under way for this very request is counted in r.loads: do not count it twice
+		n--
+		if (r.o.MaxModels <= 0 || n+1 <= r.o.MaxModels) && (r.o.MaxMemory <= 0 || mem <= r.o.MaxMemory) {
+			break
+		}
+		var lru *loaded
+		for _, l := range r.loaded {
+			if l.inflight == 0 && (lru == nil || l.used.Before(lru.used)) {
+				lru = l
+			}
+		}
+		if lru == nil {
+			r.mu.Unlock()
+			for _, v := range victims {
+				unload(v)
+			}
+			return &httpError{http.StatusServiceUnavailable, fmt.Sprintf("no room to load a model of %d bytes: %d models loaded and in use (--max-models %d, --max-memory %d)", size, len(r.loaded), r.o.MaxModels, r.o.MaxMemory)}
+		}
+		delete(r.loaded, key(lru.ref))
+		victims = append(victims, lru)
+	}
+	r.mu.Unlock()
+	for _, v := range victims {
+		r.log.Info("unloading model", "model", v.ref, "reason", "least recently used, to make room")
+		unload(v)
+	}
+	return nil
+}
+
+// Unload unloads a model now when it is idle, or as soon as it is (keep_alive 0). It reports whether the
+// model was loaded.
+func (r *Router) Unload(name string) (bool, error) {
+	ref, err := r.ref(name)
+	if err != nil {
+		return false, err
+	}
+	r.mu.Lock()
+	l, ok := r.loaded[key(ref)]
+	if !ok {
+		r.mu.Unlock()
+		return false, nil
+	}
+	l.keep = 0
+	if l.inflight > 0 {
+		r.mu.Unlock()
+		return true, nil
+	}
+	delete(r.loaded, key(ref))
+	r.mu.Unlock()
+	unload(l)
+	return true, nil
+}
+
+// Loaded lists the loaded models (NAME:TAG), sorted.
+func (r *Router) Loaded() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, l := range r.loaded {
+		out = append(out, l.ref)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// httpError is an error with its HTTP status.
+type httpError struct {
+	status int
+	msg    string
+}
+
+func (e *httpError) Error() string { return e.msg }
+
+func statusOf(err error) (int, string) {
+	var he *httpError
+	if errors.As(err, &he) {
+		return he.status, he.msg
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return http.StatusServiceUnavailable, err.Error()
+	}
+	return http.StatusInternalServerError, err.Error()
+}
+
+// modelRequest is the part of a request body the router reads.
+type modelRequest struct {
+	Model     string        `json:"model"`
+	Name      string        `json:"name"`
+	KeepAlive *api.Duration `json:"keep_alive"`
+	Prompt    *string       `json:"prompt"`
+	Messages  []any         `json:"messages"`
+}
+
+// forward serves a request for one model: it reads the body, finds the model and hands the request, body
+// unchanged, to that model's server.
+func (r *Router) forward(w http.ResponseWriter, req *http.Request) {
+	ollama := strings.HasPrefix(req.URL.Path, "/api/")
+	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, maxBody))
+	if err != nil {
+		writeErr(w, ollama, http.StatusRequestEntityTooLarge, fmt.Sprintf("reading the request body: %v", err))
+		return
+	}
+	var mr modelRequest
+	_ = json.Unmarshal(body, &mr) // a malformed body is the model server's to refuse; here only "model" matters
+	name := mr.Model
+	if name == "" {
+		name = mr.Name
+	}
+	if name == "" {
+		writeErr(w, ollama, http.StatusBadRequest, "model is required: this server serves the store's models (GET /api/tags or /models lists them)")
+		return
+	}
+	var keep *time.Duration
+	if mr.KeepAlive != nil {
+		d := mr.KeepAlive.Duration
+		keep = &d
+	}
+	// Ollama's "unload" request: keep_alive 0 without a prompt or messages.
+	if ollama && keep != nil && *keep == 0 && (mr.Prompt == nil || *mr.Prompt == "") && len(mr.Messages) == 0 {
+		ref, err := r.ref(name)
+		if err != nil {
+			writeErr(w, true, http.StatusBadRequest, err.Error())
+			return
+		}
+		if _, err := r.Unload(ref); err != nil {
+			writeErr(w, true, http.StatusBadRequest, err.Error())
+			return
+		}
+		unloadAnswer(w, req.URL.Path, name)
+		return
+	}
+	l, err := r.acquire(req.Context(), name)
+	if err != nil {
+		st, msg := statusOf(err)
+		writeErr(w, ollama, st, msg)
+		return
+	}
+	defer r.release(l, keep)
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	req.ContentLength = int64(len(body))
+	l.srv.Handler().ServeHTTP(w, req)
+}
+
+// unloadAnswer is Ollama's answer to keep_alive 0 without a prompt: done, done_reason "unload".
+func unloadAnswer(w http.ResponseWriter, path, model string) {
+	now := time.Now().UTC()
+	var v any
+	if path == "/api/chat" {
+		v = api.ChatResponse{Model: model, CreatedAt: now, Message: api.Message{Role: "assistant"}, DoneReason: "unload", Done: true}
+	} else {
+		v = api.GenerateResponse{Model: model, CreatedAt: now, DoneReason: "unload", Done: true}
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"error":"encoding the answer"}`)
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	w.Write(b)
+}
+
+// writeErr answers an error in Ollama's shape ({"error": "..."}) under /api/, else llama-server's.
+func writeErr(w http.ResponseWriter, ollama bool, status int, msg string) {
+	if ollama {
+		writeJSON(w, status, map[string]string{"error": msg})
+		return
+	}
+	typ := map[int]string{400: "invalid_request_error", 404: "not_found_error", 503: "unavailable_error"}[status]
+	if typ == "" {
+		typ = "server_error"
+	}
+	writeJSON(w, status, map[string]any{"error": map[string]any{"code": status, "message": msg, "type": typ}})
+}
+
+// Defaults are a stored model's Modelfile settings as package serve applies them to the Ollama API.
+func Defaults(m *store.Manifest) serve.ModelDefaults {
+	d := serve.ModelDefaults{Options: m.Parameters, System: m.System}
+	for _, msg := range m.Messages {
+		d.Messages = append(d.Messages, api.Message{Role: msg.Role, Content: msg.Content})
+	}
+	return d
+}

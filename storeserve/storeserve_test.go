@@ -1,0 +1,373 @@
+package storeserve_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"github.com/bankml/bankml/admit"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bankml/bankml/internal/testdata"
+	"github.com/bankml/bankml/pull"
+	"github.com/bankml/bankml/serve"
+	"github.com/bankml/bankml/store"
+	"github.com/bankml/bankml/storeserve"
+)
+
+// fixture is a store holding stories260K (pulled from the catalog through the test-data mirror) and its
+// Q8_0 derivative (another file), and a router over it.
+type fixture struct {
+	s      *store.Store
+	r      *storeserve.Router
+	srv    *httptest.Server
+	models string
+}
+
+func newFixture(t *testing.T, o storeserve.Options) *fixture {
+	t.Helper()
+	models := testdata.ModelsDir(t)
+	testdata.Model(t, "stories260K.gguf")
+	t.Setenv(pull.EnvMirror, "")
+	s, err := store.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	po := store.PullOptions{Mirror: models, Fetch: pull.Options{Backoff: time.Millisecond}}
+	if _, err := s.Pull(context.Background(), "stories260K", po); err != nil {
+		t.Fatal(err)
+	}
+	q8 := po
+	q8.Name = "tiny:q8_0"
+	if _, err := s.Pull(context.Background(), models+"/derived/stories260K-Q8_0.gguf", q8); err != nil {
+		t.Fatal(err)
+	}
+	o.Store, o.Pull = s, po
+	o.Serve.Threads = 1
+	r, err := storeserve.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{s: s, r: r, srv: httptest.NewServer(r.Handler()), models: models}
+	t.Cleanup(func() { f.srv.Close(); r.Close() })
+	return f
+}
+
+func (f *fixture) post(t *testing.T, path, body string) (int, []byte) {
+	t.Helper()
+	resp, err := http.Post(f.srv.URL+path, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+func (f *fixture) get(t *testing.T, path string) []byte {
+	t.Helper()
+	resp, err := http.Get(f.srv.URL + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return b
+}
+
+func completion(t *testing.T, f *fixture, model string) string {
+	t.Helper()
+	st, b := f.post(t, "/v1/completions", `{"model":"`+model+`","prompt":"Once upon a time","max_tokens":12,"temperature":0}`)
+	if st != 200 {
+		t.Fatalf("%s: %d %s", model, st, b)
+	}
+	var out struct {
+		Model   string `json:"model"`
+		Choices []struct {
+			Text string `json:"text"`
+		} `json:"choices"`
+	}
+	json.Unmarshal(b, &out)
+	return out.Model + "|" + out.Choices[0].Text
+}
+
+func TestRequestsNameTheirModelWhichLoadsOnDemandAndEqualsTheSingleModelServer(t *testing.T) {
+	f := newFixture(t, storeserve.Options{})
+	if got := f.r.Loaded(); len(got) != 0 {
+		t.Fatalf("loaded before any request: %v", got)
+	}
+	a := completion(t, f, "stories260K")
+	b := completion(t, f, "tiny:q8_0")
+	if !reflect.DeepEqual(f.r.Loaded(), []string{"stories260K:latest", "tiny:q8_0"}) {
+		t.Fatalf("loaded %v", f.r.Loaded())
+	}
+	// The same answer as bankml serve of the file alone.
+	m, err := admit.Open(testdata.Model(t, "stories260K.gguf"), admit.Options{Pin: admit.AllowUnpinned, Chat: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	single, err := serve.New(m, serve.Options{Threads: 1, Alias: []string{"stories260K:latest"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	defer single.Close()
+	rec := httptest.NewRecorder()
+	single.Handler().ServeHTTP(rec, httptest.NewRequest("POST", "/v1/completions", strings.NewReader(`{"model":"stories260K","prompt":"Once upon a time","max_tokens":12,"temperature":0}`)))
+	var out struct {
+		Model   string `json:"model"`
+		Choices []struct {
+			Text string `json:"text"`
+		} `json:"choices"`
+	}
+	json.Unmarshal(rec.Body.Bytes(), &out)
+	if want := out.Model + "|" + out.Choices[0].Text; a != want {
+		t.Fatalf("router %q, single-model server %q", a, want)
+	}
+	if a == b {
+		t.Logf("the Q8_0 file answers as the F32 one: %q", b)
+	}
+	if st, body := f.post(t, "/v1/completions", `{"prompt":"x"}`); st != 400 || !bytes.Contains(body, []byte("model is required")) {
+		t.Fatalf("no model: %d %s", st, body)
+	}
+	if st, body := f.post(t, "/api/generate", `{"model":"nosuch","prompt":"x"}`); st != 404 || !bytes.Contains(body, []byte(`"error":"model 'nosuch:latest' not found`)) {
+		t.Fatalf("unknown model: %d %s", st, body)
+	}
+}
+
+func TestMaxModelsEvictsTheLeastRecentlyUsedIdleModel(t *testing.T) {
+	f := newFixture(t, storeserve.Options{MaxModels: 1})
+	completion(t, f, "stories260K")
+	completion(t, f, "tiny:q8_0")
+	if got := f.r.Loaded(); !reflect.DeepEqual(got, []string{"tiny:q8_0"}) {
+		t.Fatalf("loaded %v, want only tiny:q8_0", got)
+	}
+}
+
+func TestMaxMemoryCountsModelFileBytes(t *testing.T) {
+	// stories260K is 1185376 bytes, its Q8_0 379168: both fit 1.6 MB, not 1.5 MB.
+	f := newFixture(t, storeserve.Options{MaxMemory: 1_500_000})
+	completion(t, f, "tiny:q8_0")
+	completion(t, f, "stories260K")
+	if got := f.r.Loaded(); !reflect.DeepEqual(got, []string{"stories260K:latest"}) {
+		t.Fatalf("loaded %v", got)
+	}
+}
+
+func TestKeepAliveZeroUnloadsAndAShortKeepAliveExpires(t *testing.T) {
+	f := newFixture(t, storeserve.Options{KeepAlive: 150 * time.Millisecond})
+	st, b := f.post(t, "/api/generate", `{"model":"stories260K","prompt":"Once","options":{"num_predict":2},"stream":false}`)
+	if st != 200 {
+		t.Fatalf("%d %s", st, b)
+	}
+	var ps struct {
+		Models []struct {
+			Name      string    `json:"name"`
+			ExpiresAt time.Time `json:"expires_at"`
+		} `json:"models"`
+	}
+	json.Unmarshal(f.get(t, "/api/ps"), &ps)
+	if len(ps.Models) != 1 || ps.Models[0].Name != "stories260K:latest" || time.Until(ps.Models[0].ExpiresAt) > time.Second {
+		t.Fatalf("/api/ps %+v", ps)
+	}
+	time.Sleep(400 * time.Millisecond)
+	if got := f.r.Loaded(); len(got) != 0 {
+		t.Fatalf("still loaded after keep_alive: %v", got)
+	}
+	// keep_alive -1 keeps it; keep_alive 0 without a prompt unloads it (Ollama's done_reason "unload").
+	if st, b := f.post(t, "/api/generate", `{"model":"stories260K","keep_alive":-1}`); st != 200 {
+		t.Fatalf("load: %d %s", st, b)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if got := f.r.Loaded(); len(got) != 1 {
+		t.Fatalf("keep_alive -1 did not keep it: %v", got)
+	}
+	st, b = f.post(t, "/api/generate", `{"model":"stories260K","keep_alive":0}`)
+	if st != 200 || !bytes.Contains(b, []byte(`"done_reason":"unload"`)) || len(f.r.Loaded()) != 0 {
+		t.Fatalf("unload: %d %s, loaded %v", st, b, f.r.Loaded())
+	}
+}
+
+func TestRouterEndpointsListLoadAndUnload(t *testing.T) {
+	f := newFixture(t, storeserve.Options{})
+	if st, b := f.post(t, "/models/load", `{"model":"tiny:q8_0"}`); st != 200 {
+		t.Fatalf("load: %d %s", st, b)
+	}
+	var list struct {
+		Data []struct {
+			ID     string                 `json:"id"`
+			Status struct{ Value string } `json:"status"`
+		} `json:"data"`
+	}
+	json.Unmarshal(f.get(t, "/models"), &list)
+	got := map[string]string{}
+	for _, d := range list.Data {
+		got[d.ID] = d.Status.Value
+	}
+	if !reflect.DeepEqual(got, map[string]string{"stories260K:latest": "unloaded", "tiny:q8_0": "loaded"}) {
+		t.Fatalf("GET /models %v", got)
+	}
+	if st, b := f.post(t, "/models/unload", `{"model":"tiny:q8_0"}`); st != 200 || len(f.r.Loaded()) != 0 {
+		t.Fatalf("unload: %d %s", st, b)
+	}
+	if st, _ := f.post(t, "/models/unload", `{"model":"tiny:q8_0"}`); st != 400 {
+		t.Fatalf("unloading a model not loaded: %d", st)
+	}
+}
+
+func TestAModelBeingLoadedDoesNotBlockAnswersFromAnother(t *testing.T) {
+	release := make(chan struct{})
+	var once sync.Once
+	o := storeserve.Options{Admit: func(path, sha string) (*admit.Model, error) {
+		if sha == "ff8701a45da28293b7af11a695ab33575b692e9b109a2eae6238c906c31415da" { // the Q8_0 file loads slowly
+			<-release
+		}
+		return admit.Open(path, admit.Options{Manifest: sha, Pin: admit.RequirePin, Chat: true})
+	}}
+	f := newFixture(t, o)
+	defer once.Do(func() { close(release) })
+	completion(t, f, "stories260K")
+	slow := make(chan string, 1)
+	go func() { slow <- completion(t, f, "tiny:q8_0") }()
+	time.Sleep(100 * time.Millisecond)
+	start := time.Now()
+	for range 3 {
+		completion(t, f, "stories260K")
+	}
+	select {
+	case <-slow:
+		t.Fatal("the slow load finished before it was released")
+	default:
+	}
+	t.Logf("3 answers from stories260K in %v while tiny:q8_0 was loading", time.Since(start))
+	var list struct {
+		Data []struct {
+			ID     string                 `json:"id"`
+			Status struct{ Value string } `json:"status"`
+		} `json:"data"`
+	}
+	json.Unmarshal(f.get(t, "/models"), &list)
+	for _, d := range list.Data {
+		if d.ID == "tiny:q8_0" && d.Status.Value != "loading" {
+			t.Errorf("tiny:q8_0 status %q while loading", d.Status.Value)
+		}
+	}
+	once.Do(func() { close(release) })
+	if got := <-slow; !strings.HasPrefix(got, "tiny:q8_0|") {
+		t.Fatalf("slow answer %q", got)
+	}
+}
+
+func TestOllamaStoreRoutes(t *testing.T) {
+	f := newFixture(t, storeserve.Options{})
+	var tags struct {
+		Models []struct{ Name, Digest string } `json:"models"`
+	}
+	json.Unmarshal(f.get(t, "/api/tags"), &tags)
+	if len(tags.Models) != 2 || tags.Models[0].Name != "stories260K:latest" || tags.Models[0].Digest != "270cba1bd5109f42d03350f60406024560464db173c0e387d91f0426d3bd256d" {
+		t.Fatalf("/api/tags %+v", tags)
+	}
+	if st, b := f.post(t, "/api/copy", `{"source":"stories260K","destination":"tale:v1"}`); st != 200 {
+		t.Fatalf("copy: %d %s", st, b)
+	}
+	st, b := f.post(t, "/api/create", `{"model":"brief","from":"tale:v1","system":"Be brief.","parameters":{"temperature":0.5,"stop":["a","b"]},"stream":false}`)
+	if st != 200 || !bytes.Contains(b, []byte(`"status":"success"`)) {
+		t.Fatalf("create: %d %s", st, b)
+	}
+	m, err := f.s.Get("brief")
+	if err != nil || m.System != "Be brief." || !reflect.DeepEqual(m.Parameters["stop"], []string{"a", "b"}) {
+		t.Fatalf("created %+v %v", m, err)
+	}
+	if st, b := f.post(t, "/api/create", `{"model":"t","from":"stories260K","template":"{{ .Prompt }}"}`); st != 400 || !bytes.Contains(b, []byte("TEMPLATE is refused")) {
+		t.Fatalf("create with a template: %d %s", st, b)
+	}
+	st, b = f.post(t, "/api/show", `{"model":"brief"}`)
+	if st != 200 || !bytes.Contains(b, []byte(`"system":"Be brief."`)) || !bytes.Contains(b, []byte("temperature")) {
+		t.Fatalf("show: %d %s", st, b)
+	}
+	req, _ := http.NewRequest(http.MethodDelete, f.srv.URL+"/api/delete", strings.NewReader(`{"model":"tale:v1"}`))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("delete: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	if st, _ := f.post(t, "/api/show", `{"model":"tale:v1"}`); st != 404 {
+		t.Fatalf("show after delete: %d", st)
+	}
+}
+
+func TestOllamaPullStreamsProgressAsOllama(t *testing.T) {
+	f := newFixture(t, storeserve.Options{})
+	if err := f.s.Remove("stories260K"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Post(f.srv.URL+"/api/pull", "application/json", strings.NewReader(`{"model":"stories260K"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var statuses []string
+	var last struct {
+		Digest           string
+		Total, Completed int64
+	}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		var line struct {
+			Status           string `json:"status"`
+			Digest           string `json:"digest"`
+			Total, Completed int64
+		}
+		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+			t.Fatalf("line %q: %v", sc.Text(), err)
+		}
+		if len(statuses) == 0 || statuses[len(statuses)-1] != line.Status {
+			statuses = append(statuses, line.Status)
+		}
+		if line.Digest != "" {
+			last.Digest, last.Total, last.Completed = line.Digest, line.Total, line.Completed
+		}
+	}
+	want := []string{"pulling manifest", "pulling 270cba1bd510", "verifying sha256 digest", "writing manifest", "success"}
+	if !reflect.DeepEqual(statuses, want) || last.Digest != "sha256:270cba1bd5109f42d03350f60406024560464db173c0e387d91f0426d3bd256d" || last.Total != 1185376 || last.Completed != 1185376 {
+		t.Fatalf("statuses %q, last progress %+v", statuses, last)
+	}
+	if resp.Header.Get("Content-Type") != "application/x-ndjson" {
+		t.Fatalf("Content-Type %q", resp.Header.Get("Content-Type"))
+	}
+}
+
+func TestAModelfilesSettingsApplyToOllamaRequestsAsOllamaAppliesThem(t *testing.T) {
+	f := newFixture(t, storeserve.Options{})
+	if _, err := f.s.Create(context.Background(), "brief", strings.NewReader("FROM stories260K\nSYSTEM Be brief.\nPARAMETER num_predict 5\nPARAMETER temperature 0\nMESSAGE user Hi\nMESSAGE assistant Hello\n"), store.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	chat := func(body string) (string, int) {
+		st, b := f.post(t, "/api/chat", body)
+		if st != 200 {
+			t.Fatalf("%d %s", st, b)
+		}
+		var out struct {
+			Message   struct{ Content string } `json:"message"`
+			EvalCount int                      `json:"eval_count"`
+		}
+		json.Unmarshal(b, &out)
+		return out.Message.Content, out.EvalCount
+	}
+	got, n := chat(`{"model":"brief","messages":[{"role":"user","content":"Tell me a story."}],"stream":false}`)
+	want, wn := chat(`{"model":"stories260K","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"Hi"},{"role":"assistant","content":"Hello"},{"role":"user","content":"Tell me a story."}],"options":{"num_predict":5,"temperature":0},"stream":false}`)
+	if got != want || n != 5 || wn != 5 {
+		t.Fatalf("brief answered %q (%d tokens); stories260K with the settings spelt out %q (%d)", got, n, want, wn)
+	}
+	// A request's own option wins over the model's.
+	if _, n := chat(`{"model":"brief","messages":[{"role":"user","content":"Tell me a story."}],"options":{"num_predict":2},"stream":false}`); n != 2 {
+		t.Fatalf("num_predict 2 gave %d tokens", n)
+	}
+}
