@@ -83,9 +83,30 @@ type File struct {
 	closer func() error   // releases data (munmap), or nil
 }
 
-// Parse decodes a GGUF file held in data and checks it as described in the package documentation. The File keeps
-// data (without copying it) for TensorData; data must not change while the File is in use. Errors wrap one of
-// the sentinel errors, e.g. ErrTruncated.
+// Parse decodes a GGUF file held in data and checks it. The File keeps data (without copying it) for TensorData;
+// data must not change while the File is in use. Errors name the problem and where it is and wrap one of the
+// sentinel errors, e.g. ErrTruncated.
+//
+// Like the reference's gguf_init_from_reader (ggml/src/gguf.cpp), Parse:
+//   - accepts versions 2 and 3 only, and names a byte-swapped (big-endian) version as such;
+//   - requires "general.alignment", when present, to be of type u32 and a nonzero power of two (default 32);
+//   - rejects empty and duplicate keys, duplicate tensor names, tensor names of 64 bytes or more, more than 4
+//     dimensions, element counts and byte sizes that overflow, unknown and removed ggml types, and rows whose
+//     length is not a multiple of the type's block size;
+//   - requires tensor data to be packed in file order: each offset is the previous offset plus the previous
+//     size padded to the alignment (the first is 0), which also makes every offset a multiple of the alignment;
+//   - pads the end of the header to the alignment to find the data section only when there are tensors;
+//   - reads a bool as true for any nonzero byte;
+//   - caps a string at 1 GiB and an array at 2^30 elements.
+//
+// Where it deliberately differs from the reference:
+//   - Arrays of arrays are accepted (the specification allows them; the reference rejects them), nested at most
+//     64 deep.
+//   - A dimension of zero is rejected (the reference accepts zero-element tensors), and so is an empty tensor name.
+//   - Every tensor must lie inside the file (the reference's gguf reader leaves that to the model loader).
+//   - Before anything is allocated for a count, the count is checked against the bytes that remain (each element
+//     needs a known minimum number of bytes), so a lying header fails with ErrTruncated instead of allocating.
+//     Parse never panics on any input (FuzzParse).
 func Parse(data []byte) (*File, error) {
 	p := &parser{b: data}
 	f := &File{FileSize: uint64(len(data)), keys: map[string]int{}, names: map[string]int{}, data: data}

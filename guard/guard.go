@@ -1,6 +1,5 @@
-// Package guard judges a GGUF model file from its header alone, before any tensor data is read: play, refuse
-// (with every reason found) or need_more (with the number of header bytes needed), against a named engine:
-// mainline llama.cpp, the PrismML fork, or bankml itself (mainline's rules plus PTQTP trit-plane files).
+// Package guard judges a GGUF model file from its header alone, before any tensor data is read: play, refuse (with
+// every reason found) or need_more (with the header bytes needed), for mainline llama.cpp, the PrismML fork or bankml.
 //
 // # Design record
 //
@@ -10,58 +9,25 @@
 // never reads past it (its read-ahead stops there), so tensor data is never read, and neither are the strings and
 // numeric arrays it skips (token texts, scores). It keeps the keys, the tensor infos, the scalars, three strings
 // (general.architecture, general.name, general.basename) and, of arrays, only their element type and length.
-// Memory is bounded by the header, which is bounded by [Options.MaxHeader].
+// Memory is bounded by the header, which is bounded by [Options.MaxHeader]. The bankml engine is mainline's rules
+// plus PTQTP trit-plane files (package ternary).
 //
-// What it follows. The verdicts, the three traps and their reasons are those of bankml's original guard
-// (gguf_guard.py and its Rust port gguf.rs, see ../shared/research/bankml-digest.md §4.1), and the JSON field names
-// of its report (verdict, reasons, engine, gguf_version, arch, name, tensors, types, kv_f16_bytes_per_token,
-// bytes_needed). The acceptance rules of the header are those of the reference's gguf reader (ggml/src/gguf.cpp of
+// What it follows. The verdicts, the first three traps and their reasons are those of bankml's original guard (the
+// Python gguf_guard.py and its Rust port gguf.rs, which this package reimplements), and so are the JSON field names
+// of its report. The acceptance rules of the header are those of the reference's gguf reader (ggml/src/gguf.cpp of
 // llama.cpp v0.5.0) as package gguf applies them, so that a file the guard lets play on mainline is one
-// [gguf.Parse] accepts (FuzzGuard checks this); the tokenizer checks follow llama-vocab.cpp (llama_vocab::impl::load).
+// [gguf.Parse] accepts (FuzzGuard checks this); the tokenizer checks follow src/llama-vocab.cpp
+// (llama_vocab::impl::load). [Check] lists the traps (fork-only types, legacy group-128 Q2_0, Bonsai 2 by name,
+// PTQTP planes, split parts) and the hostile headers it refuses.
 //
-// The traps (refused with a named reason):
-//   - fork-only tensor types PQ2_0 (142) and PTQ1_0 (143) on mainline, which refuses them; on the prism engine
-//     they play, with the fork's block layouts (128 elements in 34 and 28 bytes);
-//   - legacy group-128 Q2_0 bytes filed under type 42 (Q2_0 is group-64 in ggml): a type-42 tensor whose span (to
-//     the next tensor's offset, or to the end of the file) is smaller than nelements/64*18 bytes but holds
-//     nelements/128*34; on both engines;
-//   - Bonsai 2 weights, in a rotated basis that mainline loads and answers in fluent nonsense: found by name only,
-//     general.name, general.basename or the file name matching (?i)bonsai[\s_-]*2|prism-fork-required; on mainline
-//     (and bankml);
-//   - PTQTP trit-plane files (package ternary, Fucina's format: matrices stored as "<name>.ptqtp0..2" plane tensors
-//     under the fucina.ptqtp.version key): on mainline and prism, which cannot run them (every plane is a valid
-//     tensor, but a layer is the sum of its planes); they are bankml/Fucina-only, bankml-only with Q2_0 planes. On
-//     the bankml engine they play when ternary.LoadPlanes would load them (version u32 1, planes in order, one type
-//     TQ2_0 or Q2_0 and one 2-D shape per matrix).
-//   - the parts of a split model (split.count > 1, llama.cpp's gguf-split files "<prefix>-0000i-of-0000N.gguf"),
-//     each refused naming the parts and how to merge them, since bankml loads a model from one file; a split.count
-//     or split.no that is not a u16 is refused in llama_model_loader's words.
-//
-// Hostile headers are refused with what is wrong and where: bad magic, unsupported version, big-endian, an empty or
-// duplicate key, an unknown value type, arrays nested over 64 deep, a count or length that cannot fit in the file,
-// an empty, duplicate or over-long tensor name, more than 4 dimensions, a dimension below 1, an element count or
-// byte size over 63 bits, a bad general.alignment, a row that is not a whole number of blocks, an unknown or
-// removed type id (named), a data section or tensor past the end of the file, misaligned, overlapping or unpacked
-// tensor offsets, a tokenizer array of the wrong element type or shorter than the vocabulary, a special-token id
-// of the wrong type, and a bos/eos/unk/pad id outside the vocabulary (0xFFFFFFFF, "none", is allowed).
-//
-// Deliberate differences from the original guard and the reference:
-//   - need_more versus refuse. A header that runs past the bytes available (a truncated file, or a prefix of one)
-//     is need_more, with bytes_needed the least header size in bytes the reader can prove (a lower bound: more may
-//     be needed once those bytes are read). A count or length that no file the guard accepts could hold is refused
-//     as hostile: over the reference's limits (a string over 1 GiB, an array over 2^30 elements) or needing more
-//     header than MaxHeader (default 64 MiB; real headers, vocabularies included, take a few MiB). The original
-//     reported every truncation as need_more, whatever the size claimed.
-//   - The original skipped most hostile checks (duplicate keys, dimensions, offsets, tokenizer); the guard applies
-//     every header rule of the reference's gguf reader and of package gguf (which is stricter: no zero dimension,
-//     every tensor inside the file), the reference's tokenizer type checks, and refuses out-of-vocabulary
-//     bos/eos/unk/pad ids, which the reference only warns about.
-//   - The Bonsai 2 pattern is matched against each name separately, not against the names joined by spaces.
-//   - The report adds reason (the reasons joined by "; "), file_size, data_offset and bytes_missing.
+// Deliberate differences (detailed at [Check]). A truncated header is need_more only when a file the guard accepts
+// could hold it; a count no such file could hold is refused as hostile. Every header rule of package gguf applies,
+// and out-of-vocabulary special-token ids are refused, where the original skipped most hostile checks and the
+// reference only warns. The report adds reason, file_size, data_offset and bytes_missing.
 //
 // Determinism. The report is a pure function of the header bytes, the file size and the options: reasons come in
-// a fixed order (types, shapes, the legacy Q2_0 trap, layout, the Bonsai 2 trap, split parts, PTQTP, tokenizer), each naming the first
-// offender, and types are counted by name (JSON objects are written with sorted keys).
+// a fixed order (types, shapes, the legacy Q2_0 trap, layout, the Bonsai 2 trap, split parts, PTQTP, tokenizer),
+// each naming the first offender, and types are counted by name (JSON objects are written with sorted keys).
 package guard
 
 import (
@@ -250,6 +216,46 @@ func File(path string, opt Options) (*Report, error) {
 // Check guards a file of size bytes whose bytes r reads: it reads the header and nothing past it. r may hold fewer
 // bytes than size (a prefix of the file): a header that runs past them is need_more. The error is an I/O error
 // from r (anything but io.EOF) or bad options; the verdict, whatever it is, is in the Report.
+//
+// The traps (refused with a named reason):
+//   - fork-only tensor types PQ2_0 (142) and PTQ1_0 (143) on mainline, which refuses them; on the prism engine
+//     they play, with the fork's block layouts (128 elements in 34 and 28 bytes);
+//   - legacy group-128 Q2_0 bytes filed under type 42 (Q2_0 is group-64 in ggml): a type-42 tensor whose span (to
+//     the next tensor's offset, or to the end of the file) is smaller than nelements/64*18 bytes but holds
+//     nelements/128*34; on both engines;
+//   - Bonsai 2 weights, in a rotated basis that mainline loads and answers in fluent nonsense: found by name only,
+//     general.name, general.basename or the file name matching (?i)bonsai[\s_-]*2|prism-fork-required; on mainline
+//     (and bankml);
+//   - PTQTP trit-plane files (package ternary, Fucina's format: matrices stored as "<name>.ptqtp0..2" plane tensors
+//     under the fucina.ptqtp.version key): on mainline and prism, which cannot run them (every plane is a valid
+//     tensor, but a layer is the sum of its planes); they are bankml/Fucina-only, bankml-only with Q2_0 planes. On
+//     the bankml engine they play when ternary.LoadPlanes would load them (version u32 1, planes in order, one type
+//     TQ2_0 or Q2_0 and one 2-D shape per matrix).
+//   - the parts of a split model (split.count > 1, llama.cpp's gguf-split files "<prefix>-0000i-of-0000N.gguf"),
+//     each refused naming the parts and how to merge them, since bankml loads a model from one file; a split.count
+//     or split.no that is not a u16 is refused in llama_model_loader's words.
+//
+// Hostile headers are refused with what is wrong and where: bad magic, unsupported version, big-endian, an empty or
+// duplicate key, an unknown value type, arrays nested over 64 deep, a count or length that cannot fit in the file,
+// an empty, duplicate or over-long tensor name, more than 4 dimensions, a dimension below 1, an element count or
+// byte size over 63 bits, a bad general.alignment, a row that is not a whole number of blocks, an unknown or
+// removed type id (named), a data section or tensor past the end of the file, misaligned, overlapping or unpacked
+// tensor offsets, a tokenizer array of the wrong element type or shorter than the vocabulary, a special-token id
+// of the wrong type, and a bos/eos/unk/pad id outside the vocabulary (0xFFFFFFFF, "none", is allowed).
+//
+// Deliberate differences from the original guard and the reference:
+//   - need_more versus refuse. A header that runs past the bytes available (a truncated file, or a prefix of one)
+//     is need_more, with bytes_needed the least header size in bytes the reader can prove (a lower bound: more may
+//     be needed once those bytes are read). A count or length that no file the guard accepts could hold is refused
+//     as hostile: over the reference's limits (a string over 1 GiB, an array over 2^30 elements) or needing more
+//     header than MaxHeader (default 64 MiB; real headers, vocabularies included, take a few MiB). The original
+//     reported every truncation as need_more, whatever the size claimed.
+//   - The original skipped most hostile checks (duplicate keys, dimensions, offsets, tokenizer); the guard applies
+//     every header rule of the reference's gguf reader and of package gguf (which is stricter: no zero dimension,
+//     every tensor inside the file), the reference's tokenizer type checks, and refuses out-of-vocabulary
+//     bos/eos/unk/pad ids, which the reference only warns about.
+//   - The Bonsai 2 pattern is matched against each name separately, not against the names joined by spaces.
+//   - The report adds reason (the reasons joined by "; "), file_size, data_offset and bytes_missing.
 func Check(r io.ReaderAt, size int64, opt Options) (*Report, error) {
 	if opt.Engine == "" {
 		opt.Engine = Mainline

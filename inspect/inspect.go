@@ -1,12 +1,11 @@
-// Package inspect summarises a parsed GGUF file for people and programs: its metadata (long arrays cut to their
-// first values), its tensors (name, type, shape, offset, bytes), totals per tensor type, bits per weight and the
-// parameter count. It backs `bankml inspect FILE [--json]`.
+// Package inspect summarises a parsed GGUF file for people and programs (metadata, tensors, totals per type, bits
+// per weight, parameter count); it backs `bankml inspect FILE [--json]`.
 //
 // # Design record
 //
-// What it does. [Summarize] turns a *gguf.File into a [Report], a plain value with JSON tags; [Report.WriteText]
-// prints it as aligned tables. Nothing here reads tensor data: a report is a function of the header alone (and the
-// file size).
+// What it does. [Summarize] turns a *gguf.File into a [Report], a plain value with JSON tags: the metadata, each
+// tensor's name, type, shape, offset and bytes, and the totals; [Report.WriteText] prints it as aligned tables.
+// Nothing here reads tensor data: a report is a function of the header alone (and the file size).
 //
 // What it follows. The quantities llama.cpp reports for a model: the parameter count is the sum over all tensors of
 // their element counts (llama_model_n_params), the size is the sum of their byte sizes (llama_model_size), and bits

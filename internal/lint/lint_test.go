@@ -1,5 +1,23 @@
-// Package lint holds the repository-wide style checks that run with the test
-// suite: gofmt and go vet over every package.
+// Package lint holds the repository-wide checks that run with the test suite: gofmt and go vet over every
+// package, and the shape of every package's documentation.
+//
+// # Design record
+//
+// What. Tests only, no code of the product: every .go file under the module root is gofmt-formatted; go vet ./...
+// is clean (skipped with -short); every package opens with a summary of at most three lines, then a
+// "# Design record" heading godoc renders and at most 30 lines under it (docs_test.go); no comment cites a
+// document kept outside the repository (the design notes and research digests beside the checkout), since a
+// reader of the repository cannot open it: comments cite repository files or llama.cpp paths.
+//
+// Follows. gofmt's own formatter (go/format) and the go command's vet; godoc's heading rule (go/doc/comment: a
+// "# " line of its own between blank lines).
+//
+// Deliberate differences. The walks skip hidden directories (the installed reference in .reference, .git) and
+// node_modules, and include programs under testdata folders, which the go command's ./... leaves out. The
+// packages still being rewritten elsewhere are named in pendingDocs, a temporary allow-list: while every failing
+// package is on it the doc-shape test reports them all and skips.
+//
+// Determinism. The checks read the files as they are on disk; their verdicts depend on nothing else.
 package lint
 
 import (
