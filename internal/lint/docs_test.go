@@ -21,7 +21,6 @@ import (
 var pendingDocs = []string{
 	"engine",
 	"internal/synth",
-	"model",
 	"serve",
 }
 
