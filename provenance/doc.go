@@ -6,8 +6,8 @@
 // What. [SHA256File] hashes a file; [Pin] hashes it and checks the hash against the entry of its base name in a
 // manifest ([ParseManifest], docs/manifest.md) or against a digest given directly (64 hex digits or
 // "sha256:<hex>"). Only an equal hash admits the file: a mismatch is refused naming both hashes, a file the
-// manifest does not name is "unpinned, refused", an unparsable manifest refuses every file. This is the second
-// of bankml's three gates (header guard, pin, load): a model that cannot be verified does not answer.
+// manifest does not name is "unpinned, refused", an unparsable manifest refuses every file. It is one of the
+// gates of package admit's front door: a model that cannot be verified does not answer.
 // [WriteKeyFiles] makes an operator's Ed25519 key in C2SP signed-note form; [Signer.SignReceipt] signs a receipt
 // over its RFC 8785 canonical form without "signature" ([SignedMessage]); [VerifyReceipt] checks it.
 //
