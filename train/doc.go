@@ -20,17 +20,11 @@
 // restores them, centered-rank fitness folded per pair votes on the flipped trits and the top-K by |vote| move
 // one bin; every member is scored through package quant's TQ2_0 kernels (Q8_K activations), the served path.
 //
-// Deliberate differences. The forward reads the dequantized ternary matrix through the dense float32 product
-// (quant's GemmF32) instead of Fucina's multiplication-free kernel (the same values: d·trit·x is exact in float32
-// up to the accumulation order); activations stay float32 (llama.cpp quantizes them to Q8_K at inference). The
-// soft targets are the teacher's top-K probabilities renormalized, recorded while sampling, instead of its full
-// logits from a second DecodeAll: the teacher is evaluated once per training token. Attention products run as
-// dense seq×seq matrices with the masked half discarded. The spirals' first layer (width 2, not a TQ2_0 block) is
-// a fixed random ReLU feature map and the network has no biases, so ES trains trits only (Fucina keeps float
-// biases under Gaussian ES). ESOptions.Accept (on in the demo and the fine-tune) keeps an update only when it does
-// not lower the fitness, and adapts K; Fucina always keeps it. A spirals member recomputes only the rows its flips
-// touch (bit-identical to the full product). The fine-tune's frozen activations come from the straight-through
-// forward (float32 attention), not from the served path's f16 KV cache.
+// Deliberate differences (each explained in docs/TRAINING.md, "Deliberate differences"). The forward multiplies
+// by the dequantized ternary matrix with the dense float32 product (quant's GemmF32), not Fucina's
+// multiplication-free kernel; activations stay float32. Soft targets are the teacher's renormalized top-K,
+// recorded while sampling, not its full logits. ES trains trits only (no biases); ESOptions.Accept keeps an
+// update only when it does not lower the fitness, and adapts K (Fucina always keeps it).
 //
 // Determinism. Every op splits its rows into fixed strips (quant.GemmTileRows rows, or gradChunk rows for a
 // weight gradient's partial sums, added in strip order); each element is one fixed chain. A step's batch is a pure
