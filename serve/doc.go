@@ -10,8 +10,8 @@
 // /bankml/ledger/... (ledger.go); /console. Every answer carries a Receipt (receipt.go) and is preceded by a
 // re-check of the model file (identity.go: a changed file is hashed again, answers held as 503 meanwhile); with
 // a ledger it is appended to the history first, with Options.TLog its commitment is in the log, with
-// Options.Signer the receipt is signed (docs/receipts.md). Chat answers go through package chat's constraints
-// and are parsed into content, reasoning_content and tool_calls as llama-server parses them (constraints.go).
+// Options.Signer the receipt is signed (docs/receipts.md). Chat answers are constrained and parsed as
+// llama-server's are (constraints.go, package chat).
 //
 // Follows. llama-server (tools/server at the reference's commit): routes, request fields and defaults
 // (server-schema.cpp), error bodies (format_error_response), SSE framing, the API-key middleware, 404 for
@@ -27,6 +27,5 @@
 //
 // Determinism. An answer is a pure function of the request and the model (package engine's contract), so under
 // load every answer equals its single-request answer; only the receipt's times and the ledger's timestamps
-// depend on the clock. The full record: docs/serve.md, "Package serve: its design record in full"; the shared
-// pieces a route writer uses are listed at mountOllama.
+// depend on the clock. Full record: docs/serve.md; a route writer's shared pieces: mountOllama.
 package serve

@@ -4,21 +4,17 @@
 //
 // # Design record
 //
-// What it does. The llama graph (embedding, RMSNorm, RoPE of llama's NORM type, grouped-K/V causal attention,
-// SwiGLU, output, cross-entropy) is written by hand forward and backward, as llm.c does for GPT-2; every op's
-// backward is gradchecked against float64 central differences (ops_test.go) and the whole model's against the
-// loss's directional derivative. Matrices train in ModeFloat, ModeTernary (BitNet b1.58: per-tensor absmean
-// scale d rounded to f16, round-clip to {−1, 0, +1}, forward and dx through d·trit, dW straight through to the
-// latent weight) or ModeFrozen. AdamW (bias-corrected, decoupled decay on the matrices), linear warm-up and a
-// cosine to MinLR, global-norm clipping. The data is distilled: SampleStories draws stories from the teacher
-// through package engine with a seeded sampler (temperature 1, no truncation) and keeps each token's n_probs list
-// (the teacher's top-K next-token probabilities) as soft targets; HeldOutFilter drops any story sharing 12 tokens
-// in a row with the held-out text. Export writes the trits of the last forward with the trained d in every block
-// (ternary.EncodeTQ2_0Scaled, EncodeQ2_0Scaled) and the teacher's tokenizer metadata. ES (es.go) follows Fucina
-// §14.5 and EGGROLL's integer recipe: genomes are TQ2_0 bytes, each member flips max(1, rate·len) trits drawn
-// from a counter-based stream (seed, iteration, pair, counter), antithetic pairs mirror the flips, an undo log
-// restores them, centered-rank fitness folded per pair votes on the flipped trits and the top-K by |vote| move
-// one bin; every member is scored through package quant's TQ2_0 kernels (Q8_K activations), the served path.
+// What it does. The llama graph (embedding, RMSNorm, RoPE, grouped-K/V causal attention, SwiGLU, output,
+// cross-entropy) is written by hand forward and backward, each op gradchecked against float64 central
+// differences (ops_test.go). Matrices train in ModeFloat, ModeTernary (per-tensor absmean scale d rounded to f16,
+// round-clip to {−1, 0, +1}, dW straight through to the latent weight) or ModeFrozen, with AdamW, warm-up, a
+// cosine schedule and global-norm clipping. SampleStories distils the data from the teacher through package
+// engine (seeded, temperature 1), keeping each token's n_probs list as soft targets; Export writes the trits with
+// the trained d in every block. ES (es.go): genomes are TQ2_0 bytes, antithetic pairs flip trits, the top-K by
+// vote move one bin, members scored through quant's TQ2_0 kernels (docs/TRAINING.md has the recipe).
+//
+// Follows. llm.c's hand-written forward and backward (for GPT-2); BitNet b1.58's straight-through estimator;
+// Fucina §14.5 with EGGROLL's integer recipe for ES.
 //
 // Deliberate differences (each explained in docs/TRAINING.md, "Deliberate differences"). The forward multiplies
 // by the dequantized ternary matrix with the dense float32 product (quant's GemmF32), not Fucina's
@@ -30,7 +26,6 @@
 // weight gradient's partial sums, added in strip order); each element is one fixed chain. A step's batch is a pure
 // function of (seed, step). Training is therefore bit-identical for any number of workers (TestTrainingIsBit…),
 // and a checkpoint (weights, AdamW moments, step, history) resumes bit-identically (TestResumeFrom…). The bits
-// depend on the CPU level of quant's product (fused steps at AVX2) and on Go's math.Exp, so they are the same on
-// one machine and build, not across architectures. ES is sequential over members; its result depends only on the
-// seed and quant's kernels (the same bits at every level).
+// depend on the CPU level of quant's product and on Go's math.Exp: the same on one machine and build, not across
+// architectures. ES depends only on the seed and quant's kernels (the same bits at every level).
 package train
