@@ -246,8 +246,8 @@ func (l *Lib) verifyRegistry() error {
 }
 
 // verifyCPUBackend proves that the registered CPU backend is the one in
-// libggml-cpu-<variant>.so and reports the variant's features (see the
-// package doc).
+// libggml-cpu-<variant>.so and reports the variant's features (see
+// [Load]).
 func (l *Lib) verifyCPUBackend() ([]string, error) {
 	if err := l.verifyRegistry(); err != nil {
 		return nil, err
