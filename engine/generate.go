@@ -106,7 +106,7 @@ type Request struct {
 	PostSamplingProbs bool
 	// NPredict is llama-server's n_predict (max_tokens): -1 until an
 	// end-of-generation token or the context is full; n >= 0 stops after n
-	// tokens with "length" (0 samples one token: see the package doc).
+	// tokens with "length" (0 samples one token, as in llama-server).
 	NPredict int
 	// Stop are the stop strings (antiprompt): the text is cut before the
 	// first one found, and text that may begin one is held back. An empty
@@ -235,7 +235,8 @@ type Result struct {
 // token, calling onToken (may be nil) for each. An error from onToken, or ctx
 // cancelled, stops the generation: the result so far is returned with that
 // error (ctx.Err()). Sampling parameters that sample.New refuses give its
-// error (a *sample.ParamError). See the package doc for llama-server's rules.
+// error (a *sample.ParamError). docs/design.md, "Package engine", has
+// llama-server's rules.
 func (e *Engine) Generate(ctx context.Context, req Request, onToken func(Token) error) (Result, error) {
 	t0 := time.Now()
 	if e.m.Encoder() {

@@ -16,7 +16,7 @@ func libmTanh(t *testing.T) (tanhf, expm1f func(float32) float32) {
 	if runtime.GOOS != "linux" {
 		t.Skip("libm oracle: glibc is only on linux")
 	}
-	h, err := purego.Dlopen("libm.so.6", purego.RTLD_NOW|purego.RTLD_GLOBAL)
+	h, err := dlopenLibm()
 	if err != nil {
 		t.Skipf("libm oracle: cannot open libm.so.6: %v", err)
 	}

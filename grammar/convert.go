@@ -895,20 +895,30 @@ func (c *converter) run(f func()) (err error) {
 // ("JSON schema conversion failed:\n..."), or a JSON syntax error.
 func FromJSONSchema(schema []byte, forceGBNF bool) (string, error) {
 	_ = forceGBNF
+	return FromJSONSchemaWarn(schema, nil)
+}
+
+// FromJSONSchemaWarn is FromJSONSchema that also appends the converter's
+// warnings to *warnings (when not nil): the patterns it cannot express, for
+// which the grammar accepts any string (the reference prints them and goes
+// on; a caller that must not loosen a constraint refuses the schema).
+func FromJSONSchemaWarn(schema []byte, warnings *[]string) (string, error) {
 	j, err := ParseJSON(schema)
 	if err != nil {
 		return "", err
 	}
-	return FromJSON(j)
+	return fromJSON(j, warnings)
 }
 
 // FromJSON is FromJSONSchema on a parsed value.
-func FromJSON(j *JSON) (string, error) {
+func FromJSON(j *JSON) (string, error) { return fromJSON(j, nil) }
+
+func fromJSON(j *JSON, warnings *[]string) (string, error) {
 	doc, err := SchemaFromJSON(j)
 	if err != nil {
 		return "", &SchemaError{Msg: conversionFailed + err.(*SchemaError).Msg}
 	}
-	g, runtimeErr, err := convertDocument(doc)
+	g, runtimeErr, err := convertDocument(doc, warnings)
 	if runtimeErr != nil {
 		return "", &SchemaError{Msg: conversionFailed + runtimeErr.Error()}
 	}
@@ -918,7 +928,7 @@ func FromJSON(j *JSON) (string, error) {
 // FromSchemaDocument is json_schema_to_grammar(const
 // common_chat_schema_document &): the grammar of an already parsed schema.
 func FromSchemaDocument(doc *SchemaDocument) (string, error) {
-	g, runtimeErr, err := convertDocument(doc)
+	g, runtimeErr, err := convertDocument(doc, nil)
 	if runtimeErr != nil {
 		return "", &SchemaError{Msg: runtimeErr.Error()}
 	}
@@ -928,13 +938,16 @@ func FromSchemaDocument(doc *SchemaDocument) (string, error) {
 // convertDocument converts doc; runtimeErr is the std::runtime_error the
 // converter may throw (which json_schema_to_grammar(json) wraps), err the
 // conversion's own errors.
-func convertDocument(doc *SchemaDocument) (g string, runtimeErr, err error) {
+func convertDocument(doc *SchemaDocument, warnings *[]string) (g string, runtimeErr, err error) {
 	c := newConverter(false)
 	if err := c.run(func() { c.visit(doc.Root, "") }); err != nil {
 		return "", err, nil
 	}
 	if err := c.checkErrors(); err != nil {
 		return "", nil, err
+	}
+	if warnings != nil {
+		*warnings = append(*warnings, c.warnings...)
 	}
 	return c.format(), nil, nil
 }

@@ -56,6 +56,14 @@ var ErrTooShort = errors.New("text too short")
 // nil) with each chunk's index (from 0) and running estimate. Errors: NCtx or
 // NBatch negative or NCtx below 2, fewer than 2·NCtx tokens (ErrTooShort), a
 // token outside [0, ev.NVocab()), or an error of ev, wrapped with the chunk it occurred in.
+//
+// It cuts the tokens into n_chunk = len/n_ctx chunks of n_ctx tokens (the tail is dropped), replaces the
+// first token of every chunk with BOS (when the vocabulary adds one), evaluates each chunk from an empty cache
+// in batches of min(n_batch, n_ctx) tokens whose logits flags are set on the positions pos >= first = n_ctx/2,
+// and scores tokens first+1 .. n_ctx-1 of the chunk: for each, −log softmax(logits)[next] as log_softmax
+// computes it (max logit in float32, Σ expf(l − max) in double, logit − max − log(sum) with the float32
+// difference widened), summed with its square in double, in token order. The running estimate after chunk i is
+// exp(nll/count) ("[i]%.4f,"), the final one PPL = exp(nll/count) ± PPL·sqrt((nll2/count − (nll/count)²)/(count−1)).
 func Compute(ev Evaluator, tokens []int32, opt Options, chunkDone func(i int, ppl float64)) (*Result, error) {
 	nCtx, nBatch := opt.NCtx, opt.NBatch
 	if nCtx == 0 {

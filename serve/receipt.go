@@ -13,7 +13,7 @@ import (
 // Receipt is the bankml_receipt object sent with every answer: a top-level field of a non-streamed OpenAI
 // answer, of the final chunk of a streamed one, a field of the final NDJSON line of an Ollama answer. It
 // lets a client check, against its own copy of the request and of the text it received, that this server
-// answered it with the verified model (bankml-digest §3.5). With an operator key (Options.Signer) it is
+// answered it with the verified model (docs/serve.md, "The receipt"). With an operator key (Options.Signer) it is
 // signed: an Ed25519 signature over the RFC 8785 canonical form of every other member
 // (provenance.VerifyReceipt, docs/receipts.md); without one it says signed: false. With a transparency log
 // (Options.TLog) it names the answer's leaf: ledger_index is the leaf index, entry_sha256 the leaf's data

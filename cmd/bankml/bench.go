@@ -46,8 +46,8 @@ func (b *benchCmd) AfterApply() error {
 // shape, bankml's matvec (Work.MatMul on a Repack'ed matrix, one column, one
 // thread) at every CPU level against the reference's ggml_vec_dot_* called
 // row by row and its ggml_mul_mat graph (one thread), in alternating samples
-// (DESIGN.md §7: ratios measured side by side hold where absolute times
-// drift), and the machine's memory read bandwidth.
+// (docs/PERFORMANCE.md: ratios measured side by side hold where absolute
+// times drift), and the machine's memory read bandwidth.
 type benchKernelsCmd struct {
 	match   quant.Match // from bench's --match (benchCmd.AfterApply)
 	Rounds  int         `name:"rounds" default:"9" help:"Rounds; each times every contender once, in rotating order."`

@@ -35,8 +35,8 @@ import (
 // through its engine (a greedy request on one slot, timed by the engine's
 // Timings as llama-server times a slot),
 // alternating bankml and the reference round by round on the same file and
-// the same token ids (DESIGN.md §7: only ratios measured side by side
-// count). It also checks that both generate the same tokens, and measures
+// the same token ids (docs/PERFORMANCE.md: only ratios measured side by
+// side count). It also checks that both generate the same tokens, and measures
 // the memory read bandwidth that bounds a decoded token from below.
 type benchModelCmd struct {
 	match       quant.Match // from bench's --match (benchCmd.AfterApply)

@@ -160,17 +160,17 @@ var llamaSampling = []struct {
 	{[]string{"--mirostat-lr"}, "N", "--mirostat-lr"},                          // arg.cpp:2227
 	{[]string{"--mirostat-ent"}, "N", "--mirostat-ent"},                        // arg.cpp:2235
 	{[]string{"-l", "--logit-bias"}, "TOKEN_ID(+/-)BIAS", "--logit-bias"},      // arg.cpp:2243
-	{[]string{"--grammar"}, "GRAMMAR", ""},                                     // arg.cpp:2265
-	{[]string{"--grammar-file"}, "FNAME", ""},                                  // arg.cpp:2272
-	{[]string{"-j", "--json-schema"}, "SCHEMA", ""},                            // arg.cpp:2279
-	{[]string{"-jf", "--json-schema-file"}, "FILE", ""},                        // arg.cpp:2286
+	{[]string{"--grammar"}, "GRAMMAR", "--grammar"},                            // arg.cpp:2265
+	{[]string{"--grammar-file"}, "FNAME", "--grammar-file"},                    // arg.cpp:2272
+	{[]string{"-j", "--json-schema"}, "SCHEMA", "--json-schema"},               // arg.cpp:2279
+	{[]string{"-jf", "--json-schema-file"}, "FILE", "--json-schema-file"},      // arg.cpp:2286
 	{[]string{"-bs", "--backend-sampling"}, "", ""},                            // arg.cpp:2303
 }
 
-// Why the sampling flags are refused: serve has no server-wide defaults; run has all but the grammar flags and -bs.
+// Why the sampling flags are refused: serve has no server-wide defaults; run has all but -bs.
 const (
 	llamaNoServerSampling = "llama-server's server-wide sampling defaults are not supported by bankml serve: set them per request"
-	llamaRunSampling      = "not supported by bankml run: grammars and backend sampling are not implemented there (bankml serve takes grammars and JSON schemas per request)"
+	llamaRunSampling      = "not supported by bankml run: backend sampling is not implemented (every sampler runs on the CPU)"
 )
 
 // samplingFlags is llamaSampling as entries of llamaFlags: on run, a spelling of a flag run has is that

@@ -1,16 +1,28 @@
-// Command bankml runs GGUF language models on the CPU with a forward pass
-// proven bit-exact against llama.cpp; 1-bit and ternary formats are its aim.
+// Command bankml runs GGUF language models on the CPU with every kernel, token and answer proven equal to
+// llama.cpp's; 1-bit and ternary formats are its aim. Its commands and flags are listed in docs/cli.md.
 //
-// Usage:
+// # Design record
 //
-//	bankml version
-//	bankml run MODEL -p PROMPT [-n N] [--temp T] [--seed S] [-t THREADS]
-//	bankml run MODEL --chat [--system TEXT] [-p FIRST-MESSAGE] [--single-turn]
-//	bankml bench kernels [--ref-rows N] [--rounds R]
+// What. One kong command tree (the cli struct): run and run --chat, serve, embed, perplexity, bench, tokenize,
+// detokenize, chat-template, guard, inspect, sha256, pin, synth, quantize, train, key, receipt, ledger,
+// witness, and the model store (pull, list, show, cp, rm, create). Every command that loads a model admits it
+// through package admit's one front door (openModel, front.go); every command that generates or evaluates is a
+// client of package engine (run as llama-cli is a client of llama-server: one request on one slot).
 //
-// Exit status: 0 on success, 1 on an I/O or usage error, 2 when the model
-// cannot be run (malformed file, architecture or tensor type not supported
-// yet), 70 on an internal error (a bug: please report it).
+// Follows. llama.cpp's tools at the reference's commit: llama-completion and llama-cli (run), llama-server
+// (serve), llama-embedding, llama-perplexity, llama-tokenize; their flag names, defaults and parsing rules as
+// common/arg.cpp has them (llamaflags.go, which docs/cli.md tables flag by flag).
+//
+// Deliberate differences. The environment variables arg.cpp reads (LLAMA_ARG_*) change nothing here; each one
+// set is named in a warning (llamaenv.go). "--flag=value" is accepted and numbers are checked whole (arg.cpp's
+// std::stoi takes "12abc" as 12). A llama.cpp flag that tunes what bankml lacks (GPUs, batch sizes) is dropped
+// with a warning naming it; one bankml cannot honour (-hf) is a usage error naming it.
+//
+// Exit status: 0 on success, 1 on an I/O or usage error, 2 when the model or file cannot be used (the reason is
+// printed; guard also 3), 70 on an internal error (a panic: a bug, please report it).
+//
+// Determinism. The commands add no arithmetic of their own: an answer is the engine's, a function of the
+// request and the model (a fixed --seed for sampled text).
 package main
 
 import (

@@ -13,6 +13,7 @@ import (
 
 	"github.com/bankml/bankml/admit"
 	"github.com/bankml/bankml/engine"
+	"github.com/bankml/bankml/grammar"
 	"github.com/bankml/bankml/model"
 	"github.com/bankml/bankml/quant"
 	"github.com/bankml/bankml/sample"
@@ -171,6 +172,11 @@ func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error 
 	sp, err := r.modelSampling(m.File, stderr)
 	if err != nil {
 		return err
+	}
+	if sp.Grammar != "" { // refused before anything is printed, as common_sampler_init fails before generating
+		if _, err := grammar.Parse(sp.Grammar, tok); err != nil {
+			return fmt.Errorf("run: %w", err)
+		}
 	}
 	if r.IgnoreEOS && tok.EOS() == tokenizer.None { // common_init_from_params (common/common.cpp:1364)
 		fmt.Fprintln(info, "bankml: run: the vocabulary has no EOS token: --ignore-eos ignored, as llama.cpp ignores it")

@@ -5,19 +5,21 @@ package main
 // bankml serve runs per request), with llama-cli's defaults (common_params_sampling's, sample.DefaultParams)
 // and arg.cpp's value checks. Numbers are checked whole (kong's parsers), not as std::stof/stoi read a
 // prefix: the deliberate difference of llamaflags.go. The grammar flags (--grammar, --grammar-file, -j,
-// -jf) and -bs stay refused (llamaRunSampling); serve takes grammars and JSON schemas per request (its
-// grammar, json_schema and response_format fields), -bs nowhere (sample.Params.Check).
+// -jf) set the chain's grammar as arg.cpp:2265–2300 do; -bs stays refused (llamaRunSampling) here and in
+// serve (sample.Params.Check).
 
 import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 
 	"github.com/alecthomas/kong"
 
 	"github.com/bankml/bankml/gguf"
+	"github.com/bankml/bankml/grammar"
 	"github.com/bankml/bankml/sample"
 )
 
@@ -47,6 +49,10 @@ type runSampling struct {
 	AdaptiveDecay    *float32   `name:"adaptive-decay" placeholder:"N" help:"adaptive-p decay, as llama-cli's (default 0.9; used by the adaptive_p sampler only)."`
 	Samplers         *string    `name:"samplers" placeholder:"SAMPLERS" help:"Sampler order by names separated by ';', as llama-cli's --samplers (default penalties;dry;top_n_sigma;top_k;typ_p;top_p;min_p;xtc;temperature); an unknown name is skipped with a warning, as llama.cpp."`
 	SamplerSeq       *string    `name:"sampler-seq" placeholder:"SEQUENCE" help:"Sampler order by letters, as llama-cli's --sampler-seq (default edskypmxt); an unknown letter is skipped with a warning, as llama.cpp."`
+	Grammar          *string    `name:"grammar" placeholder:"GRAMMAR" help:"GBNF grammar the generated text must follow, as llama-cli's --grammar (see llama.cpp's grammars/)."`
+	GrammarFile      *string    `name:"grammar-file" placeholder:"FNAME" help:"File to read the GBNF grammar from, as llama-cli's --grammar-file."`
+	JSONSchema       *string    `name:"json-schema" placeholder:"SCHEMA" help:"JSON schema the generated text must follow, converted to GBNF as llama-cli's -j/--json-schema (e.g. {\"type\": \"object\"}); a pattern the converter cannot express is refused, where llama.cpp accepts any string there."`
+	JSONSchemaFile   *string    `name:"json-schema-file" placeholder:"FILE" help:"File holding the JSON schema, as llama-cli's -jf/--json-schema-file."`
 	LogitBias        stringList `name:"logit-bias" placeholder:"TOKEN_ID(+/-)BIAS" help:"Add BIAS to a token's logit, as llama-cli's -l/--logit-bias (15043+1, 15043-inf); each one adds."`
 }
 
@@ -284,12 +290,73 @@ func (s *runSampling) apply(p *sample.Params, w io.Writer) error {
 			return err
 		}
 	}
+	if err := s.grammar(p); err != nil {
+		return err
+	}
 	for _, v := range s.LogitBias {
 		lb, err := parseLogitBias(v)
 		if err != nil {
 			return fmt.Errorf("-l/--logit-bias %q: %w", v, err)
 		}
 		p.LogitBias = append(p.LogitBias, lb)
+	}
+	return nil
+}
+
+// grammar sets p.Grammar from --grammar, --grammar-file, -j or -jf as arg.cpp:2265–2300 do (a user grammar,
+// or the GBNF of a JSON schema by json_schema_to_grammar: grammar.FromJSONSchemaWarn). Where arg.cpp lets
+// the last of the four win, bankml refuses more than one (kong does not keep their order); a schema with a
+// pattern the converter cannot express is refused (llama.cpp warns and accepts any string there), as serve
+// refuses it. The grammar's own syntax is checked when the chain is built (sample.New).
+func (s *runSampling) grammar(p *sample.Params) error {
+	var given []string
+	for _, g := range []struct {
+		flag string
+		v    *string
+	}{{"--grammar", s.Grammar}, {"--grammar-file", s.GrammarFile}, {"-j/--json-schema", s.JSONSchema}, {"-jf/--json-schema-file", s.JSONSchemaFile}} {
+		if g.v != nil {
+			given = append(given, g.flag)
+		}
+	}
+	if len(given) > 1 {
+		return fmt.Errorf("%s each set the grammar: give one", strings.Join(given, ", "))
+	}
+	read := func(flag, path string) ([]byte, error) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", flag, err)
+		}
+		return b, nil
+	}
+	schema := func(flag string, b []byte) error {
+		var warnings []string
+		g, err := grammar.FromJSONSchemaWarn(b, &warnings)
+		if err != nil {
+			return fmt.Errorf("%s: %w", flag, err)
+		}
+		if len(warnings) > 0 {
+			return fmt.Errorf("%s: %s: bankml refuses a schema it cannot enforce (llama.cpp accepts any string there)", flag, strings.Join(warnings, "; "))
+		}
+		p.Grammar, p.GrammarType = g, sample.GrammarOutputFormat
+		return nil
+	}
+	switch {
+	case s.Grammar != nil:
+		p.Grammar, p.GrammarType = *s.Grammar, sample.GrammarUser
+	case s.GrammarFile != nil:
+		b, err := read("--grammar-file", *s.GrammarFile)
+		if err != nil {
+			return err
+		}
+		p.Grammar, p.GrammarType = string(b), sample.GrammarUser
+	case s.JSONSchema != nil:
+		return schema("-j/--json-schema", []byte(*s.JSONSchema))
+	case s.JSONSchemaFile != nil:
+		b, err := read("-jf/--json-schema-file", *s.JSONSchemaFile)
+		if err != nil {
+			return err
+		}
+		return schema("-jf/--json-schema-file", b)
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/bankml/bankml/gguf"
+	"github.com/bankml/bankml/grammar"
 	"github.com/bankml/bankml/internal/reference"
 	"github.com/bankml/bankml/internal/reftest"
 	"github.com/bankml/bankml/sample"
@@ -203,12 +204,34 @@ func TestRunSamplingMatchesTheReference(t *testing.T) {
 			eog = append(eog, sample.LogitBias{Token: int32(id), Bias: float32(math.Inf(-1))})
 		}
 	}
+	// The grammar flags (arg.cpp:2265-2300): a user grammar and a JSON schema, inline and from a file. The
+	// schema's GBNF is json_schema_to_grammar's (grammar.FromJSONSchema, byte-identical to it by package
+	// grammar's oracle).
+	const list, obj = "root ::= (\"- \" [a-z]+ \"\\n\")+\n", `{"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}`
+	objGBNF, err := grammar.FromJSONSchema([]byte(obj), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	listFile, objFile := filepath.Join(dir, "list.gbnf"), filepath.Join(dir, "obj.json")
+	if err := os.WriteFile(listFile, []byte(list), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(objFile, []byte(obj), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	rows := []struct {
 		prompt    string
 		args      []string
 		set       func(p *sample.Params)
 		notGreedy bool // the text must differ from the plain greedy continuation
 	}{
+		{story, []string{"--temp", "0", "--grammar", list}, func(p *sample.Params) { p.Temp, p.Grammar, p.GrammarType = 0, list, sample.GrammarUser }, true},
+		{story, []string{"--temp", "0.8", "-s", "9", "--grammar-file", listFile}, func(p *sample.Params) { p.Seed, p.Grammar, p.GrammarType = 9, list, sample.GrammarUser }, false},
+		{story, []string{"--temp", "0", "-j", obj}, func(p *sample.Params) { p.Temp, p.Grammar, p.GrammarType = 0, objGBNF, sample.GrammarOutputFormat }, true},
+		{story, []string{"--temp", "1", "-s", "4", "-jf", objFile}, func(p *sample.Params) {
+			p.Temp, p.Seed, p.Grammar, p.GrammarType = 1, 4, objGBNF, sample.GrammarOutputFormat
+		}, false},
 		{story, []string{"--temp", "0", "--repeat-penalty", "1.5"}, func(p *sample.Params) { p.Temp, p.PenaltyRepeat = 0, 1.5 }, true},
 		{story, []string{"--temp", "0", "--presence-penalty", "1", "--frequency-penalty", "0.5", "--repeat-last-n", "16"},
 			func(p *sample.Params) { p.Temp, p.PenaltyPresent, p.PenaltyFreq, p.PenaltyLastN = 0, 1, 0.5, 16 }, true},

@@ -1,7 +1,5 @@
-// Package cshim compiles small C++ oracle shims at test time and loads them
-// into the test process with purego (no cgo), for oracle tests whose
-// reference is code the local g++ compiles: libstdc++'s algorithms and the
-// parts of llama-server that are not exported by any reference library.
+// Package cshim compiles small C++ oracle shims at test time and loads them into the test process with purego
+// (no cgo), for oracles that g++ compiles: libstdc++'s algorithms and llama-server code no library exports.
 //
 // # Design record
 //
@@ -11,9 +9,11 @@
 // arithmetic is rounded as the reference's is) and dlopens the result;
 // [Shim.Func] binds an exported extern "C" function.
 //
-// Follows. The BRIEF's rule for oracles: a small C/C++ shim compiled at test
+// Follows. The project's rule for oracles: a small C/C++ shim compiled at test
 // time with g++; never a committed copy of other projects' code (the shim
 // sources are written in this repository's tests).
+//
+// Deliberate differences. None to record: cshim only builds and loads a shim.
 //
 // Determinism. A shim is rebuilt per test binary run (in t.TempDir); nothing
 // is cached between runs. When g++ is absent the test is skipped with

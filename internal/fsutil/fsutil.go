@@ -1,7 +1,20 @@
-// Package fsutil opens the files bankml reads (models, manifests) safely:
-// only regular files, and never blocking on a FIFO or a device; and writes
-// the files it makes (models) atomically, through a temporary file renamed
-// into place (WriteAtomic).
+// Package fsutil opens the files bankml reads (models, manifests) safely, only regular files and never blocking
+// on a FIFO or a device, and writes the files it makes (models) atomically.
+//
+// # Design record
+//
+// What. [OpenRegular] opens a file read-only with O_NONBLOCK and refuses anything that is not a regular file,
+// naming its type (a directory wraps syscall.EISDIR). [WriteAtomic] writes through a temporary file in the
+// same folder, renamed into place only when the write succeeded and the context is not done; on any error the
+// temporary file is removed and the path left as it was.
+//
+// Follows. POSIX open(2) and rename(2): a non-blocking open of a FIFO without a writer returns at once, and a
+// rename within one folder replaces the target in one step.
+//
+// Deliberate differences. Off unix there is no O_NONBLOCK (nonblock_other.go): the file type is still checked
+// after the open.
+//
+// Determinism. No state: every call depends only on its arguments and the file system.
 package fsutil
 
 import (

@@ -14,18 +14,6 @@ import (
 	"testing"
 )
 
-// pendingDocs names the packages (directories relative to the module root, slash-separated) whose package doc
-// does not have the required shape yet because their code is being rewritten elsewhere. It is temporary: while it
-// is not empty, TestEveryPackageDocIsASummaryAndADesignRecord reports every failing package and then skips if all
-// of them are listed here; once it is empty the test fails on any package. Remove a name as soon as its doc is done.
-var pendingDocs = []string{
-	"cmd/bankml",
-	"engine",
-	"internal/synth",
-	"model",
-	"serve",
-}
-
 // The shape of a package doc comment (the issue's "two-line summary, then a # Design record heading of at most
 // ~25 lines"), with a little slack for the line breaks of a reflowed paragraph.
 const (
@@ -150,41 +138,21 @@ func TestEveryPackageDocIsASummaryAndADesignRecord(t *testing.T) {
 	if len(dirs) == 0 {
 		t.Fatal("no Go packages found")
 	}
-	pending := map[string]bool{}
-	for _, p := range pendingDocs {
-		pending[p] = true
-	}
-	var failing, unexpected []string
+	var failing []string
 	good := 0
 	for _, dir := range dirs {
 		if problem := checkPackageDoc(fset, files[dir]); problem != "" {
 			failing = append(failing, fmt.Sprintf("  %s: %s", dir, problem))
-			if !pending[dir] {
-				unexpected = append(unexpected, dir)
-			}
 			continue
 		}
 		good++
-		if pending[dir] {
-			t.Errorf("%s has a package doc of the right shape now: remove it from pendingDocs", dir)
-		}
-	}
-	for p := range pending {
-		if files[p] == nil {
-			t.Errorf("pendingDocs names %s, which is not a package directory of the module", p)
-		}
 	}
 	t.Logf("%d of %d packages have a summary and a design record", good, len(dirs))
-	if len(failing) == 0 {
-		return
+	if len(failing) > 0 {
+		t.Errorf("%d of %d package docs do not have the shape of a summary (at most %d lines), a blank line, %q, "+
+			"a blank line and at most %d lines:\n%s", len(failing), len(dirs), maxSummaryLines, designHeading, maxDesignLines,
+			strings.Join(failing, "\n"))
 	}
-	msg := fmt.Sprintf("%d of %d package docs do not have the shape of a summary (at most %d lines), a blank line, %q, "+
-		"a blank line and at most %d lines:\n%s", len(failing), len(dirs), maxSummaryLines, designHeading, maxDesignLines,
-		strings.Join(failing, "\n"))
-	if len(unexpected) > 0 {
-		t.Fatal(msg)
-	}
-	t.Skipf("%s\nall of them are in pendingDocs, which is temporary", msg)
 }
 
 // outsideDocument matches the names of documents that live outside this repository: design notes and research

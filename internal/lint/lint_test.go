@@ -14,8 +14,7 @@
 //
 // Deliberate differences. The walks skip hidden directories (the installed reference in .reference, .git) and
 // node_modules, and include programs under testdata folders, which the go command's ./... leaves out. The
-// packages still being rewritten elsewhere are named in pendingDocs, a temporary allow-list: while every failing
-// package is on it the doc-shape test reports them all and skips.
+// doc-shape test has no allow-list: it fails on every package of the wrong shape, naming each.
 //
 // Determinism. The checks read the files as they are on disk; their verdicts depend on nothing else.
 package lint

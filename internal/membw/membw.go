@@ -1,16 +1,18 @@
-// Package membw measures memory read bandwidth: the floor under any kernel
-// that streams its weights once (DESIGN.md §7), for bankml bench.
+// Package membw measures memory read bandwidth, the floor under any kernel that streams its weights once, for
+// bankml bench (docs/PERFORMANCE.md reports it beside the kernels).
 //
-// Design record
+// # Design record
 //
-//   - What: Read streams a buffer once with wide loads (AVX2 on amd64, a
-//     word loop elsewhere) and returns a checksum so that the reads cannot be
-//     elided; Measure times Read over a buffer much larger than the caches
-//     on 1 or more goroutines, each reading its own contiguous part.
-//   - Deliberate differences: no stores, no prefetch hints: the pattern of
-//     a matvec's weight stream. Timings are wall-clock; on a busy machine
-//     they fall, so bench reports them beside the kernels measured in the
-//     same run.
+// What. [Read] streams a buffer once with wide loads (AVX2 on amd64, a word loop elsewhere) and returns a
+// checksum so that the reads cannot be elided; [Measure] times Read over a buffer much larger than the caches on
+// 1 or more goroutines, each reading its own contiguous part.
+//
+// Follows. The access pattern of a matvec's weight stream: sequential reads, each byte once.
+//
+// Deliberate differences. No stores and no prefetch hints, unlike a copy benchmark (STREAM's triad).
+//
+// Determinism. The checksum is a pure function of the bytes. Timings are wall-clock and fall on a busy machine,
+// so bench reports them beside the kernels measured in the same run, as ratios.
 package membw
 
 import (

@@ -24,7 +24,10 @@ const EnvLog = "BANKML_REFERENCE_LOG"
 
 // Lib is the loaded reference: libggml-base, libggml, one CPU backend (haswell
 // unless [EnvVariant] names another) and libllama, with the variant verified
-// (see the package doc).
+// (see [Load]). llama.cpp and ggml log to stderr by default; Load installs a
+// log callback (llama_log_set, which also sets ggml's) that drops the messages
+// and keeps the last ones in memory, so errors can quote them ([EnvLog] copies
+// everything to stderr instead).
 // There is one Lib per process, made by the first call to [Load]; it is
 // never unloaded. A Lib is safe for concurrent use.
 type Lib struct {
@@ -78,6 +81,31 @@ var (
 // Load loads the reference libraries from [Dir] once per process and returns
 // the shared [Lib]; later calls return the same Lib (or the same error). The
 // error wraps [ErrNotInstalled] when the libraries are absent.
+//
+// ggml_backend_load_all, and llama_backend_init when no backend is registered
+// yet, would score every libggml-cpu-*.so and load the best one for the host
+// (zen4 or skylakex on AVX-512 machines). Load therefore (haswell standing for
+// the chosen variant, whose reported features are checked instead of step 3's
+// list):
+//
+//  1. dlopens libggml-base.so and then libggml.v0.5.0.so (RTLD_GLOBAL), and
+//     routes ggml's log to this package;
+//  2. checks that the backend registry is empty, then calls
+//     ggml_backend_load with the explicit path of libggml-cpu-haswell.so
+//     (never ggml_backend_load_all);
+//  3. verifies through the registry that exactly one backend is registered,
+//     that it is the one ggml_backend_load returned, that it is named "CPU",
+//     that it is the very object returned by ggml_backend_cpu_reg as resolved
+//     by dlsym in the haswell library's own handle, that the address of that
+//     object lies in the mapping of libggml-cpu-haswell.so in
+//     /proc/self/maps, that no other libggml-cpu-*.so is mapped, and that
+//     the backend's compile-time features (ggml_backend_get_features) report
+//     AVX2 and FMA and no AVX512;
+//  4. dlopens libllama.v0.5.0.so (which resolves libggml by its already
+//     loaded soname, hence shares the same registry) and calls
+//     llama_backend_init, which only calls ggml_backend_load_all when the
+//     registry is empty, so it does not here; the registry is checked again
+//     afterwards and before every model load.
 func Load() (*Lib, error) {
 	loadOnce.Do(func() {
 		v, err := ProcessVariant()
@@ -218,8 +246,8 @@ func (l *Lib) verifyRegistry() error {
 }
 
 // verifyCPUBackend proves that the registered CPU backend is the one in
-// libggml-cpu-<variant>.so and reports the variant's features (see the
-// package doc).
+// libggml-cpu-<variant>.so and reports the variant's features (see
+// [Load]).
 func (l *Lib) verifyCPUBackend() ([]string, error) {
 	if err := l.verifyRegistry(); err != nil {
 		return nil, err

@@ -71,7 +71,7 @@ var presets = map[string]Shape{
 	// 8 KV heads, head_dim 128, vocab 151936, 40960 positions, rope_theta 1e6, eps 1e-6, tied embeddings).
 	"bonsai-1.7b": {NEmbd: 2048, NLayer: 28, NFF: 6144, NHead: 16, NHeadKV: 8, HeadDim: 128, NVocab: 151936,
 		NCtxTrain: 40960, RopeFreqBase: 1e6, RMSEps: 1e-6, Tied: true},
-	// bonsai-8b: the shapes of Qwen3-8B, those of Bonsai-8B (DESIGN.md §5): n_embd 4096, 36 layers, n_ff 12288,
+	// bonsai-8b: the shapes of Qwen3-8B, which Bonsai-8B shares: n_embd 4096, 36 layers, n_ff 12288,
 	// 32 heads, 8 KV heads, head_dim 128, vocab 151936, untied output.
 	"bonsai-8b": {NEmbd: 4096, NLayer: 36, NFF: 12288, NHead: 32, NHeadKV: 8, HeadDim: 128, NVocab: 151936,
 		NCtxTrain: 40960, RopeFreqBase: 1e6, RMSEps: 1e-6},

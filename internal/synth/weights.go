@@ -35,6 +35,39 @@ var kMin = map[gguf.GGMLType]float32{gguf.Q2_K: 1.5, gguf.Q4_K: 7.5, gguf.Q5_K: 
 
 // generator produces the bytes of one chunk of a tensor from the chunk's own ChaCha8 stream. One generator serves
 // many chunks: reset it for each.
+//
+// Block layouts are those of ggml/src/ggml-common.h; the block payloads are random codes generated directly (not
+// quantized from floats), with the scale d chosen so that a weight's root mean square is about 1/sqrt(row length):
+// with RMS-normed inputs, every matrix product then yields activations of order 1 and logits stay finite through
+// any number of layers. Norm weights are F32 in [0.75, 1.25); biases F32 in [-0.25, 0.25), bitnet's weight scales
+// F32 in [0.75, 1.25), phi3's rope factors F32 in [1, 4).
+//
+// Codes per type (d is the block scale, of the super-block for the K-quants, jittered per block by a factor in
+// [0.5, 1.5)):
+//   - Q1_0: random bits (±d); Q2_0: 2-bit codes for -1, 0, +1, +2 times d with probabilities 4/8, 1/8, 2/8, 1/8,
+//     so that the weights have mean 0 (uniform codes would bias every product by d/2); Q4_0: random nibbles;
+//     Q8_0: random int8;
+//   - TQ2_0: 2-bit codes 0, 1, 2 only (-1, 0, +1); TQ1_0: base-3 packed trits encoded with the reference's
+//     ceiling division (quantize_row_tq1_0_ref), so every byte is one the reference's quantizer can produce;
+//   - Q2_K, Q4_K, Q5_K: random codes; per 16- or 32-element sub-block a random 4-bit (Q2_K) or 6-bit scale s,
+//     stored also as the sub-block's min, with dmin = c*d where c is the mean code (1.5, 7.5, 15.5), so that each
+//     sub-block's weights d*s*(q - c) are centred on 0; Q4_K's and Q5_K's scales packed as quantize_row_q4_K_ref
+//     packs them;
+//   - Q3_K, Q6_K: random bytes (any pattern is valid): signed sub-block scales and codes both uniform, whose
+//     means of -0.5 give a weight mean of 0.25*d, negligible against the spread;
+//   - F32, F16, BF16: uniform in [-a, a] (F16 and BF16 rounded to nearest even).
+//
+// Why random codes for the K-quants rather than quantizing random rows with quant's Ref quantizers (which would
+// give the blocks a real converter writes): those cost about 30 µs per 256-element super-block, some 15 minutes of
+// CPU for an 8B-shaped file (3e7 super-blocks), where random codes cost about as much as the other types'. The
+// random blocks are valid ggml blocks that exercise every bit of the scales (6-bit packing, signed scales,
+// subnormal f16 d included), which is what tests of the decoders and dot products need; their value statistics
+// differ from a quantizer's (uniform codes, not a bell curve), which matters to no test since the weights are
+// noise.
+//
+// Each tensor draws from its own ChaCha8 stream (math/rand/v2, the C2SP chacha8rand generator, whose output is
+// fixed by its specification) and turns bytes into values with integer operations and single float32/float64
+// roundings that Go cannot fuse into FMAs.
 type generator struct {
 	t     gguf.GGMLType
 	rng   rand.ChaCha8

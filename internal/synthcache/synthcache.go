@@ -1,16 +1,20 @@
-// Package synthcache keeps the synthetic models of the oracle tests between
-// test runs and across packages (test support only): a file is named by its
-// configuration and a digest of its plan (synth.Plan's metadata keys and
-// types, tensor names, types and shapes, and the seed), written atomically by
-// synth.WriteFile on first use and reused afterwards, so a present file is
-// complete and a change of synth's layout never reuses a stale one.
+// Package synthcache keeps the synthetic models of the oracle tests between test runs and across packages (test
+// support only), each file named by its configuration and a digest of its plan.
 //
-// Design record: it follows the model package's oracle tests, which first kept
-// their files this way; the folder is $BANKML_SYNTH_CACHE, else
-// bankml-model-oracle under the temporary directory, shared by every package's
-// tests (the same configuration gives the same file name). Determinism: synth
-// writes the same bytes for the same configuration, so which test wrote a file
-// first does not matter.
+// # Design record
+//
+// What. [File] names a model by its configuration's name and a digest of its plan (synth.Plan's metadata keys
+// and types, tensor names, types and shapes, and the seed), writes it atomically with synth.WriteFile on first
+// use and reuses it afterwards, so a present file is complete and a change of synth's layout never reuses a
+// stale one. [Qwen3Vocab] converts the real Qwen3 vocabulary once per test binary. [Dir] is the folder:
+// $BANKML_SYNTH_CACHE, else bankml-model-oracle under the temporary directory, shared by every package's tests.
+//
+// Follows. The way package model's oracle tests first kept their files.
+//
+// Deliberate differences. None to record.
+//
+// Determinism. synth writes the same bytes for the same configuration, so which test wrote a file first does
+// not matter.
 package synthcache
 
 import (

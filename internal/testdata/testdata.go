@@ -1,6 +1,19 @@
-// Package testdata locates the repository root and the shared test models
-// (../shared/models beside the repository, DESIGN.md §5) for tests. Test data
-// is read in place and never copied into the repository.
+// Package testdata locates the repository root and the shared test models (../shared/models beside the
+// repository, listed in its MANIFEST.md) for tests, and skips or fails a test whose data is absent.
+//
+// # Design record
+//
+// What. [ModuleRoot] finds the folder holding go.mod; [ModelsDir] and [Model] find the test models
+// ($BANKML_TESTDATA, else ../shared/models from the module root); [Absent] skips a test whose data or reference
+// is missing, naming what is missing, and fails it instead under CI (the CI environment variable set).
+//
+// Follows. The project's rule for test data: read in place, never copied into the repository, and every
+// oracle test run in CI.
+//
+// Deliberate differences. $BANKML_TESTDATA is not $BANKML_MODELS (the model store of package store): the test
+// data is a read-only folder of fixtures.
+//
+// Determinism. Paths depend only on the working directory and the environment.
 package testdata
 
 import (

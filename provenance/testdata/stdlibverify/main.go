@@ -1,12 +1,23 @@
-// Command stdlibverify checks a bankml receipt's signature with the Go standard library only: an
-// implementation independent of bankml's (which canonicalizes with github.com/gowebpki/jcs and signs
-// through golang.org/x/mod/sumdb/note keys), written from RFC 8785 and the C2SP signed-note key-hash rule.
+// Command stdlibverify checks a bankml receipt's signature with the Go standard library only, an implementation
+// independent of bankml's, for the receipt tests of package provenance.
+//
+// # Design record
+//
+// What. bankml canonicalizes with github.com/gowebpki/jcs and signs through golang.org/x/mod/sumdb/note keys;
+// this program does neither:
 //
 //	stdlibverify RECEIPT.json PUBLIC.pem   verify; exit 0 and "ok" or exit 1 and the reason
 //	stdlibverify -canonical RECEIPT.json   print the signed bytes (RFC 8785 of the receipt without "signature")
 //
 // The canonicalizer covers JSON as RFC 8785 defines it: members sorted by UTF-16 code units, no white
 // space, strings escaped as ECMAScript's JSON.stringify, numbers as ECMAScript's Number::toString.
+//
+// Follows. RFC 8785 (JSON Canonicalization Scheme) and the C2SP signed-note key-hash rule, written from the
+// specifications.
+//
+// Deliberate differences. None intended: any disagreement with bankml's verifier is a bug in one of them.
+//
+// Determinism. The signed bytes are a pure function of the receipt.
 package main
 
 import (

@@ -1,9 +1,10 @@
-// Package stdregex matches regular expressions as the reference's std::regex does: libstdc++'s basic_regex with
-// the ECMAScript grammar (optimize | nosubs, no icase, no collate) and its depth-first executor, over either
-// narrow characters (std::regex on llama.cpp's "collapsed" text, one signed char per code point) or wide ones
-// (std::wregex, 32-bit wchar_t), as llama.cpp's unicode_regex_split_stl iterates them with std::regex_iterator.
+// Package stdregex matches regular expressions as the reference's std::regex does (libstdc++'s ECMAScript
+// basic_regex and its depth-first executor), as llama.cpp's unicode_regex_split_stl iterates them.
 //
 // # Design record
+//
+// Modes: narrow characters (std::regex on llama.cpp's "collapsed" text, one signed char per code point) or wide
+// ones (std::wregex, 32-bit wchar_t); flags optimize | nosubs, no icase, no collate.
 //
 // What: Compile parses a pattern given as characters (code points, or signed chars in Narrow mode); Split returns
 // the piece lengths unicode_regex_split_stl produces for one span of text: every match and every gap between

@@ -1,26 +1,25 @@
-// Command refrun records answers from the reference llama.cpp (see package
-// github.com/bankml/bankml/internal/reference): it tokenizes a prompt,
-// generates greedily and reports the speed of the decode loop, or prints the
-// logits of the last prompt position as f32 bit patterns.
+// Command refrun records answers from the reference llama.cpp (package internal/reference): it tokenizes a
+// prompt, generates greedily and reports the decode loop's speed, or prints the last prompt position's logits.
 //
-// Usage:
+// # Design record
+//
+// What. Usage:
 //
 //	go run ./internal/reference/cmd/refrun -m MODEL -p PROMPT [-n N] [-t THREADS] [--logits]
 //
-// Output, one item per line:
+// Output, one item per line: "prompt_tokens <count>: <id> ...", "generated_tokens <count>: <id> ...",
+// "text: <Go-quoted concatenation of the generated pieces>", "prompt_eval: <tokens> tokens in <ms> ms",
+// "decode: <tokens> tokens in <ms> ms, <tokens/s> tokens/s". The prompt is tokenized with add_special (BOS)
+// unless -no-bos, and with parse_special if -special; -n 0 skips generation. With --logits the last-prompt
+// logits follow as "logits <n_vocab>:" and one line per token id: "<id> <8 hex digits of the float32 bits>".
 //
-//	prompt_tokens <count>: <id> <id> ...
-//	generated_tokens <count>: <id> <id> ...
-//	text: <Go-quoted concatenation of the generated pieces>
-//	prompt_eval: <tokens> tokens in <ms> ms
-//	decode: <tokens> tokens in <ms> ms, <tokens/s> tokens/s
+// Follows. reference.Model.GreedyTimed: the prompt in one llama_decode, then n tokens one at a time, each the
+// argmax of the last logits (llama_sampler_greedy's rule), not stopping at EOS.
 //
-// The prompt is tokenized with add_special (BOS) unless -no-bos, and with
-// parse_special if -special. -n 0 skips generation. With --logits the
-// last-prompt logits follow as "logits <n_vocab>:" and then one line per
-// token id: "<id> <8 hex digits of the float32 bits>".
+// Deliberate differences. None; it is a recorder. Use -t 1 for tiny models: ggml's worker threads spin at
+// barriers.
 //
-// Use -t 1 for tiny models: ggml's worker threads spin at barriers.
+// Determinism. Tokens and logits are the reference's for the given -t; the timings are wall-clock.
 package main
 
 import (

@@ -1,14 +1,23 @@
 // Command gen writes tables.go of package ucd from the Unicode tables of the reference's own source,
-// src/unicode-data.cpp of llama.cpp v0.5.0 (the squashed commit in node-llama-cpp@3.22.1's
-// llama/gitRelease.bundle), which llama.cpp's scripts/gen-unicode-data.py generated from Python's unicodedata.
+// src/unicode-data.cpp of llama.cpp v0.5.0 (the squashed commit in node-llama-cpp@3.22.1's gitRelease.bundle).
 //
-// Usage (from the tokenizer/internal/ucd folder, as `go generate` runs it):
+// # Design record
+//
+// What. Usage (from the tokenizer/internal/ucd folder, as `go generate` runs it):
 //
 //	go run ./gen [-src unicode-data.cpp | -bundle gitRelease.bundle] [-o tables.go]
 //
 // With neither -src nor -bundle, the bundle of the installed reference (../../../.reference/...) is cloned into a
 // temporary folder with git and its src/unicode-data.cpp is read. The five tables are copied entry by entry, in
 // their order; nothing is computed from them here (the lookups in ucd.go follow unicode.cpp).
+//
+// Follows. src/unicode-data.cpp, which llama.cpp's scripts/gen-unicode-data.py generated from Python's
+// unicodedata: bankml uses the reference's tables rather than Go's unicode package, so every class is the
+// reference's.
+//
+// Deliberate differences. None: the tables are copied, not regenerated.
+//
+// Determinism. The output is a pure function of unicode-data.cpp; gofmt'ed Go source.
 package main
 
 import (
