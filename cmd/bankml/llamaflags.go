@@ -187,7 +187,7 @@ func samplingFlags() []llamaFlag {
 	return fs
 }
 
-const llamaNoDownload = "bankml downloads nothing: pass a local GGUF file as MODEL or -m FNAME"
+const llamaNoDownload = "llama.cpp's download flags are not taken: pass a local GGUF file as MODEL or -m FNAME, or a store name (bankml pull downloads from the catalog)"
 
 // llamaOther lists arg.cpp's other multi-letter single-dash flags of llama-cli, llama-completion and
 // llama-server, with their long names, which bankml does not take: each is a usage error naming it.

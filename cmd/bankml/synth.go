@@ -18,7 +18,7 @@ import (
 
 // synthCmd writes a deterministic synthetic model (package internal/synth).
 type synthCmd struct {
-	Out        string `arg:"" name:"OUT.gguf" help:"File to write (replaced if it exists; written through a temporary file beside it)." type:"path"`
+	Out        string `arg:"" name:"OUT.gguf" help:"File to write (an existing file is kept unless --force; written through a temporary file beside it)." type:"path"`
 	Arch       string `name:"arch" required:"" enum:"llama,qwen3,qwen2,gemma3,phi3,bitnet,bert" help:"Architecture: llama, qwen3, qwen2, gemma3, phi3, bitnet or bert (each with synth.ForArch's settings: gemma3's sliding window, phi3's fused QKV and rope factors, bitnet's weight scales, bert's token types and mean pooling)."`
 	Preset     string `name:"preset" required:"" enum:"tiny,bonsai-1.7b,bonsai-8b" help:"Shapes: tiny (n_embd 256, 2 layers), bonsai-1.7b (Qwen3-1.7B), bonsai-8b (Qwen3-8B)."`
 	Type       string `name:"type" required:"" help:"Type of the blocks' 2-D weights: F32, F16, BF16, Q8_0, Q4_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q1_0, Q2_0, TQ1_0 or TQ2_0."`
