@@ -119,10 +119,10 @@ func TestRunChatAndServeGiveTheSameTokens(t *testing.T) {
 			}
 			rt := turns[i]
 			total++
-			got := fmt.Sprintf("prompt %d cached %d tokens %d released %v", a.Usage.PromptTokens, a.Usage.Details.Cached,
-				a.Usage.CompletionTokens, ids)
-			want := fmt.Sprintf("prompt %d cached %d tokens %d released %v", len(rt.Prompt), rt.Cached,
-				len(rt.Tokens), releasedTokens(m.Tokenizer, rt.Tokens))
+			// cached counts are not compared: exact reuse keeps what the fresh evaluation computes alike,
+			// and how much that is depends on whether the slot settled between turns.
+			got := fmt.Sprintf("prompt %d tokens %d released %v", a.Usage.PromptTokens, a.Usage.CompletionTokens, ids)
+			want := fmt.Sprintf("prompt %d tokens %d released %v", len(rt.Prompt), len(rt.Tokens), releasedTokens(m.Tokenizer, rt.Tokens))
 			if got != want || !slices.Equal(ids, releasedTokens(m.Tokenizer, rt.Tokens)) {
 				t.Errorf("%s: turn %d:\nserve   %s\nrun     %s", c.name, i+1, got, want)
 			} else {
