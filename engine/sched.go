@@ -309,17 +309,27 @@ func (e *Engine) step(jobs []*job) {
 	}
 }
 
+// ensureContext makes the slot's context on its first use (the runner's
+// NewContext of the slot's size, attention over AttnThreads).
+func (e *Engine) ensureContext(s *slot) error {
+	if s.ctx != nil {
+		return nil
+	}
+	c, err := e.runner.NewContext(e.nCtx)
+	if err != nil {
+		return fmt.Errorf("engine: slot %d: %w", s.id, err)
+	}
+	c.SetAttnThreads(e.o.AttnThreads)
+	s.ctx = c
+	return nil
+}
+
 // startPrompt applies the job's reuse rule to its slot's cache (creating
 // the slot's context on first use) and sets where its evaluation starts.
 func (e *Engine) startPrompt(j *job) error {
 	s := j.s
-	if s.ctx == nil {
-		c, err := e.runner.NewContext(e.nCtx)
-		if err != nil {
-			return fmt.Errorf("engine: slot %d: %w", s.id, err)
-		}
-		c.SetAttnThreads(e.o.AttnThreads)
-		s.ctx = c
+	if err := e.ensureContext(s); err != nil {
+		return err
 	}
 	c := s.ctx
 	s.settle, s.settleOff = nil, false

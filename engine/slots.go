@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"time"
@@ -138,13 +137,8 @@ func (e *Engine) slotAction(ctx context.Context, id int, act func(c *model.Conte
 // if needed, any settling dropped.
 func (e *Engine) runAction(j *job) error {
 	s := j.s
-	if s.ctx == nil {
-		c, err := e.runner.NewContext(e.nCtx)
-		if err != nil {
-			return fmt.Errorf("engine: slot %d: %w", s.id, err)
-		}
-		c.SetAttnThreads(e.o.AttnThreads)
-		s.ctx = c
+	if err := e.ensureContext(s); err != nil {
+		return err
 	}
 	s.settle = nil
 	return j.act(s.ctx)
