@@ -47,7 +47,7 @@ type refTurn struct {
 	// that much, and how much of it depends on whether the slot settled between turns.
 	reusable int
 	tokens   []int32 // greedy, up to n, ending at the first end-of-generation token
-	answer string  // the answer's pieces, end-of-generation tokens left out
+	answer   string  // the answer's pieces, end-of-generation tokens left out
 }
 
 // refChat plays a conversation the way a llama-server slot does with the
