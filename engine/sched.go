@@ -311,7 +311,7 @@ func (e *Engine) step(jobs []*job) {
 func (e *Engine) startPrompt(j *job) error {
 	s := j.s
 	if s.ctx == nil {
-		c, err := e.runner.NewContext(e.nCtx)
+		c, err := e.runner.NewContextTypes(e.nCtx, e.o.CacheTypes)
 		if err != nil {
 			return fmt.Errorf("engine: slot %d: %w", s.id, err)
 		}

@@ -139,7 +139,7 @@ func (e *Engine) slotAction(ctx context.Context, id int, act func(c *model.Conte
 func (e *Engine) runAction(j *job) error {
 	s := j.s
 	if s.ctx == nil {
-		c, err := e.runner.NewContext(e.nCtx)
+		c, err := e.runner.NewContextTypes(e.nCtx, e.o.CacheTypes)
 		if err != nil {
 			return fmt.Errorf("engine: slot %d: %w", s.id, err)
 		}

@@ -60,10 +60,15 @@ func (t CacheTypes) norm() CacheTypes {
 // quantized reports whether either cache type is not F16.
 func (t CacheTypes) quantized() bool { return t.K != gguf.F16 || t.V != gguf.F16 }
 
-// checkCacheTypes refuses types bankml does not run and, as
+// CheckCacheTypes refuses types bankml does not run and, as
 // llama_init_from_model does (flash attention is always on in bankml, as
 // llama.cpp's auto turns it on for a quantized V cache), a quantized type
 // whose block size does not divide the head size, with llama.cpp's message.
+// The zero type is F16.
+func (m *Model) CheckCacheTypes(t CacheTypes) error {
+	return m.checkCacheTypes(t.norm())
+}
+
 func (m *Model) checkCacheTypes(t CacheTypes) error {
 	for _, x := range []struct {
 		kv string
