@@ -98,6 +98,16 @@
 //     fused pairs, eight at a time; TestRopeRotateEveryLevel) and K, V and Q
 //     are rounded to f16 by quant's Level.FP32ToFP16Row (vcvtps2ph $0, as
 //     ggml_cpu_fp32_to_fp16).
+//   - KV cache types (kvcache.go; CacheTypes, llama.cpp's -ctk/-ctv): f16,
+//     q8_0 or q4_0 per K and V, refused as llama_init_from_model refuses
+//     (block size not dividing the head size). A quantized cache follows
+//     src/llama-kv-cache.cpp and src/llama-graph.cpp's build_attn: Q and K
+//     (K quantized) or V and kqv_out (V quantized) rotated by the
+//     Walsh-Hadamard matrices when the head size is a multiple of 64, as the
+//     CPU's ggml_compute_forward_fwht computes the hinted mul_mat (fwht);
+//     cells written by from_float (quantize_row_q8_0, quantize_row_q4_0_ref);
+//     every row through one_chunk (Q to Q8_0, the type's vec_dot, V by
+//     to_float into an f32 accumulator, ggml_vec_mad_f32's fused lanes).
 //   - Deliberate differences: the tiled kernel's work items group rows by KV
 //     head, not in the reference's Q tiles (each row's result is independent
 //     of its tile mates); at the SIMD levels
