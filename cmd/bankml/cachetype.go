@@ -29,7 +29,7 @@ func (c *cacheType) Decode(ctx *kong.DecodeContext) error {
 // cacheTypeFlags are the KV cache types of run and serve (llama.cpp's -ctk and -ctv).
 type cacheTypeFlags struct {
 	CacheTypeK cacheType `name:"cache-type-k" default:"f16" placeholder:"TYPE" help:"KV cache data type for K, as llama.cpp's -ctk/--cache-type-k: f16 (default), q8_0 or q4_0 (llama.cpp's other types are refused). A quantized K cache rotates Q and K by llama.cpp's Hadamard matrices (head size a multiple of 64) and needs a head size its block size (32) divides."`
-	CacheTypeV cacheType `name:"cache-type-v" default:"f16" placeholder:"TYPE" help:"KV cache data type for V, as llama.cpp's -ctv/--cache-type-v: f16 (default), q8_0 or q4_0, with the same rules (bankml always runs flash attention, which llama.cpp requires for a quantized V cache)."`
+	CacheTypeV cacheType `name:"cache-type-v" default:"f16" placeholder:"TYPE" help:"KV cache data type for V, as llama.cpp's -ctv/--cache-type-v: f16 (default), q8_0 or q4_0, with the same rules (bankml always runs flash attention, which llama.cpp requires for a quantized V cache: -fa off beside a quantized V type is refused, as llama.cpp refuses it)."`
 }
 
 func (f cacheTypeFlags) types() model.CacheTypes {

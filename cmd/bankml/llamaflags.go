@@ -292,7 +292,43 @@ func llamaArgs(args []string, takesValue func(string) bool) (out, warnings []str
 			}
 		}
 	}
+	if llama {
+		if err := checkFlashAttnV(cmd, args, out); err != nil {
+			return nil, nil, err
+		}
+	}
 	return out, warnings, nil
+}
+
+// checkFlashAttnV refuses -fa off beside a quantized V cache type, as llama_init_from_model does
+// (src/llama-context.cpp: "quantized V cache requires flash_attn to be enabled"); bankml ignores -fa otherwise.
+// The last -fa and the last --cache-type-v count.
+func checkFlashAttnV(cmd string, args, out []string) error {
+	last := func(list []string, names ...string) string {
+		v := ""
+		for i := 1; i < len(list); i++ {
+			if list[i] == "--" {
+				break
+			}
+			name, value, eq := strings.Cut(list[i], "=")
+			if strings.HasPrefix(name, "--") {
+				name = strings.ReplaceAll(name, "_", "-")
+			}
+			if slices.Contains(names, name) {
+				if !eq && i+1 < len(list) {
+					value = list[i+1]
+				}
+				v = value
+			}
+		}
+		return v
+	}
+	fa := last(args, "-fa", "--flash-attn")
+	ctv := last(out, "--cache-type-v")
+	if slices.Contains(llamaFalsey, fa) && ctv != "" && ctv != "f16" && ctv != "f32" && ctv != "bf16" {
+		return fmt.Errorf("%s: -ctv %s with -fa %s: quantized V cache requires flash_attn to be enabled (llama.cpp refuses the context too)", cmd, ctv, fa)
+	}
+	return nil
 }
 
 // isFlagToken reports whether an argument that is not a value is a flag: "-" and a letter, or "--" and a

@@ -121,6 +121,10 @@ func TestLlamaArgs(t *testing.T) {
 		// The KV cache types are bankml's own flags (model.ParseCacheType checks the value when kong parses).
 		{in: []string{"run", "m.gguf", "-ctk", "q8_0", "-ctv", "q4_0"}, want: []string{"run", "m.gguf", "--cache-type-k", "q8_0", "--cache-type-v", "q4_0"}},
 		{in: []string{"serve", "m.gguf", "-ctv", "q8_0"}, want: []string{"serve", "m.gguf", "--cache-type-v", "q8_0"}},
+		{in: []string{"serve", "m.gguf", "-ctv", "q8_0", "-fa", "off"}, err: "serve: -ctv q8_0 with -fa off: quantized V cache requires flash_attn to be enabled"},
+		{in: []string{"run", "m.gguf", "--flash-attn=false", "--cache-type-v=q4_0"}, err: "run: -ctv q4_0 with -fa false: quantized V cache requires flash_attn to be enabled"},
+		{in: []string{"run", "m.gguf", "-fa", "off", "-ctk", "q8_0", "-ctv", "f16"}, want: []string{"run", "m.gguf", "--cache-type-k", "q8_0", "--cache-type-v", "f16"},
+			warn: "-fa off ignored: bankml always runs flash attention, as llama.cpp's default auto does on the CPU; llama.cpp with -fa off takes another attention path whose results may differ in the last bits from bankml's"},
 		{in: []string{"run", "m.gguf", "-tb", "x"}, err: `run: -tb/--threads-batch "x": must be an integer`},
 		// Integers as std::stoi takes them, but whole: a 32-bit int (stoi's out_of_range past it), no trailing text.
 		{in: []string{"run", "m.gguf", "-ngl", "99999999999"}, err: `run: -ngl/--gpu-layers/--n-gpu-layers "99999999999": out of range: llama.cpp takes a 32-bit int, in [-2147483648, 2147483647]`},
