@@ -113,7 +113,7 @@ func (e *Engine) embedSpans(jobs []*job, budget int, spans []model.Span, owners 
 			continue
 		}
 		if j.ectx == nil {
-			c, err := e.runner.NewContext(len(j.embd))
+			c, err := e.runner.NewContextTypes(len(j.embd), e.o.CacheTypes)
 			if err != nil {
 				failed, failErr = append(failed, j), append(failErr, fmt.Errorf("engine: %w", err))
 				continue

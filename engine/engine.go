@@ -116,6 +116,9 @@ type Options struct {
 	// them under CacheReuseExact); benchmarks that must not share the CPU
 	// with it set it.
 	NoSettle bool
+	// CacheTypes are the data types of every slot's K and V cells
+	// (llama-server's -ctk/-ctv; model.CacheTypes): the zero value is f16.
+	CacheTypes model.CacheTypes
 }
 
 // Engine serves completions over Parallel slots of one model. Its methods
@@ -216,6 +219,9 @@ func New(m *model.Model, tok tokenizer.Tokenizer, tmpl *chat.Template, o Options
 		n, err = evalCtx(m, o.NCtx)
 	}
 	if err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	if err := m.CheckCacheTypes(o.CacheTypes); err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
 	pool, err := embed.ParsePooling(o.Pooling)

@@ -315,7 +315,7 @@ func (e *Engine) ensureContext(s *slot) error {
 	if s.ctx != nil {
 		return nil
 	}
-	c, err := e.runner.NewContext(e.nCtx)
+	c, err := e.runner.NewContextTypes(e.nCtx, e.o.CacheTypes)
 	if err != nil {
 		return fmt.Errorf("engine: slot %d: %w", s.id, err)
 	}

@@ -347,6 +347,8 @@ const (
 func (c *Context) attnKind(cls quant.ColClass, pos int) uint8 {
 	hd := c.m.HP.HeadDim
 	switch {
+	case c.types.quantized(): // ggml's split-KV and tiled kernels take f16 K and V only
+		return sigOneChunk
 	case cls.N == 1 && !c.m.Encoder() && c.nek1(pos+1) >= 512: // an encoder's KV is its input: one cell here
 		return sigSplit
 	case int(cls.N) >= faTile && hd%8 == 0:
@@ -493,6 +495,10 @@ func (j *attnJob) Do(worker, lo, hi int) {
 			lo:     j.lo(row),
 			scale:  j.scale,
 			level:  l,
+		}
+		if c.types.quantized() {
+			a.typeK, a.typeV = c.types.K, c.types.V
+			a.kq, a.vq = c.kq[j.il], c.vq[j.il]
 		}
 		o := j.out[it.r0*nq+h*hd : it.r0*nq+(h+1)*hd]
 		if c.attnKind(row.cls, row.pos) == sigSplit {

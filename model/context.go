@@ -3,6 +3,8 @@ package model
 import (
 	"errors"
 	"fmt"
+
+	"github.com/bankml/bankml/gguf"
 )
 
 // ErrContextFull is wrapped by the errors of a decode that does not fit the
@@ -57,8 +59,9 @@ func CheckContextSize(nCtx int) error {
 }
 
 // Context is one sequence's state: its KV cache (f16, llama.cpp's default
-// type_k/type_v), the tokens it holds, the class each cell was computed
-// with, and the Runner whose workers evaluate it.
+// type_k/type_v, or the quantized types of CacheTypes), the tokens it
+// holds, the class each cell was computed with, and the Runner whose
+// workers evaluate it.
 //
 // The cache grows with use (in steps of 256 cells, doubling) up to the
 // context size, so a context sized for the model's training length costs
@@ -72,7 +75,10 @@ type Context struct {
 	nCells      int        // nCtx padded to 256, as llama.cpp pads n_ctx
 	tokens      []int32    // the tokens whose K/V the cache holds, position order
 	sigs        []uint8    // per cached position: the class its cell was computed with (cellSig)
-	k, v        [][]uint16 // per layer: capacity × n_embd_k_gqa f16 values, zero where never written
+	k, v        [][]uint16 // f16 K / V: per layer capacity × n_embd_k_gqa values, zero where never written
+	kq, vq      [][]byte   // quantized K / V (types.K, types.V): per layer capacity rows of n_embd_k_gqa values' blocks
+	types       CacheTypes // the cache's data types (F16 unless NewContextTypes chose others)
+	rot         kvRot      // the Hadamard rotations around a quantized cache
 	capCells    int        // cells allocated per layer (a multiple of 256, at most nCells)
 	attnThreads int
 	// trace, when set (tests), receives intermediate results under
@@ -87,14 +93,23 @@ type Context struct {
 // program that runs one sequence. Runner.NewContext makes contexts that
 // share one. Its errors are Runner.NewContext's.
 func (m *Model) NewContext(nCtx, threads int) (*Context, error) {
+	return m.NewContextTypes(nCtx, threads, CacheTypes{})
+}
+
+// NewContextTypes is NewContext with the cache's data types (see
+// Runner.NewContextTypes).
+func (m *Model) NewContextTypes(nCtx, threads int, types CacheTypes) (*Context, error) {
 	if err := m.checkContext(nCtx); err != nil {
+		return nil, err
+	}
+	if err := m.checkCacheTypes(types.norm()); err != nil {
 		return nil, err
 	}
 	r, err := m.NewRunner(threads)
 	if err != nil {
 		return nil, err
 	}
-	c, err := r.NewContext(nCtx)
+	c, err := r.NewContextTypes(nCtx, types)
 	if err != nil {
 		r.Close()
 		return nil, err
@@ -110,16 +125,45 @@ func (m *Model) NewContext(nCtx, threads int) (*Context, error) {
 // whose full KV cache would exceed the machine's memory, naming the bytes
 // needed. No KV memory is allocated until the first decode.
 func (r *Runner) NewContext(nCtx int) (*Context, error) {
+	return r.NewContextTypes(nCtx, CacheTypes{})
+}
+
+// NewContextTypes is NewContext with the data types of the K and V cells
+// (llama_context_params' type_k and type_v; the zero CacheTypes is F16 for
+// both). A quantized cache is written as ggml_set_rows writes it (the
+// type's from_float), rotated by llama.cpp's Hadamard matrices where
+// llama_kv_cache turns them on (kvRot: Q and K before the cache when K is
+// quantized, V before it and the attention's output after it when V is),
+// and read by flash attention's one-row kernel for every row (the
+// reference's tiled and split-KV kernels take f16 K and V of one type
+// only): Q converted to Q8_0 (K's vec_dot_type) for the K·Q dot product,
+// V widened by its to_float into an f32 accumulator. It refuses a type
+// other than F16, Q8_0 and Q4_0 and, as llama_init_from_model does, a
+// quantized type whose block size does not divide the head size. An
+// encoder has no KV cache in llama.cpp: its types change nothing.
+func (r *Runner) NewContextTypes(nCtx int, types CacheTypes) (*Context, error) {
 	m := r.m
 	if err := m.checkContext(nCtx); err != nil {
 		return nil, err
 	}
+	types = types.norm()
+	if err := m.checkCacheTypes(types); err != nil {
+		return nil, err
+	}
+	if m.Encoder() {
+		types = CacheTypes{}.norm()
+	}
 	nCells := (nCtx + kvPad - 1) / kvPad * kvPad
-	c := &Context{m: m, r: r, nCtx: nCtx, nCells: nCells, attnThreads: r.Workers()}
+	c := &Context{m: m, r: r, nCtx: nCtx, nCells: nCells, attnThreads: r.Workers(), types: types, rot: m.kvRotation(types)}
 	c.k = make([][]uint16, m.HP.NLayer)
 	c.v = make([][]uint16, m.HP.NLayer)
+	c.kq = make([][]byte, m.HP.NLayer)
+	c.vq = make([][]byte, m.HP.NLayer)
 	return c, nil
 }
+
+// CacheTypes are the data types of c's K and V cells.
+func (c *Context) CacheTypes() CacheTypes { return c.types }
 
 // checkContext refuses a context size outside [1, 2^30] or one whose full
 // KV cache exceeds the machine's memory.
@@ -137,11 +181,18 @@ func (m *Model) checkContext(nCtx int) error {
 
 // kvBytes is the size of K and V for cells cells over all layers (f16).
 func (m *Model) kvBytes(cells int) uint64 {
-	return uint64(m.HP.NLayer) * 2 * uint64(cells) * uint64(m.HP.NHeadKV*m.HP.HeadDim) * 2
+	return m.kvBytesTypes(cells, CacheTypes{}.norm())
+}
+
+// kvBytesTypes is the size of K and V of types t for cells cells over all
+// layers.
+func (m *Model) kvBytesTypes(cells int, t CacheTypes) uint64 {
+	nkv := m.HP.NHeadKV * m.HP.HeadDim
+	return uint64(m.HP.NLayer) * uint64(cells) * uint64(rowBytes(t.K, nkv)+rowBytes(t.V, nkv))
 }
 
 // KVBytes is the memory the context's KV cache holds now, in bytes.
-func (c *Context) KVBytes() uint64 { return c.m.kvBytes(c.capCells) }
+func (c *Context) KVBytes() uint64 { return c.m.kvBytesTypes(c.capCells, c.types) }
 
 // grow makes room for cells cells in every layer's K and V.
 func (c *Context) grow(cells int) {
@@ -155,11 +206,16 @@ func (c *Context) grow(cells int) {
 	newCap = min((newCap+kvPad-1)/kvPad*kvPad, c.nCells)
 	nkv := c.m.HP.NHeadKV * c.m.HP.HeadDim
 	for il := range c.k {
-		k := make([]uint16, newCap*nkv)
-		v := make([]uint16, newCap*nkv)
-		copy(k, c.k[il])
-		copy(v, c.v[il])
-		c.k[il], c.v[il] = k, v
+		if c.types.K == gguf.F16 {
+			c.k[il] = append(make([]uint16, 0, newCap*nkv), c.k[il]...)[:newCap*nkv]
+		} else {
+			c.kq[il] = append(make([]byte, 0, newCap*rowBytes(c.types.K, nkv)), c.kq[il]...)[:newCap*rowBytes(c.types.K, nkv)]
+		}
+		if c.types.V == gguf.F16 {
+			c.v[il] = append(make([]uint16, 0, newCap*nkv), c.v[il]...)[:newCap*nkv]
+		} else {
+			c.vq[il] = append(make([]byte, 0, newCap*rowBytes(c.types.V, nkv)), c.vq[il]...)[:newCap*rowBytes(c.types.V, nkv)]
+		}
 	}
 	c.capCells = newCap
 }
@@ -215,9 +271,18 @@ func (c *Context) Truncate(n int) error {
 		return fmt.Errorf("model: truncate to %d positions of %d cached", n, len(c.tokens))
 	}
 	nkv := c.m.HP.NHeadKV * c.m.HP.HeadDim
+	bk, bv := rowBytes(c.types.K, nkv), rowBytes(c.types.V, nkv)
 	for il := range c.k {
-		clear(c.k[il][n*nkv : len(c.tokens)*nkv])
-		clear(c.v[il][n*nkv : len(c.tokens)*nkv])
+		if c.types.K == gguf.F16 {
+			clear(c.k[il][n*nkv : len(c.tokens)*nkv])
+		} else {
+			clear(c.kq[il][n*bk : len(c.tokens)*bk])
+		}
+		if c.types.V == gguf.F16 {
+			clear(c.v[il][n*nkv : len(c.tokens)*nkv])
+		} else {
+			clear(c.vq[il][n*bv : len(c.tokens)*bv])
+		}
 	}
 	c.tokens, c.sigs = c.tokens[:n], c.sigs[:n]
 	return nil

@@ -6,7 +6,8 @@
 // What. An architecture registry keyed by general.architecture (llama, qwen3, qwen2, gemma3, phi3, bitnet, bert;
 // anything else refused by name): each architecture is one file (arch_*.go) binding its tensors and writing its
 // block with the shared ops of a pass (pass.go: norms, Q/K/V, RoPE with YaRN/LongRoPE, grouped-query attention
-// over an f16 KV cache with the reference's three flash-attention kernels, SwiGLU/GeGLU/GELU, pooling). A
+// over a KV cache (f16, or q8_0/q4_0 per K and V with llama.cpp's Walsh-Hadamard rotation: kvcache.go) with the
+// reference's three flash-attention kernels, SwiGLU/GeGLU/GELU, pooling). A
 // projection is a Linear: one tensor in any format package quant multiplies, or PTQTP trit-planes (ptqtp.go). A
 // Context holds one sequence (KV cache, cached tokens, each cell's class, the prefix rules); a Runner evaluates
 // several contexts' rows in one forward pass (Runner.Decode over Spans), each row with its fresh micro-batch's

@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/bankml/bankml/fmath"
+	"github.com/bankml/bankml/gguf"
 	"github.com/bankml/bankml/quant"
 )
 
@@ -46,6 +47,10 @@ type attnRow struct {
 	lo     int // the first cell the mask allows: a sliding window's start, else 0
 	scale  float32
 	level  quant.Level // whose kernels run (every level: the same bits)
+	// A cache with a quantized K or V: both types set (0: f16 K and V in
+	// kc, vc), the quantized cells in kq / vq, off and stride in values.
+	typeK, typeV gguf.GGMLType
+	kq, vq       []byte
 }
 
 // k returns cell ic's K values.
@@ -58,6 +63,8 @@ func (a *attnRow) k(ic int) []uint16 {
 type chunkScratch struct {
 	qh, vkq16 []uint16
 	vs, ms    []float32
+	q8        []byte    // Q as Q8_0 blocks (a quantized K's vec_dot_type)
+	v32       []float32 // one cell's V widened (to_float)
 }
 
 func (sc *chunkScratch) size(dk, dv, cells int) {
@@ -81,6 +88,9 @@ func (sc *chunkScratch) size(dk, dv, cells int) {
 // cells in one call (vAccF16: each lane's chain in cell order, as in the
 // reference's cell loop).
 func (a *attnRow) oneChunk(ic0, ic1 int, vkq []float32, sc *chunkScratch) (M, S float32) {
+	if a.typeK != 0 {
+		return a.oneChunkQuant(ic0, ic1, vkq, sc)
+	}
 	dv := len(vkq)
 	sc.size(len(a.q), dv, ic1-ic0)
 	qh, vkq16, vs, ms := sc.qh, sc.vkq16, sc.vs, sc.ms
@@ -107,6 +117,81 @@ func (a *attnRow) oneChunk(ic0, ic1 int, vkq []float32, sc *chunkScratch) (M, S 
 	}
 	vAccF16(a.level, vkq16, a.vc, ic0*a.stride+a.off, a.stride, vs, ms)
 	widenF16(a.level, vkq, vkq16)
+	return M, S
+}
+
+// oneChunkQuant is oneChunk over a cache whose K or V is quantized (the
+// reference runs only this kernel then). K: f16 as in oneChunk, or Q
+// converted once by quantize_row_q8_0 (K's vec_dot_type's from_float,
+// quant.QuantizeRowQ8_0) and s = K's vec_dot against it
+// (ggml_vec_dot_q8_0_q8_0 / ggml_vec_dot_q4_0_q8_0); then the same scale,
+// online softmax and sum S. V: f16 as in oneChunk, or the f32 accumulator
+// of the reference's other branch: on a new maximum VKQ *= expf(Mold-M)
+// (ggml_vec_scale_f32: one product per lane), then the cell's V widened by
+// to_float (dequantize_row_q8_0 / _q4_0) and VKQ = fma(V, vs, VKQ) per lane
+// (ggml_vec_mad_f32: vfmadd at every lane, DV being a multiple of 32).
+func (a *attnRow) oneChunkQuant(ic0, ic1 int, vkq []float32, sc *chunkScratch) (M, S float32) {
+	dk, dv := len(a.q), len(vkq)
+	sc.size(dk, dv, ic1-ic0)
+	vs, ms := sc.vs, sc.ms
+	var score func(ic int) float32
+	if a.typeK == gguf.F16 {
+		a.level.FP32ToFP16Row(a.q, sc.qh)
+		score = func(ic int) float32 { return a.level.VecDotF16(a.k(ic), sc.qh) }
+	} else {
+		nb := dk / quant.QK8_0
+		if cap(sc.q8) < nb*quant.BlockQ8_0Size {
+			sc.q8 = make([]byte, nb*quant.BlockQ8_0Size)
+		}
+		q8 := sc.q8[:nb*quant.BlockQ8_0Size]
+		quant.QuantizeRowQ8_0(a.q, q8)
+		dot := a.level.VecDot(a.typeK)
+		rb, ob, hb := rowBytes(a.typeK, a.stride), rowBytes(a.typeK, a.off), rowBytes(a.typeK, dk)
+		score = func(ic int) float32 {
+			o := ic*rb + ob
+			return dot(a.kq[o:o+hb], q8, nb)
+		}
+	}
+	M = float32(negInf)
+	for ic := ic0; ic < ic1; ic++ {
+		s := score(ic)
+		s = s * a.scale
+		s += 0 // the mask value of an unmasked cell
+		w, r := float32(1), float32(1)
+		if s > M {
+			mold := M
+			M = s
+			r = fmath.Expf(mold - M)
+			S = float32(S*r) + w
+		} else {
+			w = fmath.Expf(s - M)
+			S = S + w
+		}
+		vs[ic-ic0], ms[ic-ic0] = w, r
+	}
+	if a.typeV == gguf.F16 {
+		vkq16 := sc.vkq16
+		clear(vkq16)
+		vAccF16(a.level, vkq16, a.vc, ic0*a.stride+a.off, a.stride, vs, ms)
+		widenF16(a.level, vkq, vkq16)
+		return M, S
+	}
+	clear(vkq)
+	sc.v32 = grow32(sc.v32, dv)
+	v32 := sc.v32
+	rb, ob, hb := rowBytes(a.typeV, a.stride), rowBytes(a.typeV, a.off), rowBytes(a.typeV, dv)
+	for i, w := range vs[:ic1-ic0] {
+		if r := ms[i]; r != 1 { // a rescale by exactly 1 changes no bit
+			for d := range vkq {
+				vkq[d] *= r
+			}
+		}
+		o := (ic0+i)*rb + ob
+		dequantizeRow(a.typeV, a.vq[o:o+hb], v32)
+		for d, x := range v32 {
+			vkq[d] = fmath.FMA32(x, w, vkq[d])
+		}
+	}
 	return M, S
 }
 

@@ -2,6 +2,7 @@ package model
 
 import (
 	"github.com/bankml/bankml/fmath"
+	"github.com/bankml/bankml/gguf"
 	"github.com/bankml/bankml/quant"
 )
 
@@ -159,8 +160,9 @@ func (p *pass) qkNorm(il int, q, k []float32, l *Layer) {
 // ropeStore rotates Q and K of every row at its position with layer il's
 // RoPE (RopeSWA on gemma3's sliding layers; phi3's rope factors, the long
 // ones when the context passes n_ctx_orig_yarn) and stores K and V in the
-// rows' KV caches as f16 (ggml_set_rows into the f16 cache:
-// ggml_cpu_fp32_to_fp16). Architectures without RoPE only store.
+// rows' KV caches (ggml_set_rows: ggml_cpu_fp32_to_fp16 into an f16 cache,
+// the type's from_float into a quantized one, after the Hadamard rotation
+// of K and V where the cache has it). Architectures without RoPE only store.
 func (p *pass) ropeStore(il int, q, k, v []float32) {
 	hp, m := p.hp, p.m
 	hd := hp.HeadDim
@@ -180,12 +182,32 @@ func (p *pass) ropeStore(il int, q, k, v []float32) {
 				rope.rotate(m.Level, k[j*nkv+h*hd:j*nkv+(h+1)*hd], cache)
 			}
 		}
-		m.Level.FP32ToFP16Row(k[j*nkv:(j+1)*nkv], row.c.k[il][row.pos*nkv:(row.pos+1)*nkv])
-		m.Level.FP32ToFP16Row(v[j*nkv:(j+1)*nkv], row.c.v[il][row.pos*nkv:(row.pos+1)*nkv])
 	}
 	p.emit("Qcur", il, q[:len(p.rows)*nq])
 	p.emit("Kcur", il, k[:len(p.rows)*nkv])
 	p.emit("Vcur", il, v[:len(p.rows)*nkv])
+	for j, row := range p.rows {
+		c := row.c
+		kr, vr := k[j*nkv:(j+1)*nkv], v[j*nkv:(j+1)*nkv]
+		if c.rot.k > 0 { // build_attn: K times attn_inp_k_rot (Q: attendAs)
+			fwht(kr, c.rot.k)
+		}
+		if c.rot.v > 0 { // V times attn_inp_v_rot
+			fwht(vr, c.rot.v)
+		}
+		if t := c.types.K; t == gguf.F16 {
+			m.Level.FP32ToFP16Row(kr, c.k[il][row.pos*nkv:(row.pos+1)*nkv])
+		} else {
+			b := rowBytes(t, nkv)
+			quantizeRow(t, kr, c.kq[il][row.pos*b:(row.pos+1)*b])
+		}
+		if t := c.types.V; t == gguf.F16 {
+			m.Level.FP32ToFP16Row(vr, c.v[il][row.pos*nkv:(row.pos+1)*nkv])
+		} else {
+			b := rowBytes(t, nkv)
+			quantizeRow(t, vr, c.vq[il][row.pos*b:(row.pos+1)*b])
+		}
+	}
 }
 
 // ropeFactors are the frequency factors of phi3's RoPE for context c:
@@ -227,12 +249,22 @@ func (p *pass) attendAs(name string, il int, q []float32, scale float32) []float
 		}
 		q, p.n, p.early = qo, nOut, true
 	}
+	for j, row := range p.arows[:p.n] {
+		if row.c.rot.k > 0 { // build_attn: Q times attn_inp_k_rot, after any scaling of Q
+			fwht(q[j*nq:(j+1)*nq], row.c.rot.k)
+		}
+	}
 	out := p.buf(bAttn, p.n*nq)
 	if p.n > 0 {
 		p.r.attend(p.arows, q[:p.n*nq], out, il, scale)
 	}
 	if name != "" {
 		p.emit(name, il, out)
+	}
+	for j, row := range p.arows[:p.n] {
+		if row.c.rot.v > 0 { // build_attn: kqv_out times attn_inp_v_rot
+			fwht(out[j*nq:(j+1)*nq], row.c.rot.v)
+		}
 	}
 	return out
 }

@@ -8,13 +8,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/bankml/bankml/gguf"
 )
 
 // stateMagic opens a context's state file (WriteState); stateVersion is its
 // layout.
 const (
 	stateMagic   = "BANKMLKV"
-	stateVersion = 1
+	stateVersion = 2
 )
 
 // ErrState is wrapped by ReadState's refusals of a file: damaged, of
@@ -26,10 +28,11 @@ var ErrState = errors.New("invalid slot save file")
 // different layout: llama.cpp's files are not read here): the magic
 // "BANKMLKV", the layout version, modelID (the caller's identity of the
 // model file, e.g. its sha256, so that a file from another model is
-// refused), the shapes (layers, KV heads, head size), the mirrored
-// attention thread count, the tokens, each cell's class, every layer's K
-// and V cells (f16), and the sha256 of all that, so that a file damaged by
-// one bit is refused. It returns the bytes written.
+// refused), the shapes (layers, KV heads, head size), the cache types (K,
+// V: ggml type ids), the mirrored attention thread count, the tokens, each
+// cell's class, every layer's K and V cells (f16 values or the quantized
+// type's blocks), and the sha256 of all that, so that a file damaged by one
+// bit is refused. It returns the bytes written.
 func (c *Context) WriteState(w io.Writer, modelID string) (int64, error) {
 	h := sha256.New()
 	cw := &countWriter{w: w}
@@ -42,15 +45,25 @@ func (c *Context) WriteState(w io.Writer, modelID string) (int64, error) {
 		_ = binary.Write(bw, le, x)
 	}
 	bw.WriteString(modelID)
-	for _, x := range []uint32{uint32(hp.NLayer), uint32(hp.NHeadKV), uint32(hp.HeadDim), uint32(c.attnThreads), uint32(n)} {
+	for _, x := range []uint32{uint32(hp.NLayer), uint32(hp.NHeadKV), uint32(hp.HeadDim), uint32(c.types.K), uint32(c.types.V),
+		uint32(c.attnThreads), uint32(n)} {
 		_ = binary.Write(bw, le, x)
 	}
 	_ = binary.Write(bw, le, c.tokens)
 	bw.Write(c.sigs)
 	nkv := hp.NHeadKV * hp.HeadDim
+	bk, bv := rowBytes(c.types.K, nkv), rowBytes(c.types.V, nkv)
 	for il := range c.k {
-		_ = binary.Write(bw, le, c.k[il][:n*nkv])
-		_ = binary.Write(bw, le, c.v[il][:n*nkv])
+		if c.types.K == gguf.F16 {
+			_ = binary.Write(bw, le, c.k[il][:n*nkv])
+		} else {
+			bw.Write(c.kq[il][:n*bk])
+		}
+		if c.types.V == gguf.F16 {
+			_ = binary.Write(bw, le, c.v[il][:n*nkv])
+		} else {
+			bw.Write(c.vq[il][:n*bv])
+		}
 	}
 	err := bw.Flush()
 	if err == nil {
@@ -78,15 +91,16 @@ func (c *countWriter) Write(p []byte) (int, error) {
 // whole of r), and returns the bytes read. It refuses, wrapping ErrState
 // and naming the reason, a file whose checksum does not match its contents
 // (one flipped bit), another magic or version, another modelID, other
-// shapes, more tokens than the context holds, or a token outside the
-// vocabulary; c is then unchanged. Cells saved with another attention
+// shapes, other cache types, more tokens than the context holds, or a
+// token outside the vocabulary; c is then unchanged. Cells saved with another attention
 // thread count keep their tokens but match no fresh evaluation
 // (ExactPrefix keeps none of them).
 func (c *Context) ReadState(r io.Reader, modelID string) (int64, error) {
 	hp := c.m.HP
 	nkv := hp.NHeadKV * hp.HeadDim
+	bk, bv := rowBytes(c.types.K, nkv), rowBytes(c.types.V, nkv)
 	// The largest valid file for this context, plus one byte to see more.
-	limit := int64(len(stateMagic)+8+len(modelID)+20) + int64(c.nCtx)*int64(5+4*hp.NLayer*nkv) + sha256.Size + 1
+	limit := int64(len(stateMagic)+8+len(modelID)+28) + int64(c.nCtx)*int64(5+hp.NLayer*(bk+bv)) + sha256.Size + 1
 	data, err := io.ReadAll(io.LimitReader(r, limit))
 	if err != nil {
 		return 0, fmt.Errorf("model: reading the slot state: %w", err)
@@ -126,14 +140,17 @@ func (c *Context) ReadState(r io.Reader, modelID string) (int64, error) {
 	if string(id) != modelID {
 		return bad("saved from model %q, this slot runs %q", id, modelID)
 	}
-	nLayer, nHeadKV, headDim, attn, n := get(), get(), get(), get(), int(get())
+	nLayer, nHeadKV, headDim, typeK, typeV, attn, n := get(), get(), get(), gguf.GGMLType(get()), gguf.GGMLType(get()), get(), int(get())
 	if int(nLayer) != hp.NLayer || int(nHeadKV) != hp.NHeadKV || int(headDim) != hp.HeadDim {
 		return bad("shapes %d layers × %d KV heads × %d, the model's %d × %d × %d", nLayer, nHeadKV, headDim, hp.NLayer, hp.NHeadKV, hp.HeadDim)
+	}
+	if typeK != c.types.K || typeV != c.types.V {
+		return bad("cache types K %s, V %s; this slot's cache is K %s, V %s", typeK, typeV, c.types.K, c.types.V)
 	}
 	if n > c.nCtx {
 		return bad("%d tokens do not fit the slot's context of %d", n, c.nCtx)
 	}
-	if rd.Len() != n*5+2*hp.NLayer*n*nkv*2 {
+	if rd.Len() != n*5+hp.NLayer*n*(bk+bv) {
 		return bad("%d bytes of cells for %d tokens", rd.Len(), n)
 	}
 	tokens := make([]int32, n)
@@ -150,8 +167,16 @@ func (c *Context) ReadState(r io.Reader, modelID string) (int64, error) {
 	}
 	c.grow(n)
 	for il := range c.k {
-		_ = binary.Read(rd, binary.LittleEndian, c.k[il][:n*nkv])
-		_ = binary.Read(rd, binary.LittleEndian, c.v[il][:n*nkv])
+		if c.types.K == gguf.F16 {
+			_ = binary.Read(rd, binary.LittleEndian, c.k[il][:n*nkv])
+		} else {
+			_, _ = rd.Read(c.kq[il][:n*bk])
+		}
+		if c.types.V == gguf.F16 {
+			_ = binary.Read(rd, binary.LittleEndian, c.v[il][:n*nkv])
+		} else {
+			_, _ = rd.Read(c.vq[il][:n*bv])
+		}
 	}
 	if int(attn) != c.attnThreads {
 		clear(sigs)

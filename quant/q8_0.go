@@ -40,6 +40,52 @@ func QuantizeRowQ8_0(x []float32, dst []byte) {
 	}
 }
 
+// QuantizeRowQ4_0 is quantize_row_q4_0, the from_float of ggml-cpu's Q4_0
+// traits (ggml-cpu/quants.c), which calls quantize_row_q4_0_ref
+// (ggml-quants.c) as libggml-base.so compiles it (SSE2, no FMA): per block of
+// 32 the value of largest magnitude max (the first one strictly larger
+// than those before it; a NaN is never chosen), d = max/-8 stored as f16 by
+// ggml's software conversion (NaN: 0x7e00 with d's sign), id = 1/d (0 when d
+// is 0), and element j's nibble min(15, int8(trunc(x*id + 8.5))) — both
+// products rounded, the truncation cvttps2dq's (NaN and values outside
+// int32 give 0x80000000) keeping its low byte, the minimum a signed one —
+// with element j < 16 in the low nibble of qs[j] and element j+16 shifted
+// into its high nibble (OR-ed: a negative low value keeps its high bits).
+// len(x) must be a multiple of 32; dst needs len(x)/32*18 bytes.
+func QuantizeRowQ4_0(x []float32, dst []byte) {
+	for b := 0; b < len(x)/QK8_0; b++ {
+		xb := x[b*QK8_0 : (b+1)*QK8_0]
+		out := dst[b*BlockQ4_0Size : (b+1)*BlockQ4_0Size]
+		var amax, mx float32
+		for _, v := range xb {
+			if a := absBits(v); a > amax {
+				amax, mx = a, v
+			}
+		}
+		d := mx / -8
+		var id float32
+		if d != 0 {
+			id = 1 / d
+		}
+		binary.LittleEndian.PutUint16(out, softFP32ToFP16(d))
+		for j := range QK8_0 / 2 {
+			x0 := float32(xb[j]*id) + 8.5
+			x1 := float32(xb[QK8_0/2+j]*id) + 8.5
+			out[2+j] = q4Nibble(x0) | q4Nibble(x1)<<4
+		}
+	}
+}
+
+// q4Nibble is quantize_row_q4_0_ref's MIN(15, (int8_t)f) as compiled:
+// cvttps2dq, the low byte as int8, a signed minimum with 15.
+func q4Nibble(f float32) uint8 {
+	t := int32(math.MinInt32)
+	if f == f && f < 0x1p31 && f >= -0x1p31 {
+		t = int32(f)
+	}
+	return uint8(min(15, int8(t)))
+}
+
 // maxps is one lane of x86's maxps(a, b): a when a > b, else b (so b when
 // either is NaN).
 func maxps(a, b float32) float32 {

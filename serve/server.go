@@ -19,6 +19,7 @@ import (
 	"github.com/bankml/bankml/admit"
 	"github.com/bankml/bankml/engine"
 	"github.com/bankml/bankml/ledger"
+	"github.com/bankml/bankml/model"
 	"github.com/bankml/bankml/provenance"
 	"github.com/bankml/bankml/quant"
 	"github.com/bankml/bankml/sample"
@@ -69,6 +70,9 @@ type Options struct {
 	// --pooling (none, mean, cls, last, rank; "": the model's).
 	Embeddings, Reranking bool
 	Pooling               string
+
+	// CacheTypes are the KV cache's data types (-ctk/--cache-type-k, -ctv/--cache-type-v; engine.Options).
+	CacheTypes model.CacheTypes
 
 	// SlotSavePath is llama-server's --slot-save-path: the folder of POST /slots/{id}?action=save|restore
 	// files; "" refuses slot actions (501, as llama-server without the flag).
@@ -233,6 +237,7 @@ func New(m *admit.Model, o Options) (*Server, error) {
 	eng, err := engine.New(m.Model, m.Tokenizer, m.Template, engine.Options{
 		NCtx: nSlot, Threads: o.Threads, Parallel: o.Parallel, QueueSize: o.QueueSize, SuppressTokens: m.SuppressTokens,
 		BatchSize: o.BatchSize, CacheReuse: o.CacheReuse, ModelID: "sha256:" + m.SHA256, CacheRAMMiB: o.CacheRAMMiB, Pooling: o.Pooling,
+		CacheTypes: o.CacheTypes,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)

@@ -72,6 +72,8 @@ var llamaFlags = slices.Concat([]llamaFlag{
 	{names: []string{"-np", "--parallel"}, cmds: onServe, to: "--parallel"},                                                  // arg.cpp:2540
 	{names: []string{"-np", "--parallel"}, cmds: onRun, value: "N", check: checkInt, why: "bankml run decodes one sequence"}, // arg.cpp:2551
 	{names: []string{"-to"}, cmds: onServe, to: "--timeout"},                                                                 // arg.cpp:3547
+	{names: []string{"-ctk", "--cache-type-k"}, cmds: onBoth, to: "--cache-type-k"},                                          // arg.cpp:2433
+	{names: []string{"-ctv", "--cache-type-v"}, cmds: onBoth, to: "--cache-type-v"},                                          // arg.cpp:2446
 	{names: []string{"-sp", "--special"}, cmds: onServe, refuse: "bankml serve's answers carry no special-token text"},       // arg.cpp:1891
 
 	// Flags that only tune what bankml does not have.
@@ -85,8 +87,6 @@ var llamaFlags = slices.Concat([]llamaFlag{
 	{names: []string{"-tb", "--threads-batch"}, cmds: onBoth, value: "N", check: checkInt, why: "bankml evaluates the prompt with the -t threads"},                                                                            // arg.cpp:1523
 	{names: []string{"-b", "--batch-size"}, cmds: onBoth, value: "N", check: checkInt, why: "bankml evaluates a prompt in micro-batches of 512 tokens, as llama.cpp's defaults -b 2048 -ub 512 do"},                           // arg.cpp:1665
 	{names: []string{"-ub", "--ubatch-size"}, cmds: onBoth, value: "N", check: checkInt, why: "bankml evaluates a prompt in micro-batches of 512 tokens, as llama.cpp's defaults -b 2048 -ub 512 do"},                         // arg.cpp:1672
-	{names: []string{"-ctk", "--cache-type-k"}, cmds: onBoth, value: "f16", check: checkCacheType, why: "bankml's KV cache is f16, llama.cpp's default"},                                                                      // arg.cpp:2433
-	{names: []string{"-ctv", "--cache-type-v"}, cmds: onBoth, value: "f16", check: checkCacheType, why: "bankml's KV cache is f16, llama.cpp's default"},                                                                      // arg.cpp:2446
 	{names: []string{"-kvo", "--kv-offload"}, cmds: onBoth, why: "bankml runs on the CPU only (no KV cache to offload)"},                                                                                                      // arg.cpp:2410
 	{names: []string{"-nkvo", "--no-kv-offload"}, cmds: onBoth, why: "bankml runs on the CPU only (no KV cache to offload)"},                                                                                                  // arg.cpp:2410
 	{names: []string{"-dev", "--device"}, cmds: onBoth, value: "none", check: checkDevice, why: "bankml runs on the CPU only"},                                                                                                // arg.cpp:2733
@@ -304,7 +304,43 @@ func llamaArgs(args []string, takesValue func(string) bool) (out, warnings []str
 			}
 		}
 	}
+	if llama {
+		if err := checkFlashAttnV(cmd, args, out); err != nil {
+			return nil, nil, err
+		}
+	}
 	return out, warnings, nil
+}
+
+// checkFlashAttnV refuses -fa off beside a quantized V cache type, as llama_init_from_model does
+// (src/llama-context.cpp: "quantized V cache requires flash_attn to be enabled"); bankml ignores -fa otherwise.
+// The last -fa and the last --cache-type-v count.
+func checkFlashAttnV(cmd string, args, out []string) error {
+	last := func(list []string, names ...string) string {
+		v := ""
+		for i := 1; i < len(list); i++ {
+			if list[i] == "--" {
+				break
+			}
+			name, value, eq := strings.Cut(list[i], "=")
+			if strings.HasPrefix(name, "--") {
+				name = strings.ReplaceAll(name, "_", "-")
+			}
+			if slices.Contains(names, name) {
+				if !eq && i+1 < len(list) {
+					value = list[i+1]
+				}
+				v = value
+			}
+		}
+		return v
+	}
+	fa := last(args, "-fa", "--flash-attn")
+	ctv := last(out, "--cache-type-v")
+	if slices.Contains(llamaFalsey, fa) && ctv != "" && ctv != "f16" && ctv != "f32" && ctv != "bf16" {
+		return fmt.Errorf("%s: -ctv %s with -fa %s: quantized V cache requires flash_attn to be enabled (llama.cpp refuses the context too)", cmd, ctv, fa)
+	}
+	return nil
 }
 
 // isFlagToken reports whether an argument that is not a value is a flag: "-" and a letter, or "--" and a
@@ -472,19 +508,6 @@ func oneOf(values ...string) func(string) (string, error) {
 		}
 		return "", nil
 	}
-}
-
-// llamaCacheTypes are arg.cpp's kv_cache_types (arg.cpp:304), by ggml_type_name.
-var llamaCacheTypes = []string{"f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1"}
-
-func checkCacheType(v string) (string, error) { // kv_cache_type_from_str, arg.cpp:316
-	switch {
-	case v == "f16":
-		return "", nil
-	case slices.Contains(llamaCacheTypes, v):
-		return "", errors.New("bankml's KV cache is f16 only (llama.cpp's default)")
-	}
-	return "", fmt.Errorf("unsupported cache type (llama.cpp takes %s)", strings.Join(llamaCacheTypes, ", "))
 }
 
 func checkDevice(v string) (string, error) { // parse_device_list, arg.cpp:1116

@@ -105,11 +105,10 @@ func TestLlamaArgs(t *testing.T) {
 		{in: []string{"run", "m.gguf", "-f"}, err: "run: -f: expected a value (FNAME)"},
 		{in: []string{"serve", "m.gguf", "-f", story}, err: "serve: -f is a flag of bankml run only"},
 		// Ignored with a warning, the value checked as arg.cpp checks it.
-		{in: []string{"run", "m.gguf", "-tb", "4", "-b", "64", "-ub", "32", "-ctk", "f16", "-ctv", "f16", "-nkvo", "-kvo"}, want: []string{"run", "m.gguf"},
+		{in: []string{"run", "m.gguf", "-tb", "4", "-b", "64", "-ub", "32", "-nkvo", "-kvo"}, want: []string{"run", "m.gguf"},
 			warn: "-tb 4 ignored: bankml evaluates the prompt with the -t threads|" +
 				"-b 64 ignored: bankml evaluates a prompt in micro-batches of 512 tokens, as llama.cpp's defaults -b 2048 -ub 512 do|" +
 				"-ub 32 ignored: bankml evaluates a prompt in micro-batches of 512 tokens, as llama.cpp's defaults -b 2048 -ub 512 do|" +
-				"-ctk f16 ignored: bankml's KV cache is f16, llama.cpp's default|-ctv f16 ignored: bankml's KV cache is f16, llama.cpp's default|" +
 				"-nkvo ignored: bankml runs on the CPU only (no KV cache to offload)|-kvo ignored: bankml runs on the CPU only (no KV cache to offload)"},
 		{in: []string{"serve", "m.gguf", "-dev", "none", "-sm", "row", "-ts", "3/1", "-mg", "0", "-fit", "off", "-cmoe", "-ncmoe", "2", "-ot", "exps=CPU,x=CPU", "-dt", "0.1", "-lv", "3", "-no-kvu"},
 			want: []string{"serve", "m.gguf"},
@@ -119,10 +118,15 @@ func TestLlamaArgs(t *testing.T) {
 				"-ncmoe 2 ignored: bankml keeps every tensor on the CPU already|-ot exps=CPU,x=CPU ignored: bankml keeps every tensor on the CPU already|" +
 				"-dt 0.1 ignored: deprecated; llama.cpp ignores it too|-lv 3 ignored: bankml has no log levels|" +
 				"-no-kvu ignored: each bankml slot has its own KV cache, as llama-server's without --kv-unified"},
-		{in: []string{"run", "m.gguf", "--cache-type-k", "f16", "--device=none", "-co", "auto"}, want: []string{"run", "m.gguf"},
-			warn: "-ctk f16 ignored: bankml's KV cache is f16, llama.cpp's default|-dev none ignored: bankml runs on the CPU only|-co auto ignored: bankml prints no colours"},
-		{in: []string{"run", "m.gguf", "-ctk", "q8_0"}, err: `run: -ctk/--cache-type-k "q8_0": bankml's KV cache is f16 only`},
-		{in: []string{"run", "m.gguf", "-ctv", "f8"}, err: `run: -ctv/--cache-type-v "f8": unsupported cache type (llama.cpp takes f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1)`},
+		{in: []string{"run", "m.gguf", "--cache-type-k", "f16", "--device=none", "-co", "auto"}, want: []string{"run", "m.gguf", "--cache-type-k", "f16"},
+			warn: "-dev none ignored: bankml runs on the CPU only|-co auto ignored: bankml prints no colours"},
+		// The KV cache types are bankml's own flags (model.ParseCacheType checks the value when kong parses).
+		{in: []string{"run", "m.gguf", "-ctk", "q8_0", "-ctv", "q4_0"}, want: []string{"run", "m.gguf", "--cache-type-k", "q8_0", "--cache-type-v", "q4_0"}},
+		{in: []string{"serve", "m.gguf", "-ctv", "q8_0"}, want: []string{"serve", "m.gguf", "--cache-type-v", "q8_0"}},
+		{in: []string{"serve", "m.gguf", "-ctv", "q8_0", "-fa", "off"}, err: "serve: -ctv q8_0 with -fa off: quantized V cache requires flash_attn to be enabled"},
+		{in: []string{"run", "m.gguf", "--flash-attn=false", "--cache-type-v=q4_0"}, err: "run: -ctv q4_0 with -fa false: quantized V cache requires flash_attn to be enabled"},
+		{in: []string{"run", "m.gguf", "-fa", "off", "-ctk", "q8_0", "-ctv", "f16"}, want: []string{"run", "m.gguf", "--cache-type-k", "q8_0", "--cache-type-v", "f16"},
+			warn: "-fa off ignored: bankml always runs flash attention, as llama.cpp's default auto does on the CPU; llama.cpp with -fa off takes another attention path whose results may differ in the last bits from bankml's"},
 		{in: []string{"run", "m.gguf", "-tb", "x"}, err: `run: -tb/--threads-batch "x": must be an integer`},
 		// Integers as std::stoi takes them, but whole: a 32-bit int (stoi's out_of_range past it), no trailing text.
 		{in: []string{"run", "m.gguf", "-ngl", "99999999999"}, err: `run: -ngl/--gpu-layers/--n-gpu-layers "99999999999": out of range: llama.cpp takes a 32-bit int, in [-2147483648, 2147483647]`},
@@ -282,7 +286,10 @@ func TestLlamaModelAndIgnoredFlags(t *testing.T) {
 		{[]string{"run", "-m", model, "-cb", "-nocb"}, 0, []string{"bankml: -cb ignored", "bankml: -nocb ignored"}, ""},
 		{[]string{"run", "-m", model, "-fa", "-p", "Once"}, 1, []string{`-fa/--flash-attn "-p": must be on, off or auto`, "(see bankml run --help)"}, "generated"},
 		{[]string{"run", "-m", model, "-hf", "a/b"}, 1, []string{"-hf: llama.cpp's download flags are not taken"}, "generated"},
-		{[]string{"run", "-m", model, "-tb", "2", "-ctk", "f16"}, 0, []string{"bankml: -tb 2 ignored", "bankml: -ctk f16 ignored", "generated: 2 tokens"}, ""},
+		{[]string{"run", "-m", model, "-tb", "2", "-ctk", "f16"}, 0, []string{"bankml: -tb 2 ignored", "generated: 2 tokens"}, "-ctk"},
+		{[]string{"run", "-m", model, "-ctk", "q8_0"}, 1, []string{"K cache type q8_0 with block size 32 does not divide n_embd_head_k=8"}, "generated"},
+		{[]string{"run", "-m", model, "-ctv", "q4_1"}, 1, []string{"cache type q4_1 is not supported by bankml (allowed: f16, q8_0, q4_0)"}, "generated"},
+		{[]string{"run", "-m", model, "-ctv", "f8"}, 1, []string{`unsupported cache type "f8" (allowed: f16, q8_0, q4_0; llama.cpp takes f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1)`}, "generated"},
 		{[]string{"run", "-m", model, "-cnv", "-st", "-sys", "Be brief."}, 0, []string{"turn 1:"}, "generated"},
 		{[]string{"run", "-m", model, "-cnv", "-sp"}, 1, []string{"run: --special (-sp) prints control tokens of a plain run only, not with --chat"}, "turn"},
 		{[]string{"run", "-m", model, "-sp"}, 0, []string{"generated: 2 tokens"}, "ignored"},

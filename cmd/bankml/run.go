@@ -31,12 +31,13 @@ type runCmd struct {
 	TopP      *float32    `name:"top-p" placeholder:"N" help:"Top-p sampling, as llama-cli's --top-p (default 0.95, or the model's general.sampling.top_p; 1 = off)."`
 	Sampling  runSampling `embed:""`
 	matchFlag
-	Seed      int64       `name:"seed" default:"-1" help:"Seed of the sampler's random draw; -1 picks one at random."`
-	Threads   threadCount `short:"t" name:"threads" default:"${nproc}" help:"Number of threads (default: the number of logical CPUs); 0 or less takes the number of logical CPUs, as llama.cpp; at most 512, ggml's GGML_MAX_N_THREADS)."`
-	Ctx       int         `short:"c" name:"ctx-size" aliases:"ctx" default:"0" help:"Context size in tokens: 0 (the default) takes the model's training context, as llama-server's defaults give a slot; another size is rounded up to a multiple of 256 and capped at the training context, as llama-server does."`
-	IgnoreEOS bool        `name:"ignore-eos" help:"Keep generating past end-of-generation tokens, as llama-cli's --ignore-eos: every end-of-generation token gets a -inf logit bias, so none is drawn (ignored with a warning when the vocabulary has no EOS token, as llama.cpp)."`
-	Special   bool        `name:"special" help:"Print special (control) tokens as their text, as llama-cli's -sp/--special (not with --chat)."`
-	Manifest  string      `name:"manifest" help:"Provenance manifest (FORK.json), or the file's sha256 / sha256:<hex> digest, to pin the model against; without it the model runs unpinned and says so."`
+	Seed      int64          `name:"seed" default:"-1" help:"Seed of the sampler's random draw; -1 picks one at random."`
+	Threads   threadCount    `short:"t" name:"threads" default:"${nproc}" help:"Number of threads (default: the number of logical CPUs); 0 or less takes the number of logical CPUs, as llama.cpp; at most 512, ggml's GGML_MAX_N_THREADS)."`
+	Ctx       int            `short:"c" name:"ctx-size" aliases:"ctx" default:"0" help:"Context size in tokens: 0 (the default) takes the model's training context, as llama-server's defaults give a slot; another size is rounded up to a multiple of 256 and capped at the training context, as llama-server does."`
+	IgnoreEOS bool           `name:"ignore-eos" help:"Keep generating past end-of-generation tokens, as llama-cli's --ignore-eos: every end-of-generation token gets a -inf logit bias, so none is drawn (ignored with a warning when the vocabulary has no EOS token, as llama.cpp)."`
+	Special   bool           `name:"special" help:"Print special (control) tokens as their text, as llama-cli's -sp/--special (not with --chat)."`
+	Manifest  string         `name:"manifest" help:"Provenance manifest (FORK.json), or the file's sha256 / sha256:<hex> digest, to pin the model against; without it the model runs unpinned and says so."`
+	KV        cacheTypeFlags `embed:""`
 
 	// llama-completion's display flags (common/arg.cpp:1482, :1489, :3869).
 	DisplayPrompt bool `name:"display-prompt" negatable:"" default:"true" help:"Print the prompt before its continuation on standard output, as llama-completion does by default (its pieces, control tokens as text only with --special); --no-display-prompt prints the continuation only. Not with --chat, whose messages are the user's own."`
@@ -184,7 +185,7 @@ func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error 
 	}
 	// One slot of llama-server's engine: run is its client, as llama-cli is llama-server's.
 	e, err := engine.New(m.Model, tok, m.Template, engine.Options{
-		NCtx: r.Ctx, Threads: int(r.Threads), SuppressTokens: m.SuppressTokens,
+		NCtx: r.Ctx, Threads: int(r.Threads), SuppressTokens: m.SuppressTokens, CacheTypes: r.KV.types(),
 	})
 	if err != nil {
 		return fmt.Errorf("run: %w", err)

@@ -52,6 +52,8 @@ type serveCmd struct {
 	Reranking  bool   `name:"reranking" aliases:"rerank" help:"Serve reranking (/v1/rerank, /rerank, /reranking, /v1/reranking) with the model's ranking head (pooling rank), as llama-server's --reranking."`
 	Pooling    string `name:"pooling" enum:",none,mean,cls,last,rank" default:"" placeholder:"{none,mean,cls,last,rank}" help:"Pooling of the embeddings, as llama-server's --pooling (default: the model's {arch}.pooling_type)."`
 
+	KV cacheTypeFlags `embed:""`
+
 	Proof proofFlags `embed:""`
 	matchFlag
 
@@ -233,7 +235,7 @@ func (c *serveCmd) Run(stderr errWriter) error {
 		NCtx: c.Ctx, Threads: int(c.Threads), Parallel: c.Parallel, QueueSize: c.Queue, NPredict: &c.NPredict,
 		Alias: alias, Defaults: defaults, APIKey: c.APIKey, CORSOrigins: c.CORSOrigin, Ledger: l, TLog: tlog, Signer: signer, Version: version, Log: log, Match: match.Variant.String(), Timeout: time.Duration(c.Timeout) * time.Second,
 		CacheReuse: engine.CacheReuse(c.CacheReuse), SlotSavePath: c.SlotSavePath, CacheRAMMiB: c.CacheRAM,
-		Embeddings: c.Embeddings, Reranking: c.Reranking, Pooling: c.Pooling,
+		Embeddings: c.Embeddings, Reranking: c.Reranking, Pooling: c.Pooling, CacheTypes: c.KV.types(),
 	})
 	if err != nil {
 		return cannotRun(err)

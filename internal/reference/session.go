@@ -29,6 +29,15 @@ type Session struct {
 // arithmetic as long as it holds the cells in use: attention sees
 // n_kv = min(n_ctx, max(256, used cells padded to 256)) cells.
 func (m *Model) NewSession(nCtx, threads int) (*Session, error) {
+	return m.NewSessionTypes(nCtx, threads, 1, 1)
+}
+
+// NewSessionTypes is NewSession with the KV cache's data types
+// (llama_context_params' type_k and type_v, ggml type ids: 1 f16, 8 q8_0,
+// 2 q4_0); flash attention stays auto, which llama_init_from_model turns on
+// for a quantized V cache. The reference refuses types it cannot run (a
+// block size that does not divide the head size): the error carries its log.
+func (m *Model) NewSessionTypes(nCtx, threads int, typeK, typeV int32) (*Session, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.ptr == 0 {
@@ -49,6 +58,7 @@ func (m *Model) NewSession(nCtx, threads int) (*Session, error) {
 	p.NBatch = max(p.NBatch, want)
 	p.NThreads = int32(threads)
 	p.NThreadsBatch = int32(threads)
+	p.TypeK, p.TypeV = typeK, typeV
 	mark := m.lib.log.mark()
 	ctx := m.lib.llamaInitFromModel(m.ptr, p)
 	if ctx == 0 {
