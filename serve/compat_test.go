@@ -26,7 +26,7 @@ func TestUnknownRoutes(t *testing.T) {
 		allow        string // the Allow header (gin's, on a 405 under /api/)
 	}{
 		{"GET", "/nope", 404, "application/json; charset=utf-8", llamaNotFound, ""},
-		{"POST", "/v1/embeddings", 404, "application/json; charset=utf-8", llamaNotFound, ""},
+		{"POST", "/v1/images/generations", 404, "application/json; charset=utf-8", llamaNotFound, ""},
 		{"GET", "/v1/completions", 404, "application/json; charset=utf-8", llamaNotFound, ""},
 		{"DELETE", "/health", 404, "application/json; charset=utf-8", llamaNotFound, ""},
 		{"GET", "/api/nope", 404, "application/json; charset=utf-8", `{"error":"404 page not found"}`, ""},

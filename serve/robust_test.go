@@ -89,7 +89,7 @@ func TestRefusals(t *testing.T) {
 		{"samplers", "/v1/completions", `{"prompt": "x", "samplers": 5}`, 400, TypeInvalidRequest, "Field 'samplers': expected an array of sampler names"},
 		{"context", "/v1/completions", `{"prompt": "` + long + `"}`, 400, TypeExceedContext, "exceeds the available context size (256 tokens)"},
 		{"too large", "/v1/completions", `{"prompt": "` + strings.Repeat("a", 5000) + `"}`, 413, TypeInvalidRequest, "larger than 4096 bytes"},
-		{"unknown route", "/v1/embeddings", `{}`, 404, TypeNotFound, "File Not Found"},
+		{"unknown route", "/v1/images/generations", `{}`, 404, TypeNotFound, "File Not Found"},
 	}
 	for _, c := range cases {
 		st, b := ts.post(t, c.path, []byte(c.body))
