@@ -1,5 +1,7 @@
 package quant
 
+import "unsafe"
+
 //go:noescape
 func tinyF32x4x3AVX2(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
 
@@ -62,15 +64,22 @@ func (t tinyKernels[T]) run(a, b []T, k, nr, n int, out []float32, ldo int) {
 		return
 	}
 	_, _, _ = a[nr*k-1], b[n*k-1], out[(n-1)*ldo+nr-1]
+	// Panels of columns that stay in L2 (about 256 KiB) while every block
+	// of four rows passes over them.
+	var z T
+	pc := max(3, (1<<18)/(k*int(unsafe.Sizeof(z)))/3*3)
 	i := 0
-	for ; i+4 <= nr; i += 4 {
-		c := 0
-		for ; c+3 <= n; c += 3 {
-			t.tile(&a[i*k], k, &b[c*k], k, k, &out[c*ldo+i], ldo)
-		}
-		for ; c < n; c++ {
-			for r := i; r < i+4; r++ {
-				out[c*ldo+r] = t.one(&a[r*k], &b[c*k], k)
+	for c0 := 0; c0 < n; c0 += pc {
+		c1 := min(n, c0+pc)
+		for i = 0; i+4 <= nr; i += 4 {
+			c := c0
+			for ; c+3 <= c1; c += 3 {
+				t.tile(&a[i*k], k, &b[c*k], k, k, &out[c*ldo+i], ldo)
+			}
+			for ; c < c1; c++ {
+				for r := i; r < i+4; r++ {
+					out[c*ldo+r] = t.one(&a[r*k], &b[c*k], k)
+				}
 			}
 		}
 	}

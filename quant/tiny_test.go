@@ -130,3 +130,37 @@ func TestTinyRowsEveryLevelMatchesTwin(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkTinyRowsF16 times tinyBLAS's f16 product (one share: every row
+// against every column) at each level, on the tiny model's shape (k 256,
+// 512 rows, 128 columns: its ffn_up in a 128-token prompt) and on Qwen3-8B's
+// attn_q (k 4096, 512 of its rows, 512 columns):
+//
+//	go test -run '^$' -bench TinyRowsF16 -count 3 ./quant/
+func BenchmarkTinyRowsF16(b *testing.B) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, sh := range []struct {
+		name       string
+		k, rows, n int
+	}{{"tiny", 256, 512, 128}, {"8b", 4096, 512, 512}} {
+		a, x := make([]uint16, sh.rows*sh.k), make([]uint16, sh.n*sh.k)
+		for i := range a {
+			a[i] = FP32ToFP16(float32(r.NormFloat64()))
+		}
+		for i := range x {
+			x[i] = FP32ToFP16(float32(r.NormFloat64()))
+		}
+		out := make([]float32, sh.rows*sh.n)
+		for _, l := range Levels() {
+			if l == LevelGeneric && sh.name == "8b" {
+				continue // minutes per product
+			}
+			b.Run(sh.name+"/"+l.String(), func(b *testing.B) {
+				for b.Loop() {
+					tinyRowsF16(l, a, x, sh.k, sh.rows, sh.n, out, sh.rows)
+				}
+				b.ReportMetric(float64(2*sh.k*sh.rows*sh.n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
+	}
+}
