@@ -51,7 +51,11 @@
 //     passes of lutCols columns whose tables stay in L2 (768 KiB).
 //     Plain Q8_0 and Q4_0 rows run dot_q8_amd64.s at the SIMD levels:
 //     the haswell vec_dot chain as compiled, four rows per activation block
-//     (Work.MatMul hands it a worker's whole row range).
+//     (Work.MatMul hands it a worker's whole row range). F32, F16 and BF16
+//     products of two or more columns (tinyBLAS) run tiny_amd64.s there:
+//     tiles of four rows by three columns, each output its own 8-lane FMA
+//     chain and hsum as TinyDotF32/F16/BF16, over column panels that stay
+//     in L2; an output that comes out NaN is recomputed by the twin.
 //   - Follows: ggml/src/ggml-cpu (vec.cpp, arch/x86/quants.c,
 //     arch/x86/repack.cpp, llamafile/sgemm.cpp) of llama.cpp v0.5.0, and the
 //     FMA contractions GCC emitted in libggml-cpu-haswell.so (read with objdump).

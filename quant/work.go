@@ -137,7 +137,9 @@ const (
 //     else ggml_vec_dot_f32 (VecDotF32);
 //   - F16 and BF16: the activations are rounded to f16 (bf16) first; then
 //     tinyBLAS (TinyDotF16, TinyDotBF16) under the same conditions, else
-//     ggml_vec_dot_f16 (ggml_vec_dot_bf16);
+//     ggml_vec_dot_f16 (ggml_vec_dot_bf16); at the SIMD levels tinyBLAS's
+//     outputs (F32's too) come from the 4-row, 3-column assembly tiles
+//     (tinyRows);
 //   - block types (blockKernels): each column is quantized to the type's
 //     activation format (Q8_0 for Q8_0, Q4_0, Q5_0, Q1_0, Q2_0; Q8_1 for
 //     Q4_1, Q5_1; Q8_K for TQ1_0, TQ2_0, Q2_K … Q6_K), then every output
