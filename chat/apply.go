@@ -48,6 +48,31 @@ type Inputs struct {
 	// Now is the time of strftime_now and of the datetime ("%b %d %Y") and date_string ("%d %b %Y") variables,
 	// in its own location (llama.cpp uses the local time of the render); the zero value means time.Now().
 	Now time.Time
+
+	// ToolChoice is tool_choice: auto (the zero value), required or none.
+	ToolChoice ToolChoice
+
+	// NamedTool is the function an OpenAI tool_choice {"type": "function", "function": {"name": ...}} names:
+	// the prompt shows every tool, the parser and grammar allow calls of that one only, and a call is required.
+	// llama-server reads such a tool_choice as "auto" (json_value's default for a non-string); bankml honours
+	// the constraint instead (a deliberate difference).
+	NamedTool string
+
+	// ParallelToolCalls is parallel_tool_calls; nil takes the template's supports_parallel_tool_calls, as
+	// llama-server does.
+	ParallelToolCalls *bool
+
+	// JSONSchema is the response format's JSON schema (JSON text; "" for none): the answer is constrained to
+	// it, optionally in a ```json fence, after the template's reasoning.
+	JSONSchema string
+
+	// Grammar is the request's own GBNF grammar, only checked here: a grammar with tools (and tool_choice other
+	// than none) is refused, as common_chat_templates_apply refuses it.
+	Grammar string
+
+	// ReasoningFormat decides whether reasoning is split from the content (llama-server's default, which
+	// ParseRequest sets, is ReasoningDeepseek; the zero value is ReasoningNone).
+	ReasoningFormat ReasoningFormat
 }
 
 // Segment is a piece of the prompt: Special says whether it is template text, to be tokenized with special-token
@@ -72,6 +97,26 @@ type Result struct {
 	// tokenizes the whole prompt with parse_special, so a control token's text inside a message becomes that
 	// token; bankml's engine tokenizes the segments instead (special parsing only where Special).
 	Segments []Segment
+
+	// Parser parses the model's answer for this request (common_chat_parse with the request's parser).
+	Parser *Parser
+
+	// Grammar constrains the answer (GBNF) when the request has a response format or tools: lazy for
+	// tool_choice auto (GrammarLazy; it wakes on a Trigger), else from the first token; "" for none.
+	Grammar     string
+	GrammarLazy bool
+	Triggers    []Trigger
+
+	// PreservedTokens are the template's markers that must be single tokens for the triggers to fire.
+	PreservedTokens []string
+
+	// AdditionalStops are stop strings the template adds.
+	AdditionalStops []string
+
+	// ThinkingStartTag and ThinkingEndTags are the reasoning markers (common_chat_params' thinking_start_tag and
+	// thinking_end_tags): "" and none for a template without reasoning.
+	ThinkingStartTag string
+	ThinkingEndTags  []string
 }
 
 // Apply renders a conversation the way llama-server v0.5.0 does (common_chat_templates_apply with use_jinja, the
@@ -87,7 +132,7 @@ func (t *Template) Apply(in Inputs) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	res, err := p.r.result(p.addGen, p.cont, &p.last)
+	res, err := p.r.result(p.addGen, p.cont, &p.last, &p.parserGenerationPrompt)
 	if err != nil {
 		return Result{}, err
 	}
@@ -95,7 +140,86 @@ func (t *Template) Apply(in Inputs) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	if err := p.r.t.generateFor(&res, p, &in); err != nil {
+		return Result{}, err
+	}
 	return res, nil
+}
+
+// generateFor adds the parser, the grammar and its triggers to a rendered prompt (generate_parser past the
+// prompt). The parser continues the generation prompt as rendered before a continued message is appended.
+func (t *Template) generateFor(res *Result, p *prepared, in *Inputs) error {
+	gi, err := t.genInputs(in)
+	if err != nil {
+		return err
+	}
+	g, err := t.an.generate(gi, p.parserGenerationPrompt, t.gb)
+	if err != nil {
+		return err
+	}
+	if len(in.Tools) > 0 && in.ToolChoice != ToolChoiceNone && !(t.caps.ToolCalls && t.an.tools.format.mode != toolFormatNone) {
+		// llama-server answers unconstrained text the template's parser takes as content (checked after the
+		// parser generation, so that a request it refuses is refused with its message)
+		return reqErr("tools: the model's chat template renders no tool calls, so bankml cannot offer the tools to the model or parse its calls (send tool_choice \"none\" or no tools)")
+	}
+	res.Parser = &Parser{arena: g.parser, generationPrompt: res.GenerationPrompt}
+	res.Grammar, res.GrammarLazy, res.Triggers = g.grammar, g.grammarLazy, g.triggers
+	res.PreservedTokens, res.AdditionalStops = g.preservedTokens, g.additionalStops
+	if t.SupportsThinking() {
+		res.ThinkingStartTag = trimWhitespace(t.an.reasoning.start)
+		if e := trimWhitespace(t.an.reasoning.end); e != "" {
+			res.ThinkingEndTags = []string{e}
+		}
+	}
+	return nil
+}
+
+// genInputs turns the request's tools and response format into the parsers' inputs: each tool's parameters
+// (common_chat_tool_parameters: {"type": "object", "properties": {}} for none or {}) and the response format
+// parsed as schemas. A schema outside the converter's subset fails as the reference's parser generation fails.
+func (t *Template) genInputs(in *Inputs) (*genInputs, error) {
+	gi := &genInputs{toolChoice: in.ToolChoice, reasoningFormat: in.ReasoningFormat, parallel: t.caps.ParallelToolCalls}
+	if in.ParallelToolCalls != nil {
+		gi.parallel = *in.ParallelToolCalls
+	}
+	fail := func(err error) error {
+		return fmt.Errorf("%w: Unable to generate parser for this template. Automatic parser generation failed: %v", ErrRequest, err)
+	}
+	if len(in.Tools) > 0 && in.ToolChoice != ToolChoiceNone && in.Grammar != "" {
+		return nil, reqErr("Cannot specify grammar with tools")
+	}
+	if in.NamedTool != "" {
+		gi.toolChoice = ToolChoiceRequired
+	}
+	for _, tool := range in.Tools {
+		if in.NamedTool != "" && tool.Name != in.NamedTool {
+			continue
+		}
+		params := strings.TrimSpace(tool.Parameters)
+		if n, err := parseJSON([]byte(params)); params == "" || (err == nil && (n.kind == jNull || (n.kind == jObject && len(n.keys) == 0))) {
+			params = `{"type":"object","properties":{}}`
+		}
+		s, err := t.gb.parseSchema([]byte(params))
+		if err != nil {
+			return nil, fail(err)
+		}
+		gi.tools = append(gi.tools, toolDef{name: tool.Name, params: s})
+	}
+	if in.NamedTool != "" && len(gi.tools) == 0 {
+		return nil, reqErr("tool_choice names the function %q, which is not among the tools", in.NamedTool)
+	}
+	if js := strings.TrimSpace(in.JSONSchema); js != "" {
+		n, err := parseJSON([]byte(js))
+		if err != nil {
+			return nil, reqErr("json_schema: %v", err)
+		}
+		if n.kind == jObject && len(n.keys) > 0 {
+			if gi.jsonSchema, err = t.gb.parseSchema([]byte(js)); err != nil {
+				return nil, fail(err)
+			}
+		}
+	}
+	return gi, nil
 }
 
 // prepared is a request made ready for rendering.
@@ -104,6 +228,8 @@ type prepared struct {
 	addGen bool
 	cont   Continuation
 	last   Message
+	// parserGenerationPrompt is the generation prompt before a continued message (the parser's prefix)
+	parserGenerationPrompt string
 }
 
 // prepare does Apply's work up to the renders.
@@ -202,7 +328,7 @@ type renderer struct {
 // result is the prompt of the autoparser's generate_parser: the template's output, then for a continuation the
 // generation prompt (what add_generation_prompt adds), cut before the template's thinking start marker, the
 // marker, the message's reasoning, the end marker when the content follows, and the content.
-func (r *renderer) result(addGen bool, cont Continuation, last *Message) (Result, error) {
+func (r *renderer) result(addGen bool, cont Continuation, last *Message, rawGP *string) (Result, error) {
 	prompt, err := r.apply(r.messages, addGen)
 	if err != nil {
 		return Result{}, err
@@ -211,8 +337,11 @@ func (r *renderer) result(addGen bool, cont Continuation, last *Message) (Result
 	if err != nil {
 		return Result{}, err
 	}
+	if rawGP != nil {
+		*rawGP = gp
+	}
 	if cont != ContinueNone && !last.empty() {
-		start, end := r.t.caps.thinkStart, r.t.caps.thinkEnd
+		start, end := r.t.an.reasoning.start, r.t.an.reasoning.end
 		if start != "" {
 			if i := strings.Index(gp, start); i >= 0 {
 				gp = gp[:i]
@@ -493,7 +622,7 @@ func (r *renderer) segments(prompt string, addGen bool, cont Continuation, last 
 	if !found {
 		return wholeSegment(prompt), nil
 	}
-	res, err := alt.result(addGen, cont, &altLast)
+	res, err := alt.result(addGen, cont, &altLast, nil)
 	if err != nil {
 		return nil, fmt.Errorf("%w: cannot separate request text from template text: %v", ErrTemplate, err)
 	}

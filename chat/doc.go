@@ -57,11 +57,39 @@
 // marker and the message's reasoning, the end marker and its content; a model without a template gets ChatML
 // whatever its family (the per-family built-ins of llama_chat_apply_template serve only --no-jinja).
 //
-// Deliberate differences. Capabilities (Caps) and thinking markers are found by probe renders that look at the
-// output, where llama.cpp tracks which values the probes read and runs a differential analysis of the template
-// (chat-diff-analyzer.cpp); they agree on the oracle's templates and are compared with the reference's for each.
-// The template families llama.cpp hands to specialized handlers (GPT-OSS, Qwen3-Coder, Gemma 4, Kimi, DeepSeek
-// V3.2/V4, ...; common_chat_try_specialized_template) are refused by name rather than rendered differently.
+// Constraints and the answer's parse (analyze.go, diffsplit.go, generate.go, parse.go, grammar_backend.go,
+// internal/peg). A port of llama.cpp's autoparser as common_chat_templates_apply runs it for every template it
+// does not hand to a specialized handler: the differential analysis (chat-diff-analyzer.cpp: renders of the
+// template with and without reasoning, content, tool calls, a second call, arguments, ids, compared to find the
+// reasoning markers, the tool-call section and per-call markers, the name and argument layout, the JSON or tagged
+// argument format; its workarounds for known templates), the PEG parser it generates from that analysis
+// (chat-auto-parser-generator.cpp, chat-peg-parser.cpp, peg-parser.cpp: a parser arena whose rule ids, numbered in
+// the order C++ creates them, name the grammar's until-N rules, so construction follows GCC's right-to-left
+// evaluation of overloaded-operator operands: peg.Builder.Cat/Alt take thunks for that), the GBNF grammar built
+// from the arena (tool arguments through package grammar's json_schema_to_grammar builder), the lazy triggers,
+// preserved tokens and additional stops, and common_chat_parse: the same parser run on an answer, complete or
+// partial (streaming), mapped to content, reasoning_content and tool calls (names, the arguments' JSON text as
+// far as it goes, ids). Request fields are read as oaicompat_chat_params_parse
+// reads them (request.go parseConstraints). The oracle runs common_chat_templates_apply and common_chat_parse in
+// the reference's libllama-common (internal/reference's chat shim) and compares prompts, grammars, triggers,
+// preserved tokens, stops, thinking tags and the parse of every byte prefix of recorded answers.
+//
+// Deliberate differences. Capabilities (Caps) are found by probe renders that look at the output, where
+// llama.cpp tracks which values the probes read; thinking markers and tool support come from the analysis
+// (SupportsThinking, ThinkingMarkers, SupportsTools); they agree on the oracle's templates and are compared with
+// the reference's for each. The template families llama.cpp hands to specialized handlers (GPT-OSS, Qwen3-Coder,
+// Gemma 4, Kimi, Ministral, Functionary v3.2, DeepSeek V3.2/V4, ...; common_chat_try_specialized_template) are
+// refused by name rather than rendered or parsed differently. Where llama-server reads a constraint loosely,
+// bankml refuses the request (fail closed): a field of the wrong type (json_value's default), a grammar with a
+// response_format (dropped there), tools for a template whose analysis found no tool-call format (rendered and
+// answered as text there), a response_format json_schema without its schema (any object there), a schema part
+// the converter cannot express (a warning there); a named tool_choice is honoured (the prompt shows every tool,
+// the grammar and parser only the named one, required) where llama-server reads it as auto. Jinja engine
+// differences the bundle oracle meets (counted there as gaps, not passed): a test "x in undefined" that raises in
+// the Go engine (Command-R7B) and undefined.items() (Seed-OSS) fail renders llama.cpp completes; == on objects
+// compares deeply in the Go engine, while llama.cpp's finds an object with a list or object member (typed
+// content, tool calls) equal to nothing, so Mistral Small 3.2's "message == user_messages[-1]" places its tools
+// differently for such messages.
 // The --no-jinja path (llama_chat_apply_template) is not implemented. Any template that does not parse, raises
 // or fails gives an error wrapping ErrTemplate; nothing falls back silently.
 //

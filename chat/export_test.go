@@ -51,3 +51,11 @@ func Render(src, ctx string) (string, error) {
 	out, err := p.render(n, time.Now())
 	return unescapeSpaces(out), err
 }
+
+// ParserJSON is the answer parser's arena as llama.cpp's common_peg_arena::to_json gives it.
+func (p *Parser) ParserJSON() map[string]any {
+	if p == nil || p.arena == nil {
+		return nil
+	}
+	return p.arena.ToJSON()
+}

@@ -25,7 +25,9 @@ func reqErr(format string, args ...any) error {
 //     Continue becomes ContinueAuto and add_generation_prompt false; two final assistant messages are refused;
 //   - chat_template_kwargs are kept as JSON texts on top of the server's default {"preserve_reasoning": true};
 //     an "enable_thinking" among them sets EnableThinking (a string there is refused);
-//   - reasoning_effort "none" turns thinking off, another value becomes the reasoning_effort kwarg.
+//   - reasoning_effort "none" turns thinking off, another value becomes the reasoning_effort kwarg;
+//   - tool_choice, parallel_tool_calls, response_format, json_schema, grammar and reasoning_format as
+//     parseConstraints reads them.
 //
 // Errors wrap [ErrRequest].
 func ParseRequest(data []byte) (Inputs, error) {
@@ -92,6 +94,9 @@ func ParseRequest(data []byte) (Inputs, error) {
 		in.EnableThinking = new(false)
 	case strings.HasPrefix(et, `"`):
 		return Inputs{}, reqErr(`invalid type for "enable_thinking" (expected boolean, got string)`)
+	}
+	if err := parseConstraints(body, &in); err != nil {
+		return Inputs{}, err
 	}
 	if v, ok := body.get("reasoning_effort"); ok && v.kind == jString {
 		switch v.s {
@@ -313,4 +318,125 @@ func parseTools(arr *node) ([]Tool, error) {
 		out = append(out, Tool{Name: name, Description: desc, Parameters: params})
 	}
 	return out, nil
+}
+
+// parseConstraints reads the fields that constrain the answer, as oaicompat_chat_params_parse does:
+//   - tool_choice "auto" (the default), "none" or "required"; an OpenAI named function {"type": "function",
+//     "function": {"name": ...}} sets NamedTool (llama-server silently reads it as "auto");
+//   - parallel_tool_calls, a boolean (absent: the template's supports_parallel_tool_calls);
+//   - json_schema and grammar, not both ("Cannot use both json_schema and grammar");
+//   - response_format {"type": "text"}, {"type": "json_object"} (any object, or its "schema"), or
+//     {"type": "json_schema", "json_schema": {"schema": ...}}; another type is refused with llama-server's
+//     message; a json_schema without its schema is refused (llama-server takes it as any object);
+//   - an empty schema {} means any object ({"type": "object"});
+//   - reasoning_format "none", "auto", "deepseek" (the default) or "deepseek-legacy";
+//   - a grammar with tools (tool_choice other than none) is refused ("Cannot use custom grammar constraints
+//     with tools.").
+//
+// Fields of the wrong type are refused naming the field, where llama-server's json_value takes the default.
+func parseConstraints(body *node, in *Inputs) error {
+	in.ReasoningFormat = ReasoningDeepseek
+	if v, ok := body.get("tool_choice"); ok && v.kind != jNull {
+		switch v.kind {
+		case jString:
+			tc, err := ParseToolChoice(v.s)
+			if err != nil {
+				return err
+			}
+			in.ToolChoice = tc
+		case jObject:
+			typ, _, _ := stringField(v, "type")
+			fn, _ := v.get("function")
+			name, ok, _ := stringField(fn, "name")
+			if typ != "function" || !ok || name == "" {
+				return reqErr(`tool_choice: expected "auto", "none", "required" or {"type": "function", "function": {"name": ...}}`)
+			}
+			in.NamedTool = name
+		default:
+			return reqErr(`tool_choice: expected a string or an object`)
+		}
+	}
+	if v, ok := body.get("parallel_tool_calls"); ok && v.kind != jNull {
+		if v.kind != jBool {
+			return reqErr("parallel_tool_calls: expected a boolean")
+		}
+		in.ParallelToolCalls = new(v.b)
+	}
+	var schema *node
+	if v, ok := body.get("json_schema"); ok && v.kind != jNull {
+		schema = v
+	}
+	grammar := ""
+	if v, ok := body.get("grammar"); ok && v.kind != jNull {
+		if v.kind != jString {
+			return reqErr("grammar: expected a string")
+		}
+		grammar = v.s
+	}
+	if schema != nil && grammar != "" {
+		return reqErr("Cannot use both json_schema and grammar")
+	}
+	if rf, ok := body.get("response_format"); ok && rf.kind != jNull {
+		if rf.kind != jObject {
+			return reqErr("response_format: expected an object")
+		}
+		typ, _, err := stringField(rf, "type")
+		if err != nil {
+			return reqErr("response_format.type: expected a string")
+		}
+		switch typ {
+		case "json_object":
+			if s, ok := rf.get("schema"); ok || schema == nil {
+				if !ok || s.kind == jNull {
+					s = jobj()
+				}
+				schema = s
+			}
+		case "json_schema":
+			w, ok := rf.get("json_schema")
+			if !ok || w.kind != jObject {
+				return reqErr("response_format.json_schema: expected an object with a \"schema\"")
+			}
+			s, ok := w.get("schema")
+			if !ok || s.kind == jNull {
+				return reqErr("response_format.json_schema.schema: required (the JSON schema the answer must follow)")
+			}
+			schema = s
+		case "", "text":
+		default:
+			return reqErr("response_format type must be one of \"text\" or \"json_object\", but got: %s", typ)
+		}
+	}
+	if schema != nil && grammar != "" {
+		// llama-server checks only a json_schema field against the grammar; with a response_format it drops
+		// the grammar silently. bankml refuses every pair of constraints.
+		return reqErr("Cannot use both response_format and grammar")
+	}
+	if schema != nil {
+		if schema.kind == jObject && len(schema.keys) == 0 {
+			schema = jobj().set("type", jstr("object"))
+		}
+		js, err := schema.dumpString()
+		if err != nil {
+			return reqErr("json_schema: %v", err)
+		}
+		in.JSONSchema = js
+	}
+	in.Grammar = grammar
+	if v, ok := body.get("reasoning_format"); ok {
+		if v.kind != jString {
+			return reqErr("reasoning_format: expected a string")
+		}
+		rf, err := ParseReasoningFormat(v.s)
+		if err != nil {
+			return err
+		}
+		in.ReasoningFormat = rf
+	}
+	if len(in.Tools) > 0 && in.ToolChoice != ToolChoiceNone {
+		if _, ok := body.get("grammar"); ok {
+			return reqErr("Cannot use custom grammar constraints with tools.")
+		}
+	}
+	return nil
 }

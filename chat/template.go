@@ -41,16 +41,15 @@ type Vocab struct {
 // reads them as objects. llama.cpp finds them by tracking which values a probe render touches; bankml runs the
 // same probes and looks at the output instead (see detectCaps), which agrees on the oracle's templates.
 type Caps struct {
-	StringContent        bool
-	TypedContent         bool
-	Tools                bool
-	ToolCalls            bool
-	ParallelToolCalls    bool
-	SystemRole           bool
-	PreserveReasoning    bool
-	ReasoningEffort      bool
-	ObjectArguments      bool
-	thinkStart, thinkEnd string // reasoning markers found by detectReasoning (not a llama.cpp capability)
+	StringContent     bool
+	TypedContent      bool
+	Tools             bool
+	ToolCalls         bool
+	ParallelToolCalls bool
+	SystemRole        bool
+	PreserveReasoning bool
+	ReasoningEffort   bool
+	ObjectArguments   bool
 }
 
 // Map gives the capabilities under llama.cpp's names (common_chat_templates_get_caps, llama-server's /props).
@@ -79,12 +78,23 @@ type Template struct {
 	toolUse *Template // tokenizer.chat_template.tool_use, used when a request has tools
 	// sideStrip: the template calls lstrip() or rstrip() without arguments (see engineGaps)
 	sideStrip bool
+	an        *analysis      // the autoparser's analysis of the template
+	gb        grammarBackend // schemas and grammars (package grammar)
 }
 
 // Source is the template text bankml renders (llama.cpp's common_chat_templates_source): the model's text with
 // llama.cpp's two source patches applied, or [ChatMLSource], as its lexer keeps it (line ends normalized to LF,
 // one trailing newline dropped).
 func (t *Template) Source() string { return t.source }
+
+// ToolUseSource is the model's tokenizer.chat_template.tool_use as bankml renders it (common_chat_templates_source
+// of "tool_use"), "" when the model has none.
+func (t *Template) ToolUseSource() string {
+	if t.toolUse == nil {
+		return ""
+	}
+	return t.toolUse.source
+}
 
 // Builtin reports whether the model had no template and llama.cpp's ChatML stands in.
 func (t *Template) Builtin() bool { return t.builtin }
@@ -95,13 +105,30 @@ func (t *Template) Caps() Caps { return t.caps }
 // Vocab returns the vocabulary facts the template was built with.
 func (t *Template) Vocab() Vocab { return t.vocab }
 
-// SupportsThinking reports whether the template shows reasoning between markers (llama.cpp's supports_thinking,
-// whose value llama-server takes as the default of enable_thinking).
-func (t *Template) SupportsThinking() bool { return t.caps.thinkStart != "" || t.caps.thinkEnd != "" }
+// SupportsThinking reports whether the template's analysis found reasoning markers (llama.cpp's
+// supports_thinking, whose value llama-server takes as the default of enable_thinking).
+func (t *Template) SupportsThinking() bool { return t.an.reasoning.mode != reasoningNone }
 
-// ThinkingMarkers are the texts the template puts before and after reasoning_content in an assistant turn (for
+// ThinkingMarkers are the texts the analysis found before and after reasoning_content in an assistant turn (for
 // Qwen3 "<think>\n" and "\n</think>\n\n"), both "" when it shows none.
-func (t *Template) ThinkingMarkers() (start, end string) { return t.caps.thinkStart, t.caps.thinkEnd }
+func (t *Template) ThinkingMarkers() (start, end string) {
+	return t.an.reasoning.start, t.an.reasoning.end
+}
+
+// SupportsTools reports whether a request's tools reach the model and its tool calls can be parsed: the template
+// renders tool calls (supports_tool_calls) and its analysis found their format.
+func (t *Template) SupportsTools() bool {
+	tt := t.toolTemplate()
+	return tt.caps.ToolCalls && tt.an.tools.format.mode != toolFormatNone
+}
+
+// toolTemplate is the template a request with tools renders with.
+func (t *Template) toolTemplate() *Template {
+	if t.toolUse != nil {
+		return t.toolUse
+	}
+	return t
+}
 
 // New compiles a template text for a vocabulary. An empty source or "chatml" gives [ChatMLSource] (as
 // common_chat_templates_init does). llama.cpp's two literal patches of known failing templates (GPT-OSS's
@@ -121,8 +148,11 @@ func New(source string, v Vocab) (*Template, error) {
 	if refuse != "" {
 		return nil, fmt.Errorf("%w: the template uses %s, which bankml's engine does not run as llama.cpp does", ErrTemplate, refuse)
 	}
-	t := &Template{source: source, prog: prog, vocab: v, builtin: builtin, sideStrip: sideStrip}
+	t := &Template{source: source, prog: prog, vocab: v, builtin: builtin, sideStrip: sideStrip, gb: defaultGrammar}
 	t.caps = detectCaps(t)
+	if t.an, err = t.analyze(); err != nil {
+		return nil, err
+	}
 	return t, nil
 }
 
@@ -216,8 +246,6 @@ const (
 	probeArgValue  = "ARG_VALUE_91ac"
 	probeSecond    = "TOOLCALL_SECOND_91ad"
 	probeReasoning = "<REASONING_CONTENT_PLACEHOLDER>"
-	probeThink     = "REASONING_PROBE_3b9e"
-	probeAnswer    = "CONTENT_PROBE_3b9f"
 )
 
 // probe renders the template with ctx as llama.cpp's caps_try_execute does (bos and eos "", generation prompt on,
@@ -311,7 +339,6 @@ func detectCaps(t *Template) Caps {
 		c.PreserveReasoning = true
 	}
 	c.ReasoningEffort = strings.Contains(t.source, "reasoning_effort") || strings.Contains(t.source, "reasoning_strength")
-	c.thinkStart, c.thinkEnd = detectReasoning(t)
 	return c
 }
 
@@ -319,39 +346,4 @@ func detectCaps(t *Template) Caps {
 func setPreserveReasoning(ctx *node, on bool) {
 	ctx.set("preserve_thinking", jbool(on)).set("clear_thinking", jbool(!on)).
 		set("truncate_history_thinking", jbool(!on)).set("drop_thinking", jbool(!on))
-}
-
-// detectReasoning finds the texts a template puts around an assistant's reasoning_content: it renders a user turn,
-// then the user turn and an assistant turn with reasoning and content, and reads what stands between the
-// generation prompt and the reasoning, and between the reasoning and the content. llama.cpp finds these markers
-// with its differential template analysis (common/chat-diff-analyzer.cpp analyze_reasoning), of which this is the
-// case that covers templates like Qwen3's; they serve the continuation of a final assistant message.
-func detectReasoning(t *Template) (start, end string) {
-	user := msg("user", jstr("User message"))
-	asst := jobj().set("role", jstr("assistant")).set("content", jstr(probeAnswer)).set("reasoning_content", jstr(probeThink))
-	base := func(msgs *node, gen bool) (string, bool) {
-		ctx := jobj().set("messages", msgs).set("bos_token", jstr(t.vocab.BOS)).set("eos_token", jstr(t.vocab.EOS)).
-			set("enable_thinking", jbool(true))
-		if gen {
-			ctx.set("add_generation_prompt", jbool(true))
-		}
-		out, err := t.prog.render(ctx, time.Now())
-		return out, err == nil
-	}
-	noGen, ok1 := base(jarr(user), false)
-	gen, ok2 := base(jarr(user), true)
-	full, ok3 := base(jarr(user, asst), false)
-	if !ok1 || !ok2 || !ok3 || !strings.HasPrefix(gen, noGen) || !strings.HasPrefix(full, gen) {
-		return "", ""
-	}
-	rest := full[len(gen):]
-	i := strings.Index(rest, probeThink)
-	if i < 0 {
-		return "", ""
-	}
-	j := strings.Index(rest[i+len(probeThink):], probeAnswer)
-	if j < 0 {
-		return "", ""
-	}
-	return rest[:i], rest[i+len(probeThink) : i+len(probeThink)+j]
 }

@@ -944,6 +944,12 @@ type BuildOptions struct {
 	// DotAll makes '.' in patterns match any code point, line breaks
 	// included.
 	DotAll bool
+
+	// Warnings, when set, receives the converter's warnings: the patterns
+	// it cannot express, for which the grammar accepts any string (the
+	// reference prints them to stderr and goes on). A caller that must not
+	// loosen a constraint refuses the schema when there are any.
+	Warnings *[]string
 }
 
 // Builder is common_grammar_builder: it adds rules and schemas to the
@@ -975,6 +981,9 @@ func Build(cb func(b *Builder), opts BuildOptions) (string, error) {
 	}
 	if err := c.checkErrors(); err != nil {
 		return "", err
+	}
+	if opts.Warnings != nil {
+		*opts.Warnings = append(*opts.Warnings, c.warnings...)
 	}
 	return c.format(), nil
 }

@@ -37,9 +37,30 @@
 // reproduce (timings_per_token, return_progress, n_indent, t_max_predict_ms, n_cache_reuse, lora,
 // speculative.*) and answers one prompt per request. Token ids outside the vocabulary are a 400 (llama-server reads out
 // of bounds). Bodies over Options.MaxBodyBytes are a 413 and a full queue a 429 (llama-server has neither:
-// it defers without bound). response_format and tools are a 400 "not supported yet". Sampler settings
-// bankml does not reproduce exactly (mirostat, ...) are a 400 naming the parameter (sample.Params.
-// Check), never approximated; a grammar that does not parse is a 400 naming "grammar". The model is loaded before the port opens, so there is no loading state.
+// it defers without bound). Sampler settings bankml does not reproduce exactly (mirostat, ...) are a 400
+// naming the parameter (sample.Params.Check), never approximated; a grammar that does not parse is a 400
+// naming "grammar". Constraints fail closed (constraints.go):
+// where llama-server would loosen or drop one (a pattern its schema converter skips with a warning, a grammar
+// next to a json_schema, response_format or tools, grammar_lazy or grammar_triggers on a chat route (the
+// template's replace them there), a lazy grammar without triggers, response_format or tools on a completion
+// route, tools for a template that renders no tool calls, a value of the wrong type read as the default)
+// bankml answers a 400 naming the problem, never an unconstrained 200; a named tool_choice is honoured (only
+// that function, required) where llama-server treats it as auto. The model is loaded before
+// the port opens, so there is no loading state.
+//
+// Constraints and parsed answers (constraints.go). The chat routes take llama-server's request surface as
+// common/chat.cpp reads it: response_format (json_object, json_schema with its schema, the bare schema form),
+// json_schema, grammar, grammar_lazy with grammar_triggers, preserved_tokens, tools, tool_choice,
+// parallel_tool_calls, reasoning_format, chat_template_kwargs, the reasoning budget's fields (reasoningBudget:
+// package sample's reasoning budget sampler, which also keeps a lazy grammar asleep inside a think block);
+// package chat renders the prompt and makes the
+// grammar, triggers, preserved tokens and the answer's parser (the port of llama.cpp's autoparser), which
+// travel to the sampler in sample.Params. Every chat answer is parsed by that parser as llama-server parses
+// it (common_chat_parse): content, reasoning_content and tool_calls (ids as llama-server makes them),
+// finish_reason "tool_calls" for an answer that ended with calls, and, streamed, the parse of every prefix
+// sent as OpenAI's delta chunks (answerState). The receipt hashes the message content, or the message's JSON
+// when it has reasoning or tool calls (receiptAnswer). The Ollama routes map format, tools and think onto the
+// same path.
 //
 // Determinism. An answer is a pure function of the request and the model (package engine's contract: a
 // reused prefix gives the same logits as a re-evaluated one), so under load every answer equals its
@@ -66,7 +87,7 @@
 //     general.sampling.* applied), s.decodeSampling(body, nProbs) (llama-server's sampling fields),
 //     paramError(err), s.render(body) (chat.ParseRequest + Template.Apply, 400 on the request's faults).
 //   - writeError(w, err), writeJSON(w, status, v), *APIError (Status, Type, Message; HTTPStatus()),
-//     badRequest, notSupportedYet, decodeJSON(body, v): the error bodies and request decoding.
+//     badRequest, decodeJSON(body, v): the error bodies and request decoding.
 //   - s.metrics.refusedFor(reason) (requests_processing and requests_deferred are read from the engine's
 //     busy slots and queue at each scrape).
 //   - s.m (*Model: Name, Path, SHA256, Identity, Pin, Guard, File, Tokenizer, Template, Model), s.opt

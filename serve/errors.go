@@ -62,11 +62,6 @@ func badRequest(format string, args ...any) *APIError {
 	return &APIError{Type: TypeInvalidRequest, Message: fmt.Sprintf(format, args...)}
 }
 
-// notSupportedYet is bankml's 400 for request fields whose issue is still open (response_format, tools).
-func notSupportedYet(field string) *APIError {
-	return badRequest("%s: not supported yet", field)
-}
-
 // errorBody is the JSON of an APIError.
 func (e *APIError) body() map[string]any {
 	inner := map[string]any{"code": e.HTTPStatus(), "message": e.Message, "type": e.Type}

@@ -65,7 +65,7 @@ func (s *Server) handleProps(w http.ResponseWriter, r *http.Request) {
 		}
 		return tok.TokenText(id)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{
+	props := map[string]any{
 		"default_generation_settings": map[string]any{"params": params, "n_ctx": s.nCtx()},
 		"total_slots":                 s.opt.Parallel,
 		"model_alias":                 s.name,
@@ -84,8 +84,15 @@ func (s *Server) handleProps(w http.ResponseWriter, r *http.Request) {
 		"bankml": map[string]any{
 			"version": s.opt.Version, "model_sha256": s.m.SHA256, "pinned": s.m.Pin.Pinned,
 			"guard": s.m.Guard.Verdict, "identity": s.m.Identity, "match": s.opt.Match,
+			// what the template's analysis found (chat_template_caps are the Jinja probes'): tool calls
+			// bankml can offer and parse, and reasoning it separates (the default of enable_thinking)
+			"capabilities": map[string]bool{"tools": s.m.Template.SupportsTools(), "thinking": s.m.Template.SupportsThinking()},
 		},
-	})
+	}
+	if src := s.m.Template.ToolUseSource(); src != "" {
+		props["chat_template_tool_use"] = src
+	}
+	writeJSON(w, http.StatusOK, props)
 }
 
 // requestSettings are the non-sampling fields of task_params::to_json.

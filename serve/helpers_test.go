@@ -9,6 +9,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/bankml/bankml/chat"
 	"github.com/bankml/bankml/gguf"
 	"github.com/bankml/bankml/internal/reference"
 	"github.com/bankml/bankml/internal/reftest"
@@ -25,6 +26,41 @@ func TestMain(m *testing.M) {
 		shim.Close()
 	}
 	os.Exit(code)
+}
+
+// refChat is the reference's chat oracle (common_chat_templates_apply and common_chat_parse in
+// libllama-common), started once per test binary (chatShim).
+func refChat(t testing.TB) *reference.ChatShim {
+	t.Helper()
+	return chatShim(t)
+}
+
+// refParse is common_chat_parse of text with the parser llama-server builds for a chat body on the model
+// (complete, or partial).
+func refParse(t testing.TB, model string, body []byte, text string, partial bool) reference.ChatParse {
+	t.Helper()
+	a, err := refChat(t).ApplyParse(model, body, -1, []string{text})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Error != "" {
+		t.Fatalf("reference: %s", a.Error)
+	}
+	ps := a.Parses[0]
+	if partial {
+		return ps[len(ps)-2]
+	}
+	return ps[len(ps)-1]
+}
+
+// refReceiptAnswer is the answer a receipt hashes for a parsed chat answer (serve's receiptAnswer).
+func refReceiptAnswer(t testing.TB, p reference.ChatParse) []byte {
+	t.Helper()
+	a := chat.Answer{Content: p.Content, ReasoningContent: p.ReasoningContent}
+	for _, c := range p.ToolCalls {
+		a.ToolCalls = append(a.ToolCalls, chat.ToolCall{Name: c.Name, Arguments: c.Arguments, ID: c.ID})
+	}
+	return receiptAnswer(a)
 }
 
 // storiesPath is stories260K (a trained llama, SentencePiece, 512 tokens, no chat template: ChatML).

@@ -259,6 +259,12 @@ func (s *Server) decodeNative(body []byte) (*nativeCall, error) {
 	if req.Sampling, err = s.decodeSampling(body, nil); err != nil {
 		return nil, err
 	}
+	if err := s.completionConstraints(body, &req.Sampling); err != nil {
+		return nil, err
+	}
+	if err := req.Sampling.Check(); err != nil {
+		return nil, paramError(err)
+	}
 	call.req = req
 	call.nPrompt = len(toks)
 	call.settings.NPredict = req.NPredict

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ollama/ollama/api"
 
+	"github.com/bankml/bankml/chat"
 	"github.com/bankml/bankml/engine"
 	"github.com/bankml/bankml/sample"
 )
@@ -55,7 +56,15 @@ type ollamaJob struct {
 	stream   bool
 	settings ollamaSettings
 	prompt   engine.Prompt
-	rendered string // the prompt text (for _debug_render_only)
+	rendered string       // the prompt text (for _debug_render_only)
+	answer   *answerState // the chat template's parser of the answer (nil for a raw prompt)
+}
+
+// ollamaPiece is what one line of an answer carries: content, thinking (the reasoning the template's parser
+// separates) and tool calls.
+type ollamaPiece struct {
+	Content, Thinking string
+	ToolCalls         []api.ToolCall
 }
 
 // modelName checks a request's model name: the served name, the file's base
@@ -117,8 +126,6 @@ func writeOllamaAPIError(w http.ResponseWriter, err error) {
 // /api/generate, that bankml refuses (with the reason), or "".
 func unsupportedFields(format json.RawMessage, truncate, shift *bool, topLogprobs int, logprobs bool) string {
 	switch {
-	case len(format) > 0 && string(format) != "null" && string(format) != `""`:
-		return "format: structured outputs are not supported yet"
 	case truncate != nil && *truncate:
 		return "truncate: bankml does not truncate prompts; a prompt past the context is refused"
 	case shift != nil && *shift:
@@ -184,65 +191,163 @@ func optionMessage(err error) string {
 	return err.Error()
 }
 
+// ollamaConstraints are the fields of an Ollama request that reach the chat template: format ("json" or a JSON
+// schema object), tools (the OpenAI function form, passed as given) and think.
+type ollamaConstraints struct {
+	format json.RawMessage
+	tools  json.RawMessage
+	think  *api.ThinkValue
+}
+
+// responseFormat is Ollama's format as an OpenAI response_format: "json" is JSON mode (any object: llama.cpp's
+// converter of {"type": "object"} where Ollama has its own object grammar), an object is a JSON schema; anything
+// else is Ollama's 400.
+func responseFormat(format json.RawMessage) (any, error) {
+	switch f := bytes.TrimSpace(format); {
+	case len(f) == 0, string(f) == "null", string(f) == `""`:
+		return nil, nil
+	case string(f) == `"json"`:
+		return map[string]any{"type": "json_object"}, nil
+	case f[0] == '{':
+		return map[string]any{"type": "json_schema", "json_schema": map[string]any{"schema": json.RawMessage(f)}}, nil
+	}
+	return nil, badRequest("invalid format: %q; expected \"json\" or a valid JSON Schema object", string(format))
+}
+
 // checkThink refuses a think value Ollama v0.17.4 refuses (server/routes.go GenerateHandler and
-// ChatHandler): a string level (Ollama takes them only for gpt-oss's harmony parser) with `think value "high"
-// is not supported for this model`, and true for a model whose template has no thinking with `"NAME" does not
-// support thinking` (NAME as the request gave it). bankml's thinking capability is the chat template's
-// (chat.Template.SupportsThinking: it shows reasoning between markers), as Ollama's is its template's
-// thinking tags. It has answered when it returns false.
+// ChatHandler): a string level with `think value "high" is not supported for this model` (Ollama takes levels
+// only for gpt-oss's harmony parser; bankml takes them for a template that reads reasoning_effort, which they
+// become), and true for a model whose template has no thinking with `"NAME" does not support thinking` (NAME
+// as the request gave it). bankml's thinking capability is the chat template's (chat.Template.SupportsThinking:
+// its analysis found reasoning markers), as Ollama's is its template's thinking tags. It has answered when it
+// returns false.
 func (a *ollamaAPI) checkThink(w http.ResponseWriter, model string, think *api.ThinkValue) bool {
+	tmpl := a.s.m.Template
 	switch {
 	case think == nil:
 		return true
-	case think.IsString():
+	case think.IsString() && (tmpl == nil || !tmpl.Caps().ReasoningEffort):
 		ollamaError(w, http.StatusBadRequest, fmt.Sprintf("think value %q is not supported for this model", think.String()))
 		return false
-	case think.Bool() && (a.s.m.Template == nil || !a.s.m.Template.SupportsThinking()):
+	case !think.IsString() && think.Bool() && (tmpl == nil || !tmpl.SupportsThinking()):
 		ollamaError(w, http.StatusBadRequest, fmt.Sprintf("%q does not support thinking", model))
 		return false
 	}
 	return true
 }
 
+// thinkSettings is think (checked by checkThink) as OpenAI fields: chat_template_kwargs.enable_thinking, and a
+// level as reasoning_effort.
+func thinkSettings(think *api.ThinkValue) (kwargs map[string]any, effort string) {
+	switch {
+	case think == nil:
+		return nil, ""
+	case think.IsString():
+		return map[string]any{"enable_thinking": true}, think.String()
+	}
+	return map[string]any{"enable_thinking": think.Bool()}, ""
+}
+
 // chatPrompt renders messages with the chat template as llama-server's
 // /v1/chat/completions renders them (Server.render of the equivalent OpenAI
 // body: chat.ParseRequest's defaults, a final assistant message continued,
-// the server's chat_template_kwargs), with Ollama's think as
-// enable_thinking. Errors are 400s (*APIError) naming the problem.
-func (a *ollamaAPI) chatPrompt(msgs []api.Message, think *api.ThinkValue) (engine.Prompt, string, error) {
+// the server's chat_template_kwargs), with Ollama's think as enable_thinking
+// (a level as reasoning_effort), format as response_format, tools and the
+// messages' tool calls as OpenAI's. Errors are 400s (*APIError) naming the
+// problem.
+func (a *ollamaAPI) chatPrompt(model string, msgs []api.Message, c ollamaConstraints) (chat.Result, error) {
+	type oaiCall struct {
+		ID       string `json:"id,omitempty"`
+		Type     string `json:"type"`
+		Function struct {
+			Name      string          `json:"name"`
+			Arguments json.RawMessage `json:"arguments"`
+		} `json:"function"`
+	}
 	type oaiMessage struct {
-		Role             string `json:"role"`
-		Content          string `json:"content"`
-		ReasoningContent string `json:"reasoning_content,omitempty"`
-		Name             string `json:"name,omitempty"`
-		ToolCallID       string `json:"tool_call_id,omitempty"`
+		Role             string    `json:"role"`
+		Content          string    `json:"content"`
+		ReasoningContent string    `json:"reasoning_content,omitempty"`
+		Name             string    `json:"name,omitempty"`
+		ToolCallID       string    `json:"tool_call_id,omitempty"`
+		ToolCalls        []oaiCall `json:"tool_calls,omitempty"`
 	}
 	body := struct {
-		Messages []oaiMessage    `json:"messages"`
-		Kwargs   map[string]bool `json:"chat_template_kwargs,omitempty"`
+		Messages        []oaiMessage    `json:"messages"`
+		Kwargs          map[string]any  `json:"chat_template_kwargs,omitempty"`
+		ReasoningEffort string          `json:"reasoning_effort,omitempty"`
+		ResponseFormat  any             `json:"response_format,omitempty"`
+		Tools           json.RawMessage `json:"tools,omitempty"`
 	}{}
 	for i, m := range msgs {
-		switch {
-		case len(m.Images) > 0:
-			return engine.Prompt{}, "", badRequest("messages[%d].images: images are not supported", i)
-		case len(m.ToolCalls) > 0:
-			return engine.Prompt{}, "", badRequest("messages[%d].tool_calls: tool calls are not supported yet", i)
+		if len(m.Images) > 0 {
+			return chat.Result{}, badRequest("messages[%d].images: images are not supported", i)
 		}
-		body.Messages = append(body.Messages, oaiMessage{Role: m.Role, Content: m.Content,
-			ReasoningContent: m.Thinking, Name: m.ToolName, ToolCallID: m.ToolCallID})
+		om := oaiMessage{Role: m.Role, Content: m.Content, ReasoningContent: m.Thinking, Name: m.ToolName, ToolCallID: m.ToolCallID}
+		for _, tc := range m.ToolCalls {
+			var oc oaiCall
+			oc.ID, oc.Type, oc.Function.Name = tc.ID, "function", tc.Function.Name
+			args, err := json.Marshal(tc.Function.Arguments)
+			if err != nil {
+				return chat.Result{}, badRequest("messages[%d].tool_calls: %v", i, err)
+			}
+			oc.Function.Arguments = args
+			om.ToolCalls = append(om.ToolCalls, oc)
+		}
+		body.Messages = append(body.Messages, om)
 	}
-	if think != nil {
-		body.Kwargs = map[string]bool{"enable_thinking": think.Bool()}
+	body.Kwargs, body.ReasoningEffort = thinkSettings(c.think)
+	var err error
+	if body.ResponseFormat, err = responseFormat(c.format); err != nil {
+		return chat.Result{}, err
+	}
+	if present(c.tools) && string(c.tools) != "[]" {
+		if !a.s.m.Template.SupportsTools() {
+			return chat.Result{}, badRequest("%q does not support tools", model)
+		}
+		body.Tools = c.tools
 	}
 	js, err := json.Marshal(body)
 	if err != nil {
-		return engine.Prompt{}, "", err
+		return chat.Result{}, err
 	}
-	res, err := a.s.render(js)
-	if err != nil {
-		return engine.Prompt{}, "", err
+	return a.s.render(js)
+}
+
+// chatJob finishes a job whose prompt the chat template rendered: the prompt, the answer's parser and the
+// template's constraints on the sampling (grammar, triggers, preserved tokens, stop strings).
+func (a *ollamaAPI) chatJob(job *ollamaJob, res chat.Result) error {
+	job.prompt, job.rendered = engine.Prompt{Segments: res.Segments}, res.Prompt
+	job.answer = &answerState{parser: res.Parser}
+	req := engine.Request{Sampling: job.settings.Sampling, Stop: job.settings.Stop}
+	if err := a.s.chatConstraints([]byte("{}"), &req, res); err != nil {
+		return err
 	}
-	return engine.Prompt{Segments: res.Segments}, res.Prompt, nil
+	if err := req.Sampling.Check(); err != nil {
+		return paramError(err)
+	}
+	job.settings.Sampling, job.settings.Stop = req.Sampling, req.Stop
+	return nil
+}
+
+// ollamaToolCalls are an answer's tool calls in Ollama's form: arguments as a JSON object, the index in the
+// answer, the id as given to it. A call the answer's end cut short (done_reason length: its arguments are not
+// a complete JSON object, which Ollama's form cannot carry) is left out; a cut call in an answer that was not
+// cut is an error.
+func ollamaToolCalls(calls []chat.ToolCall, cut bool) ([]api.ToolCall, error) {
+	var out []api.ToolCall
+	for _, c := range calls {
+		tc := api.ToolCall{ID: c.ID}
+		tc.Function.Index, tc.Function.Name = len(out), c.Name
+		if err := json.Unmarshal([]byte(c.Arguments), &tc.Function.Arguments); err != nil {
+			if cut {
+				continue
+			}
+			return nil, fmt.Errorf("tool call %q: arguments %q are not a JSON object: %w", c.Name, c.Arguments, err)
+		}
+		out = append(out, tc)
+	}
+	return out, nil
 }
 
 // start begins an exchange (Server.begin: the body, 413, the model
@@ -267,10 +372,10 @@ func (a *ollamaAPI) handleChat(w http.ResponseWriter, r *http.Request) {
 		ollamaError(w, http.StatusBadRequest, msg)
 		return
 	}
-	if len(req.Tools) > 0 {
-		ollamaError(w, http.StatusBadRequest, "tools: not supported yet")
-		return
+	var raw struct {
+		Tools json.RawMessage `json:"tools"`
 	}
+	_ = json.Unmarshal(x.body, &raw) // decoded once already; the tools as given (api.Tool drops unknown schema keywords)
 	if !a.checkThink(w, req.Model, req.Think) {
 		return
 	}
@@ -285,21 +390,24 @@ func (a *ollamaAPI) handleChat(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	prompt, rendered, err := a.chatPrompt(req.Messages, req.Think)
+	res, err := a.chatPrompt(req.Model, req.Messages, ollamaConstraints{format: req.Format, tools: raw.Tools, think: req.Think})
 	if err != nil {
 		writeOllamaAPIError(w, err)
 		return
 	}
-	job := &ollamaJob{x: x, model: req.Model, stream: req.Stream == nil || *req.Stream,
-		settings: settings, prompt: prompt, rendered: rendered}
-	if req.DebugRenderOnly {
-		writeOllamaJSON(w, http.StatusOK, api.ChatResponse{Model: req.Model, CreatedAt: time.Now().UTC(),
-			DebugInfo: &api.DebugInfo{RenderedTemplate: rendered}})
+	job := &ollamaJob{x: x, model: req.Model, stream: req.Stream == nil || *req.Stream, settings: settings}
+	if err := a.chatJob(job, res); err != nil {
+		writeOllamaAPIError(w, err)
 		return
 	}
-	a.run(w, r, job, func(text string, done bool) any {
+	if req.DebugRenderOnly {
+		writeOllamaJSON(w, http.StatusOK, api.ChatResponse{Model: req.Model, CreatedAt: time.Now().UTC(),
+			DebugInfo: &api.DebugInfo{RenderedTemplate: job.rendered}})
+		return
+	}
+	a.run(w, r, job, func(p ollamaPiece, done bool) any {
 		return &ollamaChatAnswer{ChatResponse: api.ChatResponse{Model: req.Model, CreatedAt: time.Now().UTC(),
-			Message: api.Message{Role: "assistant", Content: text}, Done: done}}
+			Message: api.Message{Role: "assistant", Content: p.Content, Thinking: p.Thinking, ToolCalls: p.ToolCalls}, Done: done}}
 	})
 }
 
@@ -357,14 +465,21 @@ func (a *ollamaAPI) handleGenerate(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		job.prompt, job.rendered = engine.Prompt{Text: req.Prompt}, req.Prompt
+		if err := a.rawFormat(job, req.Format); err != nil {
+			writeOllamaAPIError(w, err)
+			return
+		}
 	default:
 		var msgs []api.Message
 		if req.System != "" {
 			msgs = append(msgs, api.Message{Role: "system", Content: req.System})
 		}
 		msgs = append(msgs, api.Message{Role: "user", Content: req.Prompt})
-		var err error
-		if job.prompt, job.rendered, err = a.chatPrompt(msgs, req.Think); err != nil {
+		res, err := a.chatPrompt(req.Model, msgs, ollamaConstraints{format: req.Format, think: req.Think})
+		if err == nil {
+			err = a.chatJob(job, res)
+		}
+		if err != nil {
 			writeOllamaAPIError(w, err)
 			return
 		}
@@ -374,10 +489,29 @@ func (a *ollamaAPI) handleGenerate(w http.ResponseWriter, r *http.Request) {
 			DebugInfo: &api.DebugInfo{RenderedTemplate: job.rendered}})
 		return
 	}
-	a.run(w, r, job, func(text string, done bool) any {
+	a.run(w, r, job, func(p ollamaPiece, done bool) any {
 		return &ollamaGenerateAnswer{GenerateResponse: api.GenerateResponse{Model: req.Model,
-			CreatedAt: time.Now().UTC(), Response: text, Done: done}}
+			CreatedAt: time.Now().UTC(), Response: p.Content, Thinking: p.Thinking, Done: done}}
 	})
+}
+
+// rawFormat constrains a raw prompt's answer to Ollama's format as /completion's json_schema does ("json":
+// any object; a schema converted by json_schema_to_grammar).
+func (a *ollamaAPI) rawFormat(job *ollamaJob, format json.RawMessage) error {
+	rf, err := responseFormat(format)
+	if err != nil || rf == nil {
+		return err
+	}
+	schema := json.RawMessage(`{"type":"object"}`)
+	if js, ok := rf.(map[string]any)["json_schema"]; ok {
+		schema = js.(map[string]any)["schema"].(json.RawMessage)
+	}
+	g, err := schemaGrammar("format", schema)
+	if err != nil {
+		return err
+	}
+	job.settings.Sampling.Grammar, job.settings.Sampling.GrammarType = g, sample.GrammarOutputFormat
+	return nil
 }
 
 // loadAnswer is Ollama's answer to a request without a prompt (or
@@ -398,7 +532,7 @@ func (a *ollamaAPI) loadAnswer(w http.ResponseWriter, model string, keepAlive *a
 // answer is recorded in the history (Server.finish) before its last line
 // goes out; if it cannot be, the client gets the error instead of the
 // receipt.
-func (a *ollamaAPI) run(w http.ResponseWriter, r *http.Request, job *ollamaJob, answer func(text string, done bool) any) {
+func (a *ollamaAPI) run(w http.ResponseWriter, r *http.Request, job *ollamaJob, answer func(p ollamaPiece, done bool) any) {
 	eng := a.engine()
 	req := engine.Request{Prompt: job.prompt, Sampling: job.settings.Sampling, NPredict: job.settings.NPredict,
 		Stop: job.settings.Stop, CachePrompt: true, Slot: -1}
@@ -436,7 +570,22 @@ func (a *ollamaAPI) run(w http.ResponseWriter, r *http.Request, job *ollamaJob, 
 		if stream == nil {
 			return nil
 		}
-		return stream.line(answer(t.Text, false))
+		if job.answer != nil {
+			diffs, err := job.answer.update(t.Text, true)
+			if err != nil {
+				return answerError(err)
+			}
+			for _, d := range diffs {
+				if d.ContentDelta == "" && d.ReasoningContentDelta == "" {
+					continue // tool calls go out whole, once the answer is parsed complete
+				}
+				if err := stream.line(answer(ollamaPiece{Content: d.ContentDelta, Thinking: d.ReasoningContentDelta}, false)); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		return stream.line(answer(ollamaPiece{Content: t.Text}, false))
 	}
 	res, err := eng.Generate(ctx, req, onToken)
 	if err != nil {
@@ -449,16 +598,41 @@ func (a *ollamaAPI) run(w http.ResponseWriter, r *http.Request, job *ollamaJob, 
 	// Ollama flushes text held back at the end (a partial stop string, an
 	// incomplete UTF-8 sequence) with the last line, so a streamed answer's
 	// text is the non-streamed one.
-	text := res.Unsent
+	piece := ollamaPiece{Content: res.Unsent}
 	if !job.stream {
-		text = res.Text
+		piece.Content = res.Text
 	}
-	rc, err := a.s.finish(job.x, usageOf(res), []byte(clientText(res.Text)))
+	if job.answer != nil {
+		// the parsed answer: streamed, what the complete parse adds (and the tool calls); else all of it
+		added := res.Unsent
+		if !job.stream {
+			added = res.Text
+		}
+		diffs, err := job.answer.update(added, false)
+		if err != nil {
+			fail(answerError(err))
+			return
+		}
+		piece = ollamaPiece{}
+		for _, d := range diffs {
+			piece.Content += d.ContentDelta
+			piece.Thinking += d.ReasoningContentDelta
+		}
+		if piece.ToolCalls, err = ollamaToolCalls(job.answer.msg.ToolCalls, res.FinishReason == "length"); err != nil {
+			fail(answerError(err))
+			return
+		}
+	}
+	received := []byte(clientText(res.Text))
+	if job.answer != nil {
+		received = receiptAnswer(encodedAnswer(job.answer.msg, clientText))
+	}
+	rc, err := a.s.finish(job.x, usageOf(res), received)
 	if err != nil {
 		fail(asAPIError(err))
 		return
 	}
-	final := answer(text, true)
+	final := answer(piece, true)
 	m := ollamaMetrics(res, time.Since(job.x.received))
 	switch f := final.(type) {
 	case *ollamaChatAnswer:

@@ -109,7 +109,7 @@ func (a *ollamaAPI) handleShow(w http.ResponseWriter, r *http.Request) {
 		System:       req.System,
 		Details:      m.details(),
 		ModelInfo:    map[string]any{},
-		Capabilities: []ollamamodel.Capability{ollamamodel.CapabilityCompletion},
+		Capabilities: a.capabilities(),
 		ModifiedAt:   m.ModTime,
 	}
 	if m.File != nil {
@@ -170,4 +170,20 @@ func ggufJSON(v gguf.Value, full bool) any {
 		return out
 	}
 	return nil
+}
+
+// capabilities are the model's Ollama capabilities as its chat template has them: completion, tools when the
+// template renders tool calls and bankml parses them (chat.Template.SupportsTools), thinking when it shows
+// reasoning between markers (chat.Template.SupportsThinking), as Ollama derives them from a model's template.
+func (a *ollamaAPI) capabilities() []ollamamodel.Capability {
+	caps := []ollamamodel.Capability{ollamamodel.CapabilityCompletion}
+	if t := a.s.m.Template; t != nil {
+		if t.SupportsTools() {
+			caps = append(caps, ollamamodel.CapabilityTools)
+		}
+		if t.SupportsThinking() {
+			caps = append(caps, ollamamodel.CapabilityThinking)
+		}
+	}
+	return caps
 }

@@ -39,7 +39,8 @@ type oaiCall struct {
 	req          engine.Request
 	stream       bool
 	includeUsage bool
-	id           string // chatcmpl-<32 random alphanumerics>, llama-server's gen_chatcmplid (for both routes)
+	id           string       // chatcmpl-<32 random alphanumerics>, llama-server's gen_chatcmplid (for both routes)
+	answer       *answerState // chat: the parser of the answer (content, reasoning, tool calls)
 }
 
 // decodeOAI reads an OpenAI body into an engine request: the prompt (the chat template applied to messages,
@@ -83,6 +84,13 @@ func (s *Server) decodeOAI(body []byte, k kind) (*oaiCall, error) {
 			return nil, badRequest("%v", err)
 		}
 		req.Prompt = engine.Prompt{Tokens: toks}
+		call.answer = &answerState{parser: res.Parser}
+		if req.Sampling, err = s.decodeSampling(body, nProbs); err != nil {
+			return nil, err
+		}
+		if err := s.chatConstraints(body, &req, res); err != nil {
+			return nil, err
+		}
 	case kindText:
 		var f struct {
 			Prompt   json.RawMessage `json:"prompt"`
@@ -131,9 +139,15 @@ func (s *Server) decodeOAI(body []byte, k kind) (*oaiCall, error) {
 			return nil, err
 		}
 		req.Prompt = engine.Prompt{Tokens: toks}
+		if req.Sampling, err = s.decodeSampling(body, nProbs); err != nil {
+			return nil, err
+		}
+		if err := s.completionConstraints(body, &req.Sampling); err != nil {
+			return nil, err
+		}
 	}
-	if req.Sampling, err = s.decodeSampling(body, nProbs); err != nil {
-		return nil, err
+	if err := req.Sampling.Check(); err != nil {
+		return nil, paramError(err)
 	}
 	call.req = req
 	return call, nil
@@ -230,8 +244,20 @@ func (s *Server) completeJSON(w http.ResponseWriter, r *http.Request, x *exchang
 		writeError(w, s.generationError(err))
 		return
 	}
+	var msg map[string]any
+	finish := res.FinishReason
 	text := call.answerText(res.Text)
-	rc, err := s.finish(x, usageOf(res), []byte(text))
+	answer := []byte(text)
+	if call.answer != nil {
+		if _, err := call.answer.update(res.Text, false); err != nil {
+			writeError(w, answerError(err))
+			return
+		}
+		msg = messageJSON(call.answer.msg)
+		finish = chatFinishReason(res, call.answer.msg)
+		answer = receiptAnswer(call.answer.msg)
+	}
+	rc, err := s.finish(x, usageOf(res), answer)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -251,9 +277,9 @@ func (s *Server) completeJSON(w http.ResponseWriter, r *http.Request, x *exchang
 	}
 	if call.kind == kindChat {
 		choice := map[string]any{
-			"finish_reason": res.FinishReason,
+			"finish_reason": finish,
 			"index":         0,
-			"message":       map[string]any{"role": "assistant", "content": text},
+			"message":       msg,
 		}
 		if logprobs != nil {
 			choice["logprobs"] = logprobs
@@ -311,8 +337,12 @@ func (s *Server) completeStream(w http.ResponseWriter, r *http.Request, x *excha
 			if nDecoded == 1 {
 				chunks = append(chunks, s.chatChunk(call, map[string]any{"role": "assistant", "content": nil}, nil))
 			}
-			if text != "" {
-				chunks = append(chunks, s.chatChunk(call, map[string]any{"content": text}, nil))
+			diffs, err := call.answer.update(t.Text, true)
+			if err != nil {
+				return answerError(err)
+			}
+			for _, d := range diffs {
+				chunks = append(chunks, s.chatChunk(call, diffJSON(d), nil))
 			}
 			if len(chunks) > 0 && t.Probs != nil && len(t.Probs.Top) > 0 {
 				last := chunks[len(chunks)-1].(map[string]any)
@@ -340,7 +370,24 @@ func (s *Server) completeStream(w http.ResponseWriter, r *http.Request, x *excha
 		sse.fail(s.generationError(err))
 		return
 	}
-	rc, ferr := s.finish(x, usageOf(res), []byte(sent.String()))
+	// The answer's complete parse (a chat answer): what it adds to the streamed deltas, the finish reason and
+	// the receipt's answer.
+	var final []any
+	finish := res.FinishReason
+	answer := []byte(sent.String())
+	if call.kind == kindChat {
+		diffs, err := call.answer.update("", false)
+		if err != nil {
+			sse.fail(answerError(err))
+			return
+		}
+		for _, d := range diffs {
+			final = append(final, s.chatChunk(call, diffJSON(d), nil))
+		}
+		finish = chatFinishReason(res, call.answer.msg)
+		answer = receiptAnswer(call.answer.msg)
+	}
+	rc, ferr := s.finish(x, usageOf(res), answer)
 	if ferr != nil {
 		sse.fail(ferr)
 		return
@@ -348,10 +395,9 @@ func (s *Server) completeStream(w http.ResponseWriter, r *http.Request, x *excha
 	// The receipt rides as a top-level field of the final choice chunk (the one with finish_reason) and of
 	// the usage chunk when usage was asked for: no chunk without choices is sent unless the client asked for
 	// OpenAI's usage chunk, so the common loop over chunk.choices[0] never meets an empty array.
-	var final []any
 	switch call.kind {
 	case kindChat:
-		c := s.chatChunk(call, map[string]any{}, res.FinishReason)
+		c := s.chatChunk(call, map[string]any{}, finish)
 		c["bankml_receipt"] = rc
 		final = append(final, c)
 		if call.includeUsage {

@@ -44,9 +44,6 @@ type commonFields struct {
 	IDSlot              *int64          `json:"id_slot"`
 	IgnoreEOS           *bool           `json:"ignore_eos"`
 	PostSamplingProbs   *bool           `json:"post_sampling_probs"`
-	ResponseFormat      json.RawMessage `json:"response_format"`
-	Tools               json.RawMessage `json:"tools"`
-	JSONSchema          json.RawMessage `json:"json_schema"`
 }
 
 // present reports whether a raw field was given with a value other than null (llama-server's has_value).
@@ -249,29 +246,15 @@ func slotLimit(n int) int {
 // decodeCommon reads the fields every generating OpenAI route shares into an engine.Request (without its
 // prompt and sampling) and the stream settings. n_predict (or max_completion_tokens, max_tokens) absent or
 // -1 is the server's -n (Options.NPredict), as llama-server's task params start from params_base.n_predict
-// (server-schema.cpp:530) and its slot takes params_base.n_predict for -1 (server-context.cpp:1818). Refusals: n other than 1, response_format, tools and
-// json_schema (not supported yet), an n_predict outside [-1, 2^31), a stop that is not a string or an array
-// of strings.
+// (server-schema.cpp:530) and its slot takes params_base.n_predict for -1 (server-context.cpp:1818). Refusals: n other than 1,
+// an n_predict outside [-1, 2^31), a stop that is not a string or an array of strings. The constraint
+// fields (tools, response_format, json_schema, grammar, ...) are read per route (constraints.go).
 func (s *Server) decodeCommon(body []byte) (engine.Request, commonFields, error) {
 	var c commonFields
 	if err := decodeJSON(body, &c); err != nil {
 		return engine.Request{}, c, err
 	}
 	req := engine.Request{NPredict: s.nPredict, CachePrompt: true, Slot: -1}
-	if present(c.ResponseFormat) {
-		var rf struct {
-			Type string `json:"type"`
-		}
-		if json.Unmarshal(c.ResponseFormat, &rf) != nil || (rf.Type != "" && rf.Type != "text") {
-			return req, c, notSupportedYet("response_format")
-		}
-	}
-	if present(c.Tools) && string(c.Tools) != "[]" {
-		return req, c, notSupportedYet("tools")
-	}
-	if present(c.JSONSchema) {
-		return req, c, notSupportedYet("json_schema")
-	}
 	n := c.NCmpl
 	if n == nil {
 		n = c.N

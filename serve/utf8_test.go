@@ -26,7 +26,7 @@ var (
 // chatShim is the reference's chat shim (internal/reference.StartChatShim: libllama-common's chat parser and
 // its JSON dump), started once per test binary and stopped by TestMain; absent (no reference, git or g++) it
 // skips the test, failing under CI.
-func chatShim(t *testing.T) *reference.ChatShim {
+func chatShim(t testing.TB) *reference.ChatShim {
 	t.Helper()
 	shimOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

@@ -158,7 +158,7 @@ var llamaSampling = []struct {
 // Why the sampling flags are refused: serve has no server-wide defaults; run has all but the grammar flags and -bs.
 const (
 	llamaNoServerSampling = "llama-server's server-wide sampling defaults are not supported by bankml serve: set them per request"
-	llamaRunSampling      = "not supported by bankml run: grammars and backend sampling are not implemented (bankml serve refuses them per request too)"
+	llamaRunSampling      = "not supported by bankml run: grammars and backend sampling are not implemented there (bankml serve takes grammars and JSON schemas per request)"
 )
 
 // samplingFlags is llamaSampling as entries of llamaFlags: on run, a spelling of a flag run has is that

@@ -66,7 +66,7 @@ func TestLlamaArgs(t *testing.T) {
 			want: []string{"run", "m.gguf", "--logit-bias=1+2", "--dry-sequence-breaker", "-", "--dry-sequence-breaker", "none"},
 			warn: "--dry-sequence-breaker is given more than once: every one counts, as in llama.cpp (whose warning says only the last does)"},
 		{in: []string{"run", "m.gguf", "--repeat-penalty"}, err: "run: --repeat-penalty: expected a value"},
-		{in: []string{"run", "m.gguf", "-jf", "s.json"}, err: "run: -jf: not supported by bankml run: grammars and backend sampling are not implemented (bankml serve refuses them per request too)"},
+		{in: []string{"run", "m.gguf", "-jf", "s.json"}, err: "run: -jf: not supported by bankml run: grammars and backend sampling are not implemented there (bankml serve takes grammars and JSON schemas per request)"},
 		{in: []string{"run", "m.gguf", "--grammar", "root ::= x"}, err: "run: --grammar: not supported by bankml run"},
 		{in: []string{"run", "m.gguf", "-bs"}, err: "run: -bs: not supported by bankml run"},
 		{in: []string{"serve", "m.gguf", "--temp", "0.5"}, err: "serve: --temp: llama-server's server-wide sampling defaults are not supported by bankml serve: set them per request"},

@@ -5,7 +5,8 @@ package main
 // bankml serve runs per request), with llama-cli's defaults (common_params_sampling's, sample.DefaultParams)
 // and arg.cpp's value checks. Numbers are checked whole (kong's parsers), not as std::stof/stoi read a
 // prefix: the deliberate difference of llamaflags.go. The grammar flags (--grammar, --grammar-file, -j,
-// -jf) and -bs stay refused (llamaRunSampling): serve refuses them per request too (sample.Params.Check).
+// -jf) and -bs stay refused (llamaRunSampling); serve takes grammars and JSON schemas per request (its
+// grammar, json_schema and response_format fields), -bs nowhere (sample.Params.Check).
 
 import (
 	"errors"

@@ -53,11 +53,50 @@ type ChatAnswer struct {
 	Caps             map[string]bool `json:"caps"`
 	Error            string          `json:"error"`
 	Parts            []ChatPart      `json:"parts"`
+
+	// For a request: common_chat_params' grammar, grammar_lazy, grammar_triggers, preserved_tokens,
+	// additional_stops, parser (the saved PEG arena, JSON), supports_thinking, thinking_start_tag and
+	// thinking_end_tags.
+	Grammar          string        `json:"grammar"`
+	GrammarLazy      bool          `json:"grammar_lazy"`
+	Triggers         []ChatTrigger `json:"grammar_triggers"`
+	PreservedTokens  []string      `json:"preserved_tokens"`
+	AdditionalStops  []string      `json:"additional_stops"`
+	Parser           string        `json:"parser"`
+	ParamsThinking   bool          `json:"supports_thinking_params"`
+	ThinkingStartTag string        `json:"thinking_start_tag"`
+	ThinkingEndTags  []string      `json:"thinking_end_tags"`
+
+	// Parses are common_chat_parse's results for each answer of ApplyParse: every byte prefix as a partial
+	// answer (len+1 of them), then the whole answer as complete.
+	Parses [][]ChatParse `json:"parses"`
+
 	// MessageJSON and TextJSON answer ParseGenerated: the message llama-server's chat parser makes of the
 	// generated text (common_chat_msg::to_json_oaicompat) and the raw text, each as JSON dumped with
 	// common_json::dump_safe (nlohmann's replace error handler), the bytes llama-server sends.
 	MessageJSON string `json:"message_json"`
 	TextJSON    string `json:"text_json"`
+}
+
+// ChatTrigger is a common_grammar_trigger: its type (0 token, 1 word, 2 pattern, 3 full pattern) and value.
+type ChatTrigger struct {
+	Type  int    `json:"type"`
+	Value string `json:"value"`
+}
+
+// ChatParse is one common_chat_parse result, or the text of its exception.
+type ChatParse struct {
+	Content          string         `json:"content"`
+	ReasoningContent string         `json:"reasoning_content"`
+	ToolCalls        []ChatToolCall `json:"tool_calls"`
+	Error            string         `json:"error"`
+}
+
+// ChatToolCall is a parsed tool call.
+type ChatToolCall struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+	ID        string `json:"id"`
 }
 
 // ChatPart is one piece of a marked render: text that came from the variables (Input) or from the template.
@@ -225,6 +264,20 @@ func (s *ChatShim) Apply(model string, body json.RawMessage, reasoning int) (Cha
 		req["body"] = body
 	}
 	return s.call(req)
+}
+
+// ApplyParse is Apply, then common_chat_parse of each answer with the request's parser as llama-server runs it
+// (the saved parser loaded back, the generation prompt prepended): every byte prefix as partial, then the whole
+// answer as complete (ChatAnswer.Parses).
+func (s *ChatShim) ApplyParse(model string, body json.RawMessage, reasoning int, answers []string) (ChatAnswer, error) {
+	raw := make([][]int, len(answers))
+	for i, a := range answers {
+		raw[i] = make([]int, len(a))
+		for j := 0; j < len(a); j++ {
+			raw[i][j] = int(a[j])
+		}
+	}
+	return s.call(map[string]any{"model": model, "reasoning": reasoning, "body": body, "answers": raw})
 }
 
 // ParseGenerated is what llama-server sends, not streamed, for generated (the answer's bytes, valid UTF-8 or

@@ -118,7 +118,16 @@ func TestOllamaGoClientGetsTheReferencesTokens(t *testing.T) {
 					prompt := o.tokenize(t, rendered)
 					want := o.generate(t, prompt, ollamaParams(t, o.base, c.opts), c.numPredict())
 					ok := true
-					if wantText := jsonText(want.text); text != wantText {
+					wantText := jsonText(want.text)
+					if c.chat || o.hasTemplate(t) {
+						// the chat template's parser makes the answer: content as common_chat_parse gives it
+						msgs := []map[string]any{{"role": "user", "content": c.prompt}}
+						if c.system != "" {
+							msgs = append([]map[string]any{{"role": "system", "content": c.system}}, msgs...)
+						}
+						wantText = o.chatParse(t, map[string]any{"messages": msgs}, want.text).Content
+					}
+					if text != wantText {
 						t.Errorf("text %q, reference %q", text, wantText)
 						ok = false
 					}
@@ -324,7 +333,7 @@ func TestOllamaListingsAndRefusals(t *testing.T) {
 		{"unknown model", api.GenerateRequest{Model: "llama3", Prompt: "x"}, 404, "llama3"},
 		{"no model", api.GenerateRequest{Prompt: "x"}, 400, "model"},
 		{"top_k type", api.GenerateRequest{Model: tag.Name, Prompt: "x", Options: map[string]any{"top_k": "x"}}, 400, `option "top_k" must be of type integer`},
-		{"format", api.GenerateRequest{Model: tag.Name, Prompt: "x", Format: json.RawMessage(`"json"`)}, 400, "format"},
+		{"format neither \"json\" nor a schema", api.GenerateRequest{Model: tag.Name, Prompt: "x", Format: json.RawMessage(`"xml"`)}, 400, "invalid format: \"\\\"xml\\\"\"; expected \"json\" or a valid JSON Schema object"},
 		{"suffix", api.GenerateRequest{Model: tag.Name, Prompt: "x", Suffix: "y"}, 400, "suffix"},
 		{"images", api.GenerateRequest{Model: tag.Name, Prompt: "x", Images: []api.ImageData{{1}}}, 400, "images"},
 		{"unload", api.GenerateRequest{Model: tag.Name, KeepAlive: &api.Duration{}}, 400, "keep_alive"},

@@ -1,11 +1,15 @@
 package clients
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"net/http/httptest"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/bankml/bankml/gguf"
 	"github.com/bankml/bankml/internal/reference"
@@ -146,4 +150,62 @@ func jsonText(s string) string {
 	var out string
 	_ = json.Unmarshal(b, &out)
 	return out
+}
+
+var (
+	chatShimOnce sync.Once
+	chatShim     *reference.ChatShim
+	chatShimErr  error
+)
+
+// chatParse is what llama-server answers for a chat request's generated text: common_chat_parse (in
+// libllama-common, through the chat shim) with the parser the model's template makes for body (an OpenAI chat
+// body), the text complete.
+func (o *oracle) chatParse(t testing.TB, body map[string]any, text string) reference.ChatParse {
+	t.Helper()
+	chatShimOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		chatShim, chatShimErr = reference.StartChatShim(ctx)
+	})
+	if chatShimErr != nil {
+		if errors.Is(chatShimErr, reference.ErrNotInstalled) {
+			testdata.Absent(t, "chat oracle: %v", chatShimErr)
+		}
+		t.Fatal(chatShimErr)
+	}
+	b, _ := json.Marshal(body)
+	a, err := chatShim.ApplyParse(o.path, b, -1, []string{text})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Error != "" {
+		t.Fatalf("reference: %s", a.Error)
+	}
+	return a.Parses[0][len(a.Parses[0])-1]
+}
+
+// hasTemplate reports whether the model file has a chat template (Ollama's /api/generate renders the prompt
+// with it, and bankml parses the answer with its parser).
+func (o *oracle) hasTemplate(t testing.TB) bool {
+	t.Helper()
+	f, err := gguf.Open(o.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	src, _ := f.GetString("tokenizer.chat_template")
+	return src != ""
+}
+
+// validUTF8Prefix is the length of s without a trailing incomplete UTF-8 sequence (what a stream releases).
+func validUTF8Prefix(s string) int {
+	n := len(s)
+	for i := 1; i <= 4 && i <= n; i++ {
+		c := s[n-i]
+		if (c&0xE0 == 0xC0 && i < 2) || (c&0xF0 == 0xE0 && i < 3) || (c&0xF8 == 0xF0 && i < 4) {
+			return n - i
+		}
+	}
+	return n
 }

@@ -28,6 +28,9 @@ var (
 // TestMain removes the binary the process tests built.
 func TestMain(m *testing.M) {
 	code := m.Run()
+	if chatShim != nil {
+		chatShim.Close()
+	}
 	if bankmlDir != "" {
 		os.RemoveAll(bankmlDir)
 	}
