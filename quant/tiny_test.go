@@ -11,7 +11,8 @@ import (
 // output; the twins are tested against the reference's matmul in the
 // F32/F16/BF16 oracles) at every level this CPU has, on random shapes (rows
 // and columns that fill the 4x3 tiles and that leave ragged edges, output
-// strides wider than the share) and on values of three kinds: ordinary
+// strides wider than the share, every 25th with rows long enough that the
+// columns run in several L2 panels) and on values of three kinds: ordinary
 // values, values of every magnitude (overflow to Inf, subnormal products,
 // cancellation) and raw bit patterns (±0, subnormals, Inf and NaN with
 // payloads). Outputs outside the share stay untouched.
@@ -96,6 +97,9 @@ func TestTinyRowsEveryLevelMatchesTwin(t *testing.T) {
 					kind := trial % 3
 					k := 8 * (1 + r.IntN(70))
 					nr, n := 1+r.IntN(14), 1+r.IntN(8)
+					if trial%25 == 24 { // rows long enough for several column panels
+						k, nr, n = 8*(1024+r.IntN(512)), 1+r.IntN(9), 8+r.IntN(24)
+					}
 					ldo := nr + r.IntN(3)
 					const sentinel = -12345.5
 					out := make([]float32, n*ldo)
