@@ -22,15 +22,26 @@ import (
 // at a time; Q·K at the best level). Ratios within one run count:
 //
 //	go test -run '^$' -bench Attention8B ./model/
-func BenchmarkAttention8B(b *testing.B) {
+func BenchmarkAttention8B(b *testing.B) { benchAttention(b, 128, 32, 8) }
+
+// BenchmarkAttentionTiny is BenchmarkAttention8B at synth's tiny shape (4
+// query heads, 2 KV heads, head size 64), the attention of the tiny F16
+// prompt in BenchmarkPromptTiny:
+//
+//	go test -run '^$' -bench AttentionTiny -count 3 ./model/
+func BenchmarkAttentionTiny(b *testing.B) { benchAttention(b, 64, 4, 2) }
+
+// benchAttention is BenchmarkAttention8B's cases at head size hd, nHead
+// query heads and nHeadKV KV heads.
+func benchAttention(b *testing.B, hd, nHead, nHeadKV int) {
 	r := rand.New(rand.NewPCG(9, 10))
 	best := quant.Levels()[len(quant.Levels())-1]
 	for _, sh := range []struct {
 		name     string
 		nPast, n int
 	}{{"prompt128", 0, 128}, {"decode@128", 128, 1}, {"decode@1000", 1000, 1}} {
-		c := newAttnCase(r, 128, 32, 8, sh.nPast, sh.n, 0)
-		scale := 1 / fmath.Sqrtf(128)
+		c := newAttnCase(r, hd, nHead, nHeadKV, sh.nPast, sh.n, 0)
+		scale := 1 / fmath.Sqrtf(float32(hd))
 		for _, l := range quant.Levels() {
 			b.Run(sh.name+"/"+l.String(), func(b *testing.B) {
 				ctx := c.context(b, l)

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/bankml/bankml/gguf"
-
+	"github.com/bankml/bankml/quant"
 	"github.com/bankml/bankml/sample"
 )
 
@@ -338,5 +338,70 @@ func BenchmarkBatchedDecode8B(b *testing.B) {
 		if ci > 0 {
 			b.ReportMetric(tps/(float64(steps*2*b.N)/tot[0].Seconds()), fmt.Sprintf("x-%d-seqs", n))
 		}
+	}
+}
+
+// BenchmarkPromptTiny evaluates a 128-token prompt (two of the tiled
+// attention kernel's 64-row blocks per KV head) on synth's tiny qwen3 shape
+// in F16 (tinyBLAS's f16 tiles) and Q8_0, at every level this CPU has and
+// with the reference, alternating within each iteration on the same file
+// and thread count ($BANKML_BENCH_THREADS, default 1), and reports the
+// median prompt rates and their ratios (the SIMD levels against generic, the
+// Go twins of every kernel; bankml against the reference):
+//
+//	go test -run '^$' -bench PromptTiny -benchtime 5x ./model/
+func BenchmarkPromptTiny(b *testing.B) {
+	lib := refLib(b)
+	threads := 1
+	if s := os.Getenv("BANKML_BENCH_THREADS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			b.Fatalf("BANKML_BENCH_THREADS=%q: want a positive integer", s)
+		}
+		threads = n
+	}
+	levels := quant.Levels()
+	for _, s := range []synthModel{
+		{arch: "qwen3", preset: "tiny", typ: gguf.F16, yarn: true, seed: 4},
+		{arch: "qwen3", preset: "tiny", typ: gguf.Q8_0, yarn: true, seed: 9},
+	} {
+		b.Run(s.String(), func(b *testing.B) {
+			p := loadPair(b, lib, s)
+			prompt := p.tokenize(b, chatML("You are a helpful assistant.", longChat(4)))
+			if len(prompt) < 128 {
+				b.Fatalf("the prompt is %d tokens, want 128", len(prompt))
+			}
+			prompt = prompt[:128]
+			rates := make([][]float64, len(levels)+1) // per level, then the reference
+			for b.Loop() {
+				for li, l := range levels {
+					p.m.Level = l // F16 and Q8_0 matrices are not repacked: any level runs them
+					c := newCtx(b, p.m, len(prompt), threads)
+					t0 := time.Now()
+					if _, err := c.Decode(prompt); err != nil {
+						b.Fatal(err)
+					}
+					rates[li] = append(rates[li], float64(len(prompt))/time.Since(t0).Seconds())
+					c.Close()
+				}
+				_, tm, err := p.ref.GreedyTimed(prompt, 1, threads)
+				if err != nil {
+					b.Fatal(err)
+				}
+				rates[len(levels)] = append(rates[len(levels)], float64(len(prompt))/tm.Prompt.Seconds())
+			}
+			p.m.Level = levels[len(levels)-1]
+			med := func(x []float64) float64 { slices.Sort(x); return x[len(x)/2] }
+			gen, ref := med(rates[0]), med(rates[len(levels)])
+			for li, l := range levels {
+				v := med(rates[li])
+				b.ReportMetric(v, l.String()+"-prompt-tok/s")
+				if li > 0 {
+					b.ReportMetric(v/gen, l.String()+"/generic")
+				}
+				b.ReportMetric(v/ref, l.String()+"/ref")
+			}
+			b.ReportMetric(ref, "ref-prompt-tok/s")
+		})
 	}
 }

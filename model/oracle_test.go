@@ -139,6 +139,7 @@ func TestPromptLogitsBitExact(t *testing.T) {
 				if diff > 0 {
 					t.Errorf("%.40q (%d tokens): %d of %d logits differ (max |Δ| %g)", p, len(toks), diff, len(want), maxd)
 				}
+				t.Logf("%d-token prompt: %d of %d logits bit-equal", len(toks), len(want)-diff, len(want))
 			}
 		})
 	}
@@ -205,18 +206,21 @@ func TestLongContextsMatchReference(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		same := 0
 		for i := range want {
 			best := sample.Greedy(logits)
 			if best != want[i] {
 				t.Errorf("%s, %d-token prompt, %d threads: token %d: bankml %d, reference %d", tc.file, len(toks), tc.threads, i, best, want[i])
 				break
 			}
+			same++
 			if i+1 < len(want) {
 				if logits, err = c.Decode([]int32{best}); err != nil {
 					t.Fatal(err)
 				}
 			}
 		}
+		t.Logf("%s, %d-token prompt, %d threads: %d of %d tokens identical", tc.file, len(toks), tc.threads, same, len(want))
 	}
 }
 

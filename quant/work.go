@@ -137,7 +137,9 @@ const (
 //     else ggml_vec_dot_f32 (VecDotF32);
 //   - F16 and BF16: the activations are rounded to f16 (bf16) first; then
 //     tinyBLAS (TinyDotF16, TinyDotBF16) under the same conditions, else
-//     ggml_vec_dot_f16 (ggml_vec_dot_bf16);
+//     ggml_vec_dot_f16 (ggml_vec_dot_bf16); at the SIMD levels tinyBLAS's
+//     outputs (F32's too) come from the 4-row, 3-column assembly tiles
+//     (tinyRows);
 //   - block types (blockKernels): each column is quantized to the type's
 //     activation format (Q8_0 for Q8_0, Q4_0, Q5_0, Q1_0, Q2_0; Q8_1 for
 //     Q4_1, Q5_1; Q8_K for TQ1_0, TQ2_0, Q2_K … Q6_K), then every output
@@ -539,6 +541,9 @@ func (j *matJob) Do(worker, lo, hi int) {
 		}
 		return
 	}
+	if len(j.planes) == 1 && j.tinyRows(lo, hi) {
+		return
+	}
 	for c := range j.n {
 		o := j.out[c*rows : (c+1)*rows]
 		for i := lo; i < hi; i++ {
@@ -549,6 +554,26 @@ func (j *matJob) Do(worker, lo, hi int) {
 			o[i] = v
 		}
 	}
+}
+
+// tinyRows runs rows [lo, hi) of a one-plane tinyBLAS path (pathF32Tiny,
+// pathF16Tiny, pathBF16Tiny) against every column on the Work's level
+// (tinyRowsF32, tinyRowsF16, tinyRowsBF16: the same bits as rowDot's) and
+// reports whether the path was one of them.
+func (j *matJob) tinyRows(lo, hi int) bool {
+	k, rows, rb := j.m.Cols, j.m.Rows, j.m.RowBytes()
+	a := j.planes[0].Data[lo*rb : hi*rb]
+	switch j.path {
+	case pathF32Tiny:
+		tinyRowsF32(j.w.level, float32View(a), j.x[:j.n*k], k, hi-lo, j.n, j.out[lo:], rows)
+	case pathF16Tiny:
+		tinyRowsF16(j.w.level, uint16View(a), j.w.xh[:j.n*k], k, hi-lo, j.n, j.out[lo:], rows)
+	case pathBF16Tiny:
+		tinyRowsBF16(j.w.level, uint16View(a), j.w.xh[:j.n*k], k, hi-lo, j.n, j.out[lo:], rows)
+	default:
+		return false
+	}
+	return true
 }
 
 // rowDot is the plain paths' product of one weight row with column c.
