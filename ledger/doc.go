@@ -19,7 +19,9 @@
 // Line format. {"index", "prev_root", "received", "answered", "appended", "request" (or "request_base64"),
 // "answer" (or "answer_base64"), "receipt"}: bytes kept exactly; prev_root chains each line to those before.
 //
-// Crash safety. A line is committed once its newline is on disk; Open cuts a torn last line. [Log.Add] is
+// Crash safety. A line is committed once its newline is on disk; Open cuts a torn last line (with a log,
+// [OpenWith] keeps it until Reconcile has checked that the log did not commit it: a history behind its log,
+// cut or restored after its lines were logged, is refused with [ErrBehindLog], never cut). [Log.Add] is
 // exactly once: a failed append (a database killed mid-commit) is looked up among the entries added since
 // it began before it is retried, for RetryFor; a line whose append never succeeded is added by Reconcile.
 //

@@ -34,6 +34,12 @@ var ErrLocked = errors.New("ledger: in use by another process")
 // prev_root that does not match the entries before it.
 var ErrCorrupt = errors.New("ledger: corrupt")
 
+// ErrBehindLog is wrapped by the error for a history that lacks entries its transparency log committed:
+// history.leaves records an entry past the history's end, or the log (one history's own, a POSIX log)
+// holds more leaves than the history has entries, or a leaf that is no entry of it. The history was cut
+// or restored from an older copy; appending to it would give a new exchange the index of a committed one.
+var ErrBehindLog = errors.New("ledger: the history lacks entries its transparency log committed")
+
 // ErrNoEntry is wrapped by the error for a proof of an entry the ledger does
 // not have.
 var ErrNoEntry = errors.New("ledger: no such entry")
@@ -255,10 +261,11 @@ type Ledger struct {
 	dir  string
 	lock *flock.Flock
 
-	mu sync.Mutex
-	f  *os.File
-	s  *state
-	li *leafIndex // entries' leaf indices in the transparency log (history.leaves)
+	mu      sync.Mutex
+	f       *os.File
+	s       *state
+	li      *leafIndex // entries' leaf indices in the transparency log (history.leaves)
+	partial int64      // bytes of a partial last line kept for Reconcile to cut (OpenOptions.KeepPartial)
 }
 
 // Opened says what Open found.
@@ -268,15 +275,33 @@ type Opened struct {
 	// write that a crash (kill -9, power loss) interrupted. Its exchange was
 	// never committed (Append had not returned).
 	TrimmedBytes int64
+	// PartialBytes is the size of a partial last line left in place (OpenOptions.KeepPartial) for
+	// Reconcile to cut once the transparency log shows it did not commit it.
+	PartialBytes int64
+}
+
+// OpenOptions configure OpenWith.
+type OpenOptions struct {
+	// KeepPartial leaves a partial last line in place instead of cutting it off: the caller keeps a
+	// transparency log, and only Reconcile, having checked that the log is not ahead of the history (a
+	// history cut short after its last line was committed also ends in a partial line), cuts it. A
+	// history.leaves record past the history's end is then refused by Reconcile, which names the log's
+	// size, instead of by Open. Append fails until Reconcile.
+	KeepPartial bool
 }
 
 // Open opens (creating it if needed) the ledger in dir for appending: it
 // takes the folder's lock (ErrLocked when another process holds it), reads
 // and checks every committed line as Verify does (ErrCorrupt), and cuts off a
 // partial last line left by a crash, reporting its size in Opened (the
-// caller should say so). The lock is released by Close, or by the operating
-// system when the process dies.
-func Open(dir string) (*Ledger, Opened, error) {
+// caller should say so). A history.leaves that records an entry past the
+// history's end (ErrBehindLog: the history was cut after the log committed
+// its lines) is refused before anything is cut. The lock is released by
+// Close, or by the operating system when the process dies.
+func Open(dir string) (*Ledger, Opened, error) { return OpenWith(dir, OpenOptions{}) }
+
+// OpenWith is Open with options (a partial last line kept for Reconcile).
+func OpenWith(dir string, o OpenOptions) (*Ledger, Opened, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, Opened{}, fmt.Errorf("ledger: %w", err)
 	}
@@ -288,7 +313,7 @@ func Open(dir string) (*Ledger, Opened, error) {
 	if !ok {
 		return nil, Opened{}, fmt.Errorf("%w: %s is locked", ErrLocked, lk.Path())
 	}
-	l, op, err := open(dir)
+	l, op, err := open(dir, o)
 	if err != nil {
 		lk.Unlock()
 		return nil, Opened{}, err
@@ -297,7 +322,7 @@ func Open(dir string) (*Ledger, Opened, error) {
 	return l, op, nil
 }
 
-func open(dir string) (*Ledger, Opened, error) {
+func open(dir string, o OpenOptions) (*Ledger, Opened, error) {
 	path := filepath.Join(dir, FileName)
 	_, statErr := os.Stat(path)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
@@ -315,27 +340,64 @@ func open(dir string) (*Ledger, Opened, error) {
 		f.Close()
 		return nil, Opened{}, fmt.Errorf("%w (%s)", err, path)
 	}
-	if s.torn > 0 {
-		if err := f.Truncate(s.size); err != nil {
-			f.Close()
-			return nil, Opened{}, fmt.Errorf("ledger: cutting off a partial last line: %w", err)
-		}
-		if err := f.Sync(); err != nil {
-			f.Close()
-			return nil, Opened{}, fmt.Errorf("ledger: %w", err)
-		}
-	}
-	if _, err := f.Seek(s.size, io.SeekStart); err != nil {
-		f.Close()
-		return nil, Opened{}, fmt.Errorf("ledger: %w", err)
-	}
 	li, err := openLeafIndex(dir, uint64(len(s.leaves)))
 	if err != nil {
 		f.Close()
 		return nil, Opened{}, err
 	}
-	l := &Ledger{dir: dir, f: f, s: s, li: li}
-	return l, Opened{Head: s.head(), TrimmedBytes: s.torn}, nil
+	fail := func(err error) (*Ledger, Opened, error) {
+		f.Close()
+		li.close()
+		return nil, Opened{}, err
+	}
+	if li.beyond != nil && !o.KeepPartial { // with KeepPartial Reconcile refuses it, naming the log's size
+		return fail(fmt.Errorf("%w: %s has %d entries%s, but %s records entry %d as leaf %d of the log: "+
+			"the history was cut or restored from an older copy after the log committed its lines; "+
+			"restore %s with all its entries (or keep a new history in another folder): appending to it would give a new exchange a committed entry's index",
+			ErrBehindLog, path, len(s.leaves), partialNote(s.torn), LeavesName, li.beyond.Entry, li.beyond.LeafIndex, FileName))
+	}
+	op := Opened{Head: s.head()}
+	var partial int64
+	switch {
+	case s.torn > 0 && o.KeepPartial:
+		partial, op.PartialBytes = s.torn, s.torn
+	case s.torn > 0:
+		if err := f.Truncate(s.size); err != nil {
+			return fail(fmt.Errorf("ledger: cutting off a partial last line: %w", err))
+		}
+		if err := f.Sync(); err != nil {
+			return fail(fmt.Errorf("ledger: %w", err))
+		}
+		op.TrimmedBytes = s.torn
+	}
+	if _, err := f.Seek(s.size, io.SeekStart); err != nil {
+		return fail(fmt.Errorf("ledger: %w", err))
+	}
+	return &Ledger{dir: dir, f: f, s: s, li: li, partial: partial}, op, nil
+}
+
+// partialNote is " and a partial last line of N bytes" when n > 0.
+func partialNote(n int64) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" and a partial last line of %d bytes", n)
+}
+
+// cutPartial cuts off a partial last line kept at OpenWith; it returns its size. Callers hold l.mu.
+func (l *Ledger) cutPartial() (int64, error) {
+	n := l.partial
+	if n == 0 {
+		return 0, nil
+	}
+	if err := l.f.Truncate(l.s.size); err != nil {
+		return 0, fmt.Errorf("ledger: cutting off a partial last line: %w", err)
+	}
+	if err := l.f.Sync(); err != nil {
+		return 0, fmt.Errorf("ledger: %w", err)
+	}
+	l.partial = 0
+	return n, nil
 }
 
 // syncDir makes a new file's directory entry durable.
@@ -378,6 +440,9 @@ func (l *Ledger) AppendFunc(build func(index uint64) (Exchange, error)) (Appende
 	defer l.mu.Unlock()
 	if l.f == nil {
 		return Appended{}, errors.New("ledger: closed")
+	}
+	if l.partial > 0 || l.li.beyond != nil {
+		return Appended{}, fmt.Errorf("ledger: the history awaits Reconcile (OpenOptions.KeepPartial): a partial last line of %d bytes, or %s past its end", l.partial, LeavesName)
 	}
 	index := uint64(len(l.s.leaves))
 	ex, err := build(index)

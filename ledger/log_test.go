@@ -5,9 +5,11 @@ package ledger
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -255,4 +257,157 @@ func TestReconcileMigratesALedgerWithoutLosingOrDoublingAnEntry(t *testing.T) {
 			t.Errorf("entry %d: leaf %d %v, want %d (migrated in order)", e, li, ok, e)
 		}
 	}
+}
+
+// cutHistory copies the history folder src (history.jsonl, history.leaves when keepLeaves, and the POSIX
+// log) to a new folder, with the last cut bytes of history.jsonl removed, as `cp -r; truncate -s -cut` does.
+func cutHistory(t *testing.T, src string, cut int64, keepLeaves bool) string {
+	t.Helper()
+	dst := t.TempDir()
+	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(dst, LockName))
+	if !keepLeaves {
+		if err := os.Remove(filepath.Join(dst, LeavesName)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := filepath.Join(dst, FileName)
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(path, fi.Size()-cut); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+// TestAHistoryBehindItsLogIsRefusedNeverCut: a history whose last committed line was cut short after the
+// log committed it is refused (ErrBehindLog, naming both sizes) by Open when history.leaves records the
+// entry, else by Reconcile from the log's size, and its bytes stay as they were; a history whose last
+// line was replaced by another is refused as the log holding a leaf that is no entry of it; a partial
+// line the log did not commit (a torn write) is cut by Reconcile only, and the next entry is then both
+// entry 2 and leaf 2.
+func TestAHistoryBehindItsLogIsRefusedNeverCut(t *testing.T) {
+	ctx := context.Background()
+	src := t.TempDir()
+	l, _, err := Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, v := testKey(t, "bankml.test/log")
+	g := fastLog(t, filepath.Join(src, "log"), s, v)
+	for i := range 2 {
+		a, err := l.Append(testExchange(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.Publish(ctx, g, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitCheckpoint(t, g, 2)
+	l.Close()
+	if err := g.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// reopen opens dir with a kept partial line and its log, and reconciles them.
+	reopen := func(t *testing.T, dir string) (*Ledger, Opened, Reconciled, error) {
+		l, op, err := OpenWith(dir, OpenOptions{KeepPartial: true})
+		if err != nil {
+			return nil, op, Reconciled{}, err
+		}
+		t.Cleanup(func() { l.Close() })
+		g := fastLog(t, filepath.Join(dir, "log"), s, v)
+		t.Cleanup(func() { g.Close(ctx) })
+		rec, err := l.Reconcile(ctx, g)
+		return l, op, rec, err
+	}
+	unchanged := func(t *testing.T, dir string, want []byte) {
+		t.Helper()
+		got, err := os.ReadFile(filepath.Join(dir, FileName))
+		if err != nil || string(got) != string(want) {
+			t.Errorf("history.jsonl changed: %d bytes, want %d (%v)", len(got), len(want), err)
+		}
+	}
+	pass, total := 0, 0
+	check := func(name string, ok bool, format string, args ...any) {
+		t.Helper()
+		total++
+		if !ok {
+			t.Errorf(name+": "+format, args...)
+			return
+		}
+		pass++
+	}
+
+	// Cut 10 bytes, history.leaves kept: Open (with or without KeepPartial) refuses before cutting.
+	dir := cutHistory(t, src, 10, true)
+	before, _ := os.ReadFile(filepath.Join(dir, FileName))
+	_, _, err = Open(dir)
+	check("Open of a history cut behind its history.leaves", errors.Is(err, ErrBehindLog) && strings.Contains(err.Error(), "has 1 entries and a partial last line of"),
+		"err %v, want ErrBehindLog naming 1 entry and the partial line", err)
+	unchanged(t, dir, before)
+
+	// history.leaves lost too: the log's size shows it.
+	dir = cutHistory(t, src, 10, false)
+	before, _ = os.ReadFile(filepath.Join(dir, FileName))
+	_, op, _, err := reopen(t, dir)
+	check("Reconcile of a history cut behind its log", errors.Is(err, ErrBehindLog) && strings.Contains(err.Error(), "has 1 entries and a partial last line of") &&
+		strings.Contains(err.Error(), "its transparency log has 2 leaves") && op.PartialBytes > 0 && op.TrimmedBytes == 0,
+		"err %v, opened %+v; want ErrBehindLog naming 1 entry and 2 leaves, the partial line kept", err, op)
+	unchanged(t, dir, before)
+
+	// The last line replaced by another (cut whole, another entry appended without the log).
+	dir = cutHistory(t, src, 0, false)
+	b, _ := os.ReadFile(filepath.Join(dir, FileName))
+	first := b[:strings.IndexByte(string(b), '\n')+1]
+	if err := os.WriteFile(filepath.Join(dir, FileName), first, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l2, _, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l2.Append(testExchange(7)); err != nil {
+		t.Fatal(err)
+	}
+	l2.Close()
+	before, _ = os.ReadFile(filepath.Join(dir, FileName))
+	_, _, _, err = reopen(t, dir)
+	check("Reconcile of a history whose last line was replaced", errors.Is(err, ErrBehindLog) && strings.Contains(err.Error(), "1 of which are no entry of the history"),
+		"err %v, want ErrBehindLog naming the leaf that is no entry", err)
+	unchanged(t, dir, before)
+
+	// A torn write the log did not commit: kept by OpenWith, Append refused until Reconcile cuts it.
+	dir = cutHistory(t, src, 0, true)
+	torn := []byte(`{"index":2,"prev_root":"`)
+	f, err := os.OpenFile(filepath.Join(dir, FileName), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write(torn)
+	f.Close()
+	l3, op, err := OpenWith(dir, OpenOptions{KeepPartial: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = l3.Append(testExchange(2))
+	check("Append before Reconcile with a kept partial line", err != nil && strings.Contains(err.Error(), "awaits Reconcile"), "err %v", err)
+	g3 := fastLog(t, filepath.Join(dir, "log"), s, v)
+	rec, err := l3.Reconcile(ctx, g3)
+	check("Reconcile cuts a partial line the log did not commit", err == nil && rec.Trimmed == int64(len(torn)) && op.PartialBytes == int64(len(torn)),
+		"rec %+v opened %+v err %v, want %d bytes cut", rec, op, err, len(torn))
+	a, err := l3.Append(testExchange(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := l3.Publish(ctx, g3, a)
+	check("the next entry after the cut", err == nil && a.Index == 2 && leaf == 2, "entry %d leaf %d %v, want 2 and 2", a.Index, leaf, err)
+	l3.Close()
+	g3.Close(ctx)
+	t.Logf("histories behind their log: %d of %d as expected", pass, total)
 }

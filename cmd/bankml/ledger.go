@@ -32,6 +32,7 @@ type ledgerVerifyCmd struct {
 	Witness      []string `name:"witness" placeholder:"VKEY" help:"Require the log's checkpoint to be cosigned by this witness (verifier key inline or in a file); repeatable."`
 	Since        string   `name:"since" type:"path" placeholder:"FILE" help:"An earlier checkpoint of the log (a file): the current one must be consistent with it (RFC 6962 consistency proof from the log's tiles)."`
 	AllPublished bool     `name:"all-published" help:"Fail when a history entry is not in the log yet (by default it is counted as unpublished: a server still running may not have published its last entries)."`
+	SharedLog    bool     `name:"shared-log" help:"Other histories append to the log too (serve --history-db replicas): its leaves that are no entry of this history are allowed. Without it every leaf must be an entry of the history."`
 }
 
 // ledgerVerdict is verify's JSON: the head, or ok false and the reason.
@@ -58,18 +59,28 @@ func (c *ledgerVerifyCmd) Run(stdout io.Writer, stderr errWriter) error {
 	if (c.Root == "") != (c.Size == 0) {
 		return fmt.Errorf("ledger verify: --root and --size go together")
 	}
+	// The log is read before the history: every leaf of its checkpoint then has its line in the history
+	// read after it, even while a server appends to both.
+	var lg *logAudit
+	var err error
+	if c.Key != "" || c.Log != "" {
+		lg, err = c.auditLog()
+	}
+	var rep ledger.Report
 	var leaves, commits []ledger.Hash
-	rep, err := ledger.VerifyEntries(c.Dir, func(e ledger.Entry) error {
-		leaves = append(leaves, ledger.LeafHash(e.Line))
-		commits = append(commits, e.Commitment)
-		return checkReceipt(e)
-	})
+	if err == nil {
+		rep, err = ledger.VerifyEntries(c.Dir, func(e ledger.Entry) error {
+			leaves = append(leaves, ledger.LeafHash(e.Line))
+			commits = append(commits, e.Commitment)
+			return checkReceipt(e)
+		})
+	}
 	if err == nil {
 		err = c.checkHead(leaves)
 	}
 	var lv *logVerdict
-	if err == nil && (c.Key != "" || c.Log != "") {
-		lv, err = c.checkLog(commits)
+	if err == nil && lg != nil {
+		lv, err = c.checkLog(lg, commits, rep.TornBytes)
 	}
 	switch {
 	case errors.Is(err, ledger.ErrCorrupt), errors.Is(err, ledger.ErrProof):
@@ -81,15 +92,21 @@ func (c *ledgerVerifyCmd) Run(stdout io.Writer, stderr errWriter) error {
 		return fmt.Errorf("ledger verify: %w", err) // I/O: exit 1
 	}
 	if rep.TornBytes > 0 {
-		fmt.Fprintf(stderr, "ledger verify: %s: the last %d bytes are a partial line (a write in progress, or cut short by a crash: the next open cuts them off); not counted\n", c.Dir, rep.TornBytes)
+		fmt.Fprintf(stderr, "ledger verify: %s: the last %d bytes are a partial line (a write in progress, or cut short by a crash: the next open cuts them off once the log shows it did not commit them); not counted\n", c.Dir, rep.TornBytes)
 	}
 	return writeJSON(stdout, ledgerVerdict{OK: true, Report: &rep, Log: lv})
 }
 
-// checkLog audits the transparency log (ledger.AuditLog: signature, cosignatures, every leaf, no leaf
-// twice, the root, consistency with --since) and proves each history entry's commitment included at its
-// leaf with tessera's ProofBuilder; a leaf index recorded in history.leaves must be the one found.
-func (c *ledgerVerifyCmd) checkLog(commits []ledger.Hash) (*logVerdict, error) {
+// logAudit is what verify read of the transparency log before the history.
+type logAudit struct {
+	audit    ledger.Audit
+	recorded map[uint64]uint64 // history.leaves: entry -> leaf index
+	prover   *ledger.Prover
+}
+
+// auditLog audits the transparency log (ledger.AuditLog: signature, cosignatures, every leaf, no leaf
+// twice, the root, consistency with --since) and reads history.leaves.
+func (c *ledgerVerifyCmd) auditLog() (*logAudit, error) {
 	if c.Key == "" {
 		return nil, errors.New("--log needs --key (the log's checkpoints are signed by the operator key)")
 	}
@@ -139,21 +156,64 @@ func (c *ledgerVerifyCmd) checkLog(commits []ledger.Hash) (*logVerdict, error) {
 	if err != nil {
 		return nil, err
 	}
-	lv := &logVerdict{Origin: audit.Checkpoint.Origin, Size: audit.Checkpoint.Size, Root: hex.EncodeToString(audit.Checkpoint.Root[:]),
-		ConsistentTo: audit.Consistent, Cosigned: len(witnesses), LeavesChecked: audit.Checkpoint.Size}
+	return &logAudit{audit: audit, recorded: recorded, prover: prover}, nil
+}
+
+// checkLog proves each history entry's commitment included at its leaf with tessera's ProofBuilder; a
+// leaf index recorded in history.leaves must be the one found, and no record may name an entry the
+// history lacks. Unless --shared-log, the log is the history's own: every leaf must be the commitment of
+// a history entry, so the log can hold no more leaves than the history has entries (a history cut or
+// restored from an older copy after the log committed its lines fails, naming both sizes).
+func (c *ledgerVerifyCmd) checkLog(lg *logAudit, commits []ledger.Hash, torn int64) (*logVerdict, error) {
+	cp := lg.audit.Checkpoint
+	lv := &logVerdict{Origin: cp.Origin, Size: cp.Size, Root: hex.EncodeToString(cp.Root[:]),
+		ConsistentTo: lg.audit.Consistent, Cosigned: len(c.Witness), LeavesChecked: cp.Size}
+	n := uint64(len(commits))
+	cut := func(what string) error {
+		partial := ""
+		if torn > 0 {
+			partial = fmt.Sprintf(" and a partial last line of %d bytes", torn)
+		}
+		return fmt.Errorf("%w: the history has %d entries%s, the log's checkpoint %d leaves%s: the log committed lines the history does not have (it was cut, changed or restored from an older copy)",
+			ledger.ErrCorrupt, n, partial, cp.Size, what)
+	}
+	for e, li := range lg.recorded {
+		if e >= n {
+			return nil, cut(fmt.Sprintf(", and %s records entry %d as leaf %d", ledger.LeavesName, e, li))
+		}
+	}
+	if !c.SharedLog && cp.Size > n {
+		return nil, cut("")
+	}
+	ctx := context.Background()
+	mine := make(map[ledger.Hash]bool, len(commits))
 	for e, commit := range commits {
-		li, ok := audit.Leaves[commit]
+		mine[commit] = true
+		li, ok := lg.audit.Leaves[commit]
 		if !ok {
 			lv.Unpublished++
 			continue
 		}
-		if r, has := recorded[uint64(e)]; has && r != li {
+		if r, has := lg.recorded[uint64(e)]; has && r != li {
 			return nil, fmt.Errorf("%w: entry %d is leaf %d of the log, history.leaves says %d", ledger.ErrCorrupt, e, li, r)
 		}
-		if err := prover.Inclusion(ctx, li, commit[:]); err != nil {
+		if err := lg.prover.Inclusion(ctx, li, commit[:]); err != nil {
 			return nil, fmt.Errorf("entry %d (leaf %d): %w", e, li, err)
 		}
 		lv.Published++
+	}
+	if !c.SharedLog && uint64(lv.Published) < cp.Size {
+		first, found := uint64(0), false
+		for h, li := range lg.audit.Leaves {
+			if !mine[h] && (!found || li < first) {
+				first, found = li, true
+			}
+		}
+		what := fmt.Sprintf(", %d of which are no entry of the history", cp.Size-uint64(lv.Published))
+		if found {
+			what += fmt.Sprintf(" (the first: leaf %d)", first)
+		}
+		return nil, cut(what + "; give --shared-log if other histories (serve --history-db replicas) append to this log")
 	}
 	if c.AllPublished && lv.Unpublished > 0 {
 		return nil, fmt.Errorf("%w: %d history entries are not in the log's checkpoint of %d entries (--all-published)", ledger.ErrCorrupt, lv.Unpublished, lv.Size)

@@ -212,7 +212,9 @@ func (c *serveCmd) Run(stderr errWriter) error {
 	var l *ledger.Ledger
 	if c.History != "" {
 		var opened ledger.Opened
-		if l, opened, err = ledger.Open(c.History); err != nil {
+		// With a key the history has a transparency log: a partial last line is cut only once the log
+		// shows it did not commit it (openProof, Ledger.Reconcile).
+		if l, opened, err = ledger.OpenWith(c.History, ledger.OpenOptions{KeepPartial: c.Proof.Key != ""}); err != nil {
 			return fmt.Errorf("serve: --history: %w", err)
 		}
 		defer l.Close()

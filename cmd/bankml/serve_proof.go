@@ -27,7 +27,8 @@ type proofFlags struct {
 // openProof loads the operator key and opens the transparency log beside the history l (nil: none kept),
 // adding to the log every history entry it does not have yet (a history kept before the log existed is so
 // migrated; an append a crash or a database outage interrupted is so completed), and says what it did on
-// stderr. The caller closes the log (closeLog) before the history.
+// stderr. A history behind its log (cut after the log committed its lines) is refused (ledger.ErrBehindLog)
+// before its partial last line, if any, is cut. The caller closes the log (closeLog) before the history.
 func (c *serveCmd) openProof(l *ledger.Ledger, stderr errWriter, log *slog.Logger) (*provenance.Signer, *ledger.Log, error) {
 	p := c.Proof
 	switch {
@@ -88,6 +89,9 @@ func (c *serveCmd) openProof(l *ledger.Ledger, stderr errWriter, log *slog.Logge
 	if err != nil {
 		closeLog(g, stderr)
 		return nil, nil, fmt.Errorf("serve: %w", err)
+	}
+	if rec.Trimmed > 0 {
+		fmt.Fprintf(stderr, "history: cut off a partial last line of %d bytes (a write a crash interrupted; the log had not committed it)\n", rec.Trimmed)
 	}
 	if rec.Added > 0 || rec.Found > 0 {
 		fmt.Fprintf(stderr, "log: added %d history entries the log lacked, found %d already in it\n", rec.Added, rec.Found)
