@@ -86,8 +86,9 @@ func cliProofServer(t *testing.T, dir, keyPath string) string {
 
 // TestReceiptVerifyAndLedgerVerifyCheckAServedAnswer: an answer's receipt verifies with bankml receipt
 // verify (signature by the .pub and by the .pem key, the text and request hashes, the leaf in the log
-// over HTTP); a changed byte of the text, another key or a changed receipt exits 2; bankml ledger verify
-// --key audits the history and its log.
+// over HTTP); a changed byte of the text, another key or a changed receipt exits 2; without a key only the
+// hashes given are checked, and with none given nothing is verified (exit 2); a JSON file without
+// bankml_receipt is named so; bankml ledger verify --key audits the history and its log.
 func TestReceiptVerifyAndLedgerVerifyCheckAServedAnswer(t *testing.T) {
 	dir := t.TempDir()
 	keyPath := filepath.Join(t.TempDir(), "op.key")
@@ -138,7 +139,9 @@ func TestReceiptVerifyAndLedgerVerifyCheckAServedAnswer(t *testing.T) {
 		{"a text with one byte more", []string{answerPath, "--key", keyPath + ".pub", "--answer", changedText}, 2, `"answer": "FAILED`},
 		{"another key", []string{answerPath, "--key", otherKey + ".pub"}, 2, `signed by another key`},
 		{"a changed receipt", []string{changedReceipt, "--key", keyPath + ".pub"}, 2, `does not verify`},
-		{"no key", []string{answerPath}, 0, `"signature": "not checked: no --key"`},
+		{"no key and nothing else: nothing verified", []string{answerPath}, 2, `"reason": "nothing verified: give --key (and --log)`},
+		{"no key, the text's hash checked", []string{answerPath, "--answer", textPath}, 0, `"answer": "sha256 matches"`},
+		{"no key, a text with one byte more", []string{answerPath, "--answer", changedText}, 2, `"answer": "FAILED`},
 	} {
 		total++
 		code, stdout, stderr := runCLI(append([]string{"receipt", "verify"}, c.args...)...)
@@ -147,6 +150,12 @@ func TestReceiptVerifyAndLedgerVerifyCheckAServedAnswer(t *testing.T) {
 			continue
 		}
 		pass++
+	}
+	total++
+	if code, stdout, stderr := runCLI("receipt", "verify", requestPath, "--key", keyPath+".pub"); code == 1 && stdout == "" && strings.Contains(stderr, "holds no bankml_receipt") {
+		pass++
+	} else {
+		t.Errorf("receipt verify of a JSON file without bankml_receipt: exit %d %q %q, want 1 saying it holds none", code, stdout, stderr)
 	}
 	// The history and its log: every entry published, each proved.
 	deadline := time.Now().Add(10 * time.Second)

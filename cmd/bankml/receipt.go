@@ -19,12 +19,12 @@ import (
 
 // receiptCmd is `bankml receipt verify RECEIPT` (provenance.VerifyReceipt, ledger's log client).
 type receiptCmd struct {
-	Verify receiptVerifyCmd `cmd:"" help:"Check a signed receipt: its Ed25519 signature by --key, and with --answer/--request the hashes of the text and request, with --log its leaf in the transparency log; print the verdict as JSON; exit 2 when a check fails."`
+	Verify receiptVerifyCmd `cmd:"" help:"Check a signed receipt: its Ed25519 signature by --key, and with --answer/--request the hashes of the text and request, with --log its leaf in the transparency log; print the verdict as JSON; exit 2 when a check fails or nothing was checked."`
 }
 
 type receiptVerifyCmd struct {
 	Receipt  string   `arg:"" name:"RECEIPT" help:"A file holding the receipt (a bankml_receipt object, or an answer carrying one as bankml_receipt); - for standard input."`
-	Key      string   `name:"key" placeholder:"PUB" help:"The operator's public key: a file (FILE.pub, FILE.pem, or the private key) or a verifier key inline. Without it the signature is not checked (the verdict says so)."`
+	Key      string   `name:"key" placeholder:"PUB" help:"The operator's public key: a file (FILE.pub, FILE.pem, or the private key) or a verifier key inline. Without it the signature is not checked (the verdict says so; with no other check either, ok is false)."`
 	Answer   string   `name:"answer" type:"path" placeholder:"FILE" help:"The answer text exactly as received: its sha256 must be the receipt's response_sha256."`
 	Request  string   `name:"request" type:"path" placeholder:"FILE" help:"The request body exactly as sent: its sha256 must be the receipt's request_sha256."`
 	Log      string   `name:"log" placeholder:"URL" help:"The transparency log (its tlog-tiles prefix, e.g. http://127.0.0.1:8080/bankml/ledger/, or a folder): the receipt's entry_sha256 must be leaf ledger_index of its latest checkpoint, signed by --key."`
@@ -64,14 +64,21 @@ func readReceipt(path string, stdin io.Reader) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	var outer struct {
-		Receipt json.RawMessage `json:"bankml_receipt"`
-	}
+	var outer map[string]json.RawMessage
 	if err := json.Unmarshal(b, &outer); err != nil {
 		return nil, fmt.Errorf("%s: not a JSON object: %w", path, err)
 	}
-	if outer.Receipt != nil {
-		return outer.Receipt, nil
+	if r, ok := outer["bankml_receipt"]; ok {
+		if string(r) == "null" {
+			return nil, fmt.Errorf("%s: its bankml_receipt is null", path)
+		}
+		return r, nil
+	}
+	// A receipt itself always has these members (serve.Receipt).
+	for _, m := range []string{"signed", "request_sha256", "response_sha256"} {
+		if _, ok := outer[m]; !ok {
+			return nil, fmt.Errorf("%s holds no bankml_receipt (and is no receipt itself: it has no %s member)", path, m)
+		}
 	}
 	return b, nil
 }
@@ -135,6 +142,11 @@ func (c *receiptVerifyCmd) Run(stdin io.Reader, stdout io.Writer) error {
 		if err := c.checkLog(rf, key, &v, fail); err != nil {
 			return err
 		}
+	}
+	if v.OK && v.Signature != "verified" && len(v.Checks) == 0 {
+		// Without --key, --answer, --request or --log nothing was checked: the receipt's hashes are of
+		// bytes only the client holds, its signature needs the key.
+		v.OK, v.Reason = false, "nothing verified: give --key (and --log) to check the signature (and the leaf), --answer and --request to check the hashes"
 	}
 	if werr := writeJSON(stdout, v); werr != nil {
 		return werr
