@@ -181,7 +181,23 @@ func TestServeRefusesAHistoryBehindItsLog(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		code, _, stderr := runCLI("serve", model, "--unpinned", "--port", "0", "--history", dir, "--key", keyPath)
+		type result struct {
+			code   int
+			stderr string
+		}
+		done := make(chan result, 1)
+		go func() {
+			code, _, stderr := runCLI("serve", model, "--unpinned", "--port", "0", "--history", dir, "--key", keyPath)
+			done <- result{code, stderr}
+		}()
+		var code int
+		var stderr string
+		select {
+		case r := <-done:
+			code, stderr = r.code, r.stderr
+		case <-time.After(60 * time.Second):
+			t.Fatalf("%s: serve started on a history behind its log (still running after 60 s)", c.name)
+		}
 		for _, w := range c.want {
 			if code != 1 || !strings.Contains(stderr, w) {
 				t.Errorf("%s: exit %d, want 1 with %q:\n%s", c.name, code, w, stderr)
