@@ -131,7 +131,9 @@ func TestEmbedAndPerplexityTakeAStoreName(t *testing.T) {
 		args func(model string) []string
 	}{
 		{"embed", func(m string) []string { return []string{"embed", m, "-p", "Once upon a time", "-t", "1"} }},
-		{"perplexity", func(m string) []string { return []string{"perplexity", m, text, "-c", "128", "--chunks", "2", "-t", "1"} }},
+		{"perplexity", func(m string) []string {
+			return []string{"perplexity", m, text, "-c", "128", "--chunks", "2", "-t", "1"}
+		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			code, byName, stderr := runCLI(c.args("stories260K")...)
