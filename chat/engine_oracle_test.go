@@ -44,7 +44,7 @@ var engineCases = []struct {
 	{"length and filters", "{{ l | length }}{{ s | length }}{{ s | upper }}{{ s | lower }}{{ l | join(',') }}", map[string]any{"l": []any{"a", "b"}, "s": "Ab"}},
 	{"printing", "{{ 1 }}|{{ true }}|{{ 'a' + 'b' }}|{{ 2 * 3 }}|{{ 7 % 3 }}", nil},
 	{"floor division refused", "{{ 7 // 2 }}", nil},
-	{"trim filter forms", "[{{ s|trim }}][{{ s | trim('x') }}][{{ 5 | trim }}]", map[string]any{"s": "x a x"}},
+	{"trim filter forms", "[{{ s|trim }}][{{ s | trim('x') }}][{{ 5 | trim }}]", map[string]any{"s": "x\v a \fx"}},
 	{"items", "{% for k, v in m.items() %}{{ k }}={{ v }};{% endfor %}", map[string]any{"m": map[string]any{"z": 1, "a": 2}}},
 	{"default", "{{ y | default('d') }}{{ x | default('d') }}", map[string]any{"x": "v"}},
 	{"dict literal", "{{ {'a': 1, 'b': [2]} | tojson }}", nil},

@@ -70,16 +70,6 @@ func (n *node) get(key string) (*node, bool) {
 	return nil, false
 }
 
-func (n *node) del(key string) {
-	for i, k := range n.keys {
-		if k == key {
-			n.keys = append(n.keys[:i:i], n.keys[i+1:]...)
-			n.vals = append(n.vals[:i:i], n.vals[i+1:]...)
-			return
-		}
-	}
-}
-
 // clone copies n deeply.
 func (n *node) clone() *node {
 	if n == nil {

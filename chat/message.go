@@ -73,7 +73,7 @@ func (m *Message) renderContent() string {
 // reasoning_content is left out: this is where llama.cpp drops it.
 func (m *Message) toJSON() (*node, error) {
 	if m.Content != "" && len(m.Parts) > 0 {
-		return nil, errors.New("Cannot specify both content and content_parts")
+		return nil, errors.New("Cannot specify both content and content_parts") //lint:ignore ST1005 llama.cpp's words, byte for byte
 	}
 	o := jobj().set("role", jstr(m.Role))
 	switch {

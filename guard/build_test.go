@@ -173,21 +173,6 @@ func with(extra ...kv) []kv {
 	return kvs
 }
 
-// without returns baseKVs without the named keys.
-func without(keys ...string) []kv {
-	var out []kv
-outer:
-	for _, p := range baseKVs() {
-		for _, k := range keys {
-			if p.key == k {
-				continue outer
-			}
-		}
-		out = append(out, p)
-	}
-	return out
-}
-
 // baseTensors are the tensors of the small valid file: an f32 norm and a q8_0 matrix.
 func baseTensors() []ti {
 	return []ti{tn("output_norm.weight", gguf.F32, 256), tn("token_embd.weight", gguf.Q8_0, 256, 3)}

@@ -152,6 +152,10 @@ func Fetch(ctx context.Context, src Source, dir string, o Options) (string, erro
 	}
 	t := transfer{src: src, from: from, f: f, h: h, have: have, o: o, sink: sink, dir: dir}
 	if err := t.run(ctx); err != nil {
+		if st, serr := f.Stat(); serr == nil && st.Size() == 0 { // nothing arrived: leave no empty partial file
+			f.Close()
+			os.Remove(partial)
+		}
 		return "", err
 	}
 	got := hex.EncodeToString(t.h.Sum(nil))

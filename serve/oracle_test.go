@@ -326,8 +326,9 @@ func TestAnswersEqualReference(t *testing.T) {
 					} else {
 						a = parseAnswer(t, b)
 					}
-					wantText, wantCompletion := llamaServerTexts(t, mdl.path, []byte(raw))
-					wantAnswer := []byte(wantText)
+					_, wantCompletion := llamaServerTexts(t, mdl.path, []byte(raw))
+					var wantText string
+					var wantAnswer []byte
 					if route == "/v1/completions" {
 						wantText, wantAnswer = wantCompletion, []byte(wantCompletion)
 					} else {

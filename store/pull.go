@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -110,6 +112,9 @@ func looksLikePath(s string) bool {
 // record writes the manifest of a model just brought in (keeping no Modelfile settings: a pull replaces
 // the model, as Ollama's does).
 func (s *Store) record(name, tag string, b Blob, prov Provenance, license string) (*Manifest, error) {
+	if err := s.checkGGUF(b); err != nil {
+		return nil, err
+	}
 	prov.Added = time.Now().UTC()
 	m := &Manifest{Name: name, Tag: tag, Model: b, Provenance: prov}
 	if license != "" {
@@ -119,6 +124,26 @@ func (s *Store) record(name, tag string, b Blob, prov Provenance, license string
 		return nil, err
 	}
 	return m, nil
+}
+
+// checkGGUF refuses a blob that does not start with GGUF's magic, before any manifest names it: a pull of
+// another kind of file fails here, not at its first run. The blob is removed unless a manifest names it.
+func (s *Store) checkGGUF(b Blob) error {
+	p := s.BlobPath(b.SHA256)
+	f, err := os.Open(p)
+	if err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	magic := make([]byte, 4)
+	_, err = io.ReadFull(f, magic)
+	f.Close()
+	if err == nil && string(magic) == "GGUF" {
+		return nil
+	}
+	if ms, lerr := s.List(); lerr == nil && !slices.ContainsFunc(ms, func(m *Manifest) bool { return m.Model.SHA256 == b.SHA256 }) {
+		os.Remove(p)
+	}
+	return fmt.Errorf("store: %s is not a GGUF file (it does not start with the magic \"GGUF\"): nothing stored", b.File)
 }
 
 // storeName is the NAME:TAG a non-catalog source is stored under: o.Name, else the file's base name

@@ -247,3 +247,25 @@ func TestPullOfAnHFAddressWithItsSHA256ReadsTheMirror(t *testing.T) {
 		t.Fatalf("hf:// without --sha256: %v", err)
 	}
 }
+
+func TestPullOfAFileThatIsNotGGUFStoresNothing(t *testing.T) {
+	s, _ := newStore(t)
+	notGGUF := filepath.Join(t.TempDir(), "notes.gguf")
+	if err := os.WriteFile(notGGUF, []byte("root:x:0:0:root:/root:/bin/bash\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.Pull(context.Background(), notGGUF, opts(""))
+	if err == nil || !strings.Contains(err.Error(), "is not a GGUF file") {
+		t.Fatalf("pull of a text file: %v, want a refusal saying it is not a GGUF file", err)
+	}
+	if ms, err := s.List(); err != nil || len(ms) != 0 {
+		t.Fatalf("the store lists %d models (%v) after a refused pull", len(ms), err)
+	}
+	blobs, err := os.ReadDir(s.BlobsDir())
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	if len(blobs) != 0 {
+		t.Fatalf("blobs left after a refused pull: %v", blobs)
+	}
+}

@@ -3,7 +3,6 @@ package tokenizer
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -190,5 +189,5 @@ func TestOracleGeneratorCoversItsClasses(t *testing.T) {
 	if leading == 0 {
 		t.Error("no generated text starts with a space")
 	}
-	t.Log(fmt.Sprintf("%d texts, %d with a leading space", len(texts), leading))
+	t.Logf("%d texts, %d with a leading space", len(texts), leading)
 }

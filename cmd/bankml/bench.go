@@ -174,6 +174,7 @@ func pick[T any](all []T, list string, name func(T) string) ([]T, error) {
 	return out, nil
 }
 
+//lint:ignore U1000 a sink: the reference calls must not be optimised away
 var benchSink float32
 
 // randWeights fills rows of typ with random codes and f16 scales of real

@@ -19,7 +19,7 @@ import (
 // 2 euclidean, 0 max-absolute, -1 none, p > 2 the p-norm; a rank score is printed as it is), through the
 // engine's Embed (the texts share forward passes, each vector its text's alone).
 type embedCmd struct {
-	Model     string      `arg:"" optional:"" name:"MODEL" help:"Path to a GGUF model file (or -m/--model FNAME)." type:"path"`
+	Model     string      `arg:"" optional:"" name:"MODEL" help:"A GGUF model file (or -m/--model FNAME), or a model NAME[:TAG] from the store, pulled from bankml's catalog on first use (pinned by its manifest)."`
 	ModelFlag string      `short:"m" name:"model" placeholder:"FNAME" help:"Path to a GGUF model file, as llama-embedding's -m/--model, instead of MODEL." type:"path"`
 	Prompt    *rawText    `short:"p" name:"prompt" help:"The texts, separated by --embd-separator (read from standard input when absent)."`
 	Separator string      `name:"embd-separator" default:"\n" help:"Separator of the texts in the prompt, as llama-embedding's --embd-separator (default a newline)."`
@@ -29,6 +29,9 @@ type embedCmd struct {
 	Threads   threadCount `short:"t" name:"threads" default:"${nproc}" help:"Number of threads (default: the number of logical CPUs)."`
 	Ctx       int         `short:"c" name:"ctx-size" aliases:"ctx" default:"0" help:"Context size in tokens (0: the model's training context)."`
 	Manifest  string      `name:"manifest" help:"Provenance manifest (FORK.json), or the file's sha256 digest, to pin the model against; without it the model runs unpinned and says so."`
+
+	storeFlag  `embed:""` // --models: the store a NAME comes from (storemodel.go)
+	mirrorFlag `embed:""` // --from: the mirror a NAME is pulled from on first use
 }
 
 // Run embeds the texts and prints the vectors.
@@ -54,6 +57,10 @@ func (c *embedCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) erro
 		text = strings.TrimSuffix(string(b), "\n")
 	}
 	texts := strings.Split(text, c.Separator)
+	var err error
+	if path, c.Manifest, _, err = storeModel("embed", path, c.Manifest, c.storeFlag, c.From, stderr); err != nil {
+		return err
+	}
 	am, err := openModel("embed", path, admit.Options{Manifest: c.Manifest, Pin: admit.AllowUnpinned}, stderr, stderr)
 	if err != nil {
 		return err

@@ -15,13 +15,16 @@ import (
 )
 
 type perplexityCmd struct {
-	Model    string      `arg:"" name:"MODEL" help:"Path to a GGUF model file." type:"path"`
+	Model    string      `arg:"" name:"MODEL" help:"A GGUF model file, or a model NAME[:TAG] from the store, pulled from bankml's catalog on first use (pinned by its manifest)."`
 	File     string      `arg:"" name:"FILE" help:"Text file to score (llama-perplexity -f; one trailing newline is dropped, as it does)." type:"path"`
 	Ctx      int         `short:"c" name:"ctx-size" default:"512" help:"Tokens per chunk (llama-perplexity's -c, default 512); the second half of each chunk is scored."`
 	Batch    int         `short:"b" name:"batch-size" default:"2048" help:"Tokens per decode (llama-perplexity's -b); capped at the chunk size (each chunk is its own sequence)."`
 	Chunks   int         `name:"chunks" default:"-1" help:"Score at most this many chunks (-1: all; 0 is refused)."`
 	Threads  threadCount `short:"t" name:"threads" default:"${nproc}" help:"Number of threads (the result does not depend on it); 0 or less takes the number of logical CPUs, as llama.cpp; at most 512, ggml's GGML_MAX_N_THREADS)."`
 	Manifest string      `name:"manifest" help:"Provenance manifest (FORK.json), or the file's sha256, to pin the model against."`
+
+	storeFlag  `embed:""` // --models: the store a NAME comes from (storemodel.go)
+	mirrorFlag `embed:""` // --from: the mirror a NAME is pulled from on first use
 }
 
 // engineEval scores through the engine (engine.Evaluate: each chunk a sequence of its own).
@@ -48,6 +51,9 @@ func (p *perplexityCmd) Run(stdout io.Writer, stderr errWriter) error {
 	text, err := os.ReadFile(p.File)
 	if err != nil {
 		return fmt.Errorf("perplexity: %w", err)
+	}
+	if p.Model, p.Manifest, _, err = storeModel("perplexity", p.Model, p.Manifest, p.storeFlag, p.From, stderr); err != nil {
+		return err
 	}
 	am, err := openModel("perplexity", p.Model, admit.Options{Manifest: p.Manifest, Pin: admit.AllowUnpinned}, stderr, stderr)
 	if err != nil {

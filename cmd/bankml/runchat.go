@@ -42,7 +42,8 @@ package main
 // a new prompt there), which a program reading a script cannot follow. Ctrl-C while an answer is generated stops that answer (the text so
 // far joins the conversation, as llama-cli keeps it), a second Ctrl-C before
 // it stops exits with status 130, and Ctrl-C while a message is read ends the
-// conversation, as in llama-cli. -p is the first user message (llama-cli's -p
+// conversation (status 0), as in llama-cli; see chatInterrupts for the moments
+// in between. -p is the first user message (llama-cli's -p
 // with its conversation); the conversation then goes on reading standard
 // input, which at its end (a script's empty input) exits; --single-turn stops
 // after the first answer (llama-cli's -st).
@@ -115,8 +116,120 @@ type chatSession struct {
 	messages []chat.Message // the system message and the finished turns
 	turns    int
 
-	mu     sync.Mutex
-	cancel context.CancelFunc // stops the answer being generated (Ctrl-C); nil between answers
+	ints chatInterrupts
+}
+
+// chatInterrupts is what Ctrl-C (SIGINT) does at each point of the loop, as
+// llama-cli's signal handler and read loop do it (tools/cli/cli.cpp,
+// tools/cli/cli-context.cpp, common/console.cpp):
+//   - while an answer is generated (from the turn's start, its prompt's
+//     evaluation included), the first Ctrl-C stops that answer and a second
+//     one before it stops exits with status 130; every answer starts afresh;
+//   - while a line is read (the terminal in raw mode), Ctrl-C is a key the
+//     line editor reads: it ends the conversation, status 0 (llama-cli's read
+//     ends on the signal and its loop breaks); a signal that arrives then
+//     (raised before raw mode was set but seen late, or sent with kill) does
+//     the same at once: the terminal is restored and the process exits 0;
+//   - between the two (the terminal cooked, no answer yet: the summary, the
+//     next read's setup), Ctrl-C is kept: the next read ends the
+//     conversation before reading anything, and a turn about to start
+//     (its message read before the Ctrl-C) starts stopped.
+//
+// Deliberate difference: llama-cli keeps a Ctrl-C seen between reads until
+// its next read returns, so the line typed next is read and then dropped;
+// bankml ends at once and never drops a line it has read.
+type chatInterrupts struct {
+	mu       sync.Mutex
+	cancel   context.CancelFunc // stops the answer being generated; nil between answers
+	stopping bool               // the answer being generated was stopped once already
+	pending  bool               // a Ctrl-C came between answers and reads
+	restore  func()             // while a terminal line is read: restores the terminal's mode
+	quit     chan struct{}      // receives a value when pending is set (ends a wait for piped input)
+}
+
+// signal acts on one SIGINT; stderr gets a newline before an exit.
+func (c *chatInterrupts) signal(stderr io.Writer) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.cancel != nil && c.stopping:
+		fmt.Fprintln(stderr, "\ninterrupted")
+		os.Exit(130)
+	case c.cancel != nil:
+		c.stopping = true
+		c.cancel()
+	case c.restore != nil:
+		c.restore()
+		fmt.Fprintln(stderr)
+		os.Exit(0)
+	default:
+		c.pending = true
+		select {
+		case c.quitChan() <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (c *chatInterrupts) quitChan() chan struct{} {
+	if c.quit == nil {
+		c.quit = make(chan struct{}, 1)
+	}
+	return c.quit
+}
+
+// wait is the channel a reader of piped input waits on besides its input.
+func (c *chatInterrupts) wait() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.quitChan()
+}
+
+// takePending reports (and clears) a Ctrl-C kept between answers and reads.
+// c.mu must be held.
+func (c *chatInterrupts) takePending() bool {
+	p := c.pending
+	c.pending = false
+	select {
+	case <-c.quitChan():
+	default:
+	}
+	return p
+}
+
+// startReading marks a terminal read in raw mode (restore undoes raw mode), unless a Ctrl-C is
+// pending: then it reports false and the read must end the conversation.
+func (c *chatInterrupts) startReading(restore func()) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.takePending() {
+		return false
+	}
+	c.restore = restore
+	return true
+}
+
+func (c *chatInterrupts) endReading() {
+	c.mu.Lock()
+	c.restore = nil
+	c.mu.Unlock()
+}
+
+// startAnswer marks an answer being generated (cancel stops it); a pending Ctrl-C stops it at once.
+func (c *chatInterrupts) startAnswer(cancel context.CancelFunc) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cancel, c.stopping = cancel, false
+	if c.takePending() {
+		c.stopping = true
+		cancel()
+	}
+}
+
+func (c *chatInterrupts) endAnswer() {
+	c.mu.Lock()
+	c.cancel, c.stopping = nil, false
+	c.mu.Unlock()
 }
 
 // errRefused marks a user message the conversation does not take (it stays as it was).
@@ -132,29 +245,12 @@ func (r *runCmd) chat(e *engine.Engine, tmpl *chat.Template, sp sample.Params, s
 	}
 	interactive := isTerminal(stdin)
 
-	// Ctrl-C: stops the answer being generated; a second one before it
-	// stops exits (status 130); while a message is read, ends the loop.
+	// Ctrl-C (SIGINT): see chatInterrupts.
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt)
-	quit := make(chan struct{})
-	var quitOnce sync.Once
 	go func() {
-		stopped := false
 		for range sig {
-			s.mu.Lock()
-			cancel := s.cancel
-			s.mu.Unlock()
-			if cancel != nil {
-				if stopped {
-					fmt.Fprintln(stderr, "\ninterrupted")
-					os.Exit(130)
-				}
-				stopped = true
-				cancel()
-				continue
-			}
-			stopped = false
-			quitOnce.Do(func() { close(quit) })
+			s.ints.signal(stderr)
 		}
 	}()
 	defer func() {
@@ -165,9 +261,9 @@ func (r *runCmd) chat(e *engine.Engine, tmpl *chat.Template, sp sample.Params, s
 	var in messageReader
 	if interactive {
 		fmt.Fprintf(stderr, "chat: %s; /exit or Ctrl-D ends the conversation, Ctrl-C stops an answer\n", chatBanner(tmpl, r.System != ""))
-		in = newTermReader(stdin.(*os.File), stderr, quit)
+		in = newTermReader(stdin.(*os.File), stderr, &s.ints)
 	} else {
-		in = newLineReader(stdin, quit)
+		in = newLineReader(stdin, &s.ints)
 	}
 
 	refused := 0
@@ -258,14 +354,8 @@ func (s *chatSession) turn(user string, out, info io.Writer, verbose bool) (chat
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	s.mu.Lock()
-	s.cancel = cancel
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		s.cancel = nil
-		s.mu.Unlock()
-	}()
+	s.ints.startAnswer(cancel)
+	defer s.ints.endAnswer()
 
 	nPredict := s.nPredict
 	if nPredict < 0 {
@@ -368,10 +458,11 @@ type messageReader interface {
 
 // lineReader reads messages from input that is not a terminal: one line a
 // message, a line ending in "\" continued on the next (joined with "\n").
-// Lines are read by a goroutine so that Ctrl-C (quit) ends a wait.
+// Lines are read by a goroutine so that a Ctrl-C between answers (see
+// chatInterrupts) ends a wait, and ends the input before a line read already.
 type lineReader struct {
 	lines <-chan lineOrErr
-	quit  <-chan struct{}
+	ints  *chatInterrupts
 }
 
 type lineOrErr struct {
@@ -379,7 +470,7 @@ type lineOrErr struct {
 	err  error
 }
 
-func newLineReader(r io.Reader, quit <-chan struct{}) *lineReader {
+func newLineReader(r io.Reader, ints *chatInterrupts) *lineReader {
 	ch := make(chan lineOrErr)
 	go func() {
 		br := bufio.NewReader(r)
@@ -395,7 +486,7 @@ func newLineReader(r io.Reader, quit <-chan struct{}) *lineReader {
 			}
 		}
 	}()
-	return &lineReader{lines: ch, quit: quit}
+	return &lineReader{lines: ch, ints: ints}
 }
 
 func (l *lineReader) readMessage() (string, error) {
@@ -403,9 +494,15 @@ func (l *lineReader) readMessage() (string, error) {
 	for {
 		var le lineOrErr
 		var ok bool
+		quit := l.ints.wait()
+		select {
+		case <-quit:
+			return "", io.EOF
+		default:
+		}
 		select {
 		case le, ok = <-l.lines:
-		case <-l.quit:
+		case <-quit:
 			return "", io.EOF
 		}
 		if !ok {
@@ -429,14 +526,15 @@ func (l *lineReader) readMessage() (string, error) {
 // termReader reads messages on a terminal with golang.org/x/term's line
 // editor: the terminal is in raw mode only while a line is read (so that
 // Ctrl-C raises SIGINT during generation); Ctrl-D on an empty line and
-// Ctrl-C end the input (x/term returns io.EOF for both).
+// Ctrl-C end the input (x/term returns io.EOF for both), and so does a
+// Ctrl-C kept from before the read (see chatInterrupts).
 type termReader struct {
 	f    *os.File
 	t    *term.Terminal
-	quit <-chan struct{}
+	ints *chatInterrupts
 }
 
-func newTermReader(f *os.File, echo io.Writer, quit <-chan struct{}) *termReader {
+func newTermReader(f *os.File, echo io.Writer, ints *chatInterrupts) *termReader {
 	t := term.NewTerminal(struct {
 		io.Reader
 		io.Writer
@@ -444,26 +542,14 @@ func newTermReader(f *os.File, echo io.Writer, quit <-chan struct{}) *termReader
 	if w, h, err := term.GetSize(int(f.Fd())); err == nil && w > 0 && h > 0 {
 		_ = t.SetSize(w, h) // a size x/term refuses keeps its default (80 columns)
 	}
-	return &termReader{f: f, t: t, quit: quit}
+	return &termReader{f: f, t: t, ints: ints}
 }
 
 func (r *termReader) readMessage() (string, error) {
 	var msg strings.Builder
 	r.t.SetPrompt("> ")
 	for {
-		select {
-		case <-r.quit:
-			return "", io.EOF
-		default:
-		}
-		old, err := term.MakeRaw(int(r.f.Fd()))
-		if err != nil {
-			return "", err
-		}
-		line, err := r.t.ReadLine()
-		if rerr := term.Restore(int(r.f.Fd()), old); rerr != nil && err == nil {
-			err = rerr
-		}
+		line, err := r.readLine()
 		if err == io.EOF && msg.Len() > 0 {
 			return msg.String(), nil
 		}
@@ -478,4 +564,26 @@ func (r *termReader) readMessage() (string, error) {
 		msg.WriteString(line)
 		return msg.String(), nil
 	}
+}
+
+// readLine reads one line in raw mode: io.EOF for Ctrl-D on an empty line, Ctrl-C, or a Ctrl-C
+// kept from before raw mode was set.
+func (r *termReader) readLine() (string, error) {
+	fd := int(r.f.Fd())
+	old, err := term.MakeRaw(fd)
+	if err != nil {
+		return "", err
+	}
+	if !r.ints.startReading(func() { _ = term.Restore(fd, old) }) {
+		if err := term.Restore(fd, old); err != nil {
+			return "", err
+		}
+		return "", io.EOF
+	}
+	line, err := r.t.ReadLine()
+	r.ints.endReading()
+	if rerr := term.Restore(fd, old); rerr != nil && err == nil {
+		err = rerr
+	}
+	return line, err
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -36,8 +37,6 @@ func openPTY(t *testing.T) (master, slave *os.File) {
 		master.Close()
 		t.Fatal(err)
 	}
-	// Drain what the slave writes (nothing is expected: echo goes to stderr).
-	go io.Copy(io.Discard, master)
 	t.Cleanup(func() { slave.Close(); master.Close() })
 	return master, slave
 }
@@ -61,6 +60,7 @@ func TestRunChatOnATerminal(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			want, _ := refChat(t, fx.rm, fx.tmpl, 0, []int{12}, "", tc.users)
 			master, slave := openPTY(t)
+			go io.Copy(io.Discard, master) // nothing is expected: echo goes to stderr
 			e := &syncBuffer{}
 			var o strings.Builder
 			var got []chatTurn
@@ -143,4 +143,106 @@ func TestRunChatCtrlCStopsTheAnswer(t *testing.T) {
 		t.Errorf("no interrupted turn on standard error:\n%s", e.String())
 	}
 	checkTurns(t, fx.rm, want, got, o.String(), e.String())
+}
+
+// TestRunChatHelperProcess is not a test of its own: TestRunChatCtrlCOnATerminal
+// runs the test binary through it as bankml, in a session of its own.
+func TestRunChatHelperProcess(t *testing.T) {
+	if os.Getenv("BANKML_CHAT_HELPER") != "1" {
+		t.Skip("the bankml process of TestRunChatCtrlCOnATerminal, run only by it")
+	}
+	args := os.Args
+	for len(args) > 0 && args[0] != "--" {
+		args = args[1:]
+	}
+	if len(args) == 0 {
+		t.Fatal("no bankml arguments after --")
+	}
+	os.Exit(run(args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// TestRunChatCtrlCOnATerminal: bankml run --chat on the controlling terminal
+// of its session (a pseudo-terminal), Ctrl-C typed as a user types it, so that
+// the terminal raises SIGINT while an answer is generated and hands the key to
+// the line editor at the prompt, as in a shell. Each answer is stopped by its
+// own first Ctrl-C and the conversation goes on; Ctrl-C at the prompt ends the
+// conversation at once with status 0 (llama-cli's loop), whether or not an
+// answer was stopped before it; nothing typed is dropped or left unanswered.
+func TestRunChatCtrlCOnATerminal(t *testing.T) {
+	path := chatModel(t)
+	type step struct {
+		until func(out string) bool // what the output must show before keys are typed
+		keys  string
+	}
+	prompts := func(n int) func(string) bool { // the n-th "> " marker is shown (the line editor reads)
+		return func(out string) bool { return strings.Count(out, "> ") >= n }
+	}
+	answering := func(n int) func(string) bool { // the n-th answer has printed some text
+		return func(out string) bool {
+			parts := strings.Split(out, "> Hi\r\n")
+			return len(parts) > n && len(parts[n]) >= 16
+		}
+	}
+	for _, tc := range []struct {
+		name        string
+		steps       []step
+		interrupted int // how many "stopped: interrupted" summaries
+	}{
+		{"Ctrl-C stops each answer, /exit ends", []step{
+			{prompts(1), "Hi\r"}, {answering(1), "\x03"},
+			{prompts(2), "Hi\r"}, {answering(2), "\x03"},
+			{prompts(3), "/exit\r"},
+		}, 2},
+		{"Ctrl-C at an idle prompt ends the conversation", []step{{prompts(1), "\x03"}}, 0},
+		{"Ctrl-C at the prompt after a stopped answer ends the conversation", []step{
+			{prompts(1), "Hi\r"}, {answering(1), "\x03"}, {prompts(2), "\x03"},
+		}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			master, slave := openPTY(t)
+			out := &syncBuffer{}
+			go io.Copy(out, master)
+			cmd := exec.Command(os.Args[0], "-test.run=^TestRunChatHelperProcess$", "--",
+				"run", path, "--chat", "-t", "1", "-c", "4096", "-n", "-1", "--ignore-eos")
+			cmd.Env = append(os.Environ(), "BANKML_CHAT_HELPER=1")
+			cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			deadline := time.After(2 * time.Minute)
+			var err error
+			typed := 0
+		loop:
+			for {
+				select {
+				case err = <-done:
+					break loop
+				case <-deadline:
+					_ = cmd.Process.Kill()
+					t.Fatalf("no end after %d of %d inputs; terminal:\n%s", typed, len(tc.steps), out.String())
+				case <-time.After(10 * time.Millisecond):
+				}
+				if typed < len(tc.steps) && tc.steps[typed].until(out.String()) {
+					if _, err := master.WriteString(tc.steps[typed].keys); err != nil {
+						t.Fatal(err)
+					}
+					typed++
+				}
+			}
+			time.Sleep(100 * time.Millisecond) // the last output still on its way through the terminal
+			got := out.String()
+			if err != nil || typed != len(tc.steps) {
+				t.Fatalf("exit %v after %d of %d inputs; terminal:\n%s", err, typed, len(tc.steps), got)
+			}
+			if n := strings.Count(got, "stopped: interrupted"); n != tc.interrupted {
+				t.Errorf("%d answers stopped by Ctrl-C, want %d; terminal:\n%s", n, tc.interrupted, got)
+			}
+			if n := strings.Count(got, "stopped: "); n != tc.interrupted {
+				t.Errorf("%d answers, want %d (each stopped by Ctrl-C); terminal:\n%s", n, tc.interrupted, got)
+			}
+		})
+	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -329,5 +330,61 @@ func TestRunChatRefusesFlagsWithoutChat(t *testing.T) {
 		if code != 1 || !strings.Contains(stderr, "need --chat") {
 			t.Errorf("%v: exit %d, stderr %q; want 1 naming --chat", args, code, stderr)
 		}
+	}
+}
+
+// TestRunChatInterruptsBetweenAnswers: a Ctrl-C that comes while no answer
+// is generated and no line is read is kept: it ends the next read before
+// anything is read, or stops the answer about to start; a first Ctrl-C during
+// an answer stops it and every answer starts without an earlier one counted.
+func TestRunChatInterruptsBetweenAnswers(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		do   func(t *testing.T, c *chatInterrupts)
+	}{
+		{"a kept Ctrl-C ends the next terminal read", func(t *testing.T, c *chatInterrupts) {
+			c.signal(io.Discard)
+			if c.startReading(func() {}) {
+				t.Error("the read started")
+			}
+			if !c.startReading(func() {}) {
+				t.Error("the Ctrl-C was kept for the read after")
+			}
+		}},
+		{"a kept Ctrl-C ends the next read of piped input", func(t *testing.T, c *chatInterrupts) {
+			c.signal(io.Discard)
+			r := newLineReader(strings.NewReader("a line already there\n"), c)
+			if msg, err := r.readMessage(); err != io.EOF {
+				t.Errorf("read %q, %v; want io.EOF", msg, err)
+			}
+		}},
+		{"a kept Ctrl-C stops the answer about to start", func(t *testing.T, c *chatInterrupts) {
+			c.signal(io.Discard)
+			ctx, cancel := context.WithCancel(context.Background())
+			c.startAnswer(cancel)
+			if ctx.Err() == nil {
+				t.Error("the answer was not stopped")
+			}
+			c.endAnswer()
+			if !c.startReading(func() {}) {
+				t.Error("the Ctrl-C was kept for the read after")
+			}
+		}},
+		{"each answer's first Ctrl-C stops it", func(t *testing.T, c *chatInterrupts) {
+			for i := range 3 {
+				ctx, cancel := context.WithCancel(context.Background())
+				c.startAnswer(cancel)
+				if ctx.Err() != nil {
+					t.Fatalf("answer %d stopped before a Ctrl-C", i+1)
+				}
+				c.signal(io.Discard) // a second one would exit (status 130)
+				if ctx.Err() == nil {
+					t.Fatalf("answer %d not stopped", i+1)
+				}
+				c.endAnswer()
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { tc.do(t, &chatInterrupts{}) })
 	}
 }

@@ -115,3 +115,38 @@ func TestServeWithoutAModelRefusesWhatAStoreServerDoesNotSupportYet(t *testing.T
 		t.Fatalf("exit %d, stderr %q", code, e)
 	}
 }
+
+// TestEmbedAndPerplexityTakeAStoreName: embed and perplexity resolve a NAME from the store as run and serve
+// do (pulled on first use through the mirror), and give the same output as for the file's path.
+func TestEmbedAndPerplexityTakeAStoreName(t *testing.T) {
+	_, models := storeEnv(t)
+	t.Setenv("BANKML_MIRROR", models)
+	file := filepath.Join(models, "stories260K.gguf")
+	text := filepath.Join(t.TempDir(), "text.txt")
+	if err := os.WriteFile(text, []byte(strings.Repeat("Once upon a time there was a little girl. ", 40)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		args func(model string) []string
+	}{
+		{"embed", func(m string) []string { return []string{"embed", m, "-p", "Once upon a time", "-t", "1"} }},
+		{"perplexity", func(m string) []string {
+			return []string{"perplexity", m, text, "-c", "128", "--chunks", "2", "-t", "1"}
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, byName, stderr := runCLI(c.args("stories260K")...)
+			if code != 0 {
+				t.Fatalf("%s stories260K: exit %d: %s", c.name, code, stderr)
+			}
+			code, byPath, stderr := runCLI(c.args(file)...)
+			if code != 0 {
+				t.Fatalf("%s %s: exit %d: %s", c.name, file, code, stderr)
+			}
+			if byName != byPath || byName == "" {
+				t.Fatalf("%s by name:\n%s\nby path:\n%s", c.name, byName, byPath)
+			}
+		})
+	}
+}
