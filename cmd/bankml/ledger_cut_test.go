@@ -18,50 +18,35 @@ import (
 // key, and waits for the checkpoint; it returns the folder and the key file.
 func signedHistory(t *testing.T, n int) (dir, keyPath string) {
 	t.Helper()
-	ctx := context.Background()
 	dir = t.TempDir()
 	keyPath = filepath.Join(t.TempDir(), "op.key")
 	if _, err := provenance.WriteKeyFiles(keyPath, "bankml.test/cut"); err != nil {
 		t.Fatal(err)
 	}
-	signer, err := provenance.LoadSigner(keyPath)
-	if err != nil {
-		t.Fatal(err)
+	prompts := make([]string, n)
+	for i := range prompts {
+		prompts[i] = strings.Repeat("x", i)
 	}
-	v, _ := signer.Public().NoteVerifier()
-	l, _, err := ledger.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	g, err := ledger.OpenPOSIXLog(filepath.Join(dir, "log"), signer.NoteSigner(), v, ledger.LogOptions{CheckpointInterval: 100 * time.Millisecond, BatchMaxAge: 5 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close(ctx)
-	for i := range n {
-		now := time.Now()
-		a, err := l.Append(ledger.Exchange{Request: []byte(`{"prompt":"` + strings.Repeat("x", i) + `"}`), Answer: []byte("ok"), Received: now, Answered: now})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := l.Publish(ctx, g, a); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if cp, err := g.Checkpoint(ctx); err == nil && cp.Size == uint64(n) {
-			return dir, keyPath
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no checkpoint of %d entries", n)
-		}
-	}
+	publish(t, dir, keyPath, prompts, func(i int, entry, leaf uint64) {})
+	return dir, keyPath
 }
 
 // publishOne opens the history in dir as serve did before it checked the log (cutting a partial last
-// line), appends one entry and publishes it to DIR/log, and waits for its checkpoint.
+// line), appends one entry and publishes it to DIR/log, and waits for its checkpoint: the entry must land
+// at index 0 of the cut history and leaf 1 of the log.
 func publishOne(t *testing.T, dir, keyPath string) {
+	t.Helper()
+	publish(t, dir, keyPath, []string{"after the cut"}, func(i int, entry, leaf uint64) {
+		if entry != 0 || leaf != 1 {
+			t.Fatalf("entry %d leaf %d, want entry 0 at leaf 1", entry, leaf)
+		}
+	})
+}
+
+// publish opens the history in dir (ledger.Open) and its POSIX log DIR/log signed with keyPath's key,
+// appends and publishes one exchange per prompt (check sees each entry's index and leaf), and waits for
+// a checkpoint covering every leaf.
+func publish(t *testing.T, dir, keyPath string, prompts []string, check func(i int, entry, leaf uint64)) {
 	t.Helper()
 	ctx := context.Background()
 	signer, err := provenance.LoadSigner(keyPath)
@@ -79,21 +64,26 @@ func publishOne(t *testing.T, dir, keyPath string) {
 		t.Fatal(err)
 	}
 	defer g.Close(ctx)
-	now := time.Now()
-	a, err := l.Append(ledger.Exchange{Request: []byte(`{"prompt":"after the cut"}`), Answer: []byte("ok"), Received: now, Answered: now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	leaf, err := l.Publish(ctx, g, a)
-	if err != nil || a.Index != 0 || leaf != 1 {
-		t.Fatalf("entry %d leaf %d %v, want entry 0 at leaf 1", a.Index, leaf, err)
+	var last uint64
+	for i, p := range prompts {
+		now := time.Now()
+		a, err := l.Append(ledger.Exchange{Request: []byte(`{"prompt":"` + p + `"}`), Answer: []byte("ok"), Received: now, Answered: now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		leaf, err := l.Publish(ctx, g, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(i, uint64(a.Index), uint64(leaf))
+		last = uint64(leaf)
 	}
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if cp, err := g.Checkpoint(ctx); err == nil && cp.Size == 2 {
+		if cp, err := g.Checkpoint(ctx); err == nil && cp.Size == last+1 {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("no checkpoint of 2 entries")
+			t.Fatalf("no checkpoint of %d leaves", last+1)
 		}
 	}
 }
