@@ -65,6 +65,9 @@ func (c *ledgerVerifyCmd) Run(stdout io.Writer, stderr errWriter) error {
 	var err error
 	if c.Key != "" || c.Log != "" {
 		lg, err = c.auditLog()
+		if lg != nil {
+			defer lg.close()
+		}
 	}
 	var rep ledger.Report
 	var leaves, commits []ledger.Hash
@@ -102,6 +105,7 @@ type logAudit struct {
 	audit    ledger.Audit
 	recorded map[uint64]uint64 // history.leaves: entry -> leaf index
 	prover   *ledger.Prover
+	close    func() error // closes the log's fetcher once the proofs are made (Run)
 }
 
 // auditLog audits the transparency log (ledger.AuditLog: signature, cosignatures, every leaf, no leaf
@@ -142,7 +146,12 @@ func (c *ledgerVerifyCmd) auditLog() (*logAudit, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer closeF()
+	kept := false
+	defer func() {
+		if !kept {
+			closeF()
+		}
+	}()
 	ctx := context.Background()
 	audit, err := ledger.AuditLog(ctx, f, v, witnesses, since)
 	if err != nil {
@@ -156,7 +165,8 @@ func (c *ledgerVerifyCmd) auditLog() (*logAudit, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &logAudit{audit: audit, recorded: recorded, prover: prover}, nil
+	kept = true
+	return &logAudit{audit: audit, recorded: recorded, prover: prover, close: closeF}, nil
 }
 
 // checkLog proves each history entry's commitment included at its leaf with tessera's ProofBuilder; a

@@ -211,9 +211,10 @@ func TestReplicasShareOneLogThroughKills(t *testing.T) {
 			verified++
 		}
 	}
-	// Every replica's history is in the log, each line proved, the killed replica's included.
+	// Every replica's history is in the log, each line proved, the killed replica's included (--shared-log:
+	// the other replicas' leaves are in the same log).
 	for i, d := range dirs {
-		out, err := exec.Command(bankmlBinary(t), "ledger", "verify", d, "--key", keyPath+provenance.PubSuffix, "--log", "mysql:"+db.DSN(), "--all-published").CombinedOutput()
+		out, err := exec.Command(bankmlBinary(t), "ledger", "verify", d, "--key", keyPath+provenance.PubSuffix, "--log", "mysql:"+db.DSN(), "--all-published", "--shared-log").CombinedOutput()
 		if err != nil {
 			t.Errorf("replica %d: bankml ledger verify: %v\n%s", i, err, out)
 		}
