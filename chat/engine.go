@@ -3,6 +3,7 @@ package chat
 import (
 	"errors"
 	"fmt"
+	"github.com/bankml/bankml/grammar"
 	"math"
 	"strconv"
 	"strings"
@@ -174,7 +175,7 @@ func writeJSON(b *strings.Builder, v jinja.Value, lvl, indent int, itemSep, keyS
 	case v.IsFloat():
 		b.WriteString(ostreamDouble(v.AsFloat()))
 	case v.IsString():
-		writeJSONString(b, v.AsString())
+		grammar.DumpString(b, v.AsString())
 	case v.IsList():
 		items := v.AsList().Items
 		b.WriteByte('[')
@@ -198,7 +199,7 @@ func writeJSON(b *strings.Builder, v jinja.Value, lvl, indent int, itemSep, keyS
 			newline()
 			for i, k := range d.Keys {
 				pad(lvl + 1)
-				writeJSONString(b, k)
+				grammar.DumpString(b, k)
 				b.WriteString(keySep)
 				writeJSON(b, d.Data[k], lvl+1, indent, itemSep, keySep)
 				if i < d.Len()-1 {
@@ -212,36 +213,6 @@ func writeJSON(b *strings.Builder, v jinja.Value, lvl, indent int, itemSep, keyS
 	default: // none, undefined, callables
 		b.WriteString("null")
 	}
-}
-
-func writeJSONString(b *strings.Builder, s string) {
-	b.WriteByte('"')
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch c {
-		case '"':
-			b.WriteString(`\"`)
-		case '\\':
-			b.WriteString(`\\`)
-		case '\b':
-			b.WriteString(`\b`)
-		case '\f':
-			b.WriteString(`\f`)
-		case '\n':
-			b.WriteString(`\n`)
-		case '\r':
-			b.WriteString(`\r`)
-		case '\t':
-			b.WriteString(`\t`)
-		default:
-			if c < 0x20 {
-				fmt.Fprintf(b, `\u%04x`, c)
-			} else {
-				b.WriteByte(c)
-			}
-		}
-	}
-	b.WriteByte('"')
 }
 
 // asciiJSON escapes the non-ASCII characters inside the JSON strings of s as \uXXXX (UTF-16, lower-case hex), and

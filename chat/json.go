@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/bankml/bankml/grammar"
 	"io"
 	"math"
 	"strconv"
@@ -205,7 +206,7 @@ func (n *node) dump(b *strings.Builder) error {
 		if !utf8.ValidString(n.s) {
 			return fmt.Errorf("invalid UTF-8 in string %q", n.s)
 		}
-		writeJSONString(b, n.s) // nlohmann escapes as llama.cpp's value_to_json does
+		grammar.DumpString(b, n.s) // nlohmann escapes as llama.cpp's value_to_json does
 	case jArray:
 		b.WriteByte('[')
 		for i, it := range n.items {

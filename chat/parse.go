@@ -3,6 +3,7 @@ package chat
 import (
 	"errors"
 	"fmt"
+	"github.com/bankml/bankml/grammar"
 	"strings"
 	"unicode/utf8"
 
@@ -127,7 +128,7 @@ func jsonQuote(s string) (string, error) {
 		return "", fmt.Errorf("%w: [json.exception.type_error.316] invalid UTF-8 byte in %q", ErrAnswer, s)
 	}
 	var b strings.Builder
-	writeJSONString(&b, s)
+	grammar.DumpString(&b, s)
 	return b.String(), nil
 }
 

@@ -408,7 +408,7 @@ func (j *JSON) dump(b *strings.Builder) {
 	case j.kind == jsonFloat:
 		b.WriteString(dumpFloat(j.f))
 	case j.kind == jsonString:
-		dumpString(b, j.s)
+		DumpString(b, j.s)
 	case j.kind == jsonArray:
 		b.WriteByte('[')
 		for i, v := range j.arr {
@@ -424,7 +424,7 @@ func (j *JSON) dump(b *strings.Builder) {
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			dumpString(b, k)
+			DumpString(b, k)
 			b.WriteByte(':')
 			j.vals[i].dump(b)
 		}
@@ -432,7 +432,10 @@ func (j *JSON) dump(b *strings.Builder) {
 	}
 }
 
-func dumpString(b *strings.Builder, s string) {
+// DumpString writes s as a JSON string the way nlohmann::json's dump escapes it (the reference's JSON writer):
+// '"', '\\' and the C escapes \b \f \n \r \t by name, other bytes below 0x20 as \u00XX, every other byte as
+// it is (no UTF-8 validation: the callers hold valid text or want its bytes).
+func DumpString(b *strings.Builder, s string) {
 	const hex = "0123456789abcdef"
 	b.WriteByte('"')
 	for i := 0; i < len(s); i++ {
