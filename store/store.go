@@ -146,23 +146,31 @@ func (s *Store) Get(ref string) (*Manifest, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
-	p := s.manifestPath(name, tag)
-	b, err := os.ReadFile(p)
+	m, err := readManifest(s.manifestPath(name, tag))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("store: %s:%s: %w in %s", name, tag, ErrNotFound, s.Root)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
+	return m, nil
+}
+
+// readManifest reads the manifest file p; its errors name p (a missing file wraps os.ErrNotExist).
+func readManifest(p string) (*Manifest, error) {
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return nil, err
+	}
 	var m Manifest
 	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("store: manifest %s: %w", p, err)
+		return nil, fmt.Errorf("manifest %s: %w", p, err)
 	}
 	if m.Schema != Schema {
-		return nil, fmt.Errorf("store: manifest %s: schema %d, this bankml reads %d", p, m.Schema, Schema)
+		return nil, fmt.Errorf("manifest %s: schema %d, this bankml reads %d", p, m.Schema, Schema)
 	}
 	if m.Parameters, err = typed(m.Parameters); err != nil {
-		return nil, fmt.Errorf("store: manifest %s: parameters: %w", p, err)
+		return nil, fmt.Errorf("manifest %s: parameters: %w", p, err)
 	}
 	return &m, nil
 }
@@ -240,9 +248,46 @@ func writeAtomic(path string, data []byte) error {
 	return nil
 }
 
-// List returns every manifest, sorted by name and tag. A manifest that does not read is an error naming it.
+// UnreadableError is List's error when some manifests do not read: List returns it beside every manifest
+// that does (as Ollama's list skips a bad manifest with a warning), so a caller can show those and report
+// these.
+type UnreadableError struct {
+	Manifests []*ManifestError // in the order of their NAME:TAG
+}
+
+func (e *UnreadableError) Error() string {
+	msgs := make([]string, len(e.Manifests))
+	for i, m := range e.Manifests {
+		msgs[i] = m.Error()
+	}
+	return strings.Join(msgs, "; ")
+}
+
+// Unwrap gives the unreadable manifests' errors.
+func (e *UnreadableError) Unwrap() []error {
+	errs := make([]error, len(e.Manifests))
+	for i, m := range e.Manifests {
+		errs[i] = m
+	}
+	return errs
+}
+
+// ManifestError is one manifest that does not read: the model's NAME:TAG (its folder's and file's names)
+// and why.
+type ManifestError struct {
+	Ref string
+	Err error // names the manifest file
+}
+
+func (e *ManifestError) Error() string { return "store: " + e.Ref + ": " + e.Err.Error() }
+func (e *ManifestError) Unwrap() error { return e.Err }
+
+// List returns every manifest that reads, sorted by name and tag. When some do not read, it returns them
+// all the same, with an *UnreadableError naming each one that does not and why; any other error (the
+// store's folders do not read) comes with no manifests.
 func (s *Store) List() ([]*Manifest, error) {
 	var out []*Manifest
+	var bad []*ManifestError
 	root := filepath.Join(s.Root, "manifests")
 	names, err := os.ReadDir(root)
 	if err != nil {
@@ -261,14 +306,19 @@ func (s *Store) List() ([]*Manifest, error) {
 			if !ok || strings.HasPrefix(t.Name(), ".") {
 				continue
 			}
-			m, err := s.Get(n.Name() + ":" + tag)
+			m, err := readManifest(filepath.Join(root, n.Name(), t.Name()))
 			if err != nil {
-				return nil, err
+				bad = append(bad, &ManifestError{Ref: n.Name() + ":" + tag, Err: err})
+				continue
 			}
 			out = append(out, m)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return strings.ToLower(out[i].Ref()) < strings.ToLower(out[j].Ref()) })
+	if len(bad) > 0 {
+		sort.Slice(bad, func(i, j int) bool { return bad[i].Ref < bad[j].Ref })
+		return out, &UnreadableError{Manifests: bad}
+	}
 	return out, nil
 }
 
@@ -291,11 +341,21 @@ func (s *Store) Copy(src, dst string) (*Manifest, error) {
 }
 
 // Remove deletes the manifest NAME[:TAG] and, when no other manifest names it, its blob (and any partial
-// download of it).
+// download of it). A manifest that does not read is deleted too (that is how a store mends one List names),
+// and the blob it may have named is kept.
 func (s *Store) Remove(ref string) error {
 	m, err := s.Get(ref)
 	if err != nil {
-		return err
+		name, tag, perr := catalog.ParseRef(ref)
+		if errors.Is(err, ErrNotFound) || perr != nil {
+			return err
+		}
+		p := s.manifestPath(name, tag)
+		if rerr := os.Remove(p); rerr != nil {
+			return fmt.Errorf("%w (and removing it: %w)", err, rerr)
+		}
+		os.Remove(filepath.Dir(p))
+		return nil
 	}
 	p := s.manifestPath(m.Name, m.Tag)
 	if err := os.Remove(p); err != nil {
@@ -303,6 +363,10 @@ func (s *Store) Remove(ref string) error {
 	}
 	os.Remove(filepath.Dir(p)) // the name's folder, when empty
 	all, err := s.List()
+	var ue *UnreadableError
+	if errors.As(err, &ue) {
+		return fmt.Errorf("store: %s removed; its model file is kept, since a manifest that does not read may name it: %w", m.Ref(), err)
+	}
 	if err != nil {
 		return err
 	}

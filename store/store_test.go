@@ -269,3 +269,53 @@ func TestPullOfAFileThatIsNotGGUFStoresNothing(t *testing.T) {
 		t.Fatalf("blobs left after a refused pull: %v", blobs)
 	}
 }
+
+func TestListReturnsEveryReadableModelAndNamesEachUnreadableManifestWithItsReason(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		manifest string // the content of manifests/broken/latest.json
+		reason   string // what the error must say after the manifest's path
+	}{
+		{"a truncated manifest", `{"schema":1,`, "unexpected end of JSON input"},
+		{"an empty manifest", ``, "unexpected end of JSON input"},
+		{"a manifest of another schema", `{"schema":7,"name":"broken","tag":"latest"}`, "schema 7, this bankml reads 1"},
+		{"a manifest whose parameters do not type", `{"schema":1,"name":"broken","tag":"latest","parameters":{"temperature":"hot"}}`, "parameters: "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, models := newStore(t)
+			o := opts("")
+			o.Name = "good"
+			if _, err := s.Pull(context.Background(), filepath.Join(models, "stories260K.gguf"), o); err != nil {
+				t.Fatal(err)
+			}
+			p := filepath.Join(s.Root, "manifests", "broken", "latest.json")
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte(tc.manifest), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			list, err := s.List()
+			if len(list) != 1 || list[0].Ref() != "good:latest" {
+				t.Fatalf("List gave %d models (%v), want good:latest", len(list), err)
+			}
+			var ue *store.UnreadableError
+			if !errors.As(err, &ue) || len(ue.Manifests) != 1 || ue.Manifests[0].Ref != "broken:latest" {
+				t.Fatalf("List's error %v (%T), want an UnreadableError naming broken:latest", err, err)
+			}
+			want := "store: broken:latest: manifest " + p + ": " + tc.reason
+			if !strings.HasPrefix(err.Error(), want) {
+				t.Fatalf("error %q, want it to start %q", err, want)
+			}
+			if err := s.Remove("broken"); err != nil {
+				t.Fatalf("Remove of the unreadable model: %v", err)
+			}
+			if list, err := s.List(); err != nil || len(list) != 1 {
+				t.Fatalf("after Remove: %d models, %v", len(list), err)
+			}
+			if _, err := os.Stat(s.BlobPath(storiesSHA)); err != nil {
+				t.Fatalf("Remove of an unreadable manifest took good:latest's file: %v", err)
+			}
+		})
+	}
+}

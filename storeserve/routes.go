@@ -2,6 +2,7 @@ package storeserve
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -65,9 +66,23 @@ func decode(w http.ResponseWriter, req *http.Request, ollama bool, v any) bool {
 	return true
 }
 
+// list is the store's models that read; each one that does not is logged as a warning and left out, as
+// Ollama's /api/tags leaves out a bad manifest.
+func (r *Router) list() ([]*store.Manifest, error) {
+	all, err := r.o.Store.List()
+	var ue *store.UnreadableError
+	if errors.As(err, &ue) {
+		for _, m := range ue.Manifests {
+			r.log.Warn("bad manifest", "model", m.Ref, "error", m.Err)
+		}
+		return all, nil
+	}
+	return all, err
+}
+
 // handleModels is llama-server's router GET /models: every model of the store with its status.
 func (r *Router) handleModels(w http.ResponseWriter, _ *http.Request) {
-	all, err := r.o.Store.List()
+	all, err := r.list()
 	if err != nil {
 		writeErr(w, false, 500, err.Error())
 		return
@@ -142,7 +157,7 @@ func details(*store.Manifest) api.ModelDetails {
 
 // handleTags is Ollama's GET /api/tags: the store's models.
 func (r *Router) handleTags(w http.ResponseWriter, _ *http.Request) {
-	all, err := r.o.Store.List()
+	all, err := r.list()
 	if err != nil {
 		writeErr(w, true, 500, err.Error())
 		return

@@ -9,6 +9,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"sync"
@@ -369,5 +371,36 @@ func TestAModelfilesSettingsApplyToOllamaRequestsAsOllamaAppliesThem(t *testing.
 	// A request's own option wins over the model's.
 	if _, n := chat(`{"model":"brief","messages":[{"role":"user","content":"Tell me a story."}],"options":{"num_predict":2},"stream":false}`); n != 2 {
 		t.Fatalf("num_predict 2 gave %d tokens", n)
+	}
+}
+
+func TestTheModelListsLeaveOutAnUnreadableManifestAndServeTheOthers(t *testing.T) {
+	f := newFixture(t, storeserve.Options{})
+	p := f.s.Root + "/manifests/broken/latest.json"
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(`{"schema":1,`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		path string
+		want string // a model the answer lists
+	}{
+		{"/api/tags", `"name":"tiny:q8_0"`},
+		{"/models", `"id":"tiny:q8_0"`},
+		{"/v1/models", `"id":"stories260K:latest"`},
+	} {
+		t.Run(tc.path, func(t *testing.T) {
+			resp, err := http.Get(f.srv.URL + tc.path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 || !strings.Contains(string(b), tc.want) || strings.Contains(string(b), "broken") {
+				t.Fatalf("GET %s: %d %s; want 200 listing %s and not broken:latest", tc.path, resp.StatusCode, b, tc.want)
+			}
+		})
 	}
 }

@@ -118,7 +118,7 @@ type listCmd struct {
 	storeFlag
 }
 
-func (c *listCmd) Run(stdout io.Writer) error {
+func (c *listCmd) Run(stdout io.Writer, stderr errWriter) error {
 	if c.Catalog {
 		all := catalog.All()
 		if c.JSON {
@@ -136,7 +136,12 @@ func (c *listCmd) Run(stdout io.Writer) error {
 		return err
 	}
 	all, err := s.List()
-	if err != nil {
+	var ue *store.UnreadableError
+	if errors.As(err, &ue) { // as ollama list: the models that read, and a warning for each one that does not
+		for _, m := range ue.Manifests {
+			fmt.Fprintf(stderr, "warning: list: %s is not listed: %v\n", m.Ref, m.Err)
+		}
+	} else if err != nil {
 		return err
 	}
 	if c.JSON {

@@ -150,3 +150,33 @@ func TestEmbedAndPerplexityTakeAStoreName(t *testing.T) {
 		})
 	}
 }
+
+func TestListShowsTheReadableModelsAndWarnsOfEachUnreadableManifestWithExitStatus0(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string // on standard output
+	}{
+		{"the table", []string{"list"}, "stories260K:latest"},
+		{"the JSON", []string{"list", "--json"}, `"name": "stories260K"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, models := storeEnv(t)
+			if code, _, e := bankml(t, "pull", filepath.Join(models, "stories260K.gguf")); code != 0 {
+				t.Fatalf("pull: %d %q", code, e)
+			}
+			p := filepath.Join(dir, "manifests", "broken", "latest.json")
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte(`{"schema":1,`), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			code, out, e := bankml(t, tc.args...)
+			want := "warning: list: broken:latest is not listed: manifest " + p + ": unexpected end of JSON input\n"
+			if code != 0 || !strings.Contains(out, tc.want) || e != want {
+				t.Fatalf("exit %d\nstdout %q\nstderr %q\nwant exit 0, %q on stdout and stderr %q", code, out, e, tc.want, want)
+			}
+		})
+	}
+}
