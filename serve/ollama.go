@@ -39,7 +39,22 @@ import (
 //     busy slots and queue at each scrape).
 //   - s.m (*admit.Model: Name, Path, SHA256, Identity, Pin, Guard, File, Tokenizer, Template, Model), s.opt
 //     (Options), s.nCtx(), s.started, s.fingerprint().
-func (s *Server) mountOllama(r chi.Router) {
+func (s *Server) mountOllama(r chi.Router, a *ollamaAPI) {
+	r.Get("/", a.handleRoot)
+	r.Head("/", a.handleRoot)
+	r.Get("/api/version", a.handleVersion)
+	r.Head("/api/version", a.handleVersion)
+	r.Get("/api/tags", a.handleTags)
+	r.Head("/api/tags", a.handleTags)
+	r.Post("/api/show", a.handleShow)
+	r.Get("/api/ps", a.handlePs)
+	r.Post("/api/chat", a.handleChat)
+	r.Post("/api/generate", a.handleGenerate)
+	s.mountOllamaEmbed(r, a)
+}
+
+// newOllamaAPI is the Ollama API over the server's model.
+func (s *Server) newOllamaAPI() *ollamaAPI {
 	a := &ollamaAPI{s: s, model: ollamaModel{
 		Name: s.name, Names: append([]string{s.m.Name, fileStem(s.m.Name)}, s.aliases...), Path: s.m.Path, Size: s.m.Identity.Size, SHA256: s.m.SHA256, File: s.m.File,
 		Loaded: s.started,
@@ -53,17 +68,7 @@ func (s *Server) mountOllama(r chi.Router) {
 	if s.m.File != nil {
 		_, a.model.HasTemplate = s.m.File.GetString("tokenizer.chat_template")
 	}
-	r.Get("/", a.handleRoot)
-	r.Head("/", a.handleRoot)
-	r.Get("/api/version", a.handleVersion)
-	r.Head("/api/version", a.handleVersion)
-	r.Get("/api/tags", a.handleTags)
-	r.Head("/api/tags", a.handleTags)
-	r.Post("/api/show", a.handleShow)
-	r.Get("/api/ps", a.handlePs)
-	r.Post("/api/chat", a.handleChat)
-	r.Post("/api/generate", a.handleGenerate)
-	s.mountOllamaEmbed(r, a)
+	return a
 }
 
 // engine is the server's engine.

@@ -286,14 +286,25 @@ func (s *Server) Handler() http.Handler { return s.router }
 func (s *Server) routes() chi.Router {
 	r := chi.NewRouter()
 	r.Use(s.countRequests, s.checkHost, s.cors, s.requireAPIKey, headAsGet)
+	s.mount(r, s.newOllamaAPI(), notFound)
+	return r
+}
+
+// mount registers every route of a Server on r, with notFound and methodNotAllowed for the requests none
+// of them takes. It is the one route table: Routes builds it too, over handlers never called.
+func (s *Server) mount(r chi.Router, a *ollamaAPI, notFound http.HandlerFunc) {
 	r.NotFound(notFound)
-	r.MethodNotAllowed(methodNotAllowed)
+	r.MethodNotAllowed(methodNotAllowed(notFound))
 
 	// llama-server extras
 	r.Get("/health", s.handleHealth)
 	r.Get("/v1/health", s.handleHealth)
 	r.Get("/props", s.handleProps)
-	r.Get("/metrics", s.metrics.handler().ServeHTTP)
+	metrics := http.Handler(http.NotFoundHandler()) // Routes' table: never called
+	if s.metrics != nil {
+		metrics = s.metrics.handler()
+	}
+	r.Get("/metrics", metrics.ServeHTTP)
 	r.Post("/tokenize", s.handleTokenize)
 	r.Post("/detokenize", s.handleDetokenize)
 	r.Post("/apply-template", s.handleApplyTemplate)
@@ -316,7 +327,19 @@ func (s *Server) routes() chi.Router {
 	s.mountLedger(r)
 	s.mountConsole(r)
 
-	s.mountOllama(r)
+	s.mountOllama(r, a)
+}
+
+// Routes is a Server's route table (every method and pattern: llama-server's, OpenAI's, Ollama's and
+// bankml's) with its answers to the requests no route takes, notFound's for an unknown path (storeNotFound
+// under /api/ for a route of Ollama's the store server does not serve either) and methodNotAllowed's for a
+// known path asked with another method. Its handlers are never to be called: a router in front of Servers
+// (package storeserve, `bankml serve` without a model) forwards to a model's Server only a request the table
+// routes, and lets the table answer the others before any model is named or loaded.
+func Routes() chi.Router {
+	r := chi.NewRouter()
+	r.Use(headAsGet)
+	(&Server{}).mount(r, &ollamaAPI{}, storeNotFound)
 	return r
 }
 
@@ -354,22 +377,38 @@ func headAsGet(next http.Handler) http.Handler {
 // error handler in server-http.cpp: 404 {"error": {"message": "File Not Found", "type": "not_found_error",
 // "code": 404}}).
 func notFound(w http.ResponseWriter, r *http.Request) {
-	if strings.HasPrefix(r.URL.Path, "/api/") {
-		msg := "404 page not found"
-		for _, p := range ollamaUnserved {
-			if r.URL.Path == p || (strings.HasSuffix(p, "/") && strings.HasPrefix(r.URL.Path, p)) {
-				msg = fmt.Sprintf("%s %s: bankml serve does not serve this Ollama route (no model store or accounts): it serves the one model it was started with", r.Method, r.URL.Path)
-				break
-			}
-		}
-		ollamaError(w, http.StatusNotFound, msg)
+	ollamaNotFound(w, r, "(no model store or accounts): it serves the one model it was started with", func(w http.ResponseWriter, _ *http.Request) {
+		writeError(w, &APIError{Type: TypeNotFound, Message: "File Not Found"})
+	})
+}
+
+// storeNotFound is notFound for the store server (`bankml serve` without a model), which serves Ollama's
+// store routes itself: the Ollama routes it lacks are the accounts, pushes, blob uploads and aliases.
+func storeNotFound(w http.ResponseWriter, r *http.Request) {
+	ollamaNotFound(w, r, "(no accounts, pushes, blob uploads or aliases)", func(w http.ResponseWriter, _ *http.Request) {
+		writeError(w, &APIError{Type: TypeNotFound, Message: "File Not Found"})
+	})
+}
+
+// ollamaNotFound is the 404 under /api/ (naming an Ollama route bankml does not serve, why), else other's.
+func ollamaNotFound(w http.ResponseWriter, r *http.Request, why string, other http.HandlerFunc) {
+	if !strings.HasPrefix(r.URL.Path, "/api/") {
+		other(w, r)
 		return
 	}
-	writeError(w, &APIError{Type: TypeNotFound, Message: "File Not Found"})
+	msg := "404 page not found"
+	for _, p := range ollamaUnserved {
+		if r.URL.Path == p || (strings.HasSuffix(p, "/") && strings.HasPrefix(r.URL.Path, p)) {
+			msg = fmt.Sprintf("%s %s: bankml serve does not serve this Ollama route %s", r.Method, r.URL.Path, why)
+			break
+		}
+	}
+	ollamaError(w, http.StatusNotFound, msg)
 }
 
 // ollamaUnserved are the paths of Ollama v0.17.4's routes (server/routes.go GenerateRoutes) that bankml does
-// not serve; one ending in "/" stands for the paths under it.
+// not serve; one ending in "/" stands for the paths under it. (The store server serves /api/pull,
+// /api/delete, /api/create and /api/copy: a route it registers never gets here.)
 var ollamaUnserved = []string{"/api/status", "/api/pull", "/api/push", "/api/delete", "/api/me", "/api/signout",
 	"/api/user/keys/", "/api/create", "/api/blobs/", "/api/copy", "/api/experimental/aliases"}
 
@@ -378,9 +417,13 @@ var ollamaUnserved = []string{"/api/status", "/api/pull", "/api/push", "/api/del
 // and the Allow header RFC 9110 §15.5.6 requires: the path's methods joined by ", " in the order of gin's
 // method trees, which is the order Ollama first registers each method in, ollamaMethodOrder); elsewhere
 // llama-server's, which has no 405 (cpp-httplib finds no handler for the method: the same 404 File Not
-// Found as an unknown path).
-func methodNotAllowed(w http.ResponseWriter, r *http.Request) {
-	if strings.HasPrefix(r.URL.Path, "/api/") {
+// Found as an unknown path, notFound's).
+func methodNotAllowed(notFound http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasPrefix(r.URL.Path, "/api/") {
+			notFound(w, r)
+			return
+		}
 		if rctx := chi.RouteContext(r.Context()); rctx != nil && rctx.Routes != nil {
 			var allowed []string
 			for _, m := range ollamaMethodOrder {
@@ -393,9 +436,7 @@ func methodNotAllowed(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		writeText(w, http.StatusMethodNotAllowed, "405 method not allowed")
-		return
 	}
-	notFound(w, r)
 }
 
 // ollamaMethodOrder is the order of gin's method trees in Ollama's router: the order server/routes.go's

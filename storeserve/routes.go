@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-chi/chi/v5"
 	"github.com/ollama/ollama/api"
 
 	"github.com/bankml/bankml/catalog"
@@ -18,32 +19,49 @@ import (
 	"github.com/bankml/bankml/store"
 )
 
+// routes builds the router on a model Server's route table (serve.Routes): each of its routes is forwarded
+// to the Server of the model the request names, the store's own routes replace those of the same method and
+// path, and a request no route takes gets the table's answer (llama-server's 404 File Not Found, under /api/
+// Ollama's 404 or 405 with Allow) before any model is named or loaded.
 func (r *Router) routes() {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, 200, map[string]string{"status": "ok"}) })
-	mux.HandleFunc("GET /v1/health", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, 200, map[string]string{"status": "ok"}) })
-	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
+	mux := serve.Routes()
+	type route struct{ method, pattern string }
+	var model []route
+	_ = chi.Walk(mux, func(method, pattern string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+		model = append(model, route{method, pattern})
+		return nil
+	})
+	for _, rt := range model {
+		mux.MethodFunc(rt.method, rt.pattern, r.forward)
+	}
+	health := func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, 200, map[string]string{"status": "ok"}) }
+	root := func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		io.WriteString(w, "Ollama is running")
-	})
-	mux.HandleFunc("GET /api/version", func(w http.ResponseWriter, _ *http.Request) {
+	}
+	version := func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, 200, map[string]string{"version": serveOllamaVersion})
-	})
+	}
+	mux.Get("/health", health)
+	mux.Get("/v1/health", health)
+	mux.Get("/", root)
+	mux.Head("/", root)
+	mux.Get("/api/version", version)
+	mux.Head("/api/version", version)
 	// llama-server's router endpoints
-	mux.HandleFunc("GET /models", r.handleModels)
-	mux.HandleFunc("GET /v1/models", r.handleModels)
-	mux.HandleFunc("POST /models/load", r.handleLoad)
-	mux.HandleFunc("POST /models/unload", r.handleUnload)
-	// Ollama's store routes
-	mux.HandleFunc("GET /api/tags", r.handleTags)
-	mux.HandleFunc("GET /api/ps", r.handlePs)
-	mux.HandleFunc("POST /api/show", r.handleShow)
-	mux.HandleFunc("POST /api/pull", r.handlePull)
-	mux.HandleFunc("POST /api/create", r.handleCreate)
-	mux.HandleFunc("POST /api/copy", r.handleCopy)
-	mux.HandleFunc("DELETE /api/delete", r.handleDelete)
-	// everything else names a model
-	mux.HandleFunc("/", r.forward)
+	mux.Get("/models", r.handleModels)
+	mux.Get("/v1/models", r.handleModels)
+	mux.Post("/models/load", r.handleLoad)
+	mux.Post("/models/unload", r.handleUnload)
+	// Ollama's store routes (HEAD where Ollama registers one)
+	mux.Get("/api/tags", r.handleTags)
+	mux.Head("/api/tags", r.handleTags)
+	mux.Get("/api/ps", r.handlePs)
+	mux.Post("/api/show", r.handleShow)
+	mux.Post("/api/pull", r.handlePull)
+	mux.Post("/api/create", r.handleCreate)
+	mux.Post("/api/copy", r.handleCopy)
+	mux.Delete("/api/delete", r.handleDelete)
 	r.mux = mux
 }
 

@@ -15,7 +15,9 @@
 // memory-maps) allow it; when only busy models could go, the request gets a 503. The router answers the
 // store's routes itself: Ollama's /api/tags, /api/show, /api/ps, /api/pull (NDJSON progress as Ollama
 // streams it), /api/create, /api/copy, /api/delete; llama-server's router endpoints GET /models (and
-// /v1/models), POST /models/load and /models/unload; /health.
+// /v1/models), POST /models/load and /models/unload; /health. It routes on a model server's own route table
+// (serve.Routes), so a request no model server would take (an unknown path, a wrong method) gets that
+// server's answer before any model is named or loaded.
 //
 // Follows. Ollama's scheduler (server/sched.go: keep_alive, OLLAMA_MAX_LOADED_MODELS, least-recently-used
 // eviction of idle runners, "unload" on keep_alive 0) and its store API (server/routes.go); llama-server's
@@ -44,6 +46,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-chi/chi/v5"
 	"github.com/ollama/ollama/api"
 
 	"github.com/bankml/bankml/catalog"
@@ -84,7 +87,7 @@ type Router struct {
 	loaded map[string]*loaded   // key: lower-case NAME:TAG
 	loads  map[string]*loadCall // loads under way
 	closed bool
-	mux    *http.ServeMux
+	mux    chi.Router
 }
 
 type loaded struct {
@@ -435,6 +438,8 @@ func (r *Router) forward(w http.ResponseWriter, req *http.Request) {
 	defer r.release(l, keep)
 	req.Body = io.NopCloser(bytes.NewReader(body))
 	req.ContentLength = int64(len(body))
+	// The model's Server routes the request afresh (chi reuses a route context it finds in the request).
+	req = req.WithContext(context.WithValue(req.Context(), chi.RouteCtxKey, (*chi.Context)(nil)))
 	l.srv.Handler().ServeHTTP(w, req)
 }
 

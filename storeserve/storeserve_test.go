@@ -404,3 +404,52 @@ func TestTheModelListsLeaveOutAnUnreadableManifestAndServeTheOthers(t *testing.T
 		})
 	}
 }
+
+func TestAWrongMethodOrAnUnknownPathIsAnsweredAsTheSingleModelServerAnswersItWithoutLoadingAModel(t *testing.T) {
+	f := newFixture(t, storeserve.Options{})
+	const llamaNotFound = `{"error":{"code":404,"message":"File Not Found","type":"not_found_error"}}`
+	for _, tc := range []struct {
+		method, path string
+		status       int
+		body         string
+		allow        string // the Allow header (gin's, on Ollama's 405)
+	}{
+		{"GET", "/v1/chat/completions", 404, llamaNotFound, ""},
+		{"PUT", "/v1/completions", 404, llamaNotFound, ""},
+		{"GET", "/completion", 404, llamaNotFound, ""},
+		{"GET", "/tokenize", 404, llamaNotFound, ""},
+		{"GET", "/v1/embeddings", 404, llamaNotFound, ""},
+		{"GET", "/models/load", 404, llamaNotFound, ""},
+		{"DELETE", "/health", 404, llamaNotFound, ""},
+		{"POST", "/v1/images/generations", 404, llamaNotFound, ""},
+		{"GET", "/api/chat", 405, "405 method not allowed", "POST"},
+		{"GET", "/api/generate", 405, "405 method not allowed", "POST"},
+		{"GET", "/api/pull", 405, "405 method not allowed", "POST"},
+		{"POST", "/api/tags", 405, "405 method not allowed", "HEAD, GET"},
+		{"GET", "/api/delete", 405, "405 method not allowed", "DELETE"},
+		{"GET", "/api/nope", 404, `{"error":"404 page not found"}`, ""},
+		{"POST", "/api/push", 404, `{"error":"POST /api/push: bankml serve does not serve this Ollama route (no accounts, pushes, blob uploads or aliases)"}`, ""},
+		{"HEAD", "/health", 200, "", ""},
+		{"HEAD", "/api/tags", 200, "", ""},
+		{"HEAD", "/", 200, "", ""},
+	} {
+		t.Run(tc.method+" "+tc.path, func(t *testing.T) {
+			req, err := http.NewRequest(tc.method, f.srv.URL+tc.path, strings.NewReader(`{"model":"stories260K"}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tc.status || string(b) != tc.body || resp.Header.Get("Allow") != tc.allow {
+				t.Fatalf("%d %q (Allow %q), want %d %q (Allow %q)", resp.StatusCode, b, resp.Header.Get("Allow"), tc.status, tc.body, tc.allow)
+			}
+			if l := f.r.Loaded(); len(l) != 0 {
+				t.Fatalf("loaded %v for a request no route takes", l)
+			}
+		})
+	}
+}
