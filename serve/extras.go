@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/bankml/bankml/chat"
@@ -268,20 +269,27 @@ func (s *Server) handleApplyTemplate(w http.ResponseWriter, r *http.Request) {
 }
 
 // render parses an OpenAI chat body and applies the model's template: errors are 400 for the request's
-// faults (chat.ErrRequest, a template that raised on it) and 500 otherwise.
+// faults (chat.ErrRequest, a template that raised on it) and 500 otherwise. A request's fault is told in
+// llama-server's words ("Expected 'messages' to be an array"), without package chat's "chat: bad request: "
+// marker; bankml's context stays before them ("message 0: ...").
 func (s *Server) render(body []byte) (chat.Result, error) {
 	in, err := chat.ParseRequest(body)
 	if err != nil {
-		return chat.Result{}, badRequest("%v", err)
+		return chat.Result{}, badRequest("%s", requestFault(err))
 	}
 	res, err := s.m.Template.Apply(in)
 	if err != nil {
 		if errors.Is(err, chat.ErrRequest) {
-			return chat.Result{}, badRequest("%v", err)
+			return chat.Result{}, badRequest("%s", requestFault(err))
 		}
 		return chat.Result{}, badRequest("chat template: %v", err)
 	}
 	return res, nil
+}
+
+// requestFault is the text of a chat.ErrRequest error without the marker chat.ErrRequest itself adds.
+func requestFault(err error) string {
+	return strings.Replace(err.Error(), chat.ErrRequest.Error()+": ", "", 1)
 }
 
 // deref returns *p, or def when p is nil.

@@ -247,3 +247,38 @@ func TestGracefulShutdown(t *testing.T) {
 		t.Errorf("ledger after shutdown: %+v, want the one completed answer and no torn line", rep)
 	}
 }
+
+// TestTheMessagesFieldIsCheckedAsLlamaServerChecksIt: oaicompat_chat_params_parse (tools/server/
+// server-common.cpp) refuses a body without "messages" ("'messages' is required") or with one that is not an
+// array ("Expected 'messages' to be an array"), 400 invalid_request_error with exactly that message, and
+// takes an empty array: the template renders no messages (ChatML's generation prompt alone here), as
+// llama-server's own tests expect (test_compat_anthropic.py's test_anthropic_empty_messages, which goes
+// through the same parse).
+func TestTheMessagesFieldIsCheckedAsLlamaServerChecksIt(t *testing.T) {
+	ts := newTestServer(t, storiesPath(t), AdmitOptions{}, Options{})
+	for _, tc := range []struct {
+		name, path, body string
+		status           int
+		msg              string // the error's message, exactly; "" for an answer
+	}{
+		{"a body without messages", "/v1/chat/completions", `{"max_tokens": 1}`, 400, "'messages' is required"},
+		{"messages that are an object", "/v1/chat/completions", `{"messages": {}, "max_tokens": 1}`, 400, "Expected 'messages' to be an array"},
+		{"messages that are a string", "/apply-template", `{"messages": "hi"}`, 400, "Expected 'messages' to be an array"},
+		{"a message without content", "/v1/chat/completions", `{"messages": [{"role": "user"}], "max_tokens": 1}`, 400, "message 0: All non-assistant messages must contain 'content'"}, // bankml names the message
+		{"an empty list of messages", "/v1/chat/completions", `{"messages": [], "max_tokens": 1}`, 200, ""},
+		{"an empty list of messages rendered", "/apply-template", `{"messages": []}`, 200, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, b := ts.post(t, tc.path, []byte(tc.body))
+			if st != tc.status {
+				t.Fatalf("%d %s, want %d", st, b, tc.status)
+			}
+			if tc.msg == "" {
+				return
+			}
+			if e := parseError(t, b); e.Error.Type != TypeInvalidRequest || e.Error.Message != tc.msg {
+				t.Fatalf("error %s, want %s %q", b, TypeInvalidRequest, tc.msg)
+			}
+		})
+	}
+}
