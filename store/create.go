@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -43,6 +44,42 @@ const (
 	refuseParser  = "is refused: Ollama's built-in renderers and output parsers are not bankml's; bankml renders the model's own chat template"
 )
 
+// unterminated gives Ollama's parser's bare "unexpected EOF" (a Modelfile that ends inside a command: a
+// quoted value never closed, or a command with no value) the line that command starts on, which the parser
+// does not say. The line is found with the parser itself: the command open at the end is the one after the
+// longest run of whole lines that parses without that error. Other errors are returned as they are.
+func unterminated(text []byte, err error) error {
+	if err != io.ErrUnexpectedEOF { // the parser's other EOF errors are wrapped and come mid-file
+		return err
+	}
+	lines := bytes.SplitAfter(text, []byte("\n"))
+	start := 0 // the 0-based line the open command starts on
+	for n := len(lines) - 1; n > 0; n-- {
+		if _, perr := parser.ParseFile(bytes.NewReader(bytes.Join(lines[:n], nil))); perr != io.ErrUnexpectedEOF {
+			start = n
+			break
+		}
+	}
+	line := string(bytes.TrimRight(lines[start], "\r\n"))
+	switch fields := strings.Fields(line); {
+	case strings.Contains(line, `"""`):
+		return fmt.Errorf(`line %d: the """ string begun there is never closed (%s): %w`, start+1, clip(line), err)
+	case strings.Contains(line, `"`):
+		return fmt.Errorf(`line %d: the " string begun there is never closed (%s): %w`, start+1, clip(line), err)
+	case len(fields) > 0:
+		return fmt.Errorf("line %d: %s has no value: %w", start+1, strings.ToUpper(fields[0]), err)
+	}
+	return fmt.Errorf("line %d: %w", start+1, err)
+}
+
+// clip is a line cut to 40 bytes for an error message.
+func clip(line string) string {
+	if len(line) > 40 {
+		return line[:40] + "…"
+	}
+	return line
+}
+
 // Create makes the model ref (NAME[:TAG]) from an Ollama Modelfile, as `ollama create NAME -f Modelfile`:
 // FROM names a store model (whose settings it inherits), a catalog model (pulled when the store lacks it)
 // or a GGUF file (copied into the store and hashed: its pin is that sha256); PARAMETER sets an Ollama option
@@ -55,9 +92,13 @@ func (s *Store) Create(ctx context.Context, ref string, modelfile io.Reader, o C
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
-	mf, err := parser.ParseFile(modelfile)
+	text, err := io.ReadAll(modelfile)
 	if err != nil {
 		return nil, fmt.Errorf("store: Modelfile: %w", err)
+	}
+	mf, err := parser.ParseFile(bytes.NewReader(text))
+	if err != nil {
+		return nil, fmt.Errorf("store: Modelfile: %w", unterminated(text, err))
 	}
 	var (
 		from     string

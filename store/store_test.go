@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -315,6 +316,37 @@ func TestListReturnsEveryReadableModelAndNamesEachUnreadableManifestWithItsReaso
 			}
 			if _, err := os.Stat(s.BlobPath(storiesSHA)); err != nil {
 				t.Fatalf("Remove of an unreadable manifest took good:latest's file: %v", err)
+			}
+		})
+	}
+}
+
+func TestAModelfileThatEndsInsideAQuotedValueIsRefusedNamingTheLineItBeginsOn(t *testing.T) {
+	for _, tc := range []struct {
+		name, modelfile, want string
+	}{
+		{"an unterminated triple-quoted SYSTEM", "FROM stories260K\nPARAMETER temperature 0.5\nSYSTEM \"\"\"You are\na bot\n",
+			`store: Modelfile: line 3: the """ string begun there is never closed (SYSTEM """You are): unexpected EOF`},
+		{"an unterminated triple quote after a closed one", "FROM stories260K\nSYSTEM \"\"\"one\ntwo\"\"\"\n\n# a comment\nLICENSE \"\"\"MIT\n\nmore text\n",
+			`store: Modelfile: line 6: the """ string begun there is never closed (LICENSE """MIT): unexpected EOF`},
+		{"an unterminated double quote on the first line", "SYSTEM \"hello\nFROM stories260K\n",
+			`store: Modelfile: line 1: the " string begun there is never closed (SYSTEM "hello): unexpected EOF`},
+		{"a CRLF Modelfile", "FROM stories260K\r\nMESSAGE user \"\"\"hi\r\n",
+			`store: Modelfile: line 2: the """ string begun there is never closed (MESSAGE user """hi): unexpected EOF`},
+		{"a last command with no value", "FROM stories260K\nPARAMETER temperature",
+			`store: Modelfile: line 2: PARAMETER has no value: unexpected EOF`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := store.Open(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = s.Create(context.Background(), "m", strings.NewReader(tc.modelfile), store.CreateOptions{})
+			if err == nil || err.Error() != tc.want {
+				t.Fatalf("error %v\nwant     %s", err, tc.want)
+			}
+			if !errors.Is(err, io.ErrUnexpectedEOF) {
+				t.Fatalf("error %v does not wrap io.ErrUnexpectedEOF", err)
 			}
 		})
 	}
