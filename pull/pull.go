@@ -15,8 +15,13 @@
 //
 // Deliberate differences. One connection per file (Ollama splits large blobs into parallel parts): bankml's
 // files are one GGUF each and the limit is the link, not the connection count. A wrong digest deletes the
-// partial file (it cannot be resumed into the right one) and is an error naming both digests; a body longer
-// than the expected size is cut off and refused the same way.
+// partial download (it cannot be resumed into the right one; the source itself is never touched) and is an
+// error naming both digests; a body longer than the expected size is cut off and refused the same way.
+//
+// Errors. Fetch's callers say what is being pulled (package store: "store: pull NAME:TAG: ..."), so Fetch's
+// errors carry no "pull:" prefix of their own: they start with the source or the problem. A source that
+// cannot be reached (no network, a server down) is an error that says how to pull from a mirror instead
+// (--from, $BANKML_MIRROR), or to check the mirror when one was used.
 //
 // Determinism. The result is the expected bytes or an error; nothing is renamed into place unverified.
 package pull
@@ -70,14 +75,15 @@ type Options struct {
 	Backoff time.Duration
 }
 
-// DigestError is a download whose bytes do not have the expected sha256: the partial file was deleted.
+// DigestError is a download whose bytes do not have the expected sha256: nothing was stored, and the partial
+// download (bankml's copy in the folder, never the source) was removed.
 type DigestError struct {
 	From      string // where the bytes came from
 	Want, Got string // expected and received sha256, lower-case hex
 }
 
 func (e *DigestError) Error() string {
-	return fmt.Sprintf("refused: %s has sha256 %s, not the expected %s (the file was deleted)", e.From, e.Got, e.Want)
+	return fmt.Sprintf("refused: %s has sha256 %s, not the expected %s (nothing was stored; the partial download was removed)", e.From, e.Got, e.Want)
 }
 
 // ErrNoSpace is wrapped by Fetch's error when the disk cannot hold the file.
@@ -96,7 +102,7 @@ func BlobName(sha string) string { return "sha256-" + sha }
 func Fetch(ctx context.Context, src Source, dir string, o Options) (string, error) {
 	src.SHA256 = strings.ToLower(strings.TrimPrefix(src.SHA256, "sha256:"))
 	if !hexDigest.MatchString(src.SHA256) {
-		return "", fmt.Errorf("pull: expected sha256 %q is not 64 hex digits", src.SHA256)
+		return "", fmt.Errorf("expected sha256 %q is not 64 hex digits", src.SHA256)
 	}
 	if src.Name == "" {
 		src.Name = baseName(src.URL)
@@ -114,7 +120,7 @@ func Fetch(ctx context.Context, src Source, dir string, o Options) (string, erro
 		o.Client = &http.Client{Transport: http.DefaultTransport}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("pull: %w", err)
+		return "", err
 	}
 	final := filepath.Join(dir, BlobName(src.SHA256))
 	if st, err := os.Stat(final); err == nil && (src.Size == 0 || st.Size() == src.Size) {
@@ -127,14 +133,14 @@ func Fetch(ctx context.Context, src Source, dir string, o Options) (string, erro
 	partial := final + ".partial"
 	f, err := os.OpenFile(partial, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
-		return "", fmt.Errorf("pull: %w", err)
+		return "", err
 	}
 	defer f.Close()
 	// Hash what an earlier, interrupted pull left, then go on from its end.
 	h := sha256.New()
 	have, err := io.Copy(h, f)
 	if err != nil {
-		return "", fmt.Errorf("pull: reading %s: %w", partial, err)
+		return "", fmt.Errorf("reading %s: %w", partial, err)
 	}
 	if src.Size > 0 && have > src.Size { // not a prefix of the file: start again
 		if have, h, err = restart(f); err != nil {
@@ -165,13 +171,13 @@ func Fetch(ctx context.Context, src Source, dir string, o Options) (string, erro
 		return "", &DigestError{From: from, Want: src.SHA256, Got: got}
 	}
 	if err := f.Sync(); err != nil {
-		return "", fmt.Errorf("pull: %w", err)
+		return "", err
 	}
 	if err := f.Close(); err != nil {
-		return "", fmt.Errorf("pull: %w", err)
+		return "", err
 	}
 	if err := os.Rename(partial, final); err != nil {
-		return "", fmt.Errorf("pull: %w", err)
+		return "", err
 	}
 	syncDir(dir)
 	return final, nil
@@ -180,10 +186,10 @@ func Fetch(ctx context.Context, src Source, dir string, o Options) (string, erro
 // restart empties the partial file and its hash.
 func restart(f *os.File) (int64, hash.Hash, error) {
 	if err := f.Truncate(0); err != nil {
-		return 0, nil, fmt.Errorf("pull: %w", err)
+		return 0, nil, err
 	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return 0, nil, fmt.Errorf("pull: %w", err)
+		return 0, nil, err
 	}
 	return 0, sha256.New(), nil
 }
@@ -194,7 +200,7 @@ func checkSpace(free func(string) (uint64, error), dir string, need int64) error
 		return nil // no count on this system: the write itself will fail if the disk fills
 	}
 	if uint64(need) > n {
-		return fmt.Errorf("pull: %w: %d bytes still to download, %d free in %s", ErrNoSpace, need, n, dir)
+		return fmt.Errorf("%w: %d bytes still to download, %d free in %s", ErrNoSpace, need, n, dir)
 	}
 	return nil
 }
@@ -219,7 +225,7 @@ func (t *transfer) run(ctx context.Context) error {
 		if attempt > 0 {
 			select {
 			case <-ctx.Done():
-				return fmt.Errorf("pull: %w (%d of %d bytes kept for the next pull)", ctx.Err(), t.have, t.src.Size)
+				return fmt.Errorf("%w (%s)", ctx.Err(), t.kept())
 			case <-time.After(t.o.Backoff):
 			}
 		}
@@ -237,7 +243,45 @@ func (t *transfer) run(ctx context.Context) error {
 			attempt = 0 // progress was made: an interruption, not a dead source
 		}
 	}
-	return fmt.Errorf("pull: %s: %w (%d of %d bytes kept for the next pull)", t.from, last, t.have, t.src.Size)
+	var ue *url.Error
+	var un *unavailableError
+	advice := ""
+	switch {
+	case errors.As(last, &ue):
+		advice = t.unreachable()
+		if ue.URL == t.from {
+			last = ue.Err // the client's error names the address again: "Get \"URL\": ..."
+		}
+	case errors.As(last, &un):
+		advice = t.unreachable()
+	}
+	return fmt.Errorf("%s: %w (%s)%s", t.from, last, t.kept(), advice)
+}
+
+// unavailableError is an HTTP status the server may recover from (5xx, 429).
+type unavailableError struct{ err error }
+
+func (e *unavailableError) Error() string { return e.err.Error() }
+func (e *unavailableError) Unwrap() error { return e.err }
+
+// kept says what an unfinished transfer leaves for the next pull.
+func (t *transfer) kept() string {
+	switch {
+	case t.have == 0:
+		return "nothing downloaded"
+	case t.src.Size > 0:
+		return fmt.Sprintf("%d of %d bytes kept for the next pull", t.have, t.src.Size)
+	}
+	return fmt.Sprintf("%d bytes kept for the next pull", t.have)
+}
+
+// unreachable is the advice for a source that could not be reached (a network error, or a server error
+// that outlasted the retries): pull from a mirror, or check the one in use.
+func (t *transfer) unreachable() string {
+	if t.o.Mirror != "" {
+		return fmt.Sprintf(": the mirror %s cannot be reached; check --from or $%s", t.o.Mirror, EnvMirror)
+	}
+	return fmt.Sprintf(": the source cannot be reached; to pull from a mirror instead (an http(s) URL or a folder holding the file), give --from URL|DIR or set $%s", EnvMirror)
 }
 
 // fatalError is an error resuming will not cure.
@@ -270,7 +314,7 @@ func (t *transfer) once(ctx context.Context) (bool, error) {
 		}
 	}
 	if _, err := t.f.Seek(t.have, io.SeekStart); err != nil {
-		return false, &fatalError{fmt.Errorf("pull: %w", err)}
+		return false, &fatalError{err}
 	}
 	limit := int64(-1)
 	if t.src.Size > 0 {
@@ -285,7 +329,7 @@ func (t *transfer) once(ctx context.Context) (bool, error) {
 	if t.src.Size > 0 && t.have > t.src.Size {
 		t.f.Close()
 		os.Remove(t.f.Name())
-		return false, fatal("pull: refused: %s sent more than the expected %d bytes (the file was deleted)", t.from, t.src.Size)
+		return false, fatal("refused: %s sent more than the expected %d bytes (nothing was stored; the partial download was removed)", t.from, t.src.Size)
 	}
 	if err != nil {
 		return false, err
@@ -302,26 +346,26 @@ func (t *transfer) open(ctx context.Context) (io.ReadCloser, int64, int64, error
 	if !isHTTP(t.from) {
 		f, err := os.Open(t.from)
 		if err != nil {
-			return nil, 0, 0, fatal("pull: %w", err)
+			return nil, 0, 0, &fatalError{err}
 		}
 		st, err := f.Stat()
 		if err != nil {
 			f.Close()
-			return nil, 0, 0, fatal("pull: %w", err)
+			return nil, 0, 0, &fatalError{err}
 		}
 		if t.src.Size > 0 && st.Size() != t.src.Size {
 			f.Close()
-			return nil, 0, 0, fatal("pull: refused: %s has %d bytes, not the expected %d", t.from, st.Size(), t.src.Size)
+			return nil, 0, 0, fatal("refused: %s has %d bytes, not the expected %d", t.from, st.Size(), t.src.Size)
 		}
 		if _, err := f.Seek(t.have, io.SeekStart); err != nil {
 			f.Close()
-			return nil, 0, 0, fatal("pull: %w", err)
+			return nil, 0, 0, &fatalError{err}
 		}
 		return f, t.have, st.Size(), nil
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, t.from, nil)
 	if err != nil {
-		return nil, 0, 0, fatal("pull: %w", err)
+		return nil, 0, 0, &fatalError{err}
 	}
 	req.Header.Set("User-Agent", "bankml-pull")
 	if t.have > 0 {
@@ -338,11 +382,11 @@ func (t *transfer) open(ctx context.Context) (io.ReadCloser, int64, int64, error
 		start, total, ok := contentRange(resp.Header.Get("Content-Range"))
 		if !ok {
 			resp.Body.Close()
-			return nil, 0, 0, fatal("pull: %s: 206 with Content-Range %q", t.from, resp.Header.Get("Content-Range"))
+			return nil, 0, 0, fatal("%s: 206 with Content-Range %q", t.from, resp.Header.Get("Content-Range"))
 		}
 		if t.src.Size > 0 && total > 0 && total != t.src.Size {
 			resp.Body.Close()
-			return nil, 0, 0, fatal("pull: refused: %s has %d bytes, not the expected %d", t.from, total, t.src.Size)
+			return nil, 0, 0, fatal("refused: %s has %d bytes, not the expected %d", t.from, total, t.src.Size)
 		}
 		return resp.Body, start, total, nil
 	case http.StatusRequestedRangeNotSatisfiable: // the partial file is not a prefix of this source
@@ -354,11 +398,10 @@ func (t *transfer) open(ctx context.Context) (io.ReadCloser, int64, int64, error
 		return nil, 0, 0, errors.New("the source refused the range: starting again")
 	default:
 		resp.Body.Close()
-		err := fmt.Errorf("pull: %s: HTTP %s", t.from, resp.Status)
 		if resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests {
-			return nil, 0, 0, err // the server may come back
+			return nil, 0, 0, &unavailableError{fmt.Errorf("HTTP %s", resp.Status)} // the server may come back
 		}
-		return nil, 0, 0, &fatalError{err}
+		return nil, 0, 0, fatal("%s: HTTP %s", t.from, resp.Status)
 	}
 }
 

@@ -238,3 +238,47 @@ func TestFetchRefusesAMalformedExpectedDigest(t *testing.T) {
 		t.Fatalf("error %v", err)
 	}
 }
+
+func TestFetchErrorsSayWhatHappenedAndHowToPullFromAMirror(t *testing.T) {
+	src, models := storiesSource(t)
+	dead := httptest.NewServer(http.NotFoundHandler())
+	deadURL := dead.URL
+	dead.Close() // nothing listens there any more: connection refused
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "down", http.StatusServiceUnavailable)
+	}))
+	defer down.Close()
+	wrong := strings.Repeat("ab", 32)
+	local := filepath.Join(models, "stories260K.gguf")
+	for _, tc := range []struct {
+		name   string
+		src    pull.Source
+		mirror string
+		want   string // the whole message; {dead}, {down} stand for the servers' addresses
+	}{
+		{"an unreachable publisher", pull.Source{URL: deadURL + "/stories260K.gguf", Size: storiesSize, SHA256: storiesSHA}, "",
+			"{dead}/stories260K.gguf: dial tcp {host}: connect: connection refused (nothing downloaded): the source cannot be reached; " +
+				"to pull from a mirror instead (an http(s) URL or a folder holding the file), give --from URL|DIR or set $BANKML_MIRROR"},
+		{"an unreachable mirror", src, deadURL,
+			"{dead}/stories260K.gguf: dial tcp {host}: connect: connection refused (nothing downloaded): the mirror {dead} cannot be reached; check --from or $BANKML_MIRROR"},
+		{"a publisher that stays down", pull.Source{URL: down.URL + "/stories260K.gguf", Size: storiesSize, SHA256: storiesSHA}, "",
+			"{down}/stories260K.gguf: HTTP 503 Service Unavailable (nothing downloaded): the source cannot be reached; " +
+				"to pull from a mirror instead (an http(s) URL or a folder holding the file), give --from URL|DIR or set $BANKML_MIRROR"},
+		{"a local file with another sha256", pull.Source{URL: local, SHA256: wrong}, "",
+			"refused: " + local + " has sha256 " + storiesSHA + ", not the expected " + wrong + " (nothing was stored; the partial download was removed)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := fast()
+			o.Retries, o.Mirror = 1, tc.mirror
+			dir := t.TempDir()
+			_, err := pull.Fetch(context.Background(), tc.src, dir, o)
+			want := strings.NewReplacer("{dead}", deadURL, "{down}", down.URL, "{host}", strings.TrimPrefix(deadURL, "http://")).Replace(tc.want)
+			if err == nil || err.Error() != want {
+				t.Fatalf("error %v\nwant  %s", err, want)
+			}
+			if left, _ := os.ReadDir(dir); len(left) != 0 {
+				t.Fatalf("left %d files in the folder, want none", len(left))
+			}
+		})
+	}
+}
