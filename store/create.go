@@ -205,7 +205,7 @@ func (s *Store) base(ctx context.Context, from string, o CreateOptions) (*Manife
 	if st, err := os.Stat(file); err == nil && !st.IsDir() {
 		b, prov, err := s.addFile(ctx, file, "", o.Pull.Fetch)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("store: Modelfile: FROM %s: %w", from, err)
 		}
 		return &Manifest{Model: b, Provenance: prov}, nil
 	}

@@ -174,7 +174,7 @@ func (s *Store) pullURL(ctx context.Context, u string, prov Provenance, o PullOp
 	fo.Mirror = o.Mirror
 	p, err := pull.Fetch(ctx, pull.Source{URL: u, Name: file, SHA256: sha}, s.BlobsDir(), fo)
 	if err != nil {
-		return nil, fmt.Errorf("store: pull %s: %w", u, err)
+		return nil, fmt.Errorf("store: pull %s:%s: %w", name, tag, err) // err names the address
 	}
 	st, err := os.Stat(p)
 	if err != nil {
@@ -192,33 +192,33 @@ func (s *Store) pullFile(ctx context.Context, file string, o PullOptions) (*Mani
 	}
 	b, prov, err := s.addFile(ctx, file, o.SHA256, o.Fetch)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("store: add %s:%s: %w", name, tag, err)
 	}
 	return s.record(name, tag, b, prov, "")
 }
 
 // addFile copies a local file into the blobs, verified against sha (when given) or hashed, and returns its
-// blob and provenance.
+// blob and provenance. Its errors name the file; the caller says what it was adding it as.
 func (s *Store) addFile(ctx context.Context, file, sha string, fo pull.Options) (Blob, Provenance, error) {
 	abs, err := filepath.Abs(file)
 	if err != nil {
-		return Blob{}, Provenance{}, fmt.Errorf("store: %w", err)
+		return Blob{}, Provenance{}, err
 	}
 	sha, size := strings.ToLower(strings.TrimPrefix(sha, "sha256:")), int64(0)
 	prov := Provenance{Kind: "file", Path: abs, DigestSource: "given with --sha256"}
 	if sha == "" {
 		if sha, size, err = pull.Sum(file); err != nil {
-			return Blob{}, Provenance{}, fmt.Errorf("store: %w", err)
+			return Blob{}, Provenance{}, err
 		}
 		prov.DigestSource = "computed from the local file when it was added"
 	}
 	fo.Mirror = ""
 	if _, err := pull.Fetch(ctx, pull.Source{URL: abs, SHA256: sha, Size: size}, s.BlobsDir(), fo); err != nil {
-		return Blob{}, Provenance{}, fmt.Errorf("store: add %s: %w", file, err)
+		return Blob{}, Provenance{}, err
 	}
 	st, err := os.Stat(s.BlobPath(sha))
 	if err != nil {
-		return Blob{}, Provenance{}, fmt.Errorf("store: %w", err)
+		return Blob{}, Provenance{}, err
 	}
 	return Blob{SHA256: sha, Size: st.Size(), File: filepath.Base(file)}, prov, nil
 }

@@ -105,7 +105,7 @@ func (c *pullCmd) Run(stdout io.Writer, stderr errWriter) error {
 	o.SHA256, o.Name = c.SHA256, c.Name
 	m, err := s.Pull(ctx, c.Model, o)
 	if err != nil {
-		return refusedPull(fmt.Errorf("pull: %w", err))
+		return refusedPull(err) // store.Pull's errors say what was pulled ("store: pull NAME:TAG: ...")
 	}
 	_, err = fmt.Fprintf(stdout, "pulled %s: sha256 %s, %d bytes (%s)\n", m.Ref(), m.Model.SHA256, m.Model.Size, m.Provenance.DigestSource)
 	return err

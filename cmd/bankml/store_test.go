@@ -180,3 +180,42 @@ func TestListShowsTheReadableModelsAndWarnsOfEachUnreadableManifestWithExitStatu
 		})
 	}
 }
+
+func TestStoreAndPullErrorsCarryEachPrefixOnce(t *testing.T) {
+	dir, models := storeEnv(t)
+	file := filepath.Join(models, "stories260K.gguf")
+	dead := httptest.NewServer(http.NotFoundHandler())
+	deadURL := dead.URL
+	dead.Close() // connection refused from now on
+	noMirror := filepath.Join(t.TempDir(), "no-mirror")
+	wrong := strings.Repeat("ab", 32)
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string // standard error's last line, whole
+	}{
+		{"pull from a mirror that cannot be reached", []string{"pull", "stories260K", "--from", deadURL}, 1,
+			"bankml: store: pull stories260K:latest: " + deadURL + "/stories260K.gguf: dial tcp " + strings.TrimPrefix(deadURL, "http://") +
+				": connect: connection refused (nothing downloaded): the mirror " + deadURL + " cannot be reached; check --from or $BANKML_MIRROR"},
+		{"pull from a mirror folder without the file", []string{"pull", "stories260K", "--from", noMirror}, 1,
+			"bankml: store: pull stories260K:latest: open " + filepath.Join(noMirror, "stories260K.gguf") + ": no such file or directory"},
+		{"pull of a local file with another sha256", []string{"pull", file, "--sha256", wrong}, 2,
+			"bankml: store: add stories260K:latest: refused: " + file + " has sha256 " + storiesSHA256 + ", not the expected " + wrong +
+				" (nothing was stored; the partial download was removed)"},
+		{"run of a catalog model pulled from a mirror folder without it", []string{"run", "stories260K", "-p", "x", "--from", noMirror}, 1,
+			"bankml: run: store: pull stories260K:latest: open " + filepath.Join(noMirror, "stories260K.gguf") + ": no such file or directory"},
+		{"run of a name in neither the store nor the catalog", []string{"run", "nosuch", "-p", "x"}, 1,
+			"bankml: run: store: nosuch:latest: not found in " + dir + "; and nosuch:latest is not in bankml's catalog (it has bonsai:1.7b, bonsai:8b, qwen3:0.6b, stories260K:latest, ternary-bonsai:8b)"},
+		{"rm of a name not in the store", []string{"rm", "nosuch"}, 1,
+			"bankml: rm: store: nosuch:latest: not found in " + dir},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, e := bankml(t, tc.args...)
+			lines := strings.Split(strings.TrimRight(e, "\n"), "\n")
+			if got := lines[len(lines)-1]; code != tc.code || got != tc.want {
+				t.Fatalf("exit %d, stderr's last line\n%s\nwant exit %d and\n%s", code, got, tc.code, tc.want)
+			}
+		})
+	}
+}

@@ -35,7 +35,7 @@ func storeModel(cmd, arg, manifestFlag string, models storeFlag, from string, st
 	defer stop()
 	m, pulled, err := s.Resolve(ctx, arg, pullOptions(stderr, from))
 	if err != nil {
-		return "", "", nil, refusedPull(fmt.Errorf("%s: %s: %w", cmd, arg, err))
+		return "", "", nil, refusedPull(fmt.Errorf("%s: %w", cmd, err)) // store's errors name the model
 	}
 	if pulled {
 		fmt.Fprintf(stderr, "%s: pulled %s (sha256 %s) into %s\n", cmd, m.Ref(), m.Model.SHA256, s.Root)
