@@ -128,15 +128,27 @@ func prefetchL2(p *byte, n int)
 // threads, alternating) 2 and 3 were level and above 1.
 const q1PrefetchVisits = 2
 
-// tileQ1_0LUTGroups computes out[16(g-lo)+r] = row r of packed group g of p
-// against column c (tables in a.lut, q8Act.fillLUT), for the groups
-// [lo, hi) of one band (q1Band), at l (LevelAVX512 or LevelAVX2:
-// hasQ1LUT): chunk by chunk (q1Chunk blocks), each chunk on every group
+// q1LUTCols reports how many columns one tileQ1_0LUTGroups call takes at
+// level l when at least n are left: two at LevelAVX512
+// (tileQ1_0L2AVX512, which loads and shifts each block's code words once
+// for both), else one.
+func q1LUTCols(l Level, n int) int {
+	if l == LevelAVX512 && n >= 2 {
+		return 2
+	}
+	return 1
+}
+
+// tileQ1_0LUTGroups computes out[16(g-lo)+r] (and, for nc = 2, out[16(hi-lo)
+// + 16(g-lo)+r] for column c+1) = row r of packed group g of p against
+// column c (tables in a.lut, q8Act.fillLUT), for the groups [lo, hi) of
+// one band (q1Band), at l (LevelAVX512 or LevelAVX2: hasQ1LUT; nc =
+// q1LUTCols): chunk by chunk (q1Chunk blocks), each chunk on every group
 // in turn, so that the chunk's tables are read from L1 by every group
 // (the per-row float chain is unchanged: each group's accumulators carry
 // over between chunks). That is the order of the segments in memory
 // (packed), so a band is read front to back. acc is scratch for
-// 128*q1Band floats.
+// 128*nc*q1Band floats.
 //
 // Each visit prefetches into L2 the segment q1PrefetchVisits visits
 // further, in this band or the next one when that starts below end (the
@@ -145,17 +157,21 @@ const q1PrefetchVisits = 2
 // it first prefetches the segments of its first q1PrefetchVisits visits,
 // which no earlier visit did. It panics when [lo, hi) is not within one
 // band.
-func tileQ1_0LUTGroups(l Level, p *packed, a *q8Act, c, lo, hi, end int, start bool, acc, out []float32) {
+func tileQ1_0LUTGroups(l Level, p *packed, a *q8Act, c, nc, lo, hi, end int, start bool, acc, out []float32) {
 	const sb = 256 + 32 // a block's code and scale bytes
 	nb := p.nb
 	ng := hi - lo
 	nch := (nb + q1Chunk - 1) / q1Chunk
-	_ = out[16*ng-1]
-	_ = acc[128*q1Band-1]
+	_ = out[16*ng*nc-1]
+	_ = acc[128*nc*q1Band-1]
 	if lo/q1Band != (hi-1)/q1Band {
 		panic(fmt.Sprintf("quant: tileQ1_0LUTGroups on groups %d..%d across a band", lo, hi-1))
 	}
-	lut := a.lut[(c-a.lutC0)*4*a.k : (c-a.lutC0+1)*4*a.k]
+	if nc != 1 && (nc != 2 || l != LevelAVX512) {
+		panic(fmt.Sprintf("quant: tileQ1_0LUTGroups on %d columns at %s", nc, l))
+	}
+	lut := a.lut[(c-a.lutC0)*4*a.k : (c-a.lutC0+nc)*4*a.k]
+	lutB := lut[len(lut)-4*a.k:] // column c+1's tables when nc = 2
 	// A band's segments are contiguous, in visit order, and so are the
 	// bands of a share: the segment q1PrefetchVisits visits ahead is that
 	// many segments further, short of the share's end (end*nb*sb when
@@ -175,9 +191,10 @@ func tileQ1_0LUTGroups(l Level, p *packed, a *q8Act, c, lo, hi, end int, start b
 		}
 		off, n := p.q1SegOff(lo, ch)
 		for g := lo; g < hi; g++ {
-			var o *float32
+			var o, oB *float32
 			if ch == nch-1 {
 				o = &out[16*(g-lo)]
+				oB = &out[16*ng+16*(g-lo)]
 			}
 			pf := off + q1PrefetchVisits*n*sb
 			if pf+n*sb > limit {
@@ -185,9 +202,12 @@ func tileQ1_0LUTGroups(l Level, p *packed, a *q8Act, c, lo, hi, end int, start b
 			}
 			codes, scales := &p.data[off], &p.data[off+256*n]
 			pfc, pfs := &p.data[pf], &p.data[pf+256*n]
-			if l == LevelAVX512 {
+			switch {
+			case nc == 2:
+				tileQ1_0L2AVX512(codes, scales, n, &lut[512*b0], &lutB[512*b0], &acc[256*(g-lo)], first, o, oB, pfc, pfs)
+			case l == LevelAVX512:
 				tileQ1_0LAVX512(codes, scales, n, &lut[512*b0], &acc[128*(g-lo)], first, o, pfc, pfs)
-			} else {
+			default:
 				tileQ1_0LAVX2(codes, scales, n, &lut[512*b0], &acc[128*(g-lo)], first, o, pfc, pfs)
 			}
 			off += n * sb
@@ -282,3 +302,6 @@ func dotQ1_0Plain(w []byte, a *q8Act, c, nb int) float32 {
 	off := int(uintptr(unsafe.Pointer(&nq[0])) - uintptr(unsafe.Pointer(&q[0])))
 	return dotQ1_0PlainAVX512(&w[0], nb, &q[0], off, &dy8[0])
 }
+
+//go:noescape
+func tileQ1_0L2AVX512(codes, scales *byte, nb int, lutA, lutB *float32, acc *float32, first int, outA, outB *float32, pfc, pfs *byte)

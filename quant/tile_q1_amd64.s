@@ -202,3 +202,159 @@ lpf:
 	CMPQ SI, CX
 	JB   lpf
 	RET
+
+// Lanes 2m and 2m+1 of a block for two columns: the four sub-blocks' words
+// (and their nibbles j+1, VPSRLD $4) loaded and shifted once, then per
+// column LUTPAIR's lookups and sums: column A's tables at AX into a0, a1,
+// column B's at BX into b0, b1.
+#define LUTPAIR2(m, lo, hi, a0, a1, b0, b1) \
+	VMOVDQU32   (m)(SI), Z8 \
+	VMOVDQU32   (64+m)(SI), Z9 \
+	VMOVDQU32   (128+m)(SI), Z10 \
+	VMOVDQU32   (192+m)(SI), Z11 \
+	VPSRLD      $4, Z8, Z13 \
+	VPSRLD      $4, Z9, Z14 \
+	VPSRLD      $4, Z10, Z15 \
+	VPSRLD      $4, Z11, Z28 \
+	VPERMPS     (lo)(AX), Z8, Z16 \
+	VPERMPS     (hi)(AX), Z13, Z18 \
+	VPERMPS     (lo)(BX), Z8, Z29 \
+	VPERMPS     (hi)(BX), Z13, Z30 \
+	VPERMPS     (lo+512)(AX), Z9, Z17 \
+	VADDPS      Z17, Z16, Z16 \
+	VPERMPS     (hi+512)(AX), Z14, Z19 \
+	VADDPS      Z19, Z18, Z18 \
+	VPERMPS     (lo+512)(BX), Z9, Z31 \
+	VADDPS      Z31, Z29, Z29 \
+	VPERMPS     (hi+512)(BX), Z14, Z31 \
+	VADDPS      Z31, Z30, Z30 \
+	VPERMPS     (lo+1024)(AX), Z10, Z17 \
+	VADDPS      Z17, Z16, Z16 \
+	VPERMPS     (hi+1024)(AX), Z15, Z19 \
+	VADDPS      Z19, Z18, Z18 \
+	VPERMPS     (lo+1024)(BX), Z10, Z31 \
+	VADDPS      Z31, Z29, Z29 \
+	VPERMPS     (hi+1024)(BX), Z15, Z31 \
+	VADDPS      Z31, Z30, Z30 \
+	VPERMPS     (lo+1536)(AX), Z11, Z17 \
+	VADDPS      Z17, Z16, Z16 \
+	VPERMPS     (hi+1536)(AX), Z28, Z19 \
+	VADDPS      Z19, Z18, Z18 \
+	VPERMPS     (lo+1536)(BX), Z11, Z31 \
+	VADDPS      Z31, Z29, Z29 \
+	VPERMPS     (hi+1536)(BX), Z28, Z31 \
+	VADDPS      Z31, Z30, Z30 \
+	VFMADD231PS Z16, Z12, a0 \
+	VFMADD231PS Z18, Z12, a1 \
+	VFMADD231PS Z29, Z12, b0 \
+	VFMADD231PS Z30, Z12, b1
+
+// func tileQ1_0L2AVX512(codes, scales *byte, nb int, lutA, lutB *float32, acc *float32, first int, outA, outB *float32, pfc, pfs *byte)
+//
+// tileQ1_0LAVX512 for two columns at once (tables at lutA and lutB): each
+// block's code words are loaded and shifted once for both. acc holds 256
+// floats, column A's eight lane accumulators then column B's; outA and outB
+// are both nil (store back to acc) or both set (the rows' results).
+TEXT ·tileQ1_0L2AVX512(SB), NOSPLIT, $0-88
+	MOVQ pfc+72(FP), R10
+	MOVQ pfs+80(FP), R11
+	MOVQ codes+0(FP), SI
+	MOVQ scales+8(FP), DI
+	MOVQ nb+16(FP), R8
+	MOVQ lutA+24(FP), AX
+	MOVQ lutB+32(FP), BX
+	MOVQ acc+40(FP), DX
+	MOVQ first+48(FP), R9
+	TESTQ R9, R9
+	JNZ   l2zero
+	VMOVUPS 0(DX), Z0
+	VMOVUPS 64(DX), Z1
+	VMOVUPS 128(DX), Z2
+	VMOVUPS 192(DX), Z3
+	VMOVUPS 256(DX), Z4
+	VMOVUPS 320(DX), Z5
+	VMOVUPS 384(DX), Z6
+	VMOVUPS 448(DX), Z7
+	VMOVUPS 512(DX), Z20
+	VMOVUPS 576(DX), Z21
+	VMOVUPS 640(DX), Z22
+	VMOVUPS 704(DX), Z23
+	VMOVUPS 768(DX), Z24
+	VMOVUPS 832(DX), Z25
+	VMOVUPS 896(DX), Z26
+	VMOVUPS 960(DX), Z27
+	JMP     l2block
+l2zero:
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z20, Z20, Z20
+	VPXORD Z21, Z21, Z21
+	VPXORD Z22, Z22, Z22
+	VPXORD Z23, Z23, Z23
+	VPXORD Z24, Z24, Z24
+	VPXORD Z25, Z25, Z25
+	VPXORD Z26, Z26, Z26
+	VPXORD Z27, Z27, Z27
+l2block:
+	PFQ1NEXT(R10, R11)
+	VCVTPH2PS (DI), Z12
+	LUTPAIR2(0, 0, 64, Z0, Z1, Z20, Z21)
+	LUTPAIR2(1, 128, 192, Z2, Z3, Z22, Z23)
+	LUTPAIR2(2, 256, 320, Z4, Z5, Z24, Z25)
+	LUTPAIR2(3, 384, 448, Z6, Z7, Z26, Z27)
+	ADDQ $256, SI
+	ADDQ $32, DI
+	ADDQ $2048, AX
+	ADDQ $2048, BX
+	DECQ R8
+	JNZ  l2block
+
+	MOVQ  outA+56(FP), CX
+	TESTQ CX, CX
+	JNZ   l2fin
+	VMOVUPS Z0, 0(DX)
+	VMOVUPS Z1, 64(DX)
+	VMOVUPS Z2, 128(DX)
+	VMOVUPS Z3, 192(DX)
+	VMOVUPS Z4, 256(DX)
+	VMOVUPS Z5, 320(DX)
+	VMOVUPS Z6, 384(DX)
+	VMOVUPS Z7, 448(DX)
+	VMOVUPS Z20, 512(DX)
+	VMOVUPS Z21, 576(DX)
+	VMOVUPS Z22, 640(DX)
+	VMOVUPS Z23, 704(DX)
+	VMOVUPS Z24, 768(DX)
+	VMOVUPS Z25, 832(DX)
+	VMOVUPS Z26, 896(DX)
+	VMOVUPS Z27, 960(DX)
+	VZEROUPPER
+	RET
+
+l2fin:
+	// hsum_float_8 of each column: (a0+a4 + a2+a6) + (a1+a5 + a3+a7).
+	VADDPS Z4, Z0, Z0
+	VADDPS Z5, Z1, Z1
+	VADDPS Z6, Z2, Z2
+	VADDPS Z7, Z3, Z3
+	VADDPS Z2, Z0, Z0
+	VADDPS Z3, Z1, Z1
+	VADDPS Z1, Z0, Z0
+	VMOVUPS Z0, (CX)
+	MOVQ   outB+64(FP), CX
+	VADDPS Z24, Z20, Z20
+	VADDPS Z25, Z21, Z21
+	VADDPS Z26, Z22, Z22
+	VADDPS Z27, Z23, Z23
+	VADDPS Z22, Z20, Z20
+	VADDPS Z23, Z21, Z21
+	VADDPS Z21, Z20, Z20
+	VMOVUPS Z20, (CX)
+	VZEROUPPER
+	RET

@@ -70,7 +70,7 @@ func TestTQ2_0TileMatchesPlainKernel(t *testing.T) {
 	}
 	checked := 0
 	for _, l := range Levels() {
-		for _, shape := range [][3]int{{1, 256, 1}, {37, 1024, 3}, {16, 4096, 2}} {
+		for _, shape := range [][3]int{{1, 256, 1}, {37, 1024, 3}, {16, 4096, 2}, {33, 512, 5}, {16, 768, 16}} {
 			rows, cols, n := shape[0], shape[1], shape[2]
 			nb := cols / QK_K
 			w := f.randKBlocks(r, rows*nb, r.IntN(2) == 0)

@@ -674,8 +674,8 @@ func (j *matJob) q1LUT() bool {
 
 // doPackedQ1LUT runs the Q1_0 lookup-table tile on groups [lo, hi) for
 // the pass's columns: band by band (q1Band groups; a claim that does not
-// start or end on a band's edge runs the part it holds), each column in
-// turn through tileQ1_0LUTGroups.
+// start or end on a band's edge runs the part it holds), the columns
+// q1LUTCols at a time through tileQ1_0LUTGroups.
 func (j *matJob) doPackedQ1LUT(worker, lo, hi int) {
 	j.doPackedQ1LUTRange(worker, lo, hi, hi, true)
 }
@@ -686,18 +686,24 @@ func (j *matJob) doPackedQ1LUT(worker, lo, hi int) {
 func (j *matJob) doPackedQ1LUTRange(worker, lo, hi, end int, start bool) {
 	w, rows := j.w, j.m.Rows
 	p := j.m.packedRows()
-	scr := grow(w.scr[worker], 16*q1Band+128*q1Band)
+	scr := grow(w.scr[worker], 32*q1Band+256*q1Band)
 	w.scr[worker] = scr
-	tile, acc := scr[:16*q1Band], scr[16*q1Band:]
+	tile, acc := scr[:32*q1Band], scr[32*q1Band:]
 	for g0 := lo; g0 < hi; {
 		g1 := min(hi, (g0/q1Band+1)*q1Band)
-		for c := j.c0; c < j.c0+j.cn; c++ {
-			tileQ1_0LUTGroups(w.level, p, &w.q8, c, g0, g1, end, start && g0 == lo && c == j.c0, acc, tile)
-			for g := g0; g < g1; g++ {
-				r0 := g * packRows
-				nr := min(packRows, rows-r0)
-				copy(j.out[c*rows+r0:c*rows+r0+nr], tile[16*(g-g0):16*(g-g0)+nr])
+		ng := g1 - g0
+		for c := j.c0; c < j.c0+j.cn; {
+			nc := q1LUTCols(w.level, j.c0+j.cn-c)
+			tileQ1_0LUTGroups(w.level, p, &w.q8, c, nc, g0, g1, end, start && g0 == lo && c == j.c0, acc, tile)
+			for i := range nc {
+				for g := g0; g < g1; g++ {
+					r0 := g * packRows
+					nr := min(packRows, rows-r0)
+					t := tile[16*ng*i+16*(g-g0):]
+					copy(j.out[(c+i)*rows+r0:(c+i)*rows+r0+nr], t[:nr])
+				}
 			}
+			c += nc
 		}
 		g0 = g1
 	}
