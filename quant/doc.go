@@ -10,7 +10,8 @@
 // q4_K_8x8 chains. Work.MatMul picks the path as ggml_compute_forward_mul_mat does. CPU levels (cpu.go):
 // generic Go, AVX2 and AVX-512, chosen at run time or by BANKML_CPU; a level the CPU lacks is an error, never a
 // fallback. Matrix.Repack lays Q1_0, Q2_0 and TQ2_0 rows out in groups of sixteen for the tile kernels
-// (pack.go, act.go, tile_*.s; Q1_0 by lookup tables), each row still the reference's chain; F32/F16/BF16
+// (pack.go, act.go, tile_*.s; Q1_0 by lookup tables), each row still the reference's chain; a batch's columns
+// share each weight pass (Q2_0 and TQ2_0 all at once, Q1_0 two at a time at AVX-512); F32/F16/BF16
 // products of two or more columns run tinyBLAS's chain in tiny_amd64.s (4×3 tiles, each output its own lanes).
 //
 // Follows. ggml/src/ggml-cpu (vec.cpp, arch/x86/quants.c, arch/x86/repack.cpp, llamafile/sgemm.cpp) of llama.cpp
