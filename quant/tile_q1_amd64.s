@@ -10,6 +10,48 @@
 DATA q1ones<>+0(SB)/4, $0x01010101
 GLOBL q1ones<>(SB), RODATA|NOPTR, $4
 
+// The eight lane accumulators a0..a7 (lane j of a tile's 16 rows) loaded
+// from, zeroed, or stored to the 512 bytes at off(r), and their
+// hsum_float_8, (a0+a4 + a2+a6) + (a1+a5 + a3+a7), left in a0.
+#define ACC8LOAD(off, r, a0, a1, a2, a3, a4, a5, a6, a7) \
+	VMOVUPS off+0(r), a0 \
+	VMOVUPS off+64(r), a1 \
+	VMOVUPS off+128(r), a2 \
+	VMOVUPS off+192(r), a3 \
+	VMOVUPS off+256(r), a4 \
+	VMOVUPS off+320(r), a5 \
+	VMOVUPS off+384(r), a6 \
+	VMOVUPS off+448(r), a7
+
+#define ACC8ZERO(a0, a1, a2, a3, a4, a5, a6, a7) \
+	VPXORD a0, a0, a0 \
+	VPXORD a1, a1, a1 \
+	VPXORD a2, a2, a2 \
+	VPXORD a3, a3, a3 \
+	VPXORD a4, a4, a4 \
+	VPXORD a5, a5, a5 \
+	VPXORD a6, a6, a6 \
+	VPXORD a7, a7, a7
+
+#define ACC8STORE(off, r, a0, a1, a2, a3, a4, a5, a6, a7) \
+	VMOVUPS a0, off+0(r) \
+	VMOVUPS a1, off+64(r) \
+	VMOVUPS a2, off+128(r) \
+	VMOVUPS a3, off+192(r) \
+	VMOVUPS a4, off+256(r) \
+	VMOVUPS a5, off+320(r) \
+	VMOVUPS a6, off+384(r) \
+	VMOVUPS a7, off+448(r)
+
+#define HSUM8(a0, a1, a2, a3, a4, a5, a6, a7) \
+	VADDPS a4, a0, a0 \
+	VADDPS a5, a1, a1 \
+	VADDPS a6, a2, a2 \
+	VADDPS a7, a3, a3 \
+	VADDPS a2, a0, a0 \
+	VADDPS a3, a1, a1 \
+	VADDPS a1, a0, a0
+
 // The tile by lookup tables. For one activation column, q1LUTAVX512
 // stores per Q8_0 sub-block i and lane j the sixteen products
 // P[n] = float(L(n))*dy_i, L(n) the reference's lane sum of activations
@@ -130,24 +172,10 @@ TEXT ·tileQ1_0LAVX512(SB), NOSPLIT, $0-72
 	MOVQ first+40(FP), R9
 	TESTQ R9, R9
 	JNZ   lzero
-	VMOVUPS 0(DX), Z0
-	VMOVUPS 64(DX), Z1
-	VMOVUPS 128(DX), Z2
-	VMOVUPS 192(DX), Z3
-	VMOVUPS 256(DX), Z4
-	VMOVUPS 320(DX), Z5
-	VMOVUPS 384(DX), Z6
-	VMOVUPS 448(DX), Z7
+	ACC8LOAD(0, DX, Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
 	JMP     lblock
 lzero:
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	VPXORD Z4, Z4, Z4
-	VPXORD Z5, Z5, Z5
-	VPXORD Z6, Z6, Z6
-	VPXORD Z7, Z7, Z7
+	ACC8ZERO(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
 lblock:
 	PFQ1NEXT(R10, R11)
 	VCVTPH2PS (DI), Z12
@@ -164,26 +192,13 @@ lblock:
 	MOVQ  out+48(FP), BX
 	TESTQ BX, BX
 	JNZ   lfin
-	VMOVUPS Z0, 0(DX)
-	VMOVUPS Z1, 64(DX)
-	VMOVUPS Z2, 128(DX)
-	VMOVUPS Z3, 192(DX)
-	VMOVUPS Z4, 256(DX)
-	VMOVUPS Z5, 320(DX)
-	VMOVUPS Z6, 384(DX)
-	VMOVUPS Z7, 448(DX)
+	ACC8STORE(0, DX, Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
 	VZEROUPPER
 	RET
 
 lfin:
 	// hsum_float_8: (a0+a4 + a2+a6) + (a1+a5 + a3+a7).
-	VADDPS Z4, Z0, Z0
-	VADDPS Z5, Z1, Z1
-	VADDPS Z6, Z2, Z2
-	VADDPS Z7, Z3, Z3
-	VADDPS Z2, Z0, Z0
-	VADDPS Z3, Z1, Z1
-	VADDPS Z1, Z0, Z0
+	HSUM8(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
 	VMOVUPS Z0, (BX)
 	VZEROUPPER
 	RET
@@ -267,40 +282,12 @@ TEXT ·tileQ1_0L2AVX512(SB), NOSPLIT, $0-88
 	MOVQ first+48(FP), R9
 	TESTQ R9, R9
 	JNZ   l2zero
-	VMOVUPS 0(DX), Z0
-	VMOVUPS 64(DX), Z1
-	VMOVUPS 128(DX), Z2
-	VMOVUPS 192(DX), Z3
-	VMOVUPS 256(DX), Z4
-	VMOVUPS 320(DX), Z5
-	VMOVUPS 384(DX), Z6
-	VMOVUPS 448(DX), Z7
-	VMOVUPS 512(DX), Z20
-	VMOVUPS 576(DX), Z21
-	VMOVUPS 640(DX), Z22
-	VMOVUPS 704(DX), Z23
-	VMOVUPS 768(DX), Z24
-	VMOVUPS 832(DX), Z25
-	VMOVUPS 896(DX), Z26
-	VMOVUPS 960(DX), Z27
+	ACC8LOAD(0, DX, Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
+	ACC8LOAD(512, DX, Z20, Z21, Z22, Z23, Z24, Z25, Z26, Z27)
 	JMP     l2block
 l2zero:
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	VPXORD Z4, Z4, Z4
-	VPXORD Z5, Z5, Z5
-	VPXORD Z6, Z6, Z6
-	VPXORD Z7, Z7, Z7
-	VPXORD Z20, Z20, Z20
-	VPXORD Z21, Z21, Z21
-	VPXORD Z22, Z22, Z22
-	VPXORD Z23, Z23, Z23
-	VPXORD Z24, Z24, Z24
-	VPXORD Z25, Z25, Z25
-	VPXORD Z26, Z26, Z26
-	VPXORD Z27, Z27, Z27
+	ACC8ZERO(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
+	ACC8ZERO(Z20, Z21, Z22, Z23, Z24, Z25, Z26, Z27)
 l2block:
 	PFQ1NEXT(R10, R11)
 	VCVTPH2PS (DI), Z12
@@ -318,43 +305,17 @@ l2block:
 	MOVQ  outA+56(FP), CX
 	TESTQ CX, CX
 	JNZ   l2fin
-	VMOVUPS Z0, 0(DX)
-	VMOVUPS Z1, 64(DX)
-	VMOVUPS Z2, 128(DX)
-	VMOVUPS Z3, 192(DX)
-	VMOVUPS Z4, 256(DX)
-	VMOVUPS Z5, 320(DX)
-	VMOVUPS Z6, 384(DX)
-	VMOVUPS Z7, 448(DX)
-	VMOVUPS Z20, 512(DX)
-	VMOVUPS Z21, 576(DX)
-	VMOVUPS Z22, 640(DX)
-	VMOVUPS Z23, 704(DX)
-	VMOVUPS Z24, 768(DX)
-	VMOVUPS Z25, 832(DX)
-	VMOVUPS Z26, 896(DX)
-	VMOVUPS Z27, 960(DX)
+	ACC8STORE(0, DX, Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
+	ACC8STORE(512, DX, Z20, Z21, Z22, Z23, Z24, Z25, Z26, Z27)
 	VZEROUPPER
 	RET
 
 l2fin:
 	// hsum_float_8 of each column: (a0+a4 + a2+a6) + (a1+a5 + a3+a7).
-	VADDPS Z4, Z0, Z0
-	VADDPS Z5, Z1, Z1
-	VADDPS Z6, Z2, Z2
-	VADDPS Z7, Z3, Z3
-	VADDPS Z2, Z0, Z0
-	VADDPS Z3, Z1, Z1
-	VADDPS Z1, Z0, Z0
+	HSUM8(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
 	VMOVUPS Z0, (CX)
 	MOVQ   outB+64(FP), CX
-	VADDPS Z24, Z20, Z20
-	VADDPS Z25, Z21, Z21
-	VADDPS Z26, Z22, Z22
-	VADDPS Z27, Z23, Z23
-	VADDPS Z22, Z20, Z20
-	VADDPS Z23, Z21, Z21
-	VADDPS Z21, Z20, Z20
+	HSUM8(Z20, Z21, Z22, Z23, Z24, Z25, Z26, Z27)
 	VMOVUPS Z20, (CX)
 	VZEROUPPER
 	RET
