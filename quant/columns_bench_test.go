@@ -29,23 +29,23 @@ func BenchmarkColumnsDRAM(b *testing.B) {
 		b.Fatal(err)
 	}
 	for _, typ := range []gguf.GGMLType{gguf.Q1_0, gguf.Q2_0, gguf.TQ2_0} {
-		const rows, cols, nm = 12288, 4096, 16
-		nb := cols / typ.BlockSize()
-		ms := make([]*Matrix, nm)
-		for i := range ms {
-			w := randLowbitBlocks(r, rows*nb, typ.TypeSize())
-			if typ == gguf.TQ2_0 {
-				for i := range rows * nb {
-					putHalfK(w[i*BlockTQ2_0Size+64:], 0x2000)
-				}
-			}
-			ms[i] = &Matrix{Name: "w", Type: typ, Rows: rows, Cols: cols, Data: w}
-			if _, err := ms[i].Repack(); err != nil {
-				b.Fatal(err)
-			}
-			ms[i].Data = nil // the packed copy alone, as a loaded model keeps it
-		}
 		b.Run(typ.String(), func(b *testing.B) {
+			const rows, cols, nm = 12288, 4096, 16
+			nb := cols / typ.BlockSize()
+			ms := make([]*Matrix, nm)
+			for i := range ms {
+				w := randLowbitBlocks(r, rows*nb, typ.TypeSize())
+				if typ == gguf.TQ2_0 {
+					for i := range rows * nb {
+						putHalfK(w[i*BlockTQ2_0Size+64:], 0x2000)
+					}
+				}
+				ms[i] = &Matrix{Name: "w", Type: typ, Rows: rows, Cols: cols, Data: w}
+				if _, err := ms[i].Repack(); err != nil {
+					b.Fatal(err)
+				}
+				ms[i].Data = nil // the packed copy alone, as a loaded model keeps it
+			}
 			pool := parallel.New(2)
 			defer pool.Close()
 			ws, err := NewWork(level, pool)
