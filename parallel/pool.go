@@ -27,6 +27,7 @@ type Pool struct {
 	perr  any // first panic of the current Run
 	close sync.Once
 	done  atomic.Bool
+	wg    sync.WaitGroup // the workers, until they return
 }
 
 // slot is one worker's mailbox. Run writes job, n and chunk, then posts the
@@ -65,12 +66,14 @@ func New(size int) *Pool {
 	p := &Pool{size: size, slots: make([]slot, size-1)}
 	for i := range p.slots {
 		p.slots[i].wake = make(chan struct{}, 1)
+		p.wg.Add(1)
 		go p.worker(i + 1)
 	}
 	return p
 }
 
 func (p *Pool) worker(id int) {
+	defer p.wg.Done()
 	s := &p.slots[id-1]
 	for {
 		st := s.state.Load()
@@ -221,8 +224,8 @@ func (p *Pool) For(n int, f func(lo, hi int)) {
 	p.Run(p.size, 1, &forJob{f, n, p.size})
 }
 
-// Close stops the workers; it waits for a running Run to finish. Closing
-// twice (or a nil pool) is a no-op.
+// Close stops the workers and returns when they have returned; it waits
+// for a running Run to finish. Closing twice (or a nil pool) is a no-op.
 func (p *Pool) Close() {
 	if p == nil {
 		return
@@ -235,4 +238,5 @@ func (p *Pool) Close() {
 			close(p.slots[i].wake)
 		}
 	})
+	p.wg.Wait()
 }
