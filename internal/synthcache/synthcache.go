@@ -27,6 +27,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/bankml/bankml/gguf"
 	"github.com/bankml/bankml/internal/synth"
 	"github.com/bankml/bankml/internal/testdata"
 )
@@ -76,13 +77,18 @@ func File(t testing.TB, name string, cfg synth.Config) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The digest covers the seed and the whole header the plan writes (every
+	// key's value, the vocabulary included, and every tensor's name, type and
+	// shape): two configurations that differ only in a value must not share
+	// a file.
 	h := sha256.New()
-	fmt.Fprint(h, cfg.Seed, len(kvs), len(infos))
-	for _, kv := range kvs {
-		fmt.Fprint(h, kv.Key, kv.Value.Type)
+	fmt.Fprint(h, cfg.Seed)
+	gw, err := gguf.NewWriter(h, kvs, infos)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, ti := range infos {
-		fmt.Fprint(h, ti.Name, ti.Type, ti.Ne)
+	if err := gw.Close(); err != nil && !errors.Is(err, gguf.ErrDataSize) { // Close flushes the header; no tensor data follows
+		t.Fatalf("synthcache: digest of %s's header: %v", name, err)
 	}
 	path := filepath.Join(Dir(t), name+"-"+hex.EncodeToString(h.Sum(nil))[:12]+".gguf")
 	if _, err := os.Stat(path); err == nil {
