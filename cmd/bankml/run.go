@@ -116,7 +116,7 @@ func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error 
 	if _, err := quant.LevelFromEnv(); err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
-	if _, err := r.resolve("run", stderr); err != nil {
+	if _, err := r.resolve("run", info); err != nil {
 		return err
 	}
 	if !r.Chat && (r.System != "" || r.SingleTurn) {
