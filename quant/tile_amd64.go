@@ -185,32 +185,45 @@ func tileQ1_0LUTGroups(l Level, p *packed, a *q8Act, c, nc, lo, hi, end int, sta
 	}
 	for ch := range nch {
 		b0 := ch * q1Chunk
-		first := 0
-		if ch == 0 {
-			first = 1
+		off0, n := p.q1SegOff(lo, ch)
+		// At two columns the chunk runs in two parts of about n/2 blocks,
+		// each on every group in turn, so that the part's tables of both
+		// columns (16 KiB) stay in L1 while the groups read them.
+		parts := [2][2]int{{0, n}}
+		np := 1
+		if nc == 2 && n > 1 {
+			parts = [2][2]int{{0, n / 2}, {n / 2, n - n/2}}
+			np = 2
 		}
-		off, n := p.q1SegOff(lo, ch)
-		for g := lo; g < hi; g++ {
-			var o, oB *float32
-			if ch == nch-1 {
-				o = &out[16*(g-lo)]
-				oB = &out[16*ng+16*(g-lo)]
+		for part, bsn := range parts[:np] {
+			bs, bn := bsn[0], bsn[1]
+			first := 0
+			if ch == 0 && part == 0 {
+				first = 1
 			}
-			pf := off + q1PrefetchVisits*n*sb
-			if pf+n*sb > limit {
-				pf = off // nothing new
+			off := off0
+			for g := lo; g < hi; g++ {
+				var o, oB *float32
+				if ch == nch-1 && part == np-1 {
+					o = &out[16*(g-lo)]
+					oB = &out[16*ng+16*(g-lo)]
+				}
+				pf := off + q1PrefetchVisits*n*sb
+				if pf+n*sb > limit {
+					pf = off // nothing new
+				}
+				codes, scales := &p.data[off+256*bs], &p.data[off+256*n+32*bs]
+				pfc, pfs := &p.data[pf+256*bs], &p.data[pf+256*n+32*bs]
+				switch {
+				case nc == 2:
+					tileQ1_0L2AVX512(codes, scales, bn, &lut[512*(b0+bs)], &lutB[512*(b0+bs)], &acc[256*(g-lo)], first, o, oB, pfc, pfs)
+				case l == LevelAVX512:
+					tileQ1_0LAVX512(codes, scales, bn, &lut[512*b0], &acc[128*(g-lo)], first, o, pfc, pfs)
+				default:
+					tileQ1_0LAVX2(codes, scales, bn, &lut[512*b0], &acc[128*(g-lo)], first, o, pfc, pfs)
+				}
+				off += n * sb
 			}
-			codes, scales := &p.data[off], &p.data[off+256*n]
-			pfc, pfs := &p.data[pf], &p.data[pf+256*n]
-			switch {
-			case nc == 2:
-				tileQ1_0L2AVX512(codes, scales, n, &lut[512*b0], &lutB[512*b0], &acc[256*(g-lo)], first, o, oB, pfc, pfs)
-			case l == LevelAVX512:
-				tileQ1_0LAVX512(codes, scales, n, &lut[512*b0], &acc[128*(g-lo)], first, o, pfc, pfs)
-			default:
-				tileQ1_0LAVX2(codes, scales, n, &lut[512*b0], &acc[128*(g-lo)], first, o, pfc, pfs)
-			}
-			off += n * sb
 		}
 	}
 }
