@@ -39,3 +39,17 @@
 	PREFETCHT1 (rs) \
 	ADDQ $256, rc \
 	ADDQ $32, rs
+
+// The four 2-bit code planes ((v >> 2n) & 3, n = 0..3) of the 64 bytes at
+// off(SI) into a, b, c, e; Z31 holds 0x03 in every byte (the AVX-512
+// Q2_0 and TQ2_0 tiles).
+#define PLANES2(off, a, b, c, e) \
+	VMOVDQU64 off(SI), a \
+	VPSRLD $2, a, b \
+	VPSRLD $4, a, c \
+	VPSRLD $6, a, e \
+	VPANDD Z31, a, a \
+	VPANDD Z31, b, b \
+	VPANDD Z31, c, c \
+	VPANDD Z31, e, e
+

@@ -45,38 +45,10 @@ block:
 	PF256(2048, SI)
 	PREFETCHT1 256(DI)
 	// Sixteen code planes: vector v = 2s+g, plane n = (v >> 2n) & 3.
-	VMOVDQU64 0(SI), Z0
-	VPSRLD    $2, Z0, Z1
-	VPSRLD    $4, Z0, Z2
-	VPSRLD    $6, Z0, Z3
-	VPANDD    Z31, Z0, Z0
-	VPANDD    Z31, Z1, Z1
-	VPANDD    Z31, Z2, Z2
-	VPANDD    Z31, Z3, Z3
-	VMOVDQU64 64(SI), Z4
-	VPSRLD    $2, Z4, Z5
-	VPSRLD    $4, Z4, Z6
-	VPSRLD    $6, Z4, Z7
-	VPANDD    Z31, Z4, Z4
-	VPANDD    Z31, Z5, Z5
-	VPANDD    Z31, Z6, Z6
-	VPANDD    Z31, Z7, Z7
-	VMOVDQU64 128(SI), Z8
-	VPSRLD    $2, Z8, Z9
-	VPSRLD    $4, Z8, Z10
-	VPSRLD    $6, Z8, Z11
-	VPANDD    Z31, Z8, Z8
-	VPANDD    Z31, Z9, Z9
-	VPANDD    Z31, Z10, Z10
-	VPANDD    Z31, Z11, Z11
-	VMOVDQU64 192(SI), Z12
-	VPSRLD    $2, Z12, Z13
-	VPSRLD    $4, Z12, Z14
-	VPSRLD    $6, Z12, Z15
-	VPANDD    Z31, Z12, Z12
-	VPANDD    Z31, Z13, Z13
-	VPANDD    Z31, Z14, Z14
-	VPANDD    Z31, Z15, Z15
+	PLANES2(0, Z0, Z1, Z2, Z3)
+	PLANES2(64, Z4, Z5, Z6, Z7)
+	PLANES2(128, Z8, Z9, Z10, Z11)
+	PLANES2(192, Z12, Z13, Z14, Z15)
 	VCVTPH2PS (DI), Z16    // the sixteen rows' d
 
 	MOVQ R9, AX            // qs of column 0 at this block
