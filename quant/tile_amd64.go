@@ -186,25 +186,23 @@ func tileQ1_0LUTGroups(l Level, p *packed, a *q8Act, c, nc, lo, hi, end int, sta
 	for ch := range nch {
 		b0 := ch * q1Chunk
 		off0, n := p.q1SegOff(lo, ch)
-		// At two columns the chunk runs in two parts of about n/2 blocks,
-		// each on every group in turn, so that the part's tables of both
-		// columns (16 KiB) stay in L1 while the groups read them.
-		parts := [2][2]int{{0, n}}
-		np := 1
-		if nc == 2 && n > 1 {
-			parts = [2][2]int{{0, n / 2}, {n / 2, n - n/2}}
-			np = 2
+		// At two columns the chunk runs in two parts (blocks [0, step) and
+		// [step, n)), each on every group in turn, so that the part's tables
+		// of both columns (16 KiB) stay in L1 while the groups read them.
+		step := n
+		if nc == 2 {
+			step = (n + 1) / 2
 		}
-		for part, bsn := range parts[:np] {
-			bs, bn := bsn[0], bsn[1]
+		for bs := 0; bs < n; bs += step {
+			bn := min(step, n-bs)
 			first := 0
-			if ch == 0 && part == 0 {
+			if ch == 0 && bs == 0 {
 				first = 1
 			}
 			off := off0
 			for g := lo; g < hi; g++ {
 				var o, oB *float32
-				if ch == nch-1 && part == np-1 {
+				if ch == nch-1 && bs+bn == n {
 					o = &out[16*(g-lo)]
 					oB = &out[16*ng+16*(g-lo)]
 				}

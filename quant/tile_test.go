@@ -208,7 +208,8 @@ func TestQ1_0LUTMatchesGoTwin(t *testing.T) {
 // TestQ1_0PackedMatMulChunks: Work.MatMul on Repack'ed Q1_0 matrices at
 // every level against VecDotQ1_0Q8_0 (oracle-tested) of each row and
 // quantized column, on shapes that exercise the AVX-512 lookup-table path's
-// chunking: row blocks not a multiple of q1Chunk, more groups than
+// chunking: row blocks not a multiple of q1Chunk (a last chunk of 3, run
+// in two parts at two columns), more groups than
 // q1Band and a last band that is not whole, more columns than one pass
 // (lutCols), a pool of 2 workers.
 func TestQ1_0PackedMatMulChunks(t *testing.T) {
@@ -217,7 +218,7 @@ func TestQ1_0PackedMatMulChunks(t *testing.T) {
 	defer pool.Close()
 	checked := 0
 	for _, l := range Levels() {
-		for _, shape := range [][3]int{{33, 1536, 3}, {300, 1152, 1}, {277, 12288, 6}, {40, 4096, 13}} {
+		for _, shape := range [][3]int{{33, 1536, 3}, {300, 1152, 1}, {277, 12288, 6}, {40, 4096, 13}, {33, 1408, 2}} {
 			rows, cols, n := shape[0], shape[1], shape[2]
 			m, w, x := randPackedQ1_0(t, r, rows, cols, n)
 			ws, err := NewWork(l, pool)
