@@ -42,19 +42,9 @@ func BenchmarkColumnsDRAM(b *testing.B) {
 // columnsDRAM is one sub-benchmark of BenchmarkColumnsDRAM: typ at rows x cols.
 func columnsDRAM(b *testing.B, r *rand.Rand, level Level, typ gguf.GGMLType, rows, cols int) {
 	const nm = 16
-	nb := cols / typ.BlockSize()
 	ms := make([]*Matrix, nm)
 	for i := range ms {
-		w := randLowbitBlocks(r, rows*nb, typ.TypeSize())
-		if typ == gguf.TQ2_0 {
-			for i := range rows * nb {
-				putHalfK(w[i*BlockTQ2_0Size+64:], 0x2000)
-			}
-		}
-		ms[i] = &Matrix{Name: "w", Type: typ, Rows: rows, Cols: cols, Data: w}
-		if _, err := ms[i].Repack(); err != nil {
-			b.Fatal(err)
-		}
+		ms[i] = randRepacked(b, r, typ, rows, cols)
 		ms[i].Data = nil // the packed copy alone, as a loaded model keeps it
 	}
 	pool := parallel.New(2)

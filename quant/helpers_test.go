@@ -86,3 +86,22 @@ func checkLowbitDot(t *testing.T, r *rand.Rand, maxNB int, typ gguf.GGMLType, re
 		t.Logf("%s %s: %d/%d rows equal to the reference", typ, l, equal[i], total)
 	}
 }
+
+// randRepacked returns a Repack'ed rows x cols matrix of typ (Q1_0, Q2_0 or
+// TQ2_0) with random code bits, Data kept; TQ2_0 blocks get d = 0x2000 (an
+// f16 of 2^-11) so that random bits do not make every output NaN.
+func randRepacked(tb testing.TB, r *rand.Rand, typ gguf.GGMLType, rows, cols int) *Matrix {
+	tb.Helper()
+	nb := cols / typ.BlockSize()
+	w := randLowbitBlocks(r, rows*nb, typ.TypeSize())
+	if typ == gguf.TQ2_0 {
+		for i := range rows * nb {
+			putHalfK(w[i*BlockTQ2_0Size+64:], 0x2000)
+		}
+	}
+	m := &Matrix{Name: "w", Type: typ, Rows: rows, Cols: cols, Data: w}
+	if _, err := m.Repack(); err != nil {
+		tb.Fatal(err)
+	}
+	return m
+}

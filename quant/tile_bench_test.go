@@ -19,16 +19,8 @@ func BenchmarkTiles(b *testing.B) {
 		for _, shape := range [][2]int{{4096, 4096}, {4096, 12288}} {
 			rows, cols := shape[0], shape[1]
 			nb := cols / typ.BlockSize()
-			w := randLowbitBlocks(r, rows*nb, typ.TypeSize())
-			if typ == gguf.TQ2_0 {
-				for i := range rows * nb {
-					putHalfK(w[i*BlockTQ2_0Size+64:], 0x2000)
-				}
-			}
-			m := &Matrix{Name: "w", Type: typ, Rows: rows, Cols: cols, Data: w}
-			if _, err := m.Repack(); err != nil {
-				b.Fatal(err)
-			}
+			m := randRepacked(b, r, typ, rows, cols)
+			w := m.Data
 			for _, n := range []int{1, 16} {
 				x := randRow(r, n*cols)
 				out := make([]float32, n*rows)

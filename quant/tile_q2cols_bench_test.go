@@ -30,11 +30,7 @@ func BenchmarkQ2_0Columns(b *testing.B) {
 	r := rand.New(rand.NewPCG(3, 4))
 	const rows, cols = 4096, 4096
 	nb := cols / QK2_0
-	m := &Matrix{Name: "w", Type: gguf.Q2_0, Rows: rows, Cols: cols, Data: randLowbitBlocks(r, rows*nb, BlockQ2_0Size)}
-	if _, err := m.Repack(); err != nil {
-		b.Fatal(err)
-	}
-	p := m.packedRows()
+	p := randRepacked(b, r, gguf.Q2_0, rows, cols).packedRows()
 	for _, n := range []int{2, 4, 8} {
 		var a q8Act
 		a.reset(cols, n)
@@ -102,15 +98,7 @@ func BenchmarkTQ2_0Columns(b *testing.B) {
 	r := rand.New(rand.NewPCG(5, 6))
 	const rows, cols = 4096, 4096
 	nb := cols / QK_K
-	w := randLowbitBlocks(r, rows*nb, BlockTQ2_0Size)
-	for i := range rows * nb {
-		putHalfK(w[i*BlockTQ2_0Size+64:], 0x2000)
-	}
-	m := &Matrix{Name: "w", Type: gguf.TQ2_0, Rows: rows, Cols: cols, Data: w}
-	if _, err := m.Repack(); err != nil {
-		b.Fatal(err)
-	}
-	p := m.packedRows()
+	p := randRepacked(b, r, gguf.TQ2_0, rows, cols).packedRows()
 	for _, n := range []int{2, 4, 8} {
 		var a q8KAct
 		a.reset(cols, n)
