@@ -155,9 +155,14 @@ func Lookup(ref string) (Entry, error) {
 			return e, nil
 		}
 	}
-	var have []string
+	return Entry{}, fmt.Errorf("%s:%s is not in bankml's catalog (it has %s)", name, tag, strings.Join(Refs(), ", "))
+}
+
+// Refs are the catalog's NAME:TAGs, in All's order.
+func Refs() []string {
+	var refs []string
 	for _, e := range All() {
-		have = append(have, e.Ref())
+		refs = append(refs, e.Ref())
 	}
-	return Entry{}, fmt.Errorf("%s:%s is not in bankml's catalog (it has %s)", name, tag, strings.Join(have, ", "))
+	return refs
 }

@@ -28,6 +28,8 @@ func TestUnknownRoutes(t *testing.T) {
 		{"GET", "/nope", 404, "application/json; charset=utf-8", llamaNotFound, ""},
 		{"POST", "/v1/images/generations", 404, "application/json; charset=utf-8", llamaNotFound, ""},
 		{"GET", "/v1/completions", 404, "application/json; charset=utf-8", llamaNotFound, ""},
+		{"GET", "/v1/chat/completions", 404, "application/json; charset=utf-8", llamaNotFound, ""},
+		{"GET", "/chat/completions", 404, "application/json; charset=utf-8", llamaNotFound, ""},
 		{"DELETE", "/health", 404, "application/json; charset=utf-8", llamaNotFound, ""},
 		{"GET", "/api/nope", 404, "application/json; charset=utf-8", `{"error":"404 page not found"}`, ""},
 		{"POST", "/api/pull", 404, "application/json; charset=utf-8", `{"error":"POST /api/pull: bankml serve does not serve this Ollama route (no model store or accounts): it serves the one model it was started with"}`, ""},
@@ -61,12 +63,13 @@ func TestUnknownRoutes(t *testing.T) {
 }
 
 // TestAPIKeyPublicPaths checks get_public_endpoints (server-http.cpp): /health, /v1/health and the web UI's
-// "/" need no key; /models, /v1/models, /props, /metrics, /api/tags and unknown paths do.
+// "/" need no key; /models, /v1/models, /props, /metrics, /api/tags, unknown paths and wrong methods do (the
+// check runs before routing).
 func TestAPIKeyPublicPaths(t *testing.T) {
 	ts := newTestServer(t, storiesPath(t), AdmitOptions{}, Options{APIKey: "k"})
 	for path, want := range map[string]int{
 		"/health": 200, "/v1/health": 200, "/": 200,
-		"/models": 401, "/v1/models": 401, "/props": 401, "/metrics": 401, "/api/tags": 401, "/api/version": 401, "/nope": 401,
+		"/models": 401, "/v1/models": 401, "/props": 401, "/metrics": 401, "/api/tags": 401, "/api/version": 401, "/nope": 401, "/v1/chat/completions": 401, "/api/chat": 401,
 	} {
 		if st, b := ts.get(t, path); st != want {
 			t.Errorf("GET %s without a key: %d %s, want %d", path, st, b, want)

@@ -22,7 +22,7 @@ const consoleCSP = "default-src 'none'; script-src 'self'; style-src 'self'; con
 // mountConsole serves the console at /console/ (GET /console redirects there). It is not at "/", where
 // llama-server serves its web UI, because bankml's "/" is Ollama's root ("Ollama is running"), which Ollama
 // clients probe to find a server. Like llama-server's web UI files, the console's files need no API key
-// (requireAPIKey); the API calls it makes do.
+// (RequireAPIKey); the API calls it makes do.
 func (s *Server) mountConsole(r chi.Router) {
 	sub, err := fs.Sub(consoleFiles, "console")
 	if err != nil { // the embedded folder exists at build time

@@ -285,7 +285,7 @@ func (s *Server) Handler() http.Handler { return s.router }
 // Ollama routes (mountOllama).
 func (s *Server) routes() chi.Router {
 	r := chi.NewRouter()
-	r.Use(s.countRequests, s.checkHost, s.cors, s.requireAPIKey, headAsGet)
+	r.Use(s.countRequests, s.checkHost, s.cors, RequireAPIKey(s.opt.APIKey), headAsGet)
 	s.mount(r, s.newOllamaAPI(), notFound)
 	return r
 }
@@ -451,39 +451,44 @@ func writeText(w http.ResponseWriter, status int, text string) {
 	_, _ = io.WriteString(w, text)
 }
 
-// requireAPIKey is llama-server's middleware_validate_api_key (server-http.cpp): with a key set, every path
+// RequireAPIKey is llama-server's middleware_validate_api_key (server-http.cpp), for the single-model server
+// and the store server alike (package storeserve puts it in front of its router): with a key set, every path
 // but its public ones needs "Authorization: Bearer KEY" (or the bare key, or X-Api-Key), else 401
-// {"error": {"message": "Invalid API Key", "type": "authentication_error", "code": 401}}, unknown paths
-// included (the check runs before routing). The public paths are get_public_endpoints': /health, /v1/health
-// and the web UI's paths, of which bankml serves "/" (Ollama's "Ollama is running") and the console's
-// static files (/console, /console/...; its API calls need the key); /models, /v1/models
-// and /api/tags need the key. OPTIONS requests never get here (cors answers them, as llama-server does
-// before the check).
-func (s *Server) requireAPIKey(next http.Handler) http.Handler {
-	if s.opt.APIKey == "" {
-		return next
+// {"error": {"message": "Invalid API Key", "type": "authentication_error", "code": 401}} (under /api/
+// Ollama's error shape), unknown paths and wrong methods included (llama-server checks it in its
+// pre-routing handler, before routing; its router mode shares it). The public paths are
+// get_public_endpoints': /health, /v1/health and the web UI's paths, of which bankml serves "/" (Ollama's
+// "Ollama is running") and the console's static files (/console, /console/...; its API calls need the key);
+// /models, /v1/models and /api/tags need the key. An OPTIONS request is not checked: llama-server answers it
+// before the check (browsers send no Authorization on a preflight); the single-model server's cors answers it
+// before it gets here. An empty key checks nothing.
+func RequireAPIKey(key string) func(http.Handler) http.Handler {
+	if key == "" {
+		return func(next http.Handler) http.Handler { return next }
 	}
-	want := []byte(s.opt.APIKey)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/health" || r.URL.Path == "/v1/health" || r.URL.Path == "/" || r.URL.Path == "/console" || strings.HasPrefix(r.URL.Path, "/console/") {
-			next.ServeHTTP(w, r)
-			return
-		}
-		key := r.Header.Get("Authorization")
-		if key == "" {
-			key = r.Header.Get("X-Api-Key")
-		}
-		key = strings.TrimPrefix(key, "Bearer ")
-		if subtle.ConstantTimeCompare([]byte(key), want) != 1 {
-			if strings.HasPrefix(r.URL.Path, "/api/") { // Ollama's error shape, which its clients read
-				ollamaError(w, http.StatusUnauthorized, "Invalid API Key")
+	want := []byte(key)
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodOptions || r.URL.Path == "/health" || r.URL.Path == "/v1/health" || r.URL.Path == "/" || r.URL.Path == "/console" || strings.HasPrefix(r.URL.Path, "/console/") {
+				next.ServeHTTP(w, r)
 				return
 			}
-			writeError(w, &APIError{Type: TypeAuthentication, Message: "Invalid API Key"})
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
+			key := r.Header.Get("Authorization")
+			if key == "" {
+				key = r.Header.Get("X-Api-Key")
+			}
+			key = strings.TrimPrefix(key, "Bearer ")
+			if subtle.ConstantTimeCompare([]byte(key), want) != 1 {
+				if strings.HasPrefix(r.URL.Path, "/api/") { // Ollama's error shape, which its clients read
+					ollamaError(w, http.StatusUnauthorized, "Invalid API Key")
+					return
+				}
+				writeError(w, &APIError{Type: TypeAuthentication, Message: "Invalid API Key"})
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
 }
 
 // begin starts an exchange: it reads the whole body (at most MaxBodyBytes: 413 beyond) and re-checks the model

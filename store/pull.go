@@ -245,7 +245,8 @@ func (s *Store) Resolve(ctx context.Context, ref string, o PullOptions) (m *Mani
 		return nil, false, err
 	}
 	if _, cerr := catalog.Lookup(ref); cerr != nil {
-		return nil, false, fmt.Errorf("%w; and %w", err, cerr)
+		name, tag, _ := catalog.ParseRef(ref) // Get parsed it
+		return nil, false, &NotFoundError{Ref: name + ":" + tag, Root: s.Root, Catalog: catalog.Refs()}
 	}
 	m, err = s.Pull(ctx, ref, o)
 	return m, err == nil, err

@@ -139,6 +139,20 @@ func (s *Store) manifestPath(name, tag string) string {
 	return filepath.Join(s.Root, "manifests", strings.ToLower(name), strings.ToLower(tag)+".json")
 }
 
+// NotFoundError is Resolve's error for a model neither the store nor bankml's catalog has. It wraps
+// ErrNotFound.
+type NotFoundError struct {
+	Ref     string   // the model's NAME:TAG
+	Root    string   // the store's folder
+	Catalog []string // the catalog's NAME:TAGs (catalog.Refs)
+}
+
+func (e *NotFoundError) Error() string {
+	return fmt.Sprintf("store: %s: not in %s, and not in bankml's catalog (it has %s)", e.Ref, e.Root, strings.Join(e.Catalog, ", "))
+}
+
+func (e *NotFoundError) Unwrap() error { return ErrNotFound }
+
 // Get returns the manifest NAME[:TAG] names; the error wraps ErrNotFound when there is none, and names a
 // manifest that does not read.
 func (s *Store) Get(ref string) (*Manifest, error) {

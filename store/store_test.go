@@ -351,3 +351,22 @@ func TestAModelfileThatEndsInsideAQuotedValueIsRefusedNamingTheLineItBeginsOn(t 
 		})
 	}
 }
+
+// TestResolveOfANameInNeitherTheStoreNorTheCatalogNamesItOnce: Resolve's error for a model it cannot find
+// or pull names the model once (as NAME:TAG), the store's folder and the catalog's models, and wraps
+// ErrNotFound.
+func TestResolveOfANameInNeitherTheStoreNorTheCatalogNamesItOnce(t *testing.T) {
+	s, _ := newStore(t)
+	for _, tc := range []struct{ name, ref, want string }{
+		{"a bare name takes the tag latest", "nosuch", "store: nosuch:latest: not in " + s.Root + ", and not in bankml's catalog (it has bonsai:1.7b, bonsai:8b, qwen3:0.6b, stories260K:latest, ternary-bonsai:8b)"},
+		{"a name with a tag keeps it", "nosuch:v2", "store: nosuch:v2: not in " + s.Root + ", and not in bankml's catalog (it has bonsai:1.7b, bonsai:8b, qwen3:0.6b, stories260K:latest, ternary-bonsai:8b)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := s.Resolve(context.Background(), tc.ref, opts(""))
+			var nf *store.NotFoundError
+			if err == nil || err.Error() != tc.want || !errors.Is(err, store.ErrNotFound) || !errors.As(err, &nf) {
+				t.Fatalf("error %v\nwant %s (a *store.NotFoundError wrapping ErrNotFound)", err, tc.want)
+			}
+		})
+	}
+}

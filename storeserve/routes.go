@@ -22,7 +22,9 @@ import (
 // routes builds the router on a model Server's route table (serve.Routes): each of its routes is forwarded
 // to the Server of the model the request names, the store's own routes replace those of the same method and
 // path, and a request no route takes gets the table's answer (llama-server's 404 File Not Found, under /api/
-// Ollama's 404 or 405 with Allow) before any model is named or loaded.
+// Ollama's 404 or 405 with Allow) before any model is named or loaded. The API key (Serve.APIKey) is checked
+// before all of it, by the model server's own check (serve.RequireAPIKey), as llama-server's router mode
+// checks it before routing: without the key only the public paths answer, every other request is a 401.
 func (r *Router) routes() {
 	mux := serve.Routes()
 	type route struct{ method, pattern string }
@@ -62,7 +64,7 @@ func (r *Router) routes() {
 	mux.Post("/api/create", r.handleCreate)
 	mux.Post("/api/copy", r.handleCopy)
 	mux.Delete("/api/delete", r.handleDelete)
-	r.mux = mux
+	r.handler = serve.RequireAPIKey(r.o.Serve.APIKey)(mux)
 }
 
 // serveOllamaVersion is the Ollama API version bankml answers in (package serve's).

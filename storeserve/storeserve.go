@@ -81,13 +81,13 @@ type Options struct {
 
 // Router serves the store's models.
 type Router struct {
-	o      Options
-	log    *slog.Logger
-	mu     sync.Mutex
-	loaded map[string]*loaded   // key: lower-case NAME:TAG
-	loads  map[string]*loadCall // loads under way
-	closed bool
-	mux    chi.Router
+	o       Options
+	log     *slog.Logger
+	mu      sync.Mutex
+	loaded  map[string]*loaded   // key: lower-case NAME:TAG
+	loads   map[string]*loadCall // loads under way
+	closed  bool
+	handler http.Handler // the routes behind the API key check (routes)
 }
 
 type loaded struct {
@@ -133,7 +133,7 @@ func New(o Options) (*Router, error) {
 }
 
 // Handler is the router's HTTP handler.
-func (r *Router) Handler() http.Handler { return r.mux }
+func (r *Router) Handler() http.Handler { return r.handler }
 
 // Close unloads every model.
 func (r *Router) Close() error {

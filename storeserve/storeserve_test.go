@@ -453,3 +453,61 @@ func TestAWrongMethodOrAnUnknownPathIsAnsweredAsTheSingleModelServerAnswersItWit
 		})
 	}
 }
+
+// TestTheAPIKeyIsCheckedBeforeRoutingAsOnTheSingleModelServer: with --api-key the store server checks the
+// key before it routes (llama-server's pre-routing middleware_validate_api_key, which its router mode shares):
+// a request without the key gets llama-server's 401 (under /api/ Ollama's error shape) whatever its path or
+// method, the store's own routes included; only /health, /v1/health and / are public.
+func TestTheAPIKeyIsCheckedBeforeRoutingAsOnTheSingleModelServer(t *testing.T) {
+	f := newFixture(t, storeserve.Options{Serve: serve.Options{APIKey: "k"}})
+	const invalid = `{"error":{"code":401,"message":"Invalid API Key","type":"authentication_error"}}`
+	const ollamaInvalid = `{"error":"Invalid API Key"}`
+	const llamaNotFound = `{"error":{"code":404,"message":"File Not Found","type":"not_found_error"}}`
+	for _, tc := range []struct {
+		name, method, path, key string
+		status                  int
+		body                    string
+	}{
+		{"an unknown path without the key is a 401, not a 404", "GET", "/nope", "", 401, invalid},
+		{"a wrong method without the key is a 401, not a 404", "GET", "/v1/chat/completions", "", 401, invalid},
+		{"a wrong method under /api/ without the key is Ollama's 401, not its 405", "GET", "/api/chat", "", 401, ollamaInvalid},
+		{"an unknown path under /api/ without the key is Ollama's 401", "POST", "/api/push", "", 401, ollamaInvalid},
+		{"a model's route without the key is a 401 before any model loads", "POST", "/v1/completions", "", 401, invalid},
+		{"the router's model list needs the key", "GET", "/v1/models", "", 401, invalid},
+		{"loading a model needs the key", "POST", "/models/load", "", 401, invalid},
+		{"the store's tags need the key", "GET", "/api/tags", "", 401, ollamaInvalid},
+		{"pulling needs the key", "POST", "/api/pull", "", 401, ollamaInvalid},
+		{"deleting needs the key", "DELETE", "/api/delete", "", 401, ollamaInvalid},
+		{"a wrong key is a 401", "GET", "/v1/models", "Bearer nope", 401, invalid},
+		{"health is public", "GET", "/health", "", 200, `{"status":"ok"}`},
+		{"v1 health is public", "GET", "/v1/health", "", 200, `{"status":"ok"}`},
+		{"the root is public", "GET", "/", "", 200, "Ollama is running"},
+		{"with the key an unknown path is llama-server's 404", "GET", "/nope", "Bearer k", 404, llamaNotFound},
+		{"with the key a wrong method is llama-server's 404", "GET", "/v1/chat/completions", "Bearer k", 404, llamaNotFound},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, err := http.NewRequest(tc.method, f.srv.URL+tc.path, strings.NewReader(`{"model":"stories260K"}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.key != "" {
+				req.Header.Set("Authorization", tc.key)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tc.status || string(b) != tc.body {
+				t.Fatalf("%s %s: %d %q, want %d %q", tc.method, tc.path, resp.StatusCode, b, tc.status, tc.body)
+			}
+			if l := f.r.Loaded(); len(l) != 0 {
+				t.Fatalf("loaded %v for a request without the key", l)
+			}
+		})
+	}
+	if _, err := f.s.Get("stories260K"); err != nil {
+		t.Fatalf("the store lost a model to requests without the key: %v", err)
+	}
+}

@@ -206,7 +206,7 @@ func TestStoreAndPullErrorsCarryEachPrefixOnce(t *testing.T) {
 		{"run of a catalog model pulled from a mirror folder without it", []string{"run", "stories260K", "-p", "x", "--from", noMirror}, 1,
 			"bankml: run: store: pull stories260K:latest: open " + filepath.Join(noMirror, "stories260K.gguf") + ": no such file or directory"},
 		{"run of a name in neither the store nor the catalog", []string{"run", "nosuch", "-p", "x"}, 1,
-			"bankml: run: store: nosuch:latest: not found in " + dir + "; and nosuch:latest is not in bankml's catalog (it has bonsai:1.7b, bonsai:8b, qwen3:0.6b, stories260K:latest, ternary-bonsai:8b)"},
+			"bankml: run: nosuch is not a file, not in the store " + dir + ", and not in bankml's catalog (it has bonsai:1.7b, bonsai:8b, qwen3:0.6b, stories260K:latest, ternary-bonsai:8b)"},
 		{"rm of a name not in the store", []string{"rm", "nosuch"}, 1,
 			"bankml: rm: store: nosuch:latest: not found in " + dir},
 	} {
@@ -215,6 +215,39 @@ func TestStoreAndPullErrorsCarryEachPrefixOnce(t *testing.T) {
 			lines := strings.Split(strings.TrimRight(e, "\n"), "\n")
 			if got := lines[len(lines)-1]; code != tc.code || got != tc.want {
 				t.Fatalf("exit %d, stderr's last line\n%s\nwant exit %d and\n%s", code, got, tc.code, tc.want)
+			}
+		})
+	}
+}
+
+// TestANameThatIsNeitherAFileNorAModelIsNamedOnce: a MODEL that is no file, no model of the store and no
+// model of the catalog is refused in one sentence naming it once, as it was given, with the catalog's names.
+func TestANameThatIsNeitherAFileNorAModelIsNamedOnce(t *testing.T) {
+	dir, _ := storeEnv(t)
+	const catalog = " (it has bonsai:1.7b, bonsai:8b, qwen3:0.6b, stories260K:latest, ternary-bonsai:8b)"
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string // standard error's last line, whole
+	}{
+		{"run of a bare name", []string{"run", "nosuch", "-p", "x"},
+			"bankml: run: nosuch is not a file, not in the store " + dir + ", and not in bankml's catalog" + catalog},
+		{"run of a name with a tag", []string{"run", "nosuch:v2", "-p", "x"},
+			"bankml: run: nosuch:v2 is not a file, not in the store " + dir + ", and not in bankml's catalog" + catalog},
+		{"serve of a bare name", []string{"serve", "nosuch"},
+			"bankml: serve: nosuch is not a file, not in the store " + dir + ", and not in bankml's catalog" + catalog},
+		{"embed of a bare name", []string{"embed", "nosuch", "-p", "x"},
+			"bankml: embed: nosuch is not a file, not in the store " + dir + ", and not in bankml's catalog" + catalog},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, e := bankml(t, tc.args...)
+			lines := strings.Split(strings.TrimRight(e, "\n"), "\n")
+			got := lines[len(lines)-1]
+			if code != 1 || got != tc.want {
+				t.Fatalf("exit %d, stderr's last line\n%s\nwant exit 1 and\n%s", code, got, tc.want)
+			}
+			if n := strings.Count(got, "nosuch"); n != 1 {
+				t.Fatalf("the name appears %d times in %q", n, got)
 			}
 		})
 	}

@@ -34,6 +34,10 @@ func storeModel(cmd, arg, manifestFlag string, models storeFlag, from string, st
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	m, pulled, err := s.Resolve(ctx, arg, pullOptions(stderr, from))
+	var nf *store.NotFoundError
+	if errors.As(err, &nf) { // one sentence naming the model once, as given (the store's names it as NAME:TAG)
+		return "", "", nil, fmt.Errorf("%s: %s is not a file, not in the store %s, and not in bankml's catalog (it has %s)", cmd, arg, nf.Root, strings.Join(nf.Catalog, ", "))
+	}
 	if err != nil {
 		return "", "", nil, refusedPull(fmt.Errorf("%s: %w", cmd, err)) // store's errors name the model
 	}
