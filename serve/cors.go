@@ -2,11 +2,14 @@ package serve
 
 import (
 	"fmt"
+	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -144,27 +147,67 @@ const (
 	corsHeaders = "Authorization, *"
 )
 
+// GuardOptions configure Guards.
+type GuardOptions struct {
+	CORSOrigins []string            // the extra allowed origins (Options.CORSOrigins: --cors-origin, BANKML_ORIGINS)
+	APIKey      string              // the API key (Options.APIKey: --api-key); "": none checked
+	Log         *slog.Logger        // each refused origin or host is logged as a warning; nil: discard
+	Refused     func(reason string) // counts a refused request ("origin" or "host"); nil: not counted
+}
+
+// Guards is what a server checks before it routes, in this order: the DNS-rebinding guard (checkHost), the
+// cross-origin policy with its preflight answer (cors), then the API key (RequireAPIKey). The single-model
+// server and the store server (package storeserve, `bankml serve` without a model) both put it in front of
+// their routes, so that both answer a page of another site, a rebound Host and a preflight alike. A request
+// the store server forwards to a model's server passes that server's Guards again, under the same options:
+// it passes them again, and cors does not repeat its headers. The error names a malformed extra origin.
+func Guards(o GuardOptions) (func(http.Handler) http.Handler, error) {
+	origins, err := newOriginPolicy(o.CORSOrigins)
+	if err != nil {
+		return nil, err
+	}
+	g := &guard{origins: origins, log: o.Log, refused: o.Refused}
+	if g.log == nil {
+		g.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if g.refused == nil {
+		g.refused = func(string) {}
+	}
+	key := RequireAPIKey(o.APIKey)
+	return func(next http.Handler) http.Handler { return g.checkHost(g.cors(key(next))) }, nil
+}
+
+// guard holds Guards' policy: who may read answers cross-origin and which Host names a loopback connection
+// may ask.
+type guard struct {
+	origins *originPolicy
+	log     *slog.Logger
+	refused func(reason string)
+}
+
 // cors is the CORS handling, before the API key and the routes. A request without Origin passes. A request
 // from an origin the policy refuses gets 403 before anything runs (as gin-contrib/cors answers Ollama's
 // routes: a page cannot have a completion generated or read anything, even with a "simple" request that has
-// no preflight). An allowed origin is echoed in Access-Control-Allow-Origin (with Vary: Origin; "*" when
-// every origin is allowed) and never with Access-Control-Allow-Credentials: bankml has no cookies, and a
+// no preflight). An allowed origin is echoed in Access-Control-Allow-Origin (with Vary: Origin, once; "*"
+// when every origin is allowed) and never with Access-Control-Allow-Credentials: bankml has no cookies, and a
 // wildcard with credentials would let any page read the answers. An OPTIONS request to any path is a
 // preflight answered at once, whatever the route and without the API key, as llama-server answers it: 200,
 // an empty text/html body, -Allow-Methods and -Allow-Headers as corsMethods and corsHeaders.
-func (s *Server) cors(next http.Handler) http.Handler {
+func (g *guard) cors(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		if o := r.Header.Get("Origin"); o != "" {
-			if !s.origins.allowed(o) {
-				s.metrics.refusedFor("origin")
-				s.log.Warn("refused a cross-origin request", "origin", o, "path", r.URL.Path)
+			if !g.origins.allowed(o) {
+				g.refused("origin")
+				g.log.Warn("refused a cross-origin request", "origin", o, "path", r.URL.Path)
 				forbid(w, r, fmt.Sprintf("origin %q may not use this server: bankml serve answers pages from loopback origins "+
 					"(http://localhost, 127.0.0.1, [::1] on any port) and app origins only; add origins with --cors-origin or BANKML_ORIGINS", o))
 				return
 			}
-			h.Add("Vary", "Origin")
-			if s.origins.any {
+			if !slices.Contains(h.Values("Vary"), "Origin") {
+				h.Add("Vary", "Origin")
+			}
+			if g.origins.any {
 				h.Set("Access-Control-Allow-Origin", "*")
 			} else {
 				h.Set("Access-Control-Allow-Origin", o)
@@ -186,16 +229,16 @@ func (s *Server) cors(next http.Handler) http.Handler {
 // header (originPolicy.allowedHost), else 403, as Ollama's allowedHostsMiddleware refuses it. Requests that
 // arrived on another address pass (a server exposed to the network is reached by whatever name the network
 // gives it; --api-key guards it).
-func (s *Server) checkHost(next http.Handler) http.Handler {
+func (g *guard) checkHost(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && isLoopbackAddr(local) {
 			host, _, err := net.SplitHostPort(r.Host)
 			if err != nil {
 				host = r.Host
 			}
-			if !s.origins.allowedHost(host) {
-				s.metrics.refusedFor("host")
-				s.log.Warn("refused a request naming another host on a loopback connection (DNS rebinding guard)", "host", r.Host, "path", r.URL.Path)
+			if !g.origins.allowedHost(host) {
+				g.refused("host")
+				g.log.Warn("refused a request naming another host on a loopback connection (DNS rebinding guard)", "host", r.Host, "path", r.URL.Path)
 				forbid(w, r, fmt.Sprintf("Host %q is not allowed on a loopback server (DNS rebinding guard): use localhost or the listen address, "+
 					"or add the name with --cors-origin http://NAME:PORT", r.Host))
 				return

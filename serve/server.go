@@ -161,7 +161,7 @@ type Server struct {
 	log     *slog.Logger
 	started time.Time
 
-	origins *originPolicy // who may read answers cross-origin and which Host names a loopback connection may ask (cors.go)
+	guards func(http.Handler) http.Handler // the Host check, the origin policy and the API key, before routing (Guards, cors.go)
 
 	name    string   // the served name: the first alias, or the file's base name (Options.Alias)
 	aliases []string // the aliases, sorted, without duplicates ([] when none)
@@ -220,7 +220,9 @@ func New(m *admit.Model, o Options) (*Server, error) {
 	if o.TLog != nil && o.Ledger == nil {
 		return nil, errors.New("serve: a transparency log needs the history it commits (Options.Ledger)")
 	}
-	origins, err := newOriginPolicy(o.CORSOrigins)
+	var s *Server // its metrics count the refusals of its guards
+	guards, err := Guards(GuardOptions{CORSOrigins: o.CORSOrigins, APIKey: o.APIKey, Log: o.Log,
+		Refused: func(reason string) { s.metrics.refusedFor(reason) }})
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
@@ -242,7 +244,7 @@ func New(m *admit.Model, o Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
-	s := &Server{m: m, eng: eng, base: baseParams(m), nPredict: -1, opt: o, log: o.Log, started: time.Now(), origins: origins}
+	s = &Server{m: m, eng: eng, base: baseParams(m), nPredict: -1, opt: o, log: o.Log, started: time.Now(), guards: guards}
 	s.name, s.aliases = modelNames(m.Name, o.Alias)
 	if o.NPredict != nil {
 		s.nPredict = *o.NPredict
@@ -285,7 +287,7 @@ func (s *Server) Handler() http.Handler { return s.router }
 // Ollama routes (mountOllama).
 func (s *Server) routes() chi.Router {
 	r := chi.NewRouter()
-	r.Use(s.countRequests, s.checkHost, s.cors, RequireAPIKey(s.opt.APIKey), headAsGet)
+	r.Use(s.countRequests, s.guards, headAsGet)
 	s.mount(r, s.newOllamaAPI(), notFound)
 	return r
 }
@@ -452,16 +454,16 @@ func writeText(w http.ResponseWriter, status int, text string) {
 }
 
 // RequireAPIKey is llama-server's middleware_validate_api_key (server-http.cpp), for the single-model server
-// and the store server alike (package storeserve puts it in front of its router): with a key set, every path
-// but its public ones needs "Authorization: Bearer KEY" (or the bare key, or X-Api-Key), else 401
+// and the store server alike (both through Guards, after its Host check and origin policy): with a key set,
+// every path but its public ones needs "Authorization: Bearer KEY" (or the bare key, or X-Api-Key), else 401
 // {"error": {"message": "Invalid API Key", "type": "authentication_error", "code": 401}} (under /api/
 // Ollama's error shape), unknown paths and wrong methods included (llama-server checks it in its
 // pre-routing handler, before routing; its router mode shares it). The public paths are
 // get_public_endpoints': /health, /v1/health and the web UI's paths, of which bankml serves "/" (Ollama's
 // "Ollama is running") and the console's static files (/console, /console/...; its API calls need the key);
 // /models, /v1/models and /api/tags need the key. An OPTIONS request is not checked: llama-server answers it
-// before the check (browsers send no Authorization on a preflight); the single-model server's cors answers it
-// before it gets here. An empty key checks nothing.
+// before the check (browsers send no Authorization on a preflight); Guards' cors answers it before it gets
+// here. An empty key checks nothing.
 func RequireAPIKey(key string) func(http.Handler) http.Handler {
 	if key == "" {
 		return func(next http.Handler) http.Handler { return next }

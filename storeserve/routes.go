@@ -22,10 +22,13 @@ import (
 // routes builds the router on a model Server's route table (serve.Routes): each of its routes is forwarded
 // to the Server of the model the request names, the store's own routes replace those of the same method and
 // path, and a request no route takes gets the table's answer (llama-server's 404 File Not Found, under /api/
-// Ollama's 404 or 405 with Allow) before any model is named or loaded. The API key (Serve.APIKey) is checked
-// before all of it, by the model server's own check (serve.RequireAPIKey), as llama-server's router mode
-// checks it before routing: without the key only the public paths answer, every other request is a 401.
-func (r *Router) routes() {
+// Ollama's 404 or 405 with Allow) before any model is named or loaded. Before all of it come the model
+// server's own guards (serve.Guards, under Serve.CORSOrigins and Serve.APIKey), in its order: a loopback
+// request naming another Host (DNS rebinding) is a 403, a page of an origin not allowed is a 403 before
+// anything runs, an OPTIONS preflight is answered at once (200) as llama-server answers it, and the API key
+// is checked before routing as llama-server's router mode checks it: without the key only the public paths
+// answer, every other request is a 401. The error names a malformed origin.
+func (r *Router) routes() error {
 	mux := serve.Routes()
 	type route struct{ method, pattern string }
 	var model []route
@@ -64,7 +67,12 @@ func (r *Router) routes() {
 	mux.Post("/api/create", r.handleCreate)
 	mux.Post("/api/copy", r.handleCopy)
 	mux.Delete("/api/delete", r.handleDelete)
-	r.handler = serve.RequireAPIKey(r.o.Serve.APIKey)(mux)
+	guards, err := serve.Guards(serve.GuardOptions{CORSOrigins: r.o.Serve.CORSOrigins, APIKey: r.o.Serve.APIKey, Log: r.log})
+	if err != nil {
+		return err
+	}
+	r.handler = guards(mux)
+	return nil
 }
 
 // serveOllamaVersion is the Ollama API version bankml answers in (package serve's).

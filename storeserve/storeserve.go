@@ -17,7 +17,8 @@
 // streams it), /api/create, /api/copy, /api/delete; llama-server's router endpoints GET /models (and
 // /v1/models), POST /models/load and /models/unload; /health. It routes on a model server's own route table
 // (serve.Routes), so a request no model server would take (an unknown path, a wrong method) gets that
-// server's answer before any model is named or loaded.
+// server's answer before any model is named or loaded; in front of its routes are a model server's guards
+// (serve.Guards: the DNS-rebinding Host check, the origin policy with its preflight answer, the API key).
 //
 // Follows. Ollama's scheduler (server/sched.go: keep_alive, OLLAMA_MAX_LOADED_MODELS, least-recently-used
 // eviction of idle runners, "unload" on keep_alive 0) and its store API (server/routes.go); llama-server's
@@ -87,7 +88,7 @@ type Router struct {
 	loaded  map[string]*loaded   // key: lower-case NAME:TAG
 	loads   map[string]*loadCall // loads under way
 	closed  bool
-	handler http.Handler // the routes behind the API key check (routes)
+	handler http.Handler // the routes behind the Host check, the origin policy and the API key (routes)
 }
 
 type loaded struct {
@@ -128,7 +129,9 @@ func New(o Options) (*Router, error) {
 	if r.log == nil {
 		r.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	r.routes()
+	if err := r.routes(); err != nil {
+		return nil, fmt.Errorf("storeserve: %w", err)
+	}
 	return r, nil
 }
 

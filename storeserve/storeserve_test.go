@@ -511,3 +511,148 @@ func TestTheAPIKeyIsCheckedBeforeRoutingAsOnTheSingleModelServer(t *testing.T) {
 		t.Fatalf("the store lost a model to requests without the key: %v", err)
 	}
 }
+
+// TestTheStoreServerGuardsItsRoutesAsTheSingleModelServer: the store server's own routes are behind the model
+// server's guards (serve.Guards, under --cors-origin and --api-key), in its order: a loopback request naming
+// another Host (DNS rebinding) and a page of another site get the single-model server's 403 before any key
+// check, route or load (nothing is deleted, pulled or loaded); an OPTIONS preflight is answered at once as the
+// single-model server answers it; requests without an Origin, from loopback pages and from the extra origins
+// still work, a forwarded one carrying the CORS headers once.
+func TestTheStoreServerGuardsItsRoutesAsTheSingleModelServer(t *testing.T) {
+	o := serve.Options{Threads: 1, APIKey: "k", CORSOrigins: []string{"https://ui.example:3000"}}
+	f := newFixture(t, storeserve.Options{Serve: o})
+	m, err := admit.Open(testdata.Model(t, "stories260K.gguf"), admit.Options{Pin: admit.AllowUnpinned, Chat: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	single, err := serve.New(m, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { single.Close() })
+	singleSrv := httptest.NewServer(single.Handler())
+	t.Cleanup(singleSrv.Close)
+
+	const evil = "https://evil.example"
+	const body = `{"model":"stories260K","prompt":"Once upon a time","max_tokens":2,"temperature":0}`
+	type answer struct {
+		status int
+		body   string
+		header http.Header // the CORS headers and Content-Type
+	}
+	do := func(t *testing.T, url, method, path, origin, host string, key bool) answer {
+		t.Helper()
+		req, err := http.NewRequest(method, url+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		if host != "" {
+			req.Host = host
+		}
+		if key {
+			req.Header.Set("Authorization", "Bearer k")
+		}
+		if method == http.MethodOptions {
+			req.Header.Set("Access-Control-Request-Method", "POST")
+			req.Header.Set("Access-Control-Request-Headers", "authorization, content-type")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		h := http.Header{}
+		for _, k := range []string{"Access-Control-Allow-Origin", "Access-Control-Allow-Credentials", "Access-Control-Allow-Methods", "Access-Control-Allow-Headers", "Vary", "Content-Type"} {
+			if v := resp.Header.Values(k); len(v) > 0 {
+				h[k] = v
+			}
+		}
+		return answer{resp.StatusCode, string(b), h}
+	}
+	for _, tc := range []struct {
+		name, method, path, origin, host string
+		noKey                            bool
+		status                           int
+		acao                             string // Access-Control-Allow-Origin wanted ("": none)
+		body                             string // a part of the body wanted ("": any)
+		asSingle                         bool   // the single-model server answers the same status, body and headers
+	}{
+		{"a cross-origin DELETE /api/delete from another site's page is refused and nothing is deleted", "DELETE", "/api/delete", evil, "", false, 403, "", "", true},
+		{"a cross-origin POST /api/pull from another site's page is refused", "POST", "/api/pull", evil, "", false, 403, "", "", true},
+		{"a cross-origin POST /models/load from another site's page is refused and nothing loads", "POST", "/models/load", evil, "", false, 403, "", "permission_error", true},
+		{"a cross-origin completion from another site's page is refused before its model loads", "POST", "/v1/completions", evil, "", false, 403, "", "--cors-origin", true},
+		{"another site's page cannot read the store's model list", "GET", "/v1/models", evil, "", false, 403, "", "permission_error", true},
+		{"another site's page is refused before the API key is checked", "GET", "/api/tags", evil, "", true, 403, "", "", true},
+		{"another site's preflight is refused", "OPTIONS", "/v1/chat/completions", evil, "", true, 403, "", "permission_error", true},
+		{"a request with Host: evil.example to a loopback listener is refused", "GET", "/api/tags", "", "evil.example", false, 403, "", "", true},
+		{"a rebound Host cannot delete a model", "DELETE", "/api/delete", "", "evil.example:8080", false, 403, "", "", true},
+		{"a rebound Host on a llama-server route is refused with the reason", "POST", "/models/load", "", "evil.example:8080", false, 403, "", "DNS rebinding", true},
+		{"a rebound Host is refused before the API key is checked", "GET", "/v1/models", "", "evil.example", true, 403, "", "DNS rebinding", true},
+		{"an OPTIONS preflight to /v1/chat/completions answers as the single-model server does", "OPTIONS", "/v1/chat/completions", "http://localhost:5173", "", true, 200, "http://localhost:5173", "", true},
+		{"a preflight to a store route is answered before routing", "OPTIONS", "/api/delete", "http://127.0.0.1:3000", "", true, 200, "http://127.0.0.1:3000", "", true},
+		{"a preflight from an extra origin is answered", "OPTIONS", "/models/load", "https://ui.example:3000", "", true, 200, "https://ui.example:3000", "", true},
+		{"a preflight without an Origin is answered", "OPTIONS", "/v1/models", "", "", true, 200, "", "", true},
+		{"a same-origin request (no Origin) lists the store", "GET", "/api/tags", "", "", false, 200, "", "stories260K:latest", false},
+		{"a loopback page reads the store's model list", "GET", "/v1/models", "http://localhost:5173", "", false, 200, "http://localhost:5173", "stories260K:latest", false},
+		{"an extra origin (--cors-origin) reads the store's tags", "GET", "/api/tags", "https://ui.example:3000", "", false, 200, "https://ui.example:3000", "stories260K:latest", false},
+		{"an allowed page still needs the API key", "GET", "/api/tags", "http://localhost:5173", "", true, 401, "http://localhost:5173", "Invalid API Key", true},
+		{"localhost may be named on a loopback listener", "GET", "/api/tags", "", "localhost:8080", false, 200, "", "stories260K:latest", false},
+		{"the extra origin's host may be named on a loopback listener", "GET", "/api/tags", "", "ui.example:8080", false, 200, "", "stories260K:latest", false},
+		{"a loopback page's completion is forwarded and carries the CORS headers once", "POST", "/v1/completions", "http://127.0.0.1:3000", "", false, 200, "http://127.0.0.1:3000", `"text_completion"`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := f.r.Loaded()
+			got := do(t, f.srv.URL, tc.method, tc.path, tc.origin, tc.host, !tc.noKey)
+			if got.status != tc.status || got.header.Get("Access-Control-Allow-Origin") != tc.acao || !strings.Contains(got.body, tc.body) {
+				t.Fatalf("%s %s (Origin %q, Host %q): %d %v %q; want %d, Access-Control-Allow-Origin %q, a body with %q",
+					tc.method, tc.path, tc.origin, tc.host, got.status, got.header, got.body, tc.status, tc.acao, tc.body)
+			}
+			if got.header.Get("Access-Control-Allow-Credentials") != "" {
+				t.Fatalf("credentials allowed: %v", got.header)
+			}
+			if tc.acao != "" && !reflect.DeepEqual(got.header.Values("Vary"), []string{"Origin"}) {
+				t.Fatalf("Vary %q, want Origin once", got.header.Values("Vary"))
+			}
+			if tc.status == 403 {
+				if strings.HasPrefix(tc.path, "/api/") && got.body != "" {
+					t.Fatalf("under /api/ a refusal is Ollama's bare 403, got %q", got.body)
+				}
+				if after := f.r.Loaded(); !reflect.DeepEqual(after, before) {
+					t.Fatalf("a refused request changed the loaded models from %v to %v", before, after)
+				}
+			}
+			if tc.asSingle {
+				if want := do(t, singleSrv.URL, tc.method, tc.path, tc.origin, tc.host, !tc.noKey); !reflect.DeepEqual(got, want) {
+					t.Fatalf("store server %+v, single-model server %+v", got, want)
+				}
+			}
+		})
+	}
+	for _, name := range []string{"stories260K", "tiny:q8_0"} {
+		if _, err := f.s.Get(name); err != nil {
+			t.Fatalf("the store lost %s to refused requests: %v", name, err)
+		}
+	}
+}
+
+// TestAMalformedCORSOriginIsRefusedByNew: the store server refuses a malformed --cors-origin, naming it, as
+// the single-model server does.
+func TestAMalformedCORSOriginIsRefusedByNew(t *testing.T) {
+	s, err := store.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := storeserve.New(storeserve.Options{Store: s, Serve: serve.Options{CORSOrigins: []string{"http://a/b"}}})
+	if err == nil {
+		r.Close()
+		t.Fatal("storeserve.New took the malformed origin http://a/b")
+	}
+	if !strings.Contains(err.Error(), `"http://a/b"`) {
+		t.Fatalf("the error does not name the origin: %v", err)
+	}
+}
