@@ -213,9 +213,28 @@ func (s *Store) base(ctx context.Context, from string, o CreateOptions) (*Manife
 		return nil, fmt.Errorf("store: Modelfile: FROM %s: no such file, and not a model name", from)
 	}
 	m, _, err := s.Resolve(ctx, from, o.Pull)
+	var nf *NotFoundError
+	if errors.As(err, &nf) { // one sentence naming the model once, as written (nf names it again, as NAME:TAG)
+		return nil, &fromNotFoundError{from: from, nf: nf}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("store: Modelfile: FROM %s: %w", from, err)
 	}
 	c := *m
 	return &c, nil
 }
+
+// fromNotFoundError is Create's error for a FROM that is no file, no model of the store and no catalog
+// model: one sentence naming it once, as the Modelfile wrote it. It wraps Resolve's *NotFoundError (and so
+// ErrNotFound).
+type fromNotFoundError struct {
+	from string
+	nf   *NotFoundError
+}
+
+func (e *fromNotFoundError) Error() string {
+	return fmt.Sprintf("store: Modelfile: FROM %s: not a file, not in the store %s, and not in bankml's catalog (it has %s)",
+		e.from, e.nf.Root, strings.Join(e.nf.Catalog, ", "))
+}
+
+func (e *fromNotFoundError) Unwrap() error { return e.nf }

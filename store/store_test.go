@@ -370,3 +370,22 @@ func TestResolveOfANameInNeitherTheStoreNorTheCatalogNamesItOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestCreateFromANameInNeitherTheStoreNorTheCatalogNamesItOnce: Create's error for a FROM that is no file,
+// no stored and no catalog model is one sentence naming it once, as the Modelfile wrote it, with the store's
+// folder and the catalog's models, and wraps ErrNotFound.
+func TestCreateFromANameInNeitherTheStoreNorTheCatalogNamesItOnce(t *testing.T) {
+	s, models := newStore(t)
+	const cat = " (it has bonsai:1.7b, bonsai:8b, qwen3:0.6b, stories260K:latest, ternary-bonsai:8b)"
+	for _, tc := range []struct{ name, mf, want string }{
+		{"a bare name", "FROM nosuch\n", "store: Modelfile: FROM nosuch: not a file, not in the store " + s.Root + ", and not in bankml's catalog" + cat},
+		{"a name with a tag", "FROM nosuch:v2\n", "store: Modelfile: FROM nosuch:v2: not a file, not in the store " + s.Root + ", and not in bankml's catalog" + cat},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := s.Create(context.Background(), "x", strings.NewReader(tc.mf), store.CreateOptions{Pull: opts(models)})
+			if err == nil || err.Error() != tc.want || !errors.Is(err, store.ErrNotFound) {
+				t.Fatalf("error %v\nwant %s (wrapping ErrNotFound)", err, tc.want)
+			}
+		})
+	}
+}

@@ -189,6 +189,10 @@ func TestStoreAndPullErrorsCarryEachPrefixOnce(t *testing.T) {
 	dead.Close() // connection refused from now on
 	noMirror := filepath.Join(t.TempDir(), "no-mirror")
 	wrong := strings.Repeat("ab", 32)
+	unknownFrom := filepath.Join(t.TempDir(), "Modelfile")
+	if err := os.WriteFile(unknownFrom, []byte("FROM nosuch\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -207,6 +211,8 @@ func TestStoreAndPullErrorsCarryEachPrefixOnce(t *testing.T) {
 			"bankml: run: store: pull stories260K:latest: open " + filepath.Join(noMirror, "stories260K.gguf") + ": no such file or directory"},
 		{"run of a name in neither the store nor the catalog", []string{"run", "nosuch", "-p", "x"}, 1,
 			"bankml: run: nosuch is not a file, not in the store " + dir + ", and not in bankml's catalog (it has bonsai:1.7b, bonsai:8b, qwen3:0.6b, stories260K:latest, ternary-bonsai:8b)"},
+		{"create from a name in neither the store nor the catalog", []string{"create", "x", "-f", unknownFrom}, 2,
+			"bankml: create: store: Modelfile: FROM nosuch: not a file, not in the store " + dir + ", and not in bankml's catalog (it has bonsai:1.7b, bonsai:8b, qwen3:0.6b, stories260K:latest, ternary-bonsai:8b)"},
 		{"rm of a name not in the store", []string{"rm", "nosuch"}, 1,
 			"bankml: rm: store: nosuch:latest: not found in " + dir},
 	} {
