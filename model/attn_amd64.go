@@ -1,12 +1,18 @@
 package model
 
-import "github.com/bankml/bankml/quant"
+import (
+	"github.com/bankml/bankml/gguf"
+	"github.com/bankml/bankml/quant"
+)
 
 //go:noescape
 func vAccF16AVX2(acc, v *uint16, stride int, vs, ms *float32, n int) int
 
 //go:noescape
 func vAccF16AVX512(acc, v *uint16, stride int, vs, ms *float32, n int) int
+
+//go:noescape
+func vAccQAVX2(acc *float32, v *byte, rb int, vs, ms *float32, n int, q4 int)
 
 //go:noescape
 func kqTileAVX2(kq, q, kt *float32, dk int)
@@ -48,6 +54,27 @@ func vAccF16(l quant.Level, acc, vc []uint16, off, stride int, vs, ms []float32)
 	}
 	if b < dv {
 		vAccF16Go(acc[b:], vc, off+b, stride, vs, ms)
+	}
+}
+
+// vAccQuant is vAccQuantGo on l's kernels for a Q8_0 or Q4_0 V cache
+// (vAccQAVX2 at both SIMD levels: one block of 32 lanes a call, every cell
+// in turn); other types and LevelGeneric run the twin.
+func vAccQuant(l quant.Level, t gguf.GGMLType, acc []float32, vq []byte, off, rb int, vs, ms []float32) {
+	q4 := 0
+	if t == gguf.Q4_0 {
+		q4 = 1
+	}
+	n := len(vs)
+	if n == 0 || l == quant.LevelGeneric || t != gguf.Q8_0 && t != gguf.Q4_0 {
+		vAccQuantGo(t, acc, vq, off, rb, vs, ms)
+		return
+	}
+	bs := rowBytes(t, quant.QK8_0)
+	_ = ms[n-1]
+	_ = vq[off+(n-1)*rb+len(acc)/quant.QK8_0*bs-1] // every cell's blocks are in the cache
+	for b := range len(acc) / quant.QK8_0 {
+		vAccQAVX2(&acc[quant.QK8_0*b], &vq[off+bs*b], rb, &vs[0], &ms[0], n, q4)
 	}
 }
 

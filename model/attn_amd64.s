@@ -443,3 +443,115 @@ expnext:
 	JNZ  expgroup
 	VZEROUPPER
 	RET
+
+// Q8_0 block at SI: y = float(q)*d into Y10-Y13 (lanes 0-7, 8-15, 16-23,
+// 24-31), d broadcast in Y9 (dequantize_row_q8_0).
+#define DEQ8_0 \
+	VPMOVSXBD 2(SI), Y10 \
+	VPMOVSXBD 10(SI), Y11 \
+	VPMOVSXBD 18(SI), Y12 \
+	VPMOVSXBD 26(SI), Y13 \
+	VCVTDQ2PS Y10, Y10 \
+	VCVTDQ2PS Y11, Y11 \
+	VCVTDQ2PS Y12, Y12 \
+	VCVTDQ2PS Y13, Y13
+
+// Q4_0 block at SI: y = float((nibble) - 8)*d, lanes 0-15 from the low
+// nibbles of qs[0..15], 16-31 from the high ones (dequantize_row_q4_0);
+// Y14 holds 0x0f and Y7 8 in every dword.
+#define DEQ4_0 \
+	VPMOVZXBD 2(SI), Y10 \
+	VPMOVZXBD 10(SI), Y11 \
+	VPSRLD $4, Y10, Y12 \
+	VPSRLD $4, Y11, Y13 \
+	VPAND Y14, Y10, Y10 \
+	VPAND Y14, Y11, Y11 \
+	VPSUBD Y7, Y10, Y10 \
+	VPSUBD Y7, Y11, Y11 \
+	VPSUBD Y7, Y12, Y12 \
+	VPSUBD Y7, Y13, Y13 \
+	VCVTDQ2PS Y10, Y10 \
+	VCVTDQ2PS Y11, Y11 \
+	VCVTDQ2PS Y12, Y12 \
+	VCVTDQ2PS Y13, Y13
+
+// The body of vAccQAVX2 for one block type (arguments in DI, SI, DX, R8,
+// R9, CX): 32 lanes (one block) of one_chunk's f32 V accumulator over n
+// cells of a quantized V cache: per cell i, when ms[i] != 1, acc *= ms[i]
+// (ggml_vec_scale_f32, one vmulps per lane); then y = the block at
+// v + i*rb bytes widened by deq (to_float, each value one product) and
+// acc = fma(y, vs[i], acc) (ggml_vec_mad_f32). The twin is vAccQuantGo.
+#define VACCCELLS(deq, lcell, lrescale, lmad, ldone) \
+	XORQ BX, BX \
+	VMOVUPS 0(DI), Y0 \
+	VMOVUPS 32(DI), Y1 \
+	VMOVUPS 64(DI), Y2 \
+	VMOVUPS 96(DI), Y3 \
+	MOVL $0x3f800000, AX \
+	VMOVD AX, X15 \
+	TESTQ CX, CX \
+	JZ   ldone \
+lcell: \
+	VMOVSS (R9)(BX*4), X8 \
+	VUCOMISS X15, X8 \
+	JNE  lrescale \
+	JPS  lrescale \
+	JMP  lmad \
+lrescale: \
+	VBROADCASTSS X8, Y8 \
+	VMULPS Y8, Y0, Y0 \
+	VMULPS Y8, Y1, Y1 \
+	VMULPS Y8, Y2, Y2 \
+	VMULPS Y8, Y3, Y3 \
+lmad: \
+	MOVWLZX 0(SI), AX \
+	VMOVD   AX, X9 \
+	VCVTPH2PS X9, X9 \
+	VBROADCASTSS X9, Y9 \
+	VBROADCASTSS (R8)(BX*4), Y8 \
+	deq \
+	VMULPS Y9, Y10, Y10 \
+	VMULPS Y9, Y11, Y11 \
+	VMULPS Y9, Y12, Y12 \
+	VMULPS Y9, Y13, Y13 \
+	VFMADD231PS Y8, Y10, Y0 \
+	VFMADD231PS Y8, Y11, Y1 \
+	VFMADD231PS Y8, Y12, Y2 \
+	VFMADD231PS Y8, Y13, Y3 \
+	ADDQ DX, SI \
+	INCQ BX \
+	CMPQ BX, CX \
+	JB   lcell \
+ldone: \
+	VMOVUPS Y0, 0(DI) \
+	VMOVUPS Y1, 32(DI) \
+	VMOVUPS Y2, 64(DI) \
+	VMOVUPS Y3, 96(DI) \
+	VZEROUPPER
+
+// func vAccQAVX2(acc *float32, v *byte, rb int, vs, ms *float32, n int, q4 int)
+//
+// VACCCELLS on a Q8_0 V cache (34-byte blocks), or on a Q4_0 one (18-byte
+// blocks) when q4 != 0.
+TEXT ·vAccQAVX2(SB), NOSPLIT, $0-56
+	MOVQ acc+0(FP), DI
+	MOVQ v+8(FP), SI
+	MOVQ rb+16(FP), DX
+	MOVQ vs+24(FP), R8
+	MOVQ ms+32(FP), R9
+	MOVQ n+40(FP), CX
+	MOVQ q4+48(FP), AX
+	TESTQ AX, AX
+	JNZ  q4
+	VACCCELLS(DEQ8_0, q8cell, q8rescale, q8mad, q8done)
+	RET
+
+q4:
+	MOVL $0x0f, AX
+	VMOVD AX, X14
+	VPBROADCASTD X14, Y14
+	MOVL $8, AX
+	VMOVD AX, X7
+	VPBROADCASTD X7, Y7
+	VACCCELLS(DEQ4_0, q4cell, q4rescale, q4mad, q4done)
+	RET

@@ -63,8 +63,7 @@ func (a *attnRow) k(ic int) []uint16 {
 type chunkScratch struct {
 	qh, vkq16 []uint16
 	vs, ms    []float32
-	q8        []byte    // Q as Q8_0 blocks (a quantized K's vec_dot_type)
-	v32       []float32 // one cell's V widened (to_float)
+	q8        []byte // Q as Q8_0 blocks (a quantized K's vec_dot_type)
 }
 
 func (sc *chunkScratch) size(dk, dv, cells int) {
@@ -129,7 +128,8 @@ func (a *attnRow) oneChunk(ic0, ic1 int, vkq []float32, sc *chunkScratch) (M, S 
 // of the reference's other branch: on a new maximum VKQ *= expf(Mold-M)
 // (ggml_vec_scale_f32: one product per lane), then the cell's V widened by
 // to_float (dequantize_row_q8_0 / _q4_0) and VKQ = fma(V, vs, VKQ) per lane
-// (ggml_vec_mad_f32: vfmadd at every lane, DV being a multiple of 32).
+// (ggml_vec_mad_f32: vfmadd at every lane, DV being a multiple of 32): the
+// V step is vAccQuant's.
 func (a *attnRow) oneChunkQuant(ic0, ic1 int, vkq []float32, sc *chunkScratch) (M, S float32) {
 	dk, dv := len(a.q), len(vkq)
 	sc.size(dk, dv, ic1-ic0)
@@ -177,22 +177,34 @@ func (a *attnRow) oneChunkQuant(ic0, ic1 int, vkq []float32, sc *chunkScratch) (
 		return M, S
 	}
 	clear(vkq)
-	sc.v32 = grow32(sc.v32, dv)
-	v32 := sc.v32
-	rb, ob, hb := rowBytes(a.typeV, a.stride), rowBytes(a.typeV, a.off), rowBytes(a.typeV, dv)
-	for i, w := range vs[:ic1-ic0] {
+	rb, ob := rowBytes(a.typeV, a.stride), rowBytes(a.typeV, a.off)
+	vAccQuant(a.level, a.typeV, vkq, a.vq, ic0*rb+ob, rb, vs[:ic1-ic0], ms[:ic1-ic0])
+	return M, S
+}
+
+// vAccQuantGo is oneChunkQuant's V step on a quantized V cache of type t
+// (32-value blocks: Q8_0, Q4_0), the statement of vAccQuant's kernels: per
+// cell i (its len(acc)/32 blocks at off+i*rb bytes of vq), acc *= ms[i] when
+// that is not 1 (ggml_vec_scale_f32), then the cell's V widened by to_float
+// (dequantizeRow: one product per value) and per lane acc = fma(v, vs[i],
+// acc) (ggml_vec_mad_f32's fused multiply-add). len(acc) is a multiple of 32.
+func vAccQuantGo(t gguf.GGMLType, acc []float32, vq []byte, off, rb int, vs, ms []float32) {
+	bs := rowBytes(t, quant.QK8_0)
+	var y [quant.QK8_0]float32
+	for i, w := range vs {
 		if r := ms[i]; r != 1 { // a rescale by exactly 1 changes no bit
-			for d := range vkq {
-				vkq[d] *= r
+			for d := range acc {
+				acc[d] *= r
 			}
 		}
-		o := (ic0+i)*rb + ob
-		dequantizeRow(a.typeV, a.vq[o:o+hb], v32)
-		for d, x := range v32 {
-			vkq[d] = fmath.FMA32(x, w, vkq[d])
+		row := vq[off+i*rb:]
+		for b := range len(acc) / quant.QK8_0 {
+			dequantizeRow(t, row[b*bs:(b+1)*bs], y[:])
+			for j, x := range y {
+				acc[b*quant.QK8_0+j] = fmath.FMA32(x, w, acc[b*quant.QK8_0+j])
+			}
 		}
 	}
-	return M, S
 }
 
 // normalize is the end of every flash-attention kernel: out = vkq * (1/S),
