@@ -63,7 +63,8 @@ func (a *attnRow) k(ic int) []uint16 {
 type chunkScratch struct {
 	qh, vkq16 []uint16
 	vs, ms    []float32
-	q8        []byte // Q as Q8_0 blocks (a quantized K's vec_dot_type)
+	q8        []byte    // Q as Q8_0 blocks (a quantized K's vec_dot_type)
+	kq        []float32 // a quantized K's scores of the chunk's cells
 }
 
 func (sc *chunkScratch) size(dk, dv, cells int) {
@@ -145,12 +146,11 @@ func (a *attnRow) oneChunkQuant(ic0, ic1 int, vkq []float32, sc *chunkScratch) (
 		}
 		q8 := sc.q8[:nb*quant.BlockQ8_0Size]
 		quant.QuantizeRowQ8_0(a.q, q8)
-		dot := a.level.VecDot(a.typeK)
-		rb, ob, hb := rowBytes(a.typeK, a.stride), rowBytes(a.typeK, a.off), rowBytes(a.typeK, dk)
-		score = func(ic int) float32 {
-			o := ic*rb + ob
-			return dot(a.kq[o:o+hb], q8, nb)
-		}
+		// Every cell's vec_dot at once (one call of the multi-row kernel).
+		rb, ob := rowBytes(a.typeK, a.stride), rowBytes(a.typeK, a.off)
+		sc.kq = grow32(sc.kq, ic1-ic0)
+		a.level.VecDotRows(a.typeK)(a.kq[ic0*rb+ob:], rb, q8, nb, sc.kq)
+		score = func(ic int) float32 { return sc.kq[ic-ic0] }
 	}
 	M = float32(negInf)
 	for ic := ic0; ic < ic1; ic++ {

@@ -51,9 +51,9 @@ func q0DotRows(r *rand.Rand, kind, nr, nb, bs int) []byte {
 }
 
 // TestQ0DotsMatchReferenceAtEveryLevel: VecDotQ8_0Q8_0 and VecDotQ4_0Q8_0
-// at every CPU level this machine has (Level.VecDot, and the multi-row
-// kernel MatMul runs: 1 to 9 rows per call, four interleaved plus the
-// rest), against the reference's ggml_vec_dot_q8_0_q8_0 and
+// at every CPU level this machine has (Level.VecDot, and Level.VecDotRows:
+// the multi-row kernel MatMul runs, 1 to 9 rows per call, four interleaved
+// plus the rest, or VecDot row by row at generic), against the reference's ggml_vec_dot_q8_0_q8_0 and
 // ggml_vec_dot_q4_0_q8_0, bit for bit: 1 to 40 blocks and the Qwen3-8B row
 // lengths (4096, 12288), weights and activations of the kinds of
 // q0DotRows (NaN scales on both sides included: the operand order of
@@ -94,13 +94,10 @@ func TestQ0DotsMatchReferenceAtEveryLevel(t *testing.T) {
 					got := make([]float32, nr)
 					for li, l := range levels {
 						dot := l.VecDot(c.typ)
-						rd := rowsDot(l, c.typ)
-						if rd != nil {
-							rd(w, rb, a, nb, got)
-						}
+						l.VecDotRows(c.typ)(w, rb, a, nb, got)
 						for i := range want {
 							one := dot(w[i*rb:(i+1)*rb], a, nb)
-							if !bitsEq(one, want[i]) || (rd != nil && !bitsEq(got[i], want[i])) {
+							if !bitsEq(one, want[i]) || !bitsEq(got[i], want[i]) {
 								t.Fatalf("%s nb=%d weight kind=%d row %d of %d: %g (%#x), rows kernel %g (%#x), reference %g (%#x)", l, nb, kind%4, i, nr,
 									one, math.Float32bits(one), got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
 							}

@@ -19,6 +19,27 @@ func (l Level) FP32ToFP16Row(x []float32, dst []uint16) {
 	fp32ToFP16Row(l, x, dst)
 }
 
+// VecDotRows returns VecDot(typ) over many rows at l: out[r] =
+// VecDot(typ)(row r, a, nb) for r < len(out), row r being the nb blocks at
+// w[r*rb:], each row's arithmetic exactly VecDot's (the multi-row kernels of
+// Q8_0 and Q4_0 at the SIMD levels, else VecDot row by row); nil when VecDot
+// is.
+func (l Level) VecDotRows(typ gguf.GGMLType) func(w []byte, rb int, a []byte, nb int, out []float32) {
+	if rd := rowsDot(l, typ); rd != nil {
+		return rd
+	}
+	dot := l.VecDot(typ)
+	if dot == nil {
+		return nil
+	}
+	return func(w []byte, rb int, a []byte, nb int, out []float32) {
+		n := nb * typ.TypeSize()
+		for r := range out {
+			out[r] = dot(w[r*rb:r*rb+n], a, nb)
+		}
+	}
+}
+
 // VecDot returns typ's vec_dot against its activation format (as
 // blockKernels lists it: Q8_0, Q8_1 or Q8_K blocks) as this level computes
 // it, nil for a type MatMul does not multiply block-wise. For Q1_0, Q2_0
