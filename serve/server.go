@@ -551,12 +551,8 @@ func (s *Server) recheck() error {
 // cancels those still generating (their exchanges are not recorded: the history only gets complete answers,
 // each line written whole) and waits for their handlers to return. It returns nil after a shutdown.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	hs := &http.Server{
-		Handler:           withIOTimeouts(s.router, s.opt.Timeout),
-		ReadHeaderTimeout: min(30*time.Second, s.opt.Timeout), // bankml's own bound on a request's head
-		BaseContext:       func(net.Listener) context.Context { return s.stop },
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
-	}
+	hs := NewHTTPServer(s.router, s.opt.Timeout, s.log)
+	hs.BaseContext = func(net.Listener) context.Context { return s.stop }
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"io"
+	"log/slog"
 	"net/http"
 	"time"
 )
@@ -9,6 +10,24 @@ import (
 // DefaultTimeout is llama-server's default read/write timeout (-to/--timeout; common_params.timeout_read
 // and timeout_write, 3600 seconds at the reference's commit).
 const DefaultTimeout = 3600 * time.Second
+
+// NewHTTPServer is the http.Server a bankml listener runs h on (Server.Serve, and bankml serve without a
+// MODEL for the store's routes): every socket read and write of an exchange gets d (withIOTimeouts,
+// llama-server's -to/--timeout; DefaultTimeout when d <= 0), a request's head at most 30 s (or d when
+// shorter), and the server's own errors go to log (when not nil) as warnings.
+func NewHTTPServer(h http.Handler, d time.Duration, log *slog.Logger) *http.Server {
+	if d <= 0 {
+		d = DefaultTimeout
+	}
+	hs := &http.Server{
+		Handler:           withIOTimeouts(h, d),
+		ReadHeaderTimeout: min(30*time.Second, d), // bankml's own bound on a request's head
+	}
+	if log != nil {
+		hs.ErrorLog = slog.NewLogLogger(log.Handler(), slog.LevelWarn)
+	}
+	return hs
+}
 
 // withIOTimeouts gives every socket read of a request's body and every write of its answer d to complete,
 // as cpp-httplib's set_read_timeout and set_write_timeout do for llama-server's -to/--timeout: each read

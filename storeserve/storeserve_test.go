@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"github.com/bankml/bankml/admit"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -654,5 +655,51 @@ func TestAMalformedCORSOriginIsRefusedByNew(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), `"http://a/b"`) {
 		t.Fatalf("the error does not name the origin: %v", err)
+	}
+}
+
+// TestTheStoreServerDropsAStalledBodyAfterItsTimeout: bankml serve without a MODEL runs the store's routes
+// on serve.NewHTTPServer, so -to/--timeout bounds each socket read as on the single-model server: a client
+// that announces a body and then sends nothing is answered within about the timeout, with "Connection:
+// close", and dropped.
+func TestTheStoreServerDropsAStalledBodyAfterItsTimeout(t *testing.T) {
+	f := newFixture(t, storeserve.Options{})
+	const d = 300 * time.Millisecond
+	hs := serve.NewHTTPServer(f.r.Handler(), d, nil)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = hs.Serve(ln) }()
+	t.Cleanup(func() { _ = hs.Close() })
+	for _, c := range []struct{ name, path string }{
+		{"a stalled body to a store route is answered and dropped", "/api/show"},
+		{"a stalled body to a model route is answered and dropped", "/v1/chat/completions"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			conn, err := net.Dial("tcp", ln.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			req := "POST " + c.path + " HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"model\": "
+			if _, err := conn.Write([]byte(req)); err != nil {
+				t.Fatal(err)
+			}
+			_ = conn.SetReadDeadline(time.Now().Add(20 * d))
+			br := bufio.NewReader(conn)
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatalf("no answer within %v: %v", 20*d, err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if !resp.Close {
+				t.Errorf("answer %d %s without Connection: close", resp.StatusCode, body)
+			}
+			if _, err := br.ReadByte(); err != io.EOF {
+				t.Errorf("after the answer: %v, want the connection closed (EOF)", err)
+			}
+		})
 	}
 }

@@ -4,12 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/bankml/bankml/engine"
 	"log/slog"
 	"net"
-	"net/http"
 	"time"
 
+	"github.com/bankml/bankml/engine"
 	"github.com/bankml/bankml/serve"
 	"github.com/bankml/bankml/storeserve"
 )
@@ -48,7 +47,7 @@ func (c *serveCmd) serveStore(ctx context.Context, addr, match string, log *slog
 	}
 	fmt.Fprintf(stderr, "serving the store %s (models load on demand; keep-alive %v, max models %d, max memory %d bytes)\nlistening on http://%s\n",
 		s.Root, c.StoreServe.KeepAlive, c.StoreServe.MaxModels, c.StoreServe.MaxMemory, ln.Addr())
-	hs := &http.Server{Handler: r.Handler(), ReadHeaderTimeout: 30 * time.Second}
+	hs := serve.NewHTTPServer(r.Handler(), time.Duration(c.Timeout)*time.Second, log)
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {
