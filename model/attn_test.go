@@ -69,6 +69,27 @@ func sameBitsNaN(a, b []float32) int {
 	return -1
 }
 
+// randSoftmaxSteps returns one_chunk's per-cell weights vs and rescales ms
+// for n cells: vs in [0, 1), ms 1 (no new maximum) or, one cell in four,
+// in [0, 1); at rate p a vs is any f32 special and an ms 0, 1, +Inf or
+// extra.
+func randSoftmaxSteps(r *rand.Rand, n int, p float64, extra float32) (vs, ms []float32) {
+	vs, ms = make([]float32, n), make([]float32, n)
+	for i := range vs {
+		vs[i], ms[i] = float32(r.Float64()), 1
+		if r.IntN(4) == 0 {
+			ms[i] = float32(r.Float64())
+		}
+		if r.Float64() < p {
+			vs[i] = randF32(r, 1, 1)
+		}
+		if r.Float64() < p {
+			ms[i] = []float32{0, 1, float32(math.Inf(1)), extra}[r.IntN(4)]
+		}
+	}
+	return vs, ms
+}
+
 var specialRates = []float64{0, 0.002, 0.02, 0.2}
 
 func TestVAccF16MatchesTwin(t *testing.T) {
@@ -84,19 +105,7 @@ func TestVAccF16MatchesTwin(t *testing.T) {
 					for i := range vc {
 						vc[i] = randF16(r, p, []float64{1, 100, 20000}[trial%3])
 					}
-					vs, ms := make([]float32, n), make([]float32, n)
-					for i := range vs {
-						vs[i], ms[i] = float32(r.Float64()), 1
-						if r.IntN(4) == 0 {
-							ms[i] = float32(r.Float64())
-						}
-						if r.Float64() < p {
-							vs[i] = randF32(r, 1, 1)
-						}
-						if r.Float64() < p {
-							ms[i] = []float32{0, 1, float32(math.Inf(1)), 70000}[r.IntN(4)]
-						}
-					}
+					vs, ms := randSoftmaxSteps(r, n, p, 70000)
 					acc := make([]uint16, dv)
 					for i := range acc {
 						acc[i] = fp16Soft(quant.FP16ToFP32(randF16(r, p, 10)))
@@ -134,19 +143,7 @@ func TestVAccQuantMatchesTwin(t *testing.T) {
 								binary.LittleEndian.PutUint16(vq[o:], randF16(r, p, []float64{0.01, 1, 100}[trial%3]))
 							}
 						}
-						vs, ms := make([]float32, n), make([]float32, n)
-						for i := range vs {
-							vs[i], ms[i] = float32(r.Float64()), 1
-							if r.IntN(4) == 0 {
-								ms[i] = float32(r.Float64())
-							}
-							if r.Float64() < p {
-								vs[i] = randF32(r, 1, 1)
-							}
-							if r.Float64() < p {
-								ms[i] = []float32{0, 1, float32(math.Inf(1)), float32(math.NaN())}[r.IntN(4)]
-							}
-						}
+						vs, ms := randSoftmaxSteps(r, n, p, float32(math.NaN()))
 						acc := make([]float32, dv)
 						for i := range acc {
 							acc[i] = randF32(r, p, 10)
