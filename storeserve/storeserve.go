@@ -398,9 +398,9 @@ type modelRequest struct {
 // unchanged, to that model's server.
 func (r *Router) forward(w http.ResponseWriter, req *http.Request) {
 	ollama := strings.HasPrefix(req.URL.Path, "/api/")
-	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, maxBody))
+	body, status, err := readBody(w, req)
 	if err != nil {
-		writeErr(w, ollama, http.StatusRequestEntityTooLarge, fmt.Sprintf("reading the request body: %v", err))
+		writeErr(w, ollama, status, err.Error())
 		return
 	}
 	var mr modelRequest

@@ -694,8 +694,8 @@ func TestTheStoreServerDropsAStalledBodyAfterItsTimeout(t *testing.T) {
 			}
 			body, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
-			if !resp.Close {
-				t.Errorf("answer %d %s without Connection: close", resp.StatusCode, body)
+			if resp.StatusCode != http.StatusBadRequest || !resp.Close {
+				t.Errorf("answer %d %s (close %v); want 400 and Connection: close, as the single-model server", resp.StatusCode, body, resp.Close)
 			}
 			if _, err := br.ReadByte(); err != io.EOF {
 				t.Errorf("after the answer: %v, want the connection closed (EOF)", err)
