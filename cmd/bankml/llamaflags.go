@@ -10,8 +10,9 @@ package main
 //     its value checked as arg.cpp checks it, with one warning line on stderr naming it and why; a flag
 //     bankml cannot honour (-hf: a download; serve's sampling defaults) is a usage error naming it and
 //     why; -f FNAME gives the file's text to --prompt as arg.cpp reads it (readPromptFile). Any other
-//     multi-letter single-dash flag is a usage error too: kong would read it as a cluster of one-letter
-//     flags (-ngl as -n -g -l), a misread.
+//     multi-letter single-dash flag is a usage error too, and so is one given to any other command (embed
+//     -ctk, perplexity -ngl): kong would read it as a cluster of one-letter flags (-ngl as -n -g -l, -ctk as
+//     -c tk), a misread.
 //   - As in arg.cpp (common_params_parse's parse_cli_args): a flag taking a value takes the next token
 //     whatever it is, and one at the end of the line is a usage error ("expected value for argument"); a
 //     flag given again warns and the last one counts; "_" in a "--" flag's name reads as "-" (--ctx_size).
@@ -112,7 +113,7 @@ var llamaFlags = slices.Concat([]llamaFlag{
 	{names: []string{"--log-colors"}, cmds: onBoth, value: "on|off|auto", check: checkColor, why: "bankml prints no colours"},                                                                                                 // arg.cpp:3903
 	{names: []string{"--log-prefix", "--no-log-prefix"}, cmds: onBoth, why: "bankml's log lines have no prefix to switch"},                                                                                                    // arg.cpp:3950
 	{names: []string{"--log-timestamps", "--no-log-timestamps"}, cmds: onBoth, why: "bankml run's lines carry no timestamps; serve's log always does"},                                                                        // arg.cpp:3958
-	{names: []string{"--log-disable"}, cmds: onServe, why: "bankml serve always logs its requests on standard error"},                                                                                                         // arg.cpp:3869
+	{names: []string{"--log-disable"}, cmds: onServe, why: "bankml serve always writes its log (start-up, refusals, model loads, shutdown) on standard error"},                                                                                                         // arg.cpp:3869
 
 	// Flags bankml cannot honour.
 	{names: []string{"-kvu", "--kv-unified"}, cmds: onBoth, refuse: "not supported by bankml: one KV cache shared by all slots (llama.cpp's unified cache) is not implemented; each bankml serve slot has its own KV cache of -c/-np tokens, as llama-server's --no-kv-unified"}, // arg.cpp:1720
@@ -287,6 +288,13 @@ func llamaArgs(args []string, takesValue func(string) bool) (out, warnings []str
 				}
 				return nil, nil, fmt.Errorf("%s: unknown flag %s: bankml's single-dash flags are one letter, or llama.cpp's that --help lists", cmd, name)
 			}
+		} else if !strings.HasPrefix(name, "--") && len(name) > 2 {
+			// The other commands take one-letter single-dash flags only: kong would read a llama.cpp flag
+			// such as -ctk as -c with the value "tk".
+			if f := lookupLlama(name, "run"); f != nil {
+				return nil, nil, fmt.Errorf("%s: unknown flag %s: llama.cpp's %s is taken by bankml %s, not by bankml %s", cmd, name, name, strings.Join(f.cmds, " and "), cmd)
+			}
+			return nil, nil, fmt.Errorf("%s: unknown flag %s: bankml's single-dash flags are one letter", cmd, name)
 		}
 		switch {
 		case eq && len(name) == 2 && name[1] != '-' && takesValue(name):

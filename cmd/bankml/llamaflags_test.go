@@ -43,7 +43,7 @@ func TestLlamaArgs(t *testing.T) {
 		{in: []string{"run", "m.gguf", "-ngl=all", "-fa", "auto"}, want: []string{"run", "m.gguf"}, warn: "-ngl all ignored: bankml runs on the CPU only|-fa auto ignored: bankml always runs flash attention, as llama.cpp's default auto does on the CPU"},
 		{in: []string{"run", "m.gguf", "-p", "-ngl"}, want: []string{"run", "m.gguf", "-p", "-ngl"}}, // a prompt, as in llama.cpp
 		{in: []string{"run", "m.gguf", "--", "-ngl"}, want: []string{"run", "m.gguf", "--", "-ngl"}},
-		{in: []string{"tokenize", "m.gguf", "-ngl"}, want: []string{"tokenize", "m.gguf", "-ngl"}},
+		{in: []string{"tokenize", "m.gguf", "-ngl"}, err: "tokenize: unknown flag -ngl: llama.cpp's -ngl is taken by bankml run and serve, not by bankml tokenize"}, // kong would read -n -g -l
 		{in: []string{"run", "m.gguf", "-p=Once", "-n=4"}, want: []string{"run", "m.gguf", "-p", "Once", "-n", "4"}},
 		{in: []string{"run", "m.gguf", "-p=a=b", "-c="}, want: []string{"run", "m.gguf", "-p", "a=b", "-c", ""}},
 		{in: []string{"run", "m.gguf", "-p", "-n=4"}, want: []string{"run", "m.gguf", "-p", "-n=4"}}, // a prompt
@@ -66,6 +66,10 @@ func TestLlamaArgs(t *testing.T) {
 			want: []string{"run", "m.gguf", "--logit-bias=1+2", "--dry-sequence-breaker", "-", "--dry-sequence-breaker", "none"},
 			warn: "--dry-sequence-breaker is given more than once: every one counts, as in llama.cpp (whose warning says only the last does)"},
 		{in: []string{"run", "m.gguf", "--repeat-penalty"}, err: "run: --repeat-penalty: expected a value"},
+		{in: []string{"embed", "m.gguf", "-p", "hi", "-ctk", "q8_0"}, err: "embed: unknown flag -ctk: llama.cpp's -ctk is taken by bankml run and serve, not by bankml embed"},
+		{in: []string{"perplexity", "m.gguf", "f.txt", "-ngl", "99"}, err: "perplexity: unknown flag -ngl: llama.cpp's -ngl is taken by bankml run and serve, not by bankml perplexity"},
+		{in: []string{"embed", "m.gguf", "-xyz"}, err: "embed: unknown flag -xyz: bankml's single-dash flags are one letter"},
+		{in: []string{"embed", "m.gguf", "-p", "-ctk"}, want: []string{"embed", "m.gguf", "-p", "-ctk"}},
 		{in: []string{"run", "m.gguf", "-jf", "s.json", "-j", "{}", "--grammar_file", "g.gbnf"},
 			want: []string{"run", "m.gguf", "--json-schema-file", "s.json", "--json-schema", "{}", "--grammar-file", "g.gbnf"}},
 		{in: []string{"run", "m.gguf", "--grammar", "root ::= x"}, want: []string{"run", "m.gguf", "--grammar", "root ::= x"}},
