@@ -277,6 +277,7 @@ func (r *Router) load(ctx context.Context, ref string) (*loaded, error) {
 	r.log.Info("loading model", "model", man.Ref(), "sha256", man.Model.SHA256)
 	m, err := r.o.Admit(r.o.Store.BlobPath(man.Model.SHA256), man.Model.SHA256)
 	if err != nil {
+		r.log.Error("model not admitted", "model", man.Ref(), "err", err)
 		return nil, &httpError{http.StatusServiceUnavailable, fmt.Sprintf("model '%s' could not be admitted: %v", man.Ref(), err)}
 	}
 	so := r.o.Serve
@@ -284,8 +285,11 @@ func (r *Router) load(ctx context.Context, ref string) (*loaded, error) {
 	so.Defaults = Defaults(man)
 	srv, err := serve.New(m, so)
 	if err != nil {
+		// The server's own settings (-c, -ctk/-ctv, ...) do not fit this model: no retry will, so a 500
+		// (Ollama's answer to a model that fails to load), not the 503 of a busy server.
 		m.Close()
-		return nil, &httpError{http.StatusServiceUnavailable, fmt.Sprintf("model '%s': %v", man.Ref(), err)}
+		r.log.Error("model cannot be served with this server's settings", "model", man.Ref(), "err", err)
+		return nil, &httpError{http.StatusInternalServerError, fmt.Sprintf("model '%s' cannot be served with this server's settings: %v", man.Ref(), err)}
 	}
 	now := time.Now()
 	return &loaded{ref: man.Ref(), m: m, srv: srv, size: man.Model.Size, at: now, used: now, keep: r.o.KeepAlive}, nil

@@ -18,7 +18,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bankml/bankml/gguf"
 	"github.com/bankml/bankml/internal/testdata"
+	"github.com/bankml/bankml/model"
 	"github.com/bankml/bankml/pull"
 	"github.com/bankml/bankml/serve"
 	"github.com/bankml/bankml/store"
@@ -699,6 +701,26 @@ func TestTheStoreServerDropsAStalledBodyAfterItsTimeout(t *testing.T) {
 			}
 			if _, err := br.ReadByte(); err != io.EOF {
 				t.Errorf("after the answer: %v, want the connection closed (EOF)", err)
+			}
+		})
+	}
+}
+
+// TestAModelTheServersSettingsDoNotFitIsRefusedWithA500NamingThem: with -ctk q8_0, a model whose heads (8
+// values) are not a multiple of Q8_0's 32-value block cannot be served; the request is answered 500 naming
+// the model and the cache type (Ollama's answer to a model that fails to load), not the 503 of a busy
+// server that a client would retry, and the next request gets the same answer.
+func TestAModelTheServersSettingsDoNotFitIsRefusedWithA500NamingThem(t *testing.T) {
+	f := newFixture(t, storeserve.Options{Serve: serve.Options{CacheTypes: model.CacheTypes{K: gguf.Q8_0, V: gguf.F16}}})
+	for _, c := range []struct{ name, path, body string }{
+		{"an OpenAI request is a 500 naming the model and the cache type", "/v1/chat/completions", `{"model": "stories260K", "messages": [{"role": "user", "content": "hi"}]}`},
+		{"the same request again gets the same answer", "/v1/chat/completions", `{"model": "stories260K", "messages": [{"role": "user", "content": "hi"}]}`},
+		{"an Ollama request is a 500 too", "/api/generate", `{"model": "stories260K", "prompt": "hi", "stream": false}`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			status, body := f.post(t, c.path, c.body)
+			if status != http.StatusInternalServerError || !strings.Contains(string(body), "stories260K") || !strings.Contains(string(body), "q8_0") {
+				t.Errorf("%d %s; want 500 naming stories260K and q8_0", status, body)
 			}
 		})
 	}
