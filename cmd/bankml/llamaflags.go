@@ -113,7 +113,7 @@ var llamaFlags = slices.Concat([]llamaFlag{
 	{names: []string{"--log-colors"}, cmds: onBoth, value: "on|off|auto", check: checkColor, why: "bankml prints no colours"},                                                                                                 // arg.cpp:3903
 	{names: []string{"--log-prefix", "--no-log-prefix"}, cmds: onBoth, why: "bankml's log lines have no prefix to switch"},                                                                                                    // arg.cpp:3950
 	{names: []string{"--log-timestamps", "--no-log-timestamps"}, cmds: onBoth, why: "bankml run's lines carry no timestamps; serve's log always does"},                                                                        // arg.cpp:3958
-	{names: []string{"--log-disable"}, cmds: onServe, why: "bankml serve always writes its log (start-up, refusals, model loads, shutdown) on standard error"},                                                                                                         // arg.cpp:3869
+	{names: []string{"--log-disable"}, cmds: onServe, why: "bankml serve always writes its log (start-up, refusals, model loads, shutdown) on standard error"},                                                                // arg.cpp:3869
 
 	// Flags bankml cannot honour.
 	{names: []string{"-kvu", "--kv-unified"}, cmds: onBoth, refuse: "not supported by bankml: one KV cache shared by all slots (llama.cpp's unified cache) is not implemented; each bankml serve slot has its own KV cache of -c/-np tokens, as llama-server's --no-kv-unified"}, // arg.cpp:1720
