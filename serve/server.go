@@ -514,25 +514,33 @@ func (s *Server) begin(w http.ResponseWriter, r *http.Request, writeErr func(htt
 	return &exchange{body: body, received: received}
 }
 
-// readBody reads a request body of at most MaxBodyBytes: a larger one is a 413 *APIError.
+// readBody reads a request body of at most MaxBodyBytes (ReadBody).
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	if r.ContentLength > s.opt.MaxBodyBytes {
-		return nil, s.tooLarge()
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opt.MaxBodyBytes))
+	body, err := ReadBody(w, r, s.opt.MaxBodyBytes)
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, s.tooLarge()
-		}
-		return nil, badRequest("reading the request body: %v", err)
+		return nil, err
 	}
 	return body, nil
 }
 
-func (s *Server) tooLarge() *APIError {
-	return &APIError{Status: http.StatusRequestEntityTooLarge, Type: TypeInvalidRequest,
-		Message: fmt.Sprintf("request body larger than %d bytes", s.opt.MaxBodyBytes)}
+// ReadBody reads a request body of at most limit bytes, as both bankml servers read one: a larger body (by
+// its Content-Length, or as read) is a 413 *APIError, any other failed read (a client that sends nothing
+// for -to/--timeout, or closes early) a 400 invalid_request_error.
+func ReadBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *APIError) {
+	tooLarge := &APIError{Status: http.StatusRequestEntityTooLarge, Type: TypeInvalidRequest,
+		Message: fmt.Sprintf("request body larger than %d bytes", limit)}
+	if r.ContentLength > limit {
+		return nil, tooLarge
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, tooLarge
+		}
+		return nil, badRequest("reading the request body: %v", err)
+	}
+	return body, nil
 }
 
 // recheck is the model file's re-check (verifier.check), counted in the metrics when it fails: call it

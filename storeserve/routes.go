@@ -79,9 +79,9 @@ func (r *Router) routes() error {
 const serveOllamaVersion = "0.17.4"
 
 func decode(w http.ResponseWriter, req *http.Request, ollama bool, v any) bool {
-	b, status, err := readBody(w, req)
-	if err != nil {
-		writeErr(w, ollama, status, err.Error())
+	b, bodyErr := serve.ReadBody(w, req, maxBody)
+	if bodyErr != nil {
+		writeErr(w, ollama, bodyErr.HTTPStatus(), bodyErr.Message)
 		return false
 	}
 	if len(strings.TrimSpace(string(b))) == 0 {
@@ -93,21 +93,6 @@ func decode(w http.ResponseWriter, req *http.Request, ollama bool, v any) bool {
 		return false
 	}
 	return true
-}
-
-// readBody reads a request body of at most maxBody bytes as the single-model server reads one: a larger
-// body is a 413, any other failed read (a client that sends nothing for -to/--timeout, or closes early) a
-// 400; the status comes with the error.
-func readBody(w http.ResponseWriter, req *http.Request) ([]byte, int, error) {
-	b, err := io.ReadAll(http.MaxBytesReader(w, req.Body, maxBody))
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, http.StatusRequestEntityTooLarge, fmt.Errorf("request body larger than %d bytes", maxBody)
-		}
-		return nil, http.StatusBadRequest, fmt.Errorf("reading the request body: %w", err)
-	}
-	return b, 0, nil
 }
 
 // list is the store's models that read; each one that does not is logged as a warning and left out, as

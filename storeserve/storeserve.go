@@ -402,9 +402,9 @@ type modelRequest struct {
 // unchanged, to that model's server.
 func (r *Router) forward(w http.ResponseWriter, req *http.Request) {
 	ollama := strings.HasPrefix(req.URL.Path, "/api/")
-	body, status, err := readBody(w, req)
-	if err != nil {
-		writeErr(w, ollama, status, err.Error())
+	body, bodyErr := serve.ReadBody(w, req, maxBody)
+	if bodyErr != nil {
+		writeErr(w, ollama, bodyErr.HTTPStatus(), bodyErr.Message)
 		return
 	}
 	var mr modelRequest
