@@ -291,7 +291,7 @@ func TestLlamaModelAndIgnoredFlags(t *testing.T) {
 		{[]string{"run", "-m", model, "-fa", "-p", "Once"}, 1, []string{`-fa/--flash-attn "-p": must be on, off or auto`, "(see bankml run --help)"}, "generated"},
 		{[]string{"run", "-m", model, "-hf", "a/b"}, 1, []string{"-hf: llama.cpp's download flags are not taken"}, "generated"},
 		{[]string{"run", "-m", model, "-tb", "2", "-ctk", "f16"}, 0, []string{"bankml: -tb 2 ignored", "generated: 2 tokens"}, "-ctk"},
-		{[]string{"run", "-m", model, "-ctk", "q8_0"}, 1, []string{"K cache type q8_0 with block size 32 does not divide n_embd_head_k=8"}, "generated"},
+		{[]string{"run", "-m", model, "-ctk", "q8_0"}, 2, []string{"K cache type q8_0 with block size 32 does not divide n_embd_head_k=8"}, "generated"},
 		{[]string{"run", "-m", model, "-ctv", "q4_1"}, 1, []string{"cache type q4_1 is not supported by bankml (allowed: f16, q8_0, q4_0)"}, "generated"},
 		{[]string{"run", "-m", model, "-ctv", "f8"}, 1, []string{`unsupported cache type "f8" (allowed: f16, q8_0, q4_0; llama.cpp takes f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1)`}, "generated"},
 		{[]string{"run", "-m", model, "-cnv", "-st", "-sys", "Be brief."}, 0, []string{"turn 1:"}, "generated"},

@@ -187,8 +187,8 @@ func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error 
 	e, err := engine.New(m.Model, tok, m.Template, engine.Options{
 		NCtx: r.Ctx, Threads: int(r.Threads), SuppressTokens: m.SuppressTokens, CacheTypes: r.KV.types(),
 	})
-	if err != nil {
-		return fmt.Errorf("run: %w", err)
+	if err != nil { // the model cannot run with these settings (a cache type its heads do not fit): 2, as serve
+		return cannotRun(fmt.Errorf("run: %w", err))
 	}
 	defer e.Close()
 	if r.Chat {
