@@ -53,3 +53,11 @@
 	VPANDD Z31, c, c \
 	VPANDD Z31, e, e
 
+
+// PF256T0 is PF256 into L1 (PREFETCHT0): the Q2_0 tile's codes, which it
+// reads once per block for every column.
+#define PF256T0(off, r) \
+	PREFETCHT0 off(r) \
+	PREFETCHT0 off+64(r) \
+	PREFETCHT0 off+128(r) \
+	PREFETCHT0 off+192(r)

@@ -42,7 +42,7 @@ zero:
 	SUBQ R10, R11          // nsum - dy: both advance alike
 
 block:
-	PF256(2048, SI)
+	PF256T0(2048, SI)
 	PREFETCHT1 256(DI)
 	// Sixteen code planes: vector v = 2s+g, plane n = (v >> 2n) & 3.
 	PLANES2(0, Z0, Z1, Z2, Z3)
