@@ -3,6 +3,8 @@ package quant
 import (
 	"fmt"
 	"unsafe"
+
+	"golang.org/x/sys/cpu"
 )
 
 //go:noescape
@@ -18,7 +20,20 @@ func tileTQ2_0AVX2Cols(codes, scales *byte, nb int, qs *byte, d *float32, nbs *i
 func tileTQ2_0AVX2(codes, scales *byte, nb int, qs *byte, d *float32, nbs *int32, out *float32)
 
 //go:noescape
-func tileQ2_0AVX512(codes, scales *byte, nb int, qs *byte, dy *float32, nsum *int32, k int, nc int, out *float32)
+func tileQ2_0AVX512(codes, scales *byte, nb int, qs *byte, dy *float32, nsum *int32, k int, nc int, out *float32, gfni int)
+
+// q2GFNI is tileQ2_0AVX512's gfni argument on this CPU: 1 where it has
+// GFNI at 512 bits (Ice Lake and Zen 4 on; Cascade Lake's AVX-512 has
+// VNNI without it), so that the planes are decoded by one affine map each.
+var q2GFNI = boolInt(cpu.X86.HasAVX512GFNI)
+
+// boolInt is 1 for true, 0 for false.
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
 
 // tileQ2_0 runs the level's Q2_0 tile on one packed group (see tileQ2_0Go).
 func tileQ2_0(l Level, codes, scales []byte, nb int, a *q8Act, c0, nc int, out []float32) {
@@ -29,7 +44,7 @@ func tileQ2_0(l Level, codes, scales []byte, nb int, a *q8Act, c0, nc int, out [
 	switch l {
 	case LevelAVX512:
 		i := c0 * a.k / QK8_0
-		tileQ2_0AVX512(&codes[0], &scales[0], nb, &a.qs[c0*a.k], &a.dy[i], &a.nsum[i], a.k, nc, &out[0])
+		tileQ2_0AVX512(&codes[0], &scales[0], nb, &a.qs[c0*a.k], &a.dy[i], &a.nsum[i], a.k, nc, &out[0], q2GFNI)
 	case LevelAVX2:
 		if nc > 1 {
 			// The columns share each block's unpacked codes.

@@ -61,3 +61,12 @@
 	PREFETCHT0 off+64(r) \
 	PREFETCHT0 off+128(r) \
 	PREFETCHT0 off+192(r)
+
+// PLANES2G is PLANES2 by GFNI: planes 1..3 of each byte by one affine bit
+// map each (matrices at q2gfm<>: bits 2n, 2n+1 to bits 0, 1).
+#define PLANES2G(off, a, b, c, e) \
+	VMOVDQU64 off(SI), a \
+	VGF2P8AFFINEQB.BCST $0, q2gfm<>+0(SB), a, b \
+	VGF2P8AFFINEQB.BCST $0, q2gfm<>+8(SB), a, c \
+	VGF2P8AFFINEQB.BCST $0, q2gfm<>+16(SB), a, e \
+	VPANDD Z31, a, a

@@ -10,11 +10,18 @@
 DATA q2mask3<>+0(SB)/4, $0x03030303
 GLOBL q2mask3<>(SB), RODATA|NOPTR, $4
 
-// func tileQ2_0AVX512(codes, scales *byte, nb int, qs *byte, dy *float32, nsum *int32, k int, nc int, out *float32)
+DATA q2gfm<>+0(SB)/8, $0x0408000000000000
+DATA q2gfm<>+8(SB)/8, $0x1020000000000000
+DATA q2gfm<>+16(SB)/8, $0x4080000000000000
+GLOBL q2gfm<>(SB), RODATA|NOPTR, $24
+
+// func tileQ2_0AVX512(codes, scales *byte, nb int, qs *byte, dy *float32, nsum *int32, k int, nc int, out *float32, gfni int)
 //
 // out[16c+r] for c < nc, r < 16. Column c's activations start at qs+c*k,
-// dy+c*k/32, nsum+c*k/32. nb >= 1, nc >= 1.
-TEXT ·tileQ2_0AVX512(SB), NOSPLIT, $0-72
+// dy+c*k/32, nsum+c*k/32. nb >= 1, nc >= 1. With gfni != 0 (the CPU has
+// GFNI) the code planes are decoded by one affine bit map each (PLANES2G),
+// otherwise by shifts and masks (PLANES2): the same planes.
+TEXT ·tileQ2_0AVX512(SB), NOSPLIT, $0-80
 	MOVQ codes+0(FP), SI
 	MOVQ scales+8(FP), DI
 	MOVQ nb+16(FP), R8
@@ -45,10 +52,19 @@ block:
 	PF256T0(2048, SI)
 	PREFETCHT1 256(DI)
 	// Sixteen code planes: vector v = 2s+g, plane n = (v >> 2n) & 3.
+	CMPQ gfni+72(FP), $0
+	JEQ  shifts
+	PLANES2G(0, Z0, Z1, Z2, Z3)
+	PLANES2G(64, Z4, Z5, Z6, Z7)
+	PLANES2G(128, Z8, Z9, Z10, Z11)
+	PLANES2G(192, Z12, Z13, Z14, Z15)
+	JMP  planes
+shifts:
 	PLANES2(0, Z0, Z1, Z2, Z3)
 	PLANES2(64, Z4, Z5, Z6, Z7)
 	PLANES2(128, Z8, Z9, Z10, Z11)
 	PLANES2(192, Z12, Z13, Z14, Z15)
+planes:
 	VCVTPH2PS (DI), Z16    // the sixteen rows' d
 
 	MOVQ R9, AX            // qs of column 0 at this block
