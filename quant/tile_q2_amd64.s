@@ -71,6 +71,8 @@ planes:
 	MOVQ R10, CX           // dy (nsum at CX+R11)
 	MOVQ DX, R12           // sumf
 	MOVQ R13, R14          // columns left
+	CMPQ R13, $1
+	JNE  coln
 col:
 	VPBROADCASTD 0(CX)(R11*1), Z20
 	VPBROADCASTD 4(CX)(R11*1), Z21
@@ -108,7 +110,43 @@ col:
 	LEAQ (AX)(BX*8), AX    // + k bytes
 	DECQ R14
 	JNZ  col
+	JMP  next
 
+	// Two or more columns: each sub-block's sum in one chain of eight (the
+	// other columns' chains fill the latency), no adds to join them.
+coln:
+	VPBROADCASTD 0(CX)(R11*1), Z20
+	VPBROADCASTD 4(CX)(R11*1), Z21
+	VPDPBUSD.BCST 0(AX), Z0, Z20
+	VPDPBUSD.BCST 32(AX), Z8, Z21
+	VPDPBUSD.BCST 4(AX), Z1, Z20
+	VPDPBUSD.BCST 36(AX), Z9, Z21
+	VPDPBUSD.BCST 8(AX), Z2, Z20
+	VPDPBUSD.BCST 40(AX), Z10, Z21
+	VPDPBUSD.BCST 12(AX), Z3, Z20
+	VPDPBUSD.BCST 44(AX), Z11, Z21
+	VPDPBUSD.BCST 16(AX), Z4, Z20
+	VPDPBUSD.BCST 48(AX), Z12, Z21
+	VPDPBUSD.BCST 20(AX), Z5, Z20
+	VPDPBUSD.BCST 52(AX), Z13, Z21
+	VPDPBUSD.BCST 24(AX), Z6, Z20
+	VPDPBUSD.BCST 56(AX), Z14, Z21
+	VPDPBUSD.BCST 28(AX), Z7, Z20
+	VPDPBUSD.BCST 60(AX), Z15, Z21
+	VCVTDQ2PS Z20, Z20
+	VCVTDQ2PS Z21, Z21
+	VMULPS.BCST 0(CX), Z20, Z20
+	VFMADD231PS.BCST 4(CX), Z21, Z20
+	VMOVUPS (R12), Z22
+	VFMADD231PS Z16, Z20, Z22
+	VMOVUPS Z22, (R12)
+	ADDQ $64, R12
+	ADDQ BX, CX
+	LEAQ (AX)(BX*8), AX    // + k bytes
+	DECQ R14
+	JNZ  coln
+
+next:
 	ADDQ $256, SI
 	ADDQ $32, DI
 	ADDQ $64, R9
