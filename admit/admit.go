@@ -16,8 +16,9 @@ import (
 )
 
 // ErrRefused is wrapped by Open's error when the model must not run: the guard does not play it, no graph
-// runs its architecture, its pin is refused (or missing under RequirePin), it changed while it was hashed,
-// or its weights, tokenizer, suppressed tokens or (with Options.Chat) chat template cannot be loaded.
+// runs its architecture, its heads do not fit Options.CacheTypes, its pin is refused (or missing under
+// RequirePin), it changed while it was hashed, or its weights, tokenizer, suppressed tokens or (with
+// Options.Chat) chat template cannot be loaded.
 var ErrRefused = errors.New("refused")
 
 // Error is every error of Open. Refused says the model must not run (bankml exits 2, serve does not
@@ -57,6 +58,10 @@ type Options struct {
 	Chat bool
 	// Progress receives the file's bytes as they are hashed (a progress bar); may be nil.
 	Progress io.Writer
+	// CacheTypes, when not nil, are the KV cache types the model is to run with (-ctk/-ctv): checked from
+	// the header (model.CheckFileCacheTypes) before the file is hashed, so that types its heads do not fit
+	// refuse it before any expensive work.
+	CacheTypes *model.CacheTypes
 }
 
 // Model is an admitted model: every gate passed, the file loaded.
@@ -114,6 +119,11 @@ func Open(path string, o Options) (*Model, error) {
 	// The architecture is refused from the header, before the pin reads the whole file.
 	if err := model.CheckArchitecture(f); err != nil {
 		return nil, refused(fmt.Errorf("%s: %w", path, err))
+	}
+	if o.CacheTypes != nil {
+		if err := model.CheckFileCacheTypes(f, *o.CacheTypes); err != nil {
+			return nil, refused(fmt.Errorf("%s: %w", path, err))
+		}
 	}
 	pin, err := provenance.Pin(path, o.Manifest, o.Progress)
 	switch {

@@ -7,8 +7,9 @@
 // header guard for mainline llama.cpp (guard.FileForBankml: a file mainline refuses only for its PTQTP
 // trit-planes is judged again for engine bankml, whose loader sums the planes, and admitted with
 // [Model.MainlineRefusal] saying so); the file's identity (device, inode, size, mtime: [FileIdentity]); the
-// architecture registry (model.CheckArchitecture, from the header, before the whole file is hashed); the
-// sha256 pin (provenance.Pin) under the caller's [PinPolicy]; the identity again, so that a file changed
+// architecture registry (model.CheckArchitecture, from the header, before the whole file is hashed); the KV
+// cache types the caller will run (model.CheckFileCacheTypes, from the header, when [Options.CacheTypes] is
+// set); the sha256 pin (provenance.Pin) under the caller's [PinPolicy]; the identity again, so that a file changed
 // while it was hashed is refused; the load (model.LoadBackground); the tokenizer and its vocabulary size
 // against token_embd's rows; the model's suppressed tokens (sample.SuppressTokens); the chat template
 // (chat.FromGGUF) when [Options.Chat] asks for it.

@@ -102,7 +102,7 @@ func (m *Model) NewContextTypes(nCtx, threads int, types CacheTypes) (*Context, 
 	if err := m.checkContext(nCtx); err != nil {
 		return nil, err
 	}
-	if err := m.checkCacheTypes(types.norm()); err != nil {
+	if err := checkCacheTypes(m.HP.HeadDim, types.norm()); err != nil {
 		return nil, err
 	}
 	r, err := m.NewRunner(threads)
@@ -147,7 +147,7 @@ func (r *Runner) NewContextTypes(nCtx int, types CacheTypes) (*Context, error) {
 		return nil, err
 	}
 	types = types.norm()
-	if err := m.checkCacheTypes(types); err != nil {
+	if err := checkCacheTypes(m.HP.HeadDim, types); err != nil {
 		return nil, err
 	}
 	if m.Encoder() {

@@ -66,10 +66,25 @@ func (t CacheTypes) quantized() bool { return t.K != gguf.F16 || t.V != gguf.F16
 // whose block size does not divide the head size, with llama.cpp's message.
 // The zero type is F16.
 func (m *Model) CheckCacheTypes(t CacheTypes) error {
-	return m.checkCacheTypes(t.norm())
+	return checkCacheTypes(m.HP.HeadDim, t.norm())
 }
 
-func (m *Model) checkCacheTypes(t CacheTypes) error {
+// CheckFileCacheTypes is CheckCacheTypes from f's header alone, before the
+// weights are read: package admit refuses a cache type the heads do not fit
+// before it hashes the file. f's architecture must pass CheckArchitecture.
+func CheckFileCacheTypes(f *gguf.File, t CacheTypes) error {
+	if _, ok := archs[f.Architecture()]; !ok {
+		return CheckArchitecture(f)
+	}
+	hp, err := readHparams(f)
+	if err != nil {
+		return err
+	}
+	return checkCacheTypes(hp.HeadDim, t.norm())
+}
+
+// checkCacheTypes is the rule of CheckCacheTypes for a head size of headDim.
+func checkCacheTypes(headDim int, t CacheTypes) error {
 	for _, x := range []struct {
 		kv string
 		t  gguf.GGMLType
@@ -79,9 +94,9 @@ func (m *Model) checkCacheTypes(t CacheTypes) error {
 		default:
 			return fmt.Errorf("model: %s cache type %s is not supported by bankml (allowed: %s)", x.kv, x.t, strings.Join(CacheTypeNames, ", "))
 		}
-		if bs := x.t.BlockSize(); m.HP.HeadDim%bs != 0 {
+		if bs := x.t.BlockSize(); headDim%bs != 0 {
 			return fmt.Errorf("model: %s cache type %s with block size %d does not divide n_embd_head_%s=%d",
-				x.kv, x.t, bs, strings.ToLower(x.kv), m.HP.HeadDim)
+				x.kv, x.t, bs, strings.ToLower(x.kv), headDim)
 		}
 	}
 	return nil

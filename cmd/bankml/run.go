@@ -152,7 +152,8 @@ func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error 
 	if r.Model, r.Manifest, _, err = storeModel("run", r.Model, r.Manifest, r.storeFlag, r.From, stderr); err != nil {
 		return err
 	}
-	m, err := openModel("run", r.Model, admit.Options{Manifest: r.Manifest, Pin: admit.AllowUnpinned, Chat: r.Chat}, stderr, info)
+	kv := r.KV.types() // a cache type the heads do not fit is refused from the header, before the hash
+	m, err := openModel("run", r.Model, admit.Options{Manifest: r.Manifest, Pin: admit.AllowUnpinned, Chat: r.Chat, CacheTypes: &kv}, stderr, info)
 	if err != nil {
 		return err
 	}

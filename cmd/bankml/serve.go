@@ -203,7 +203,10 @@ func (c *serveCmd) Run(stderr errWriter) error {
 	if c.Unpinned {
 		pin = admit.AllowUnpinned
 	}
-	m, err := openModel("serve", c.Model, admit.Options{Manifest: c.Manifest, Pin: pin, Chat: true}, stderr, stderr)
+	// The cache types (-ctk/-ctv) are checked against the model's heads from the header, before the file is
+	// hashed and before the history is opened (admit.Options.CacheTypes).
+	kv := c.KV.types()
+	m, err := openModel("serve", c.Model, admit.Options{Manifest: c.Manifest, Pin: pin, Chat: true, CacheTypes: &kv}, stderr, stderr)
 	if err != nil {
 		return err
 	}

@@ -94,3 +94,36 @@ func TestServeAddress(t *testing.T) {
 		}
 	}
 }
+
+// TestServeRefusesACacheTypeTheHeadsDoNotFitBeforeAnyWork: -ctk/-ctv types the model's heads cannot take
+// (stories260K's head size 8 is not a multiple of a quantized block's 32) are refused from the header, exit
+// 2 with the engine's words, before the file is hashed (no "admitted:" line) and before --history is opened
+// (its folder is never made).
+func TestServeRefusesACacheTypeTheHeadsDoNotFitBeforeAnyWork(t *testing.T) {
+	model := storiesPath(t)
+	for _, c := range []struct {
+		name string
+		kv   []string
+		msg  string
+	}{
+		{"a q8_0 K cache", []string{"-ctk", "q8_0"}, "model: K cache type q8_0 with block size 32 does not divide n_embd_head_k=8"},
+		{"a q4_0 V cache", []string{"--cache-type-v", "q4_0"}, "model: V cache type q4_0 with block size 32 does not divide n_embd_head_v=8"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			history := filepath.Join(t.TempDir(), "history")
+			args := append([]string{"serve", model, "--unpinned", "--listen", "127.0.0.1:0", "--history", history}, c.kv...)
+			code, _, stderr := runCLI(args...)
+			if code != 2 || !strings.Contains(stderr, "bankml: serve: "+model+": "+c.msg) {
+				t.Errorf("exit %d, stderr %q; want 2 and %q", code, stderr, c.msg)
+			}
+			for _, work := range []string{"admitted:", "history:", "listening"} {
+				if strings.Contains(stderr, work) {
+					t.Errorf("stderr %q: %q before the refusal", stderr, work)
+				}
+			}
+			if _, err := os.Stat(history); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("--history %s: %v; want it never made", history, err)
+			}
+		})
+	}
+}
