@@ -207,10 +207,13 @@ func (s *Store) base(ctx context.Context, from string, o CreateOptions) (*Manife
 		if err != nil {
 			return nil, fmt.Errorf("store: Modelfile: FROM %s: %w", from, err)
 		}
+		if err := s.checkGGUF(b); err != nil { // as a pull of the file: refused before any manifest names it
+			return nil, fmt.Errorf("store: Modelfile: FROM %s: %w", from, err)
+		}
 		return &Manifest{Model: b, Provenance: prov}, nil
 	}
 	if _, _, err := catalog.ParseRef(from); err != nil {
-		return nil, fmt.Errorf("store: Modelfile: FROM %s: no such file, and not a model name", from)
+		return nil, &wrapError{fmt.Sprintf("store: Modelfile: FROM %s: no such file, and not a model name", from), ErrNotFound}
 	}
 	m, _, err := s.Resolve(ctx, from, o.Pull)
 	var nf *NotFoundError

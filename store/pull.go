@@ -84,7 +84,7 @@ func (s *Store) Pull(ctx context.Context, what string, o PullOptions) (*Manifest
 	e, err := catalog.Lookup(what)
 	if err != nil {
 		if looksLikePath(what) {
-			return nil, fmt.Errorf("store: %s: no such file, and not a model name", what)
+			return nil, &wrapError{fmt.Sprintf("store: %s: no such file, and not a model name", what), ErrNotFound}
 		}
 		return nil, fmt.Errorf("store: %w", err)
 	}
@@ -113,7 +113,7 @@ func looksLikePath(s string) bool {
 // the model, as Ollama's does).
 func (s *Store) record(name, tag string, b Blob, prov Provenance, license string) (*Manifest, error) {
 	if err := s.checkGGUF(b); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("store: %w", err)
 	}
 	prov.Added = time.Now().UTC()
 	m := &Manifest{Name: name, Tag: tag, Model: b, Provenance: prov}
@@ -126,13 +126,14 @@ func (s *Store) record(name, tag string, b Blob, prov Provenance, license string
 	return m, nil
 }
 
-// checkGGUF refuses a blob that does not start with GGUF's magic, before any manifest names it: a pull of
-// another kind of file fails here, not at its first run. The blob is removed unless a manifest names it.
+// checkGGUF refuses a blob that does not start with GGUF's magic (the error wraps ErrNotGGUF), before any
+// manifest names it: a pull or a create of another kind of file fails here, not at its first run. The blob
+// is removed unless a manifest names it.
 func (s *Store) checkGGUF(b Blob) error {
 	p := s.BlobPath(b.SHA256)
 	f, err := os.Open(p)
 	if err != nil {
-		return fmt.Errorf("store: %w", err)
+		return err
 	}
 	magic := make([]byte, 4)
 	_, err = io.ReadFull(f, magic)
@@ -143,7 +144,7 @@ func (s *Store) checkGGUF(b Blob) error {
 	if ms, lerr := s.List(); lerr == nil && !slices.ContainsFunc(ms, func(m *Manifest) bool { return m.Model.SHA256 == b.SHA256 }) {
 		os.Remove(p)
 	}
-	return fmt.Errorf("store: %s is not a GGUF file (it does not start with the magic \"GGUF\"): nothing stored", b.File)
+	return &wrapError{fmt.Sprintf("%s is not a GGUF file (it does not start with the magic \"GGUF\"): nothing stored", b.File), ErrNotGGUF}
 }
 
 // storeName is the NAME:TAG a non-catalog source is stored under: o.Name, else the file's base name

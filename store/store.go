@@ -51,6 +51,19 @@ const Schema = 1
 // ErrNotFound is wrapped by Get's error when the store has no such model.
 var ErrNotFound = errors.New("not found")
 
+// ErrNotGGUF is wrapped by the error of a pull or a create whose file does not start with GGUF's magic
+// (nothing is stored): the file cannot be used, where ErrNotFound means nothing was named.
+var ErrNotGGUF = errors.New("not a GGUF file")
+
+// wrapError reads as msg and wraps err: a sentence of its own that errors.Is still classifies.
+type wrapError struct {
+	msg string
+	err error
+}
+
+func (e *wrapError) Error() string { return e.msg }
+func (e *wrapError) Unwrap() error { return e.err }
+
 // Manifest is one model of the store.
 type Manifest struct {
 	Schema   int       `json:"schema"`

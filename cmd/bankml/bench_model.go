@@ -174,6 +174,9 @@ func (b *benchModelCmd) file(stdout io.Writer, lib *reference.Lib, path string, 
 	}
 	t0 := time.Now()
 	am, err := admit.Open(path, admit.Options{Pin: admit.AllowUnpinned})
+	if errors.Is(err, admit.ErrRefused) { // exit 2, as openModel
+		return nil, cannotRun(err)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -110,14 +110,14 @@ func (b *benchServeCmd) Run(stdout io.Writer) error {
 
 // file runs every round on one file.
 func (b *benchServeCmd) file(stdout io.Writer, lib *reference.Lib, path string, typ gguf.GGMLType, streams []int) ([]benchServeRow, error) {
-	f, err := gguf.Open(path)
+	f, err := openGGUF("open", path) // a file that is no valid GGUF: exit 2, as every command
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
 	m, err := model.Load(f)
 	if err != nil {
-		return nil, err
+		return nil, cannotRun(fmt.Errorf("load: %w", err))
 	}
 	if _, err := m.WaitPacked(); err != nil {
 		return nil, err

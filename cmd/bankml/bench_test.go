@@ -3,6 +3,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -150,6 +152,20 @@ func TestBenchModelRefusesBadFlags(t *testing.T) {
 		if code != 1 || !strings.Contains(stderr, tc.want) {
 			t.Errorf("%v: exit %d, stderr %q", tc.args, code, stderr)
 		}
+	}
+}
+
+// TestBenchServeRefusesAFileThatIsNoGGUFWithExit2: a damaged model file in --dir is a file that cannot be
+// used, exit 2 as for every other command (docs/cli.md, "Exit status"), naming the file and the fault.
+func TestBenchServeRefusesAFileThatIsNoGGUFWithExit2(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "b8-Q1_0.gguf")
+	if err := os.WriteFile(path, []byte("this is no GGUF file\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := runCLI("bench", "serve", "--dir", dir, "--types", "q1_0", "--no-ref")
+	if code != 2 || !strings.Contains(stderr, "bench serve: "+path+": open: ") || !strings.Contains(stderr, "bad magic") {
+		t.Errorf("exit %d, stderr %q; want 2 naming %s and its bad magic", code, stderr, path)
 	}
 }
 

@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/bankml/bankml/chat"
-	"github.com/bankml/bankml/gguf"
 	"github.com/bankml/bankml/internal/fsutil"
 )
 
@@ -64,13 +62,9 @@ func (c *chatTemplateCmd) Run(stdin io.Reader, stdout io.Writer) error {
 			return fmt.Errorf("chat-template: --now: %w", err)
 		}
 	}
-	f, err := gguf.Open(c.Model)
+	f, err := openGGUF("chat-template", c.Model)
 	if err != nil {
-		var pe *os.PathError
-		if errors.As(err, &pe) && !errors.Is(err, gguf.ErrTruncated) {
-			return fmt.Errorf("chat-template: %w", err)
-		}
-		return &exitError{code: 2, err: fmt.Errorf("chat-template: %w", err)}
+		return err
 	}
 	defer f.Close()
 	tmpl, err := chat.FromGGUF(f)

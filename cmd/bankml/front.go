@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/bankml/bankml/admit"
+	"github.com/bankml/bankml/gguf"
 )
 
 // openModel admits the model at path through the front door (admit.Open) for command cmd: a progress
@@ -36,4 +38,21 @@ func openModel(cmd, path string, o admit.Options, stderr errWriter, info io.Writ
 	}
 	fmt.Fprintf(info, "admitted: guard %s (%s), sha256 %s, %s\n", m.Guard.Verdict, m.Guard.Engine, m.SHA256, pin)
 	return m, nil
+}
+
+// openGGUF opens the GGUF file at path for command cmd where a command reads the file without admitting it
+// (inspect, tokenize, chat-template, quantize, bench serve), with openModel's exit statuses: 1 when the file
+// cannot be read (missing, unreadable: I/O), 2 when it reads but is no valid GGUF file (malformed, truncated).
+// Errors are prefixed with cmd.
+func openGGUF(cmd, path string) (*gguf.File, error) {
+	f, err := gguf.Open(path)
+	if err != nil {
+		err = fmt.Errorf("%s: %w", cmd, err)
+		var pe *os.PathError
+		if errors.As(err, &pe) && !errors.Is(err, gguf.ErrTruncated) {
+			return nil, err
+		}
+		return nil, cannotRun(err)
+	}
+	return f, nil
 }

@@ -2,12 +2,9 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"os"
 
-	"github.com/bankml/bankml/gguf"
 	"github.com/bankml/bankml/inspect"
 )
 
@@ -19,13 +16,9 @@ type inspectCmd struct {
 
 // Run prints the report. Exit status: 0, 1 when the file cannot be read, 2 when it is not a valid GGUF file.
 func (c *inspectCmd) Run(stdout io.Writer) error {
-	f, err := gguf.Open(c.File)
+	f, err := openGGUF("inspect", c.File)
 	if err != nil {
-		var pe *os.PathError
-		if errors.As(err, &pe) && !errors.Is(err, gguf.ErrTruncated) {
-			return fmt.Errorf("inspect: %w", err) // I/O: exit 1
-		}
-		return &exitError{code: 2, err: fmt.Errorf("inspect: %w", err)}
+		return err
 	}
 	defer f.Close()
 	r := inspect.Summarize(f, c.File)

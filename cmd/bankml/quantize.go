@@ -53,13 +53,9 @@ func (c *quantizeCmd) Run(stdout io.Writer, stderr errWriter) error {
 			return err
 		}
 	}
-	src, err := gguf.Open(c.In)
+	src, err := openGGUF("quantize", c.In)
 	if err != nil {
-		var pe *os.PathError
-		if errors.As(err, &pe) {
-			return fmt.Errorf("quantize: %w", err)
-		}
-		return &exitError{code: 2, err: fmt.Errorf("quantize: %w", err)}
+		return err
 	}
 	defer src.Close()
 	plan, err := ternary.PlanExport(src, opt)

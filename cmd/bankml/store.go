@@ -76,10 +76,11 @@ func downloadBar(stderr errWriter) func(total, done int64) io.Writer {
 	}
 }
 
-// refusedPull is exit 2 for a download refused for its bytes (a wrong digest or size), 1 otherwise.
+// refusedPull is exit 2 for a download refused for its bytes (a wrong digest or size, not a GGUF file), 1
+// otherwise (an unknown name, a missing file, I/O).
 func refusedPull(err error) error {
 	var de *pull.DigestError
-	if errors.As(err, &de) || strings.Contains(err.Error(), "refused:") {
+	if errors.As(err, &de) || errors.Is(err, store.ErrNotGGUF) || strings.Contains(err.Error(), "refused:") {
 		return cannotRun(err)
 	}
 	return err
@@ -311,7 +312,11 @@ func (c *createCmd) Run(stdout io.Writer, stderr errWriter) error {
 		Warn: func(w string) { fmt.Fprintln(stderr, "warning: create:", w) },
 	})
 	if err != nil {
-		return cannotRun(fmt.Errorf("create: %w", err))
+		err = fmt.Errorf("create: %w", err)
+		if errors.Is(err, store.ErrNotFound) { // FROM names no file and no model: 1, as run NAME and pull NAME
+			return err
+		}
+		return cannotRun(err) // the Modelfile or its FROM file cannot be used
 	}
 	_, err = fmt.Fprintf(stdout, "created %s (sha256 %s)\n", m.Ref(), m.Model.SHA256)
 	return err

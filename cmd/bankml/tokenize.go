@@ -2,14 +2,11 @@ package main
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 
-	"github.com/bankml/bankml/gguf"
 	"github.com/bankml/bankml/tokenizer"
 )
 
@@ -35,13 +32,9 @@ type detokenizeCmd struct {
 // loadTokenizer opens a GGUF file and builds its tokenizer: exit 1 when the file cannot be read, 2 when it is
 // not a valid GGUF file or its tokenizer is not supported.
 func loadTokenizer(cmd, path string) (tokenizer.Tokenizer, error) {
-	f, err := gguf.Open(path)
+	f, err := openGGUF(cmd, path)
 	if err != nil {
-		var pe *os.PathError
-		if errors.As(err, &pe) && !errors.Is(err, gguf.ErrTruncated) {
-			return nil, fmt.Errorf("%s: %w", cmd, err)
-		}
-		return nil, cannotRun(fmt.Errorf("%s: %w", cmd, err))
+		return nil, err
 	}
 	defer f.Close()
 	tok, err := tokenizer.FromGGUF(f)

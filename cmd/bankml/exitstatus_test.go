@@ -1,0 +1,107 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/bankml/bankml/pull"
+)
+
+// TestEveryCommandGivesTheSameExitStatusForTheSameFault holds every command to the one rule (docs/cli.md,
+// "Exit status"): 1 for a usage error (a bad flag value, a missing argument, a cache type bankml does not take)
+// and for what names nothing (a missing file, a model name neither in the store nor in the catalog, as a
+// missing file), 2 for a file or model that cannot be used (a damaged GGUF, a cache type the model's heads do
+// not fit). Each message names the problem, and no command prints a Go panic.
+func TestEveryCommandGivesTheSameExitStatusForTheSameFault(t *testing.T) {
+	model := storiesPath(t) // head size 8: no quantized cache type fits it
+	dir := t.TempDir()
+	t.Setenv("BANKML_MODELS", filepath.Join(dir, "store"))
+	t.Setenv(pull.EnvMirror, "")
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	src, err := os.ReadFile(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	garbage := write("garbage.gguf", "this is no GGUF file\n")
+	truncated := write("truncated.gguf", string(src[:200]))
+	missing := filepath.Join(dir, "missing.gguf")
+	text := write("text.txt", "Once upon a time there was a story.\n")
+	conv := `[{"role":"user","content":"hi"}]`
+	const unknown = "nosuchmodel"
+	notInCatalog := unknown + " is not a file, not in the store"
+	for _, c := range []struct {
+		name  string
+		args  []string
+		stdin string
+		code  int
+		msg   string
+	}{
+		// A model name neither in the store nor in the catalog names nothing, as a missing file: 1.
+		{"run of an unknown model name is 1", []string{"run", unknown, "-p", "hi"}, "", 1, "run: " + notInCatalog},
+		{"serve of an unknown model name is 1", []string{"serve", unknown, "--port", "0"}, "", 1, "serve: " + notInCatalog},
+		{"embed of an unknown model name is 1", []string{"embed", unknown, "-p", "hi"}, "", 1, "embed: " + notInCatalog},
+		{"perplexity of an unknown model name is 1", []string{"perplexity", unknown, text}, "", 1, "perplexity: " + notInCatalog},
+		{"pull of an unknown model name is 1", []string{"pull", unknown}, "", 1, unknown + ":latest is not in bankml's catalog"},
+		{"show of an unknown model name is 1", []string{"show", unknown}, "", 1, "show: store: " + unknown + ":latest: not found"},
+		{"rm of an unknown model name is 1", []string{"rm", unknown}, "", 1, "rm: store: " + unknown + ":latest: not found"},
+		{"cp of an unknown model name is 1", []string{"cp", unknown, "other"}, "", 1, "cp: store: " + unknown + ":latest: not found"},
+		{"create from an unknown model name is 1", []string{"create", "x", "-f", write("Modelfile.unknown", "FROM "+unknown+"\n")}, "", 1, "FROM " + unknown + ": not a file, not in the store"},
+		// A missing file: 1.
+		{"run of a missing file is 1", []string{"run", missing, "-p", "hi"}, "", 1, missing + ": no such file"},
+		{"serve of a missing file is 1", []string{"serve", missing, "--unpinned", "--port", "0"}, "", 1, missing + ": no such file"},
+		{"embed of a missing file is 1", []string{"embed", missing, "-p", "hi"}, "", 1, missing + ": no such file"},
+		{"perplexity of a missing file is 1", []string{"perplexity", missing, text}, "", 1, missing + ": no such file"},
+		{"tokenize of a missing file is 1", []string{"tokenize", missing, "-p", "hi"}, "", 1, missing + ": no such file"},
+		{"chat-template of a missing file is 1", []string{"chat-template", missing}, conv, 1, missing + ": no such file"},
+		{"inspect of a missing file is 1", []string{"inspect", missing}, "", 1, missing + ": no such file"},
+		{"guard of a missing file is 1", []string{"guard", missing}, "", 1, missing + ": no such file"},
+		{"quantize of a missing file is 1", []string{"quantize", missing, filepath.Join(dir, "q.gguf"), "--type", "tq2_0"}, "", 1, missing + ": no such file"},
+		{"pull of a missing file is 1", []string{"pull", missing}, "", 1, missing + ": no such file, and not a model name"},
+		{"create from a missing file is 1", []string{"create", "x", "-f", write("Modelfile.missing", "FROM "+missing+"\n")}, "", 1, "FROM " + missing + ": no such file, and not a model name"},
+		// A file that is no GGUF, or a truncated one, cannot be used: 2.
+		{"run of a file that is no GGUF is 2", []string{"run", garbage, "-p", "hi"}, "", 2, `bad magic "this"`},
+		{"run of a truncated GGUF is 2", []string{"run", truncated, "-p", "hi"}, "", 2, "header truncated"},
+		{"serve of a file that is no GGUF is 2", []string{"serve", garbage, "--unpinned", "--port", "0"}, "", 2, `bad magic "this"`},
+		{"embed of a file that is no GGUF is 2", []string{"embed", garbage, "-p", "hi"}, "", 2, `bad magic "this"`},
+		{"perplexity of a truncated GGUF is 2", []string{"perplexity", truncated, text}, "", 2, "header truncated"},
+		{"tokenize of a file that is no GGUF is 2", []string{"tokenize", garbage, "-p", "hi"}, "", 2, "bad magic"},
+		{"detokenize of a truncated GGUF is 2", []string{"detokenize", truncated, "1"}, "", 2, "truncated"},
+		{"chat-template of a file that is no GGUF is 2", []string{"chat-template", garbage}, conv, 2, "bad magic"},
+		{"inspect of a truncated GGUF is 2", []string{"inspect", truncated}, "", 2, "truncated"},
+		{"quantize of a file that is no GGUF is 2", []string{"quantize", garbage, filepath.Join(dir, "q.gguf"), "--type", "tq2_0"}, "", 2, "bad magic"},
+		{"pull of a file that is no GGUF is 2", []string{"pull", garbage}, "", 2, "garbage.gguf is not a GGUF file"},
+		{"create from a file that is no GGUF is 2", []string{"create", "x", "-f", write("Modelfile.garbage", "FROM "+garbage+"\n")}, "", 2, "FROM " + garbage + ": garbage.gguf is not a GGUF file"},
+		// A cache type bankml does not take is a bad flag value (1); one the model's heads do not fit cannot run (2).
+		{"run with a cache type the heads do not fit is 2", []string{"run", model, "-ctk", "q8_0", "-p", "hi"}, "", 2, "K cache type q8_0 with block size 32 does not divide n_embd_head_k=8"},
+		{"serve with a cache type the heads do not fit is 2", []string{"serve", model, "--unpinned", "--port", "0", "-ctv", "q4_0"}, "", 2, "V cache type q4_0 with block size 32 does not divide n_embd_head_v=8"},
+		{"run with a cache type bankml does not take is 1", []string{"run", model, "-ctk", "q4_1"}, "", 1, "cache type q4_1 is not supported by bankml"},
+		{"serve with a cache type llama.cpp does not take is 1", []string{"serve", model, "--unpinned", "-ctv", "f8"}, "", 1, `unsupported cache type "f8"`},
+		// Bad flag values and missing arguments are usage errors: 1.
+		{"run with too many threads is 1", []string{"run", model, "-t", "1000"}, "", 1, "-t/--threads 1000: at most 512"},
+		{"serve with a port out of range is 1", []string{"serve", model, "--unpinned", "--port", "70000"}, "", 1, "--port 70000"},
+		{"embed with an unknown pooling is 1", []string{"embed", model, "--pooling", "bad", "-p", "hi"}, "", 1, "--pooling"},
+		{"perplexity with a negative context is 1", []string{"perplexity", model, text, "-c", "-5"}, "", 1, "--ctx-size -5"},
+		{"bench model with no rounds is 1", []string{"bench", "model", "--rounds", "0"}, "", 1, "--rounds"},
+		{"list with an unknown flag is 1", []string{"list", "--no-such-flag"}, "", 1, "unknown flag --no-such-flag"},
+		{"create without a name is 1", []string{"create"}, "", 1, `expected "<MODEL>"`},
+		{"an unknown command is 1", []string{"nosuchcommand"}, "", 1, "(see bankml --help)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, _, stderr := runCLIInput(c.stdin, c.args...)
+			if code != c.code || !strings.Contains(stderr, c.msg) {
+				t.Errorf("bankml %s: exit %d, stderr %q; want exit %d and %q", strings.Join(c.args, " "), code, stderr, c.code, c.msg)
+			}
+			if strings.Contains(stderr, "panic") || strings.Contains(stderr, "goroutine ") {
+				t.Errorf("bankml %s printed a Go panic: %s", strings.Join(c.args, " "), stderr)
+			}
+		})
+	}
+}
