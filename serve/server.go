@@ -74,6 +74,10 @@ type Options struct {
 	// CacheTypes are the KV cache's data types (-ctk/--cache-type-k, -ctv/--cache-type-v; engine.Options).
 	CacheTypes model.CacheTypes
 
+	// Metrics is the /metrics registry to report to, shared with other models' Servers (NewMetrics: every
+	// series under a model label, this Server's name); nil: a registry of the Server's own, without labels.
+	Metrics *Metrics
+
 	// SlotSavePath is llama-server's --slot-save-path: the folder of POST /slots/{id}?action=save|restore
 	// files; "" refuses slot actions (501, as llama-server without the flag).
 	SlotSavePath string
@@ -265,7 +269,12 @@ func New(m *admit.Model, o Options) (*Server, error) {
 		}
 		return float64(n)
 	}
-	s.metrics = newMetrics(busy, func() float64 { return float64(eng.QueueLen()) }, ledgerSize)
+	queue := func() float64 { return float64(eng.QueueLen()) }
+	if o.Metrics != nil {
+		s.metrics = o.Metrics.attach(s.name, busy, queue, ledgerSize)
+	} else {
+		s.metrics = newMetrics(busy, queue, ledgerSize)
+	}
 	s.stop, s.cancelStop = context.WithCancel(context.Background())
 	s.verify = newVerifier(m, s.log, s.stop)
 	s.router = s.routes()
@@ -276,6 +285,7 @@ func New(m *admit.Model, o Options) (*Server, error) {
 // Ledger, which the caller owns.
 func (s *Server) Close() error {
 	s.cancelStop()
+	s.metrics.detach()
 	return s.eng.Close()
 }
 

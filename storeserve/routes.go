@@ -47,6 +47,7 @@ func (r *Router) routes() error {
 	version := func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, 200, map[string]string{"version": serveOllamaVersion})
 	}
+	mux.Get("/metrics", r.metrics.Handler().ServeHTTP) // every model's, under a model label
 	mux.Get("/health", health)
 	mux.Get("/v1/health", health)
 	mux.Get("/", root)
@@ -67,7 +68,8 @@ func (r *Router) routes() error {
 	mux.Post("/api/create", r.handleCreate)
 	mux.Post("/api/copy", r.handleCopy)
 	mux.Delete("/api/delete", r.handleDelete)
-	guards, err := serve.Guards(serve.GuardOptions{CORSOrigins: r.o.Serve.CORSOrigins, APIKey: r.o.Serve.APIKey, Log: r.log})
+	guards, err := serve.Guards(serve.GuardOptions{CORSOrigins: r.o.Serve.CORSOrigins, APIKey: r.o.Serve.APIKey, Log: r.log,
+		Refused: r.metrics.RefusedFor})
 	if err != nil {
 		return err
 	}

@@ -15,9 +15,11 @@
 // memory-maps) allow it; when only busy models could go, the request gets a 503. The router answers the
 // store's routes itself: Ollama's /api/tags, /api/show, /api/ps, /api/pull (NDJSON progress as Ollama
 // streams it), /api/create, /api/copy, /api/delete; llama-server's router endpoints GET /models (and
-// /v1/models), POST /models/load and /models/unload; /health. It routes on a model server's own route table
-// (serve.Routes), so a request no model server would take (an unknown path, a wrong method) gets that
-// server's answer before any model is named or loaded; in front of its routes are a model server's guards
+// /v1/models), POST /models/load and /models/unload; /health; /metrics (llama-server's names, as the
+// single-model server serves them, every model's series under a model label: serve.NewMetrics, shared by
+// the models' servers, so that a model's counters outlive its unloading). It routes on a model server's own
+// route table (serve.Routes), so a request no model server would take (an unknown path, a wrong method) gets
+// that server's answer before any model is named or loaded; in front of its routes are a model server's guards
 // (serve.Guards: the DNS-rebinding Host check, the origin policy with its preflight answer, the API key).
 //
 // Follows. Ollama's scheduler (server/sched.go: keep_alive, OLLAMA_MAX_LOADED_MODELS, least-recently-used
@@ -87,6 +89,7 @@ type Router struct {
 	mu      sync.Mutex
 	loaded  map[string]*loaded   // key: lower-case NAME:TAG
 	loads   map[string]*loadCall // loads under way
+	metrics *serve.Metrics       // GET /metrics: every model's series under a model label (Options.Serve.Metrics)
 	closed  bool
 	handler http.Handler // the routes behind the Host check, the origin policy and the API key (routes)
 }
@@ -125,7 +128,10 @@ func New(o Options) (*Router, error) {
 			return admit.Open(path, admit.Options{Manifest: sha, Pin: admit.RequirePin, Chat: true})
 		}
 	}
-	r := &Router{o: o, log: o.Log, loaded: map[string]*loaded{}, loads: map[string]*loadCall{}}
+	if o.Serve.Metrics == nil {
+		o.Serve.Metrics = serve.NewMetrics()
+	}
+	r := &Router{o: o, log: o.Log, loaded: map[string]*loaded{}, loads: map[string]*loadCall{}, metrics: o.Serve.Metrics}
 	if r.log == nil {
 		r.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -723,5 +724,59 @@ func TestAModelTheServersSettingsDoNotFitIsRefusedWithA500NamingThem(t *testing.
 				t.Errorf("%d %s; want 500 naming stories260K and q8_0", status, body)
 			}
 		})
+	}
+}
+
+// TestTheStoreServerServesMetricsUnderLlamaServersNamesByModel: GET /metrics answers without naming a model,
+// under llama-server's names as the single-model server does (serve.Metrics), each model's series under a
+// model label; one completion moves its model's counters, and they stay when the model is unloaded.
+func TestTheStoreServerServesMetricsUnderLlamaServersNamesByModel(t *testing.T) {
+	f := newFixture(t, storeserve.Options{})
+	resp, err := http.Get(f.srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || len(f.r.Loaded()) != 0 {
+		t.Fatalf("GET /metrics before any model: %d, loaded %v; want 200 and none loaded", resp.StatusCode, f.r.Loaded())
+	}
+	st, b := f.post(t, "/v1/completions", `{"model":"stories260K","prompt":"Once upon a time","max_tokens":7,"temperature":0}`)
+	if st != 200 {
+		t.Fatalf("%d %s", st, b)
+	}
+	var answer struct {
+		Usage struct {
+			PromptTokens     int `json:"prompt_tokens"`
+			CompletionTokens int `json:"completion_tokens"`
+		} `json:"usage"`
+	}
+	if err := json.Unmarshal(b, &answer); err != nil || answer.Usage.CompletionTokens == 0 {
+		t.Fatalf("%v: %s", err, b)
+	}
+	m := string(f.get(t, "/metrics"))
+	const model = `{model="stories260K:latest"}`
+	for _, want := range []string{
+		"# TYPE llamacpp:prompt_tokens_total counter",
+		"# TYPE llamacpp:tokens_predicted_seconds_total counter",
+		"llamacpp:tokens_predicted_total" + model + " " + strconv.Itoa(answer.Usage.CompletionTokens) + "\n",
+		"llamacpp:prompt_tokens_total" + model + " " + strconv.Itoa(answer.Usage.PromptTokens) + "\n",
+		"llamacpp:n_tokens_max" + model + " " + strconv.Itoa(answer.Usage.PromptTokens+answer.Usage.CompletionTokens) + "\n",
+		"llamacpp:requests_processing" + model + " 0\n",
+		"llamacpp:requests_deferred" + model + " 0\n",
+		`bankml:http_requests_total{code="200",model="stories260K:latest",route="/v1/completions"} 1`,
+	} {
+		if !strings.Contains(m, want) {
+			t.Errorf("/metrics lacks %q:\n%s", want, m)
+		}
+	}
+	if _, err := f.r.Unload("stories260K"); err != nil {
+		t.Fatal(err)
+	}
+	m = string(f.get(t, "/metrics"))
+	if want := "llamacpp:tokens_predicted_total" + model + " " + strconv.Itoa(answer.Usage.CompletionTokens) + "\n"; !strings.Contains(m, want) {
+		t.Errorf("after the unload /metrics lacks %q:\n%s", want, m)
+	}
+	if strings.Contains(m, "llamacpp:requests_processing"+model) {
+		t.Errorf("after the unload /metrics still reads the unloaded model's slots:\n%s", m)
 	}
 }
