@@ -15,6 +15,35 @@ DATA q2gfm<>+8(SB)/8, $0x1020000000000000
 DATA q2gfm<>+16(SB)/8, $0x4080000000000000
 GLOBL q2gfm<>(SB), RODATA|NOPTR, $24
 
+// One column of a block at four columns (col4): qs at AX, dy at CX (nsum at
+// CX+R11), the rows' sumf in register f.
+#define Q2COL(f) \
+	VPBROADCASTD 0(CX)(R11*1), Z20 \
+	VPBROADCASTD 4(CX)(R11*1), Z21 \
+	VPDPBUSD.BCST 0(AX), Z0, Z20 \
+	VPDPBUSD.BCST 32(AX), Z8, Z21 \
+	VPDPBUSD.BCST 4(AX), Z1, Z20 \
+	VPDPBUSD.BCST 36(AX), Z9, Z21 \
+	VPDPBUSD.BCST 8(AX), Z2, Z20 \
+	VPDPBUSD.BCST 40(AX), Z10, Z21 \
+	VPDPBUSD.BCST 12(AX), Z3, Z20 \
+	VPDPBUSD.BCST 44(AX), Z11, Z21 \
+	VPDPBUSD.BCST 16(AX), Z4, Z20 \
+	VPDPBUSD.BCST 48(AX), Z12, Z21 \
+	VPDPBUSD.BCST 20(AX), Z5, Z20 \
+	VPDPBUSD.BCST 52(AX), Z13, Z21 \
+	VPDPBUSD.BCST 24(AX), Z6, Z20 \
+	VPDPBUSD.BCST 56(AX), Z14, Z21 \
+	VPDPBUSD.BCST 28(AX), Z7, Z20 \
+	VPDPBUSD.BCST 60(AX), Z15, Z21 \
+	VCVTDQ2PS Z20, Z20 \
+	VCVTDQ2PS Z21, Z21 \
+	VMULPS.BCST 0(CX), Z20, Z20 \
+	VFMADD231PS.BCST 4(CX), Z21, Z20 \
+	VFMADD231PS Z16, Z20, f \
+	ADDQ BX, CX \
+	LEAQ (AX)(BX*8), AX
+
 // func tileQ2_0AVX512(codes, scales *byte, nb int, qs *byte, dy *float32, nsum *int32, k int, nc int, out *float32, gfni int)
 //
 // out[16c+r] for c < nc, r < 16. Column c's activations start at qs+c*k,
@@ -33,6 +62,10 @@ TEXT ·tileQ2_0AVX512(SB), NOSPLIT, $0-80
 	MOVQ out+64(FP), DX
 
 	VPBROADCASTD q2mask3<>(SB), Z31
+	VPXORD Z23, Z23, Z23   // sumf of four columns (col4)
+	VPXORD Z24, Z24, Z24
+	VPXORD Z25, Z25, Z25
+	VPXORD Z26, Z26, Z26
 
 	// Zero the nc accumulators (sumf lives in out).
 	MOVQ DX, AX
@@ -71,6 +104,8 @@ planes:
 	MOVQ R10, CX           // dy (nsum at CX+R11)
 	MOVQ DX, R12           // sumf
 	MOVQ R13, R14          // columns left
+	CMPQ R13, $4
+	JEQ  col4
 	CMPQ R13, $1
 	JNE  coln
 col:
@@ -145,6 +180,15 @@ coln:
 	LEAQ (AX)(BX*8), AX    // + k bytes
 	DECQ R14
 	JNZ  coln
+	JMP  next
+
+	// Four columns (the batch of four streams): unrolled, the sumf in
+	// registers (stored after the last block).
+col4:
+	Q2COL(Z23)
+	Q2COL(Z24)
+	Q2COL(Z25)
+	Q2COL(Z26)
 
 next:
 	ADDQ $256, SI
@@ -153,5 +197,12 @@ next:
 	ADDQ $8, R10
 	DECQ R8
 	JNZ  block
+	CMPQ R13, $4
+	JNE  done
+	VMOVUPS Z23, (DX)
+	VMOVUPS Z24, 64(DX)
+	VMOVUPS Z25, 128(DX)
+	VMOVUPS Z26, 192(DX)
+done:
 	VZEROUPPER
 	RET
