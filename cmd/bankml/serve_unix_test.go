@@ -20,11 +20,11 @@ import (
 // one completion, sends the process SIGTERM (the command catches it), and checks the exit status 0, the
 // pinned receipt and the ledger.
 func TestServeAnswersAndStopsOnSIGTERM(t *testing.T) {
-	dir := t.TempDir()
+	dir, model := t.TempDir(), storiesPath(t) // here, not in the goroutine: t.Skip must run on the test's own
 	pr, pw := io.Pipe()
 	done := make(chan int, 1)
 	go func() {
-		code := run([]string{"serve", storiesPath(t), "--manifest", storiesSHA256, "--listen", "127.0.0.1:0", "-t", "1", "--history", dir}, strings.NewReader(""), io.Discard, pw)
+		code := run([]string{"serve", model, "--manifest", storiesSHA256, "--listen", "127.0.0.1:0", "-t", "1", "--history", dir}, strings.NewReader(""), io.Discard, pw)
 		pw.Close()
 		done <- code
 	}()
