@@ -15,6 +15,9 @@
 // one state; masks are kept per state. Grammars made from the same text over a Vocab share that automaton.
 //
 // Deliberate differences. A repetition {m,n} with n < m, on which the reference loops forever, is a *ParseError. A
+// schema constraint no value meets (minimum above maximum, bounds with no integer between them, minLength above
+// maxLength, minItems above maxItems) is listed in [SchemaDocument.Contradictions] for callers to refuse; the
+// converter's grammar for it stays the reference's. A
 // token the grammar cannot take, where the reference throws or aborts, is an *AcceptError (the grammar is left as it
 // was). Trigger patterns are matched by this package's own backtracking matcher of std::regex's ECMAScript syntax over
 // bytes (Go's regexp has no lookahead and matches code points); a pattern it cannot read is an error, and a match that

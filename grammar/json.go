@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/big"
 	"strconv"
 	"strings"
 	"unicode/utf16"
@@ -350,6 +351,25 @@ func (j *JSON) int64() int64 {
 		return cvttsd2si(j.f)
 	}
 	return 0
+}
+
+// float64 is a number's value as a double.
+func (j *JSON) float64() float64 {
+	switch j.kind {
+	case jsonInt:
+		return float64(j.i)
+	case jsonUint:
+		return float64(j.u)
+	}
+	return j.f
+}
+
+// bigInt is an integer's exact value.
+func (j *JSON) bigInt() *big.Int {
+	if j.kind == jsonUint {
+		return new(big.Int).SetUint64(j.u)
+	}
+	return big.NewInt(j.i)
 }
 
 // cvttsd2si is a double converted to int64_t on x86-64: truncated, and

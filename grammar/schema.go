@@ -3,6 +3,7 @@ package grammar
 import (
 	"fmt"
 	"math"
+	"math/big"
 	"strconv"
 	"strings"
 )
@@ -80,6 +81,29 @@ type SchemaProperty struct {
 type SchemaDocument struct {
 	Root *Schema
 	Refs map[string]*Schema
+
+	// Contradictions are the constraints no JSON value meets, each as "JSON schema error at <path>: <what>",
+	// in the order the parser met them: an integer's or a number's lower bound above its upper bound (an
+	// exclusive bound and fractional bounds counted, so bounds with no integer between them are one), minLength
+	// above maxLength, minItems above maxItems. They are bankml's own: the reference converts such a schema
+	// without a word, into a grammar that matches nothing, loops its GBNF parser ({5,1}) or drops the bound
+	// (minItems). A contradiction inside one alternative of an anyOf counts too. [SchemaDocument.Satisfiable]
+	// is the error to refuse the schema with.
+	Contradictions []string
+}
+
+// UnsatisfiableError is a schema with a contradiction (see [SchemaDocument.Contradictions]); Msg is the first
+// one.
+type UnsatisfiableError struct{ Msg string }
+
+func (e *UnsatisfiableError) Error() string { return e.Msg }
+
+// Satisfiable is nil for a document without contradictions, else an *UnsatisfiableError naming the first.
+func (d *SchemaDocument) Satisfiable() error {
+	if len(d.Contradictions) == 0 {
+		return nil
+	}
+	return &UnsatisfiableError{Msg: d.Contradictions[0]}
 }
 
 // SchemaError is a schema outside the subset the converter supports, or one
@@ -123,14 +147,74 @@ func SchemaFromJSON(j *JSON) (doc *SchemaDocument, err error) {
 	for _, r := range b.pending {
 		r.Target = b.refs[r.Ref]
 	}
-	return &SchemaDocument{Root: root, Refs: b.refs}, nil
+	return &SchemaDocument{Root: root, Refs: b.refs, Contradictions: b.contradictions}, nil
 }
 
 type schemaBuilder struct {
-	root    *JSON
-	refs    map[string]*Schema
-	built   map[string]bool
-	pending []*Schema
+	root           *JSON
+	refs           map[string]*Schema
+	built          map[string]bool
+	pending        []*Schema
+	contradictions []string
+}
+
+// contradict records a constraint no value meets (the parse goes on, as the reference's does).
+func (b *schemaBuilder) contradict(path, msg string) {
+	b.contradictions = append(b.contradictions, "JSON schema error at "+path+": "+msg)
+}
+
+// boundNames names the keywords that set a lower and an upper bound, with their values as written.
+func boundNames(s *JSON, lower, upper string) string {
+	return lower + " " + s.get(lower).Dump() + " and " + upper + " " + s.get(upper).Dump()
+}
+
+// noIntegerBetween reports an integer's bounds that leave no integer. Judged on the values as written (in
+// float64 unless both are integers), not on the converter's int64 bounds, which wrap at the ends of the range and
+// turn a float out of range into math.MinInt64 as the reference's do.
+func noIntegerBetween(s *JSON, lower, upper string) bool {
+	lo, hi := s.get(lower), s.get(upper)
+	if !lo.isNumber() || !hi.isNumber() {
+		return false
+	}
+	if lo.isNumberInteger() && hi.isNumberInteger() {
+		l, h := lo.bigInt(), hi.bigInt()
+		if lower == "exclusiveMinimum" {
+			l.Add(l, big.NewInt(1))
+		}
+		if upper == "exclusiveMaximum" {
+			h.Sub(h, big.NewInt(1))
+		}
+		return l.Cmp(h) > 0
+	}
+	l, h := math.Ceil(lo.float64()), math.Floor(hi.float64())
+	if lower == "exclusiveMinimum" {
+		l = math.Floor(lo.float64()) + 1
+	}
+	if upper == "exclusiveMaximum" {
+		h = math.Ceil(hi.float64()) - 1
+	}
+	return l > h
+}
+
+// numberBounds records the contradiction of a number's bounds (which the converter ignores): the lower one
+// (minimum, else exclusiveMinimum) above the upper one (maximum, else exclusiveMaximum), or equal to it with
+// either exclusive.
+func (b *schemaBuilder) numberBounds(s *JSON, path string) {
+	lower, upper := "minimum", "maximum"
+	if !s.contains(lower) {
+		lower = "exclusiveMinimum"
+	}
+	if !s.contains(upper) {
+		upper = "exclusiveMaximum"
+	}
+	lo, hi := s.get(lower), s.get(upper)
+	if !lo.isNumber() || !hi.isNumber() {
+		return
+	}
+	l, h := lo.float64(), hi.float64()
+	if l > h || l == h && (lower != "minimum" || upper != "maximum") {
+		b.contradict(path, "no number meets "+boundNames(s, lower, upper))
+	}
 }
 
 func (b *schemaBuilder) fail(path, msg string) {
@@ -327,6 +411,9 @@ func (b *schemaBuilder) array(s *JSON, path string) *Schema {
 	}
 	n.MinItems = b.count(s, "minItems", path, 0)
 	n.MaxItems = b.count(s, "maxItems", path, -1)
+	if n.MaxItems >= 0 && n.MinItems > n.MaxItems {
+		b.contradict(path, "minItems "+strconv.Itoa(n.MinItems)+" is greater than maxItems "+strconv.Itoa(n.MaxItems))
+	}
 	return n
 }
 
@@ -341,20 +428,31 @@ func (b *schemaBuilder) str(s *JSON, path string) *Schema {
 	n.Format = b.format(s, path)
 	n.MinLength = b.count(s, "minLength", path, 0)
 	n.MaxLength = b.count(s, "maxLength", path, -1)
+	if n.MaxLength >= 0 && n.MinLength > n.MaxLength {
+		b.contradict(path, "minLength "+strconv.Itoa(n.MinLength)+" is greater than maxLength "+strconv.Itoa(n.MaxLength))
+	}
 	return n
 }
 
 func (b *schemaBuilder) integer(s *JSON, path string) *Schema {
 	n := &Schema{Kind: KindInteger, Minimum: math.MinInt64, Maximum: math.MaxInt64}
+	lower, upper := "", ""
 	if s.contains("minimum") {
 		n.Minimum = b.bound(s, "minimum", path, true)
+		lower = "minimum"
 	} else if s.contains("exclusiveMinimum") {
 		n.Minimum = b.bound(s, "exclusiveMinimum", path, false) + 1
+		lower = "exclusiveMinimum"
 	}
 	if s.contains("maximum") {
 		n.Maximum = b.bound(s, "maximum", path, false)
+		upper = "maximum"
 	} else if s.contains("exclusiveMaximum") {
 		n.Maximum = b.bound(s, "exclusiveMaximum", path, true) - 1
+		upper = "exclusiveMaximum"
+	}
+	if lower != "" && upper != "" && noIntegerBetween(s, lower, upper) {
+		b.contradict(path, "no integer meets "+boundNames(s, lower, upper))
 	}
 	return n
 }
@@ -432,6 +530,7 @@ func (b *schemaBuilder) node(s *JSON, path string) *Schema {
 	case "integer":
 		return b.integer(s, path)
 	case "number":
+		b.numberBounds(s, path)
 		return &Schema{Kind: KindNumber}
 	case "boolean":
 		return &Schema{Kind: KindBoolean}

@@ -166,6 +166,13 @@ var ownSchemas = []schemaCase{
 	{"duplicate keys", `{"type": "object", "properties": {"a": {"type": "string"}, "b": {}, "a": {"type": "integer"}}, "type": "object"}`},
 	{"empty schema object", `{}`},
 	{"JSON mode", `{"type": "object"}`},
+	// contradictions (SchemaDocument.Contradictions): the converter writes their grammar without a word
+	{"integer minimum above maximum", `{"type": "integer", "minimum": 5, "maximum": 1}`},
+	{"exclusive bounds with no integer between", `{"type": "integer", "exclusiveMinimum": 1, "exclusiveMaximum": 2}`},
+	{"fractional bounds with no integer between", `{"type": "integer", "minimum": 1.5, "maximum": 1.7}`},
+	{"minLength above maxLength", `{"type": "string", "minLength": 5, "maxLength": 1}`},
+	{"minItems above maxItems", `{"type": "array", "items": {"type": "integer"}, "minItems": 3, "maxItems": 1}`},
+	{"number minimum above maximum", `{"type": "number", "minimum": 2.5, "maximum": 1}`},
 }
 
 // TestSchemasMatchTheReference is the schema oracle (see the top of the
