@@ -191,7 +191,7 @@ func (t *Template) genInputs(in *Inputs) (*genInputs, error) {
 	if in.NamedTool != "" {
 		gi.toolChoice = ToolChoiceRequired
 	}
-	for _, tool := range in.Tools {
+	for i, tool := range in.Tools {
 		if in.NamedTool != "" && tool.Name != in.NamedTool {
 			continue
 		}
@@ -200,6 +200,9 @@ func (t *Template) genInputs(in *Inputs) (*genInputs, error) {
 			params = `{"type":"object","properties":{}}`
 		}
 		s, err := t.gb.parseSchema([]byte(params))
+		if uerr := unsatisfiable(fmt.Sprintf("tools[%d].function.parameters", i), err); uerr != nil {
+			return nil, uerr
+		}
 		if err != nil {
 			return nil, fail(err)
 		}
@@ -213,8 +216,19 @@ func (t *Template) genInputs(in *Inputs) (*genInputs, error) {
 		if err != nil {
 			return nil, reqErr("json_schema: %v", err)
 		}
-		if n.kind == jObject && len(n.keys) > 0 {
-			if gi.jsonSchema, err = t.gb.parseSchema([]byte(js)); err != nil {
+		switch {
+		case n.kind != jObject:
+			// the reference's template skips it (unconstrained); bankml refuses it, as ParseRequest does
+			if err := checkSchema("json_schema", js); err != nil {
+				return nil, err
+			}
+			return nil, reqErr("json_schema: expected an object")
+		case len(n.keys) > 0:
+			gi.jsonSchema, err = t.gb.parseSchema([]byte(js))
+			if uerr := unsatisfiable("json_schema", err); uerr != nil {
+				return nil, uerr
+			}
+			if err != nil {
 				return nil, fail(err)
 			}
 		}

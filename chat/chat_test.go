@@ -153,3 +153,46 @@ func FuzzApply(f *testing.F) {
 		}
 	})
 }
+
+// TestSchemasBankmlCannotHonourAreRefusedByField: a response format's schema that is not an object (which
+// llama-server's template skips, answering unconstrained) or has a constraint no value meets (which the
+// reference converts without a word) is refused by ParseRequest, naming the field it came from; the empty
+// schema {} stays JSON mode.
+func TestSchemasBankmlCannotHonourAreRefusedByField(t *testing.T) {
+	const msgs = `"messages": [{"role": "user", "content": "x"}]`
+	for _, tc := range []struct{ name, constraint, want string }{
+		{"a string schema", `"response_format": {"type": "json_schema", "json_schema": {"schema": "x"}}`, `"response_format.json_schema.schema": JSON schema conversion failed:` + "\n" + `JSON schema error at #: schema must be an object`},
+		{"a number schema", `"response_format": {"type": "json_schema", "json_schema": {"schema": 42}}`, `schema must be an object`},
+		{"an array schema", `"response_format": {"type": "json_schema", "json_schema": {"schema": [1]}}`, `schema must be an object`},
+		{"a boolean schema", `"response_format": {"type": "json_schema", "json_schema": {"schema": true}}`, `schema must be an object`},
+		{"a json_object's string schema", `"response_format": {"type": "json_object", "schema": "x"}`, `"response_format.schema": JSON schema conversion failed:`},
+		{"a top-level string json_schema", `"json_schema": "x"`, `"json_schema": JSON schema conversion failed:` + "\n" + `JSON schema error at #: schema must be an object`},
+		{"an integer's minimum above its maximum", `"response_format": {"type": "json_schema", "json_schema": {"schema": {"type": "integer", "minimum": 5, "maximum": 1}}}`, `"response_format.json_schema.schema": JSON schema error at #: no integer meets minimum 5 and maximum 1: no value can satisfy this schema`},
+		{"exclusive bounds with no integer between", `"json_schema": {"type": "object", "properties": {"n": {"type": "integer", "exclusiveMinimum": 1, "exclusiveMaximum": 2}}}`, `"json_schema": JSON schema error at #/properties/n: no integer meets exclusiveMinimum 1 and exclusiveMaximum 2`},
+		{"minLength above maxLength", `"response_format": {"type": "json_object", "schema": {"type": "string", "minLength": 5, "maxLength": 1}}`, `"response_format.schema": JSON schema error at #: minLength 5 is greater than maxLength 1`},
+		{"minItems above maxItems", `"json_schema": {"type": "array", "minItems": 3, "maxItems": 1}`, `JSON schema error at #: minItems 3 is greater than maxItems 1`},
+	} {
+		_, err := chat.ParseRequest([]byte(`{` + msgs + `, ` + tc.constraint + `}`))
+		if !errors.Is(err, chat.ErrRequest) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want ErrRequest naming %q", tc.name, err, tc.want)
+		}
+	}
+	for _, rf := range []string{`{"type": "json_schema", "json_schema": {"schema": {}}}`, `{"type": "json_object"}`} {
+		in, err := chat.ParseRequest([]byte(`{` + msgs + `, "response_format": ` + rf + `}`))
+		if err != nil || in.JSONSchema != `{"type":"object"}` {
+			t.Errorf("%s: %q, %v; want JSON mode ({\"type\":\"object\"})", rf, in.JSONSchema, err)
+		}
+	}
+	// Apply refuses the same schemas when they reach it directly (a caller that builds Inputs itself)
+	chatml := mustNew(t, "", chat.Vocab{})
+	in, err := chat.ParseRequest([]byte(`{` + msgs + `}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for js, want := range map[string]string{`"x"`: "schema must be an object", `{"type": "string", "minLength": 2, "maxLength": 1}`: "minLength 2 is greater than maxLength 1"} {
+		in.JSONSchema = js
+		if _, err := chatml.Apply(in); !errors.Is(err, chat.ErrRequest) || !strings.Contains(err.Error(), want) {
+			t.Errorf("Apply of json_schema %s: %v, want ErrRequest naming %q", js, err, want)
+		}
+	}
+}

@@ -22,7 +22,9 @@
 // Deliberate differences. A control-token text typed in a message stays text (Segments; the Prompt is
 // identical). Capabilities come from probe renders. Template families with specialized handlers (GPT-OSS,
 // Qwen3-Coder, Gemma 4, Kimi, ...) are refused by name; constraints llama-server reads loosely are refused
-// (fail closed); a named tool_choice is honoured. Not implemented: --no-jinja. Any failure wraps ErrTemplate.
+// (fail closed), among them a response format's schema that is not an object (the reference answers
+// unconstrained) and a schema with a constraint no value meets (grammar.SchemaDocument.Contradictions), each named
+// by its field; a named tool_choice is honoured. Not implemented: --no-jinja. Any failure wraps ErrTemplate.
 //
 // Determinism. Apply is a pure function of the template, the vocabulary facts and the Inputs (Now included): the
 // same request renders the same bytes on every run and machine. The full record, with the Jinja patches and

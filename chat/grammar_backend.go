@@ -14,10 +14,14 @@ var defaultGrammar grammarBackend = grammarPackage{}
 
 type grammarPackage struct{}
 
-// parseSchema parses a schema document; its error is the reference's message ("JSON schema error at #/...").
+// parseSchema parses a schema document; its error is the reference's message ("JSON schema error at #/..."),
+// or a *grammar.UnsatisfiableError for a schema with a constraint no value meets (bankml's refusal).
 func (grammarPackage) parseSchema(b []byte) (schemaNode, error) {
 	doc, err := grammar.ParseSchema(b)
 	if err != nil {
+		return nil, err
+	}
+	if err := doc.Satisfiable(); err != nil {
 		return nil, err
 	}
 	return grammarSchema{doc.Root}, nil

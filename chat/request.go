@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/bankml/bankml/grammar"
 )
 
 // ErrRequest is wrapped by every error about a malformed request (messages, tools, options).
@@ -329,6 +331,8 @@ func parseTools(arr *node) ([]Tool, error) {
 //     {"type": "json_schema", "json_schema": {"schema": ...}}; another type is refused with llama-server's
 //     message; a json_schema without its schema is refused (llama-server takes it as any object);
 //   - an empty schema {} means any object ({"type": "object"});
+//   - a schema that is not an object ("x", 42, [1], true) is refused with the converter's message (llama-server
+//     answers unconstrained), and so is one with a constraint no value meets (checkSchema);
 //   - reasoning_format "none", "auto", "deepseek" (the default) or "deepseek-legacy";
 //   - a grammar with tools (tool_choice other than none) is refused ("Cannot use custom grammar constraints
 //     with tools.").
@@ -363,8 +367,9 @@ func parseConstraints(body *node, in *Inputs) error {
 		in.ParallelToolCalls = new(v.b)
 	}
 	var schema *node
+	schemaField := "" // where the schema came from, to name it in a refusal
 	if v, ok := body.get("json_schema"); ok && v.kind != jNull {
-		schema = v
+		schema, schemaField = v, "json_schema"
 	}
 	grammar := ""
 	if v, ok := body.get("grammar"); ok && v.kind != jNull {
@@ -390,7 +395,7 @@ func parseConstraints(body *node, in *Inputs) error {
 				if !ok || s.kind == jNull {
 					s = jobj()
 				}
-				schema = s
+				schema, schemaField = s, "response_format.schema"
 			}
 		case "json_schema":
 			w, ok := rf.get("json_schema")
@@ -401,7 +406,7 @@ func parseConstraints(body *node, in *Inputs) error {
 			if !ok || s.kind == jNull {
 				return reqErr("response_format.json_schema.schema: required (the JSON schema the answer must follow)")
 			}
-			schema = s
+			schema, schemaField = s, "response_format.json_schema.schema"
 		case "", "text":
 		default:
 			return reqErr("response_format type must be one of \"text\" or \"json_object\", but got: %s", typ)
@@ -419,6 +424,9 @@ func parseConstraints(body *node, in *Inputs) error {
 		js, err := schema.dumpString()
 		if err != nil {
 			return reqErr("json_schema: %v", err)
+		}
+		if err := checkSchema(schemaField, js); err != nil {
+			return err
 		}
 		in.JSONSchema = js
 	}
@@ -439,4 +447,31 @@ func parseConstraints(body *node, in *Inputs) error {
 		}
 	}
 	return nil
+}
+
+// checkSchema refuses, naming its field, a response format's schema that bankml would otherwise answer
+// unconstrained or cannot satisfy: one that is not an object (llama-server's template skips a non-object schema
+// and answers unconstrained; its converter refuses it with "schema must be an object", the words used here), and
+// one with a constraint no value meets (grammar.SchemaDocument.Contradictions: the reference generates toward
+// it without a word and fails or breaks the constraint). A schema the converter refuses for another reason is
+// left to the parser generation, which refuses it with the reference's message.
+func checkSchema(field, js string) error {
+	doc, err := grammar.ParseSchema([]byte(js))
+	var se *grammar.SchemaError
+	switch {
+	case errors.As(err, &se) && strings.HasSuffix(se.Msg, "at #: schema must be an object"):
+		return reqErr("%q: JSON schema conversion failed:\n%s", field, se.Msg)
+	case err != nil:
+		return nil
+	}
+	return unsatisfiable(field, doc.Satisfiable())
+}
+
+// unsatisfiable is the refusal of a schema with a contradiction (nil for none).
+func unsatisfiable(field string, err error) error {
+	var ue *grammar.UnsatisfiableError
+	if !errors.As(err, &ue) {
+		return nil
+	}
+	return reqErr("%q: %s: no value can satisfy this schema, so bankml refuses it before generating (llama.cpp converts it without a word)", field, ue.Msg)
 }

@@ -2,6 +2,7 @@ package chat_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -275,6 +276,7 @@ func TestBundleTemplatesMatchReference(t *testing.T) {
 // failsClosed reports bankml's deliberate refusals of what llama-server loosens silently.
 func failsClosed(err error) bool {
 	return strings.Contains(err.Error(), "bankml refuses a schema it cannot enforce") ||
+		strings.Contains(err.Error(), "no value can satisfy this schema") ||
 		strings.Contains(err.Error(), "chat template renders no tool calls")
 }
 
@@ -375,5 +377,49 @@ func TestConstrainedRequestsMatchReference(t *testing.T) {
 			}
 			t.Logf("%s: %d of %d constrained requests as the reference (%d refused by both with the same message where a schema fails, %d refused by bankml alone: a pattern llama.cpp loosens to any string, or tools a template cannot render)", f.name, same, n, refused, closed)
 		})
+	}
+}
+
+// TestSchemasTheReferenceLoosensAreRefused records, against the reference, the schemas bankml refuses where
+// llama-server answers: a response format's schema that is not an object (the reference's template makes no
+// grammar: the answer is unconstrained; bankml refuses it with the message of the reference's own converter,
+// json_schema_to_grammar, for the same schema) and one with a constraint no value meets, in the response format
+// or a tool's parameters (the reference makes a grammar of it: [5-1] matches nothing, {5,1} loops its GBNF
+// parser, minItems above maxItems is dropped).
+func TestSchemasTheReferenceLoosensAreRefused(t *testing.T) {
+	ref := oracle(t)
+	f := loadFixtures(t)["qwen3"]
+	msgs := `"messages": [{"role": "user", "content": "x"}]`
+	tool := func(params string) string {
+		return `"tools": [{"type": "function", "function": {"name": "f", "parameters": ` + params + `}}], "tool_choice": "required"`
+	}
+	cases := []struct {
+		name, constraint, want string
+		refGrammar             bool // the reference makes a grammar (else it answers unconstrained)
+	}{
+		{"a string schema", `"response_format": {"type": "json_schema", "json_schema": {"schema": "x"}}`, "schema must be an object", false},
+		{"a number schema", `"response_format": {"type": "json_schema", "json_schema": {"schema": 42}}`, "schema must be an object", false},
+		{"an array schema", `"response_format": {"type": "json_schema", "json_schema": {"schema": [1]}}`, "schema must be an object", false},
+		{"a boolean schema", `"response_format": {"type": "json_object", "schema": true}`, "schema must be an object", false},
+		{"an integer's minimum above its maximum", `"response_format": {"type": "json_schema", "json_schema": {"schema": {"type": "integer", "minimum": 5, "maximum": 1}}}`, "no integer meets minimum 5 and maximum 1", true},
+		{"minItems above maxItems", `"json_schema": {"type": "array", "minItems": 3, "maxItems": 1}`, "minItems 3 is greater than maxItems 1", true},
+		{"a tool's exclusive bounds with no integer between", tool(`{"type": "object", "properties": {"n": {"type": "integer", "exclusiveMinimum": 1, "exclusiveMaximum": 2}}, "required": ["n"]}`), `"tools[0].function.parameters": JSON schema error at #/properties/n: no integer meets exclusiveMinimum 1 and exclusiveMaximum 2`, true},
+	}
+	for _, c := range cases {
+		body := []byte(`{` + msgs + `, ` + c.constraint + `}`)
+		a, err := ref.Apply(f.path, body, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Error != "" || (a.Grammar != "") != c.refGrammar {
+			t.Errorf("%s: the reference's apply changed: error %q, grammar %q", c.name, a.Error, a.Grammar)
+		}
+		in, err := chat.ParseRequest(body)
+		if err == nil {
+			_, err = f.tmpl.Apply(in)
+		}
+		if !errors.Is(err, chat.ErrRequest) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: bankml: %v, want a refusal naming %q", c.name, err, c.want)
+		}
 	}
 }

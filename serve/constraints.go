@@ -117,7 +117,8 @@ func (s *Server) reasoningBudget(f budgetFields, p *sample.Params, chatRoute boo
 // schemaGrammar converts a request's JSON schema to GBNF as json_schema_to_grammar does (an empty schema {} is
 // any object). Refused with a 400: a schema the converter refuses ("\"json_schema\": JSON schema conversion
 // failed: ...", llama-server's words) and, unlike llama-server (which prints a warning and accepts any string
-// there), a pattern the converter cannot express.
+// there), a pattern the converter cannot express and a constraint no value meets (minimum above maximum, ...:
+// grammar.SchemaDocument.Contradictions), refused before any generation.
 func schemaGrammar(field string, raw json.RawMessage) (string, error) {
 	var obj map[string]json.RawMessage
 	if json.Unmarshal(raw, &obj) == nil && len(obj) == 0 {
@@ -136,6 +137,10 @@ func schemaGrammar(field string, raw json.RawMessage) (string, error) {
 			return "", failed(se.Msg)
 		}
 		return "", badRequest("Field '%s': %v", field, err)
+	}
+	var ue *grammar.UnsatisfiableError
+	if errors.As(doc.Satisfiable(), &ue) {
+		return "", badRequest("%q: %s: no value can satisfy this schema, so bankml refuses it before generating (llama.cpp converts it without a word)", field, ue.Msg)
 	}
 	var warnings []string
 	g, err := grammar.Build(func(b *grammar.Builder) { b.AddSchema("root", doc.Root) }, grammar.BuildOptions{Warnings: &warnings})
