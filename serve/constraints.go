@@ -299,7 +299,8 @@ func (s *Server) chatConstraints(body []byte, req *engine.Request, res chat.Resu
 			p.GrammarTriggers = append(p.GrammarTriggers, tr)
 		}
 	} else if present(f.JSONSchema) && p.Grammar == "" {
-		// a json_schema the template did not use (it is not an object schema): converted as /completion does
+		// a json_schema the template did not use: converted as /completion does (chat.ParseRequest refuses the
+		// non-object schemas llama-server's template skips, so this is a guard, not a path a request takes)
 		g, err := schemaGrammar("json_schema", f.JSONSchema)
 		if err != nil {
 			return err
