@@ -115,7 +115,7 @@ func (r *Router) list() ([]*store.Manifest, error) {
 func (r *Router) handleModels(w http.ResponseWriter, _ *http.Request) {
 	all, err := r.list()
 	if err != nil {
-		writeErr(w, false, 500, err.Error())
+		writeErr(w, false, 500, r.scrub(err.Error()))
 		return
 	}
 	r.mu.Lock()
@@ -155,7 +155,7 @@ func (r *Router) handleLoad(w http.ResponseWriter, req *http.Request) {
 	}
 	l, err := r.acquire(req.Context(), body.Model)
 	if err != nil {
-		st, msg := statusOf(err)
+		st, msg := r.statusOf(err, req.URL.Path, body.Model)
 		writeErr(w, false, st, msg)
 		return
 	}
@@ -190,7 +190,7 @@ func details(*store.Manifest) api.ModelDetails {
 func (r *Router) handleTags(w http.ResponseWriter, _ *http.Request) {
 	all, err := r.list()
 	if err != nil {
-		writeErr(w, true, 500, err.Error())
+		writeErr(w, true, 500, r.scrub(err.Error()))
 		return
 	}
 	out := api.ListResponse{Models: []api.ListModelResponse{}}
@@ -315,11 +315,11 @@ func (r *Router) handlePull(w http.ResponseWriter, req *http.Request) {
 	m, err := r.o.Store.Pull(req.Context(), body.Model, o)
 	if err != nil {
 		if stream {
-			b, _ := json.Marshal(map[string]string{"error": err.Error()})
+			b, _ := json.Marshal(map[string]string{"error": r.scrub(err.Error())})
 			w.Write(append(b, '\n'))
 			return
 		}
-		writeErr(w, true, 500, err.Error())
+		writeErr(w, true, 500, r.scrub(err.Error()))
 		return
 	}
 	p.send(api.ProgressResponse{Status: "verifying sha256 digest"})
@@ -386,7 +386,7 @@ func (r *Router) handleCreate(w http.ResponseWriter, req *http.Request) {
 	_, err := r.o.Store.Create(req.Context(), body.Model, strings.NewReader(mf.String()), store.CreateOptions{Pull: r.o.Pull,
 		CheckParameters: func(params map[string]any) error { _, err := checkParameters(params); return err }})
 	if err != nil {
-		writeErr(w, true, 400, err.Error())
+		writeErr(w, true, 400, r.scrub(err.Error()))
 		return
 	}
 	if stream {
@@ -410,7 +410,7 @@ func (r *Router) handleCopy(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	if _, err := r.o.Store.Copy(body.Source, body.Destination); err != nil {
-		writeErr(w, true, 400, err.Error())
+		writeErr(w, true, 400, r.scrub(err.Error()))
 		return
 	}
 	w.WriteHeader(200)
@@ -434,7 +434,7 @@ func (r *Router) handleDelete(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	if err := r.o.Store.Remove(body.Model); err != nil {
-		writeErr(w, true, 500, err.Error())
+		writeErr(w, true, 500, r.scrub(err.Error()))
 		return
 	}
 	w.WriteHeader(200)

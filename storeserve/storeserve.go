@@ -6,8 +6,9 @@
 //
 // What. A Router holds one serve.Server per loaded model (each with its own engine, slots, metrics and
 // receipts) and forwards each request, body unchanged, to the server of the model its JSON "model" names
-// (Ollama's "name" too). A model not loaded is resolved in the store (pulled from the catalog on first use),
-// admitted as bankml serve admits one (guard, architecture, the sha256 pin of its manifest, load) and kept
+// (Ollama's "name" too). A model not loaded is looked up in the store, never pulled (as Ollama, a model the
+// store does not hold is a 404 "model 'NAME' not found", and only an explicit pull, POST /api/pull or bankml
+// pull, downloads one), admitted as bankml serve admits one (guard, architecture, the sha256 pin of its manifest, load) and kept
 // for keep_alive after its last request (default 5 minutes; 0 unloads it once idle, a negative one keeps it);
 // loading one model does not hold up requests to the others (each load runs outside the router's lock, and
 // concurrent requests for the same model share one load). Before a load, idle models are evicted least
@@ -44,6 +45,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -67,7 +69,9 @@ const maxBody = serve.DefaultMaxBodyBytes
 // Options configure a Router.
 type Options struct {
 	Store *store.Store
-	Pull  store.PullOptions // how a catalog model not in the store is pulled on first use
+	// Pull is how POST /api/pull, and /api/create's FROM naming a catalog model the store lacks, pull a model.
+	// A request naming a model the store lacks never pulls it.
+	Pull store.PullOptions
 	// Serve configures each model's server (NCtx, Threads, Parallel, history, keys, ...); Alias is set to
 	// the model's NAME:TAG.
 	Serve     serve.Options
@@ -96,6 +100,7 @@ type Router struct {
 
 type loaded struct {
 	ref      string // NAME:TAG as the manifest has it
+	sha256   string // the file the manifest named when it was loaded
 	m        *admit.Model
 	srv      *serve.Server
 	size     int64
@@ -208,7 +213,7 @@ func (r *Router) acquire(ctx context.Context, name string) (*loaded, error) {
 			c = &loadCall{done: make(chan struct{})}
 			r.loads[k] = c
 			r.mu.Unlock()
-			c.l, c.err = r.load(ctx, ref)
+			c.l, c.err = r.load(ref)
 			r.mu.Lock()
 			delete(r.loads, k)
 			if c.err == nil {
@@ -268,37 +273,75 @@ func (r *Router) expire(l *loaded) {
 	unload(l)
 }
 
-// load resolves ref in the store (pulling on first use), makes room and admits it.
-func (r *Router) load(ctx context.Context, ref string) (*loaded, error) {
-	man, _, err := r.o.Store.Resolve(ctx, ref, r.o.Pull)
+// load looks ref up in the store (never pulling it: a model the store lacks, or whose file is gone, is a
+// *notFoundError), makes room and admits it. Its errors name no server path (scrub).
+func (r *Router) load(ref string) (*loaded, error) {
+	man, err := r.o.Store.Get(ref)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
-			return nil, &httpError{http.StatusNotFound, fmt.Sprintf("model '%s' not found", ref)}
+			return nil, &notFoundError{ref}
 		}
-		return nil, &httpError{http.StatusInternalServerError, err.Error()}
+		r.log.Error("model manifest unreadable", "model", ref, "err", err)
+		return nil, &httpError{http.StatusInternalServerError, fmt.Sprintf("model '%s': its manifest does not read: %s", ref, r.scrub(err.Error()))}
+	}
+	blob := r.o.Store.BlobPath(man.Model.SHA256)
+	if _, err := os.Stat(blob); err != nil {
+		// Ollama answers a manifest whose blob is gone as a model not found (its getModel's fs.ErrNotExist).
+		r.log.Warn("model file missing: the model is answered as not found until it is pulled again", "model", man.Ref(), "path", blob, "err", err)
+		return nil, &notFoundError{ref}
 	}
 	if err := r.makeRoom(man.Model.Size); err != nil {
 		return nil, err
 	}
 	r.log.Info("loading model", "model", man.Ref(), "sha256", man.Model.SHA256)
-	m, err := r.o.Admit(r.o.Store.BlobPath(man.Model.SHA256), man.Model.SHA256)
+	m, err := r.o.Admit(blob, man.Model.SHA256)
 	if err != nil {
 		r.log.Error("model not admitted", "model", man.Ref(), "err", err)
-		return nil, &httpError{http.StatusServiceUnavailable, fmt.Sprintf("model '%s' could not be admitted: %v", man.Ref(), err)}
+		return nil, &httpError{http.StatusServiceUnavailable, fmt.Sprintf("model '%s' could not be admitted: %s", man.Ref(), r.scrubModel(err.Error(), blob, man))}
 	}
 	so := r.o.Serve
 	so.Alias = []string{man.Ref()}
 	so.Defaults = Defaults(man)
 	srv, err := serve.New(m, so)
 	if err != nil {
-		// The server's own settings (-c, -ctk/-ctv, ...) do not fit this model: no retry will, so a 500
+		// The server's own settings (-c, -np, ...) do not fit this model: no retry will, so a 500
 		// (Ollama's answer to a model that fails to load), not the 503 of a busy server.
 		m.Close()
 		r.log.Error("model cannot be served with this server's settings", "model", man.Ref(), "err", err)
-		return nil, &httpError{http.StatusInternalServerError, fmt.Sprintf("model '%s' cannot be served with this server's settings: %v", man.Ref(), err)}
+		return nil, &httpError{http.StatusInternalServerError, fmt.Sprintf("model '%s' cannot be served with this server's settings: %s", man.Ref(), r.scrubModel(err.Error(), blob, man))}
 	}
 	now := time.Now()
-	return &loaded{ref: man.Ref(), m: m, srv: srv, size: man.Model.Size, at: now, used: now, keep: r.o.KeepAlive}, nil
+	return &loaded{ref: man.Ref(), sha256: man.Model.SHA256, m: m, srv: srv, size: man.Model.Size, at: now, used: now, keep: r.o.KeepAlive}, nil
+}
+
+// notFoundError is a model the store does not hold, or whose file is gone: Ollama's 404 (notFoundMessage).
+type notFoundError struct{ ref string }
+
+func (e *notFoundError) Error() string { return fmt.Sprintf("model '%s' not found", e.ref) }
+
+// notFoundMessage is Ollama's 404 text for a model it does not have, as the request named it: its embedding
+// routes answer through handleScheduleError (`model "x" not found, try pulling it first`), its generate and
+// chat handlers (and the OpenAI routes in front of them) with `model 'x' not found` (server/routes.go).
+func notFoundMessage(path, name string) string {
+	switch path {
+	case "/api/embed", "/api/embeddings":
+		return fmt.Sprintf("model %q not found, try pulling it first", name)
+	}
+	return fmt.Sprintf("model '%s' not found", name)
+}
+
+// scrub takes the store's folder out of a message a client gets: error bodies name models, never the
+// server's paths (the log has them).
+func (r *Router) scrub(msg string) string {
+	if root := r.o.Store.Root; root != "" {
+		msg = strings.ReplaceAll(msg, root, "<store>")
+	}
+	return msg
+}
+
+// scrubModel is scrub, with man's model file (blob) named by the model and its sha256.
+func (r *Router) scrubModel(msg, blob string, man *store.Manifest) string {
+	return r.scrub(strings.ReplaceAll(msg, blob, fmt.Sprintf("the file of %s (sha256 %s)", man.Ref(), man.Model.SHA256)))
 }
 
 // makeRoom evicts idle models, least recently used first, until one more model of size bytes fits
@@ -384,15 +427,20 @@ type httpError struct {
 
 func (e *httpError) Error() string { return e.msg }
 
-func statusOf(err error) (int, string) {
+// statusOf is the status and message of a failed acquire of name (as the request named it) on path; the
+// message names no server path.
+func (r *Router) statusOf(err error, path, name string) (int, string) {
 	var he *httpError
-	if errors.As(err, &he) {
-		return he.status, he.msg
-	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	var nf *notFoundError
+	switch {
+	case errors.As(err, &nf):
+		return http.StatusNotFound, notFoundMessage(path, name)
+	case errors.As(err, &he):
+		return he.status, r.scrub(he.msg)
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
 		return http.StatusServiceUnavailable, err.Error()
 	}
-	return http.StatusInternalServerError, err.Error()
+	return http.StatusInternalServerError, r.scrub(err.Error())
 }
 
 // modelRequest is the part of a request body the router reads.
@@ -444,7 +492,7 @@ func (r *Router) forward(w http.ResponseWriter, req *http.Request) {
 	}
 	l, err := r.acquire(req.Context(), name)
 	if err != nil {
-		st, msg := statusOf(err)
+		st, msg := r.statusOf(err, req.URL.Path, name)
 		writeErr(w, ollama, st, msg)
 		return
 	}

@@ -143,7 +143,7 @@ func TestRequestsNameTheirModelWhichLoadsOnDemandAndEqualsTheSingleModelServer(t
 	if st, body := f.post(t, "/v1/completions", `{"prompt":"x"}`); st != 400 || !bytes.Contains(body, []byte("model is required")) {
 		t.Fatalf("no model: %d %s", st, body)
 	}
-	if st, body := f.post(t, "/api/generate", `{"model":"nosuch","prompt":"x"}`); st != 404 || !bytes.Contains(body, []byte(`"error":"model 'nosuch:latest' not found`)) {
+	if st, body := f.post(t, "/api/generate", `{"model":"nosuch","prompt":"x"}`); st != 404 || string(body) != `{"error":"model 'nosuch' not found"}` {
 		t.Fatalf("unknown model: %d %s", st, body)
 	}
 }
@@ -779,4 +779,74 @@ func TestTheStoreServerServesMetricsUnderLlamaServersNamesByModel(t *testing.T) 
 	if strings.Contains(m, "llamacpp:requests_processing"+model) {
 		t.Errorf("after the unload /metrics still reads the unloaded model's slots:\n%s", m)
 	}
+}
+
+// TestAModelTheStoreLacksIsOllamasNotFoundAndIsNeverPulled: a request naming a model the store does not hold
+// is answered as Ollama answers it (404, worded per route, naming the model as the request named it), even
+// when the catalog has the model and the mirror serves it: only an explicit pull downloads. A manifest whose
+// file is gone is a model not found too, and a manifest that does not read is a 500; no answer names a path
+// of the server.
+func TestAModelTheStoreLacksIsOllamasNotFoundAndIsNeverPulled(t *testing.T) {
+	f := newFixture(t, storeserve.Options{})
+	if err := f.s.Remove("stories260K"); err != nil { // a catalog model the mirror serves
+		t.Fatal(err)
+	}
+	if _, err := f.s.Copy("tiny:q8_0", "orphan"); err != nil {
+		t.Fatal(err)
+	}
+	orphan, err := f.s.Get("orphan")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// orphan's manifest names a file that is gone (tiny:q8_0 keeps its manifest, so it loses its file too).
+	if err := os.Remove(f.s.BlobPath(orphan.Model.SHA256)); err != nil {
+		t.Fatal(err)
+	}
+	p := f.s.Root + "/manifests/broken/latest.json"
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(`{"schema":1,`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, path, body string
+		status           int
+		want             string // the whole body
+	}{
+		{"Ollama's chat names the model as the request named it", "/api/chat", `{"model":"stories260K","messages":[{"role":"user","content":"hi"}]}`, 404, `{"error":"model 'stories260K' not found"}`},
+		{"Ollama's generate answers the same", "/api/generate", `{"model":"stories260K:latest","prompt":"hi"}`, 404, `{"error":"model 'stories260K:latest' not found"}`},
+		{"Ollama's embed answers with its scheduler's words", "/api/embed", `{"model":"stories260K","input":"hi"}`, 404, `{"error":"model \"stories260K\" not found, try pulling it first"}`},
+		{"Ollama's legacy embeddings answers the same", "/api/embeddings", `{"model":"stories260K","prompt":"hi"}`, 404, `{"error":"model \"stories260K\" not found, try pulling it first"}`},
+		{"an OpenAI chat is a 404 in llama-server's error shape", "/v1/chat/completions", `{"model":"stories260K","messages":[{"role":"user","content":"hi"}]}`, 404, `{"error":{"code":404,"message":"model 'stories260K' not found","type":"not_found_error"}}`},
+		{"llama-server's router load does not pull either", "/models/load", `{"model":"stories260K"}`, 404, `{"error":{"code":404,"message":"model 'stories260K' not found","type":"not_found_error"}}`},
+		{"a manifest whose file is gone is a model not found", "/api/generate", `{"model":"orphan","prompt":"hi"}`, 404, `{"error":"model 'orphan' not found"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, b := f.post(t, tc.path, tc.body)
+			if st != tc.status || string(b) != tc.want {
+				t.Fatalf("%d %s, want %d %s", st, b, tc.status, tc.want)
+			}
+		})
+	}
+	t.Run("a manifest that does not read is a 500 naming the model and no path of the server", func(t *testing.T) {
+		st, b := f.post(t, "/api/generate", `{"model":"broken","prompt":"hi"}`)
+		if st != 500 || !strings.Contains(string(b), "broken:latest") || strings.Contains(string(b), f.s.Root) {
+			t.Fatalf("%d %s; want 500 naming broken:latest and not %s", st, b, f.s.Root)
+		}
+	})
+	if _, err := f.s.Get("stories260K"); err == nil {
+		t.Fatal("a request pulled stories260K into the store")
+	}
+	if _, err := os.Stat(f.s.BlobPath("270cba1bd5109f42d03350f60406024560464db173c0e387d91f0426d3bd256d")); err == nil {
+		t.Fatal("a request downloaded stories260K's file")
+	}
+	if l := f.r.Loaded(); len(l) != 0 {
+		t.Fatalf("loaded %v", l)
+	}
+	// An explicit pull still brings it in, and then it answers.
+	if st, b := f.post(t, "/api/pull", `{"model":"stories260K","stream":false}`); st != 200 {
+		t.Fatalf("pull: %d %s", st, b)
+	}
+	completion(t, f, "stories260K")
 }
