@@ -2,8 +2,10 @@ package serve
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"sync"
 	"time"
@@ -78,7 +80,8 @@ func (v *verifier) check() error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if err != nil {
-		return unavailable(fmt.Sprintf("model file re-check failed: %v: no answer", err))
+		v.log.Error("model file re-check failed", "path", v.path, "err", err)
+		return unavailable(fmt.Sprintf("model file re-check failed: %s: no answer", pathless(err)))
 	}
 	switch {
 	case v.hashing:
@@ -97,6 +100,16 @@ func (v *verifier) check() error {
 	v.log.Warn("model file changed on disk: re-verifying its sha256; answers are held meanwhile", "path", v.path, "change", v.change)
 	go v.rehash(v.done)
 	return v.held()
+}
+
+// pathless is err for a client: a *fs.PathError (a failed stat or open of the model file) without the path,
+// which only the server's log names.
+func pathless(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Op + " of the model file: " + pe.Err.Error()
+	}
+	return err.Error()
 }
 
 func (v *verifier) held() error {
@@ -130,7 +143,7 @@ func (v *verifier) rehash(done chan struct{}) {
 		switch {
 		case err != nil:
 			v.failed = &before
-			v.failure = fmt.Sprintf("model file re-check failed: %s and hashing it again failed: %v: no answer; restore the admitted file (sha256 %s) or restart bankml serve", v.change, err, v.sha256)
+			v.failure = fmt.Sprintf("model file re-check failed: %s and hashing it again failed: %s: no answer; restore the admitted file (sha256 %s) or restart bankml serve", v.change, pathless(err), v.sha256)
 			v.log.Error("model file re-check failed", "path", v.path, "err", err)
 		case sum == v.sha256:
 			v.verified = after

@@ -109,6 +109,7 @@ type loaded struct {
 	keep     time.Duration
 	inflight int
 	timer    *time.Timer
+	gone     bool // dropped from r.loaded because the store changed under it (drop); unloaded when idle
 }
 
 type loadCall struct {
@@ -199,6 +200,18 @@ func (r *Router) acquire(ctx context.Context, name string) (*loaded, error) {
 			return nil, &httpError{http.StatusServiceUnavailable, "the server is shutting down"}
 		}
 		if l, ok := r.loaded[k]; ok {
+			r.mu.Unlock()
+			// The store may have changed under the loaded model (bankml rm, a pull or cp over its name, its
+			// file deleted): such a model is dropped, and the request resolved afresh (a 404 once removed).
+			if why := r.stale(l); why != "" {
+				r.drop(l, why)
+				continue
+			}
+			r.mu.Lock()
+			if cur, ok := r.loaded[k]; !ok || cur != l {
+				r.mu.Unlock()
+				continue
+			}
 			l.inflight++
 			l.used = time.Now()
 			if l.timer != nil {
@@ -236,16 +249,67 @@ func (r *Router) acquire(ctx context.Context, name string) (*loaded, error) {
 	}
 }
 
-// release ends a request on l; keep is the request's keep_alive (nil: the model's).
+// release ends a request on l; keep is the request's keep_alive (nil: the model's). A model dropped from
+// the store while the request held it is unloaded once its last request ends.
 func (r *Router) release(l *loaded, keep *time.Duration) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	l.inflight--
 	l.used = time.Now()
+	if l.gone {
+		last := l.inflight == 0
+		r.mu.Unlock()
+		if last {
+			r.log.Info("unloading model", "model", l.ref, "reason", "removed from the store; its last request ended")
+			unload(l)
+		}
+		return
+	}
 	if keep != nil {
 		l.keep = *keep
 	}
 	r.schedule(l)
+	r.mu.Unlock()
+}
+
+// stale says why a loaded model may no longer answer under its name ("" while it may): its manifest is
+// gone (bankml rm, DELETE /api/delete elsewhere) or does not read, names another file (a pull or a cp over
+// the name), or its file is gone.
+func (r *Router) stale(l *loaded) string {
+	man, err := r.o.Store.Get(l.ref)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return "removed from the store"
+	case err != nil:
+		return "its manifest no longer reads"
+	case man.Model.SHA256 != l.sha256:
+		return "its name now names another file (sha256 " + man.Model.SHA256 + ")"
+	}
+	if _, err := os.Stat(r.o.Store.BlobPath(l.sha256)); err != nil {
+		return "its model file is gone"
+	}
+	return ""
+}
+
+// drop takes l out of the loaded models because the store changed under it (stale's why): unloaded now when
+// idle, else when its last request ends (release).
+func (r *Router) drop(l *loaded, why string) {
+	r.mu.Lock()
+	if cur, ok := r.loaded[key(l.ref)]; !ok || cur != l {
+		r.mu.Unlock()
+		return
+	}
+	delete(r.loaded, key(l.ref))
+	l.gone = true
+	if l.timer != nil {
+		l.timer.Stop()
+		l.timer = nil
+	}
+	idle := l.inflight == 0
+	r.mu.Unlock()
+	r.log.Info("model dropped", "model", l.ref, "reason", why, "unloaded", idle)
+	if idle {
+		unload(l)
+	}
 }
 
 // schedule arms l's expiry when it is idle (under r.mu).

@@ -850,3 +850,78 @@ func TestAModelTheStoreLacksIsOllamasNotFoundAndIsNeverPulled(t *testing.T) {
 	}
 	completion(t, f, "stories260K")
 }
+
+// TestAModelRemovedFromTheStoreWhileServedIsNotFoundAndTheOthersKeepAnswering: `bankml rm` (store.Remove)
+// of a model the store server has loaded: the other models keep answering, a request for the removed one is
+// Ollama's 404 (not a 503), the removed model is unloaded (it was idle), and a model removed while a request
+// holds it is unloaded when that request ends (which, its file gone, gets no receipt).
+func TestAModelRemovedFromTheStoreWhileServedIsNotFoundAndTheOthersKeepAnswering(t *testing.T) {
+	f := newFixture(t, storeserve.Options{})
+	completion(t, f, "stories260K")
+	completion(t, f, "tiny:q8_0")
+	if err := f.s.Remove("stories260K"); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, path, body string
+		status           int
+		want             string // a part of the body
+	}{
+		{"the removed model is Ollama's 404 on Ollama's chat", "/api/chat", `{"model":"stories260K","messages":[{"role":"user","content":"hi"}],"stream":false}`, 404, `{"error":"model 'stories260K' not found"}`},
+		{"the removed model is a 404 on the OpenAI routes", "/v1/completions", `{"model":"stories260K","prompt":"Once","max_tokens":2}`, 404, `"message":"model 'stories260K' not found"`},
+		{"another model keeps answering on the OpenAI routes", "/v1/completions", `{"model":"tiny:q8_0","prompt":"Once","max_tokens":2}`, 200, `"text_completion"`},
+		{"another model keeps answering on Ollama's routes", "/api/generate", `{"model":"tiny:q8_0","prompt":"Once","options":{"num_predict":2},"stream":false}`, 200, `"done":true`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, b := f.post(t, tc.path, tc.body)
+			if st != tc.status || !strings.Contains(string(b), tc.want) {
+				t.Fatalf("%d %s, want %d with %s", st, b, tc.status, tc.want)
+			}
+		})
+	}
+	if got := f.r.Loaded(); !reflect.DeepEqual(got, []string{"tiny:q8_0"}) {
+		t.Fatalf("loaded %v, want only tiny:q8_0 (the removed model unloaded)", got)
+	}
+	for _, p := range []string{"/health", "/api/tags", "/api/ps", "/v1/models"} {
+		resp, err := http.Get(f.srv.URL + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Errorf("GET %s after the removal: %d", p, resp.StatusCode)
+		}
+	}
+
+	t.Run("a model removed while a request holds it is unloaded when the request ends", func(t *testing.T) {
+		// A streamed answer holds tiny:q8_0 while it is removed.
+		resp, err := http.Post(f.srv.URL+"/api/generate", "application/json", strings.NewReader(`{"model":"tiny:q8_0","prompt":"Once","options":{"num_predict":64,"temperature":0}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		br := bufio.NewReader(resp.Body)
+		if _, err := br.ReadBytes('\n'); err != nil { // the first token: the request holds the model
+			t.Fatal(err)
+		}
+		if err := f.s.Remove("tiny:q8_0"); err != nil {
+			t.Fatal(err)
+		}
+		if st, b := f.post(t, "/api/generate", `{"model":"tiny:q8_0","prompt":"x"}`); st != 404 {
+			t.Fatalf("a new request for the removed model: %d %s, want 404", st, b)
+		}
+		// The answer's file is gone before its receipt: the model server's per-answer re-check refuses the
+		// receipt (docs/serve.md, Admission), with an error line that names no server path.
+		rest, _ := io.ReadAll(br)
+		resp.Body.Close()
+		if bytes.Contains(rest, []byte(f.s.Root)) || !bytes.Contains(rest, []byte(`"error":"model file re-check failed: stat of the model file: no such file or directory`)) {
+			t.Fatalf("the request in flight ended with %s", rest[bytes.LastIndexByte(rest[:len(rest)-1], '\n')+1:])
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for len(f.r.Loaded()) != 0 && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if got := f.r.Loaded(); len(got) != 0 {
+			t.Fatalf("loaded %v after the request ended, want none", got)
+		}
+	})
+}
