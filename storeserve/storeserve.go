@@ -55,6 +55,8 @@ import (
 	"github.com/ollama/ollama/api"
 
 	"github.com/bankml/bankml/catalog"
+	"github.com/bankml/bankml/gguf"
+	"github.com/bankml/bankml/model"
 	"github.com/bankml/bankml/serve"
 	"github.com/bankml/bankml/store"
 )
@@ -80,8 +82,9 @@ type Options struct {
 	NoKeepAlive bool
 	MaxModels   int   // models loaded at once; 0: no limit
 	MaxMemory   int64 // bytes of model files loaded at once; 0: no limit
-	// Admit admits a model file against its pin; nil: admit.Open with the manifest's sha256 (the full
-	// admission: guard, architecture, pin, load).
+	// Admit admits a model file against its pin; nil: admit.Open with the manifest's sha256 and
+	// Serve.CacheTypes (the full admission: guard, architecture, cache types, pin, load). Before it, the
+	// router refuses cache types the file's heads do not fit (a 400), from the header.
 	Admit func(path, sha256 string) (*admit.Model, error)
 	Log   *slog.Logger
 }
@@ -130,8 +133,9 @@ func New(o Options) (*Router, error) {
 		o.KeepAlive = DefaultKeepAlive
 	}
 	if o.Admit == nil {
+		kv := o.Serve.CacheTypes
 		o.Admit = func(path, sha string) (*admit.Model, error) {
-			return admit.Open(path, admit.Options{Manifest: sha, Pin: admit.RequirePin, Chat: true})
+			return admit.Open(path, admit.Options{Manifest: sha, Pin: admit.RequirePin, Chat: true, CacheTypes: &kv})
 		}
 	}
 	if o.Serve.Metrics == nil {
@@ -354,6 +358,13 @@ func (r *Router) load(ref string) (*loaded, error) {
 		r.log.Warn("model file missing: the model is answered as not found until it is pulled again", "model", man.Ref(), "path", blob, "err", err)
 		return nil, &notFoundError{ref}
 	}
+	// The server's -ctk/-ctv against the model's heads, from the file's header: refused before any model is
+	// evicted for it and before its file is hashed.
+	if err := checkCacheTypes(blob, r.o.Serve.CacheTypes); err != nil {
+		k, v := cacheTypeNames(r.o.Serve.CacheTypes)
+		r.log.Warn("model refused: the server's KV cache types do not fit it", "model", man.Ref(), "err", err)
+		return nil, &httpError{http.StatusBadRequest, fmt.Sprintf("model '%s' cannot run with this server's KV cache types (-ctk %s -ctv %s): %s", man.Ref(), k, v, strings.TrimPrefix(err.Error(), "model: "))}
+	}
 	if err := r.makeRoom(man.Model.Size); err != nil {
 		return nil, err
 	}
@@ -376,6 +387,31 @@ func (r *Router) load(ref string) (*loaded, error) {
 	}
 	now := time.Now()
 	return &loaded{ref: man.Ref(), sha256: man.Model.SHA256, m: m, srv: srv, size: man.Model.Size, at: now, used: now, keep: r.o.KeepAlive}, nil
+}
+
+// checkCacheTypes is model.CheckFileCacheTypes on the file at path, from its header alone. A file that does
+// not open as GGUF, or whose architecture bankml does not run, passes: admission refuses it with the reason.
+func checkCacheTypes(path string, t model.CacheTypes) error {
+	f, err := gguf.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	if model.CheckArchitecture(f) != nil {
+		return nil
+	}
+	return model.CheckFileCacheTypes(f, t)
+}
+
+// cacheTypeNames are t's K and V types as -ctk and -ctv name them (the zero type is f16).
+func cacheTypeNames(t model.CacheTypes) (k, v string) {
+	name := func(x gguf.GGMLType) string {
+		if x == 0 {
+			return gguf.F16.String()
+		}
+		return x.String()
+	}
+	return name(t.K), name(t.V)
 }
 
 // notFoundError is a model the store does not hold, or whose file is gone: Ollama's 404 (notFoundMessage).

@@ -707,21 +707,37 @@ func TestTheStoreServerDropsAStalledBodyAfterItsTimeout(t *testing.T) {
 	}
 }
 
-// TestAModelTheServersSettingsDoNotFitIsRefusedWithA500NamingThem: with -ctk q8_0, a model whose heads (8
-// values) are not a multiple of Q8_0's 32-value block cannot be served; the request is answered 500 naming
-// the model and the cache type (Ollama's answer to a model that fails to load), not the 503 of a busy
-// server that a client would retry, and the next request gets the same answer.
-func TestAModelTheServersSettingsDoNotFitIsRefusedWithA500NamingThem(t *testing.T) {
-	f := newFixture(t, storeserve.Options{Serve: serve.Options{CacheTypes: model.CacheTypes{K: gguf.Q8_0, V: gguf.F16}}})
-	for _, c := range []struct{ name, path, body string }{
-		{"an OpenAI request is a 500 naming the model and the cache type", "/v1/chat/completions", `{"model": "stories260K", "messages": [{"role": "user", "content": "hi"}]}`},
-		{"the same request again gets the same answer", "/v1/chat/completions", `{"model": "stories260K", "messages": [{"role": "user", "content": "hi"}]}`},
-		{"an Ollama request is a 500 too", "/api/generate", `{"model": "stories260K", "prompt": "hi", "stream": false}`},
+// TestACacheTypeTheModelsHeadsDoNotFitIsA400BeforeTheFileIsHashed: with -ctk q8_0 (or -ctv q4_0), a model
+// whose heads (8 values) are not a multiple of the type's 32-value block cannot run; the request is a 400
+// naming the model and the type, refused from the file's header before admission hashes the file (the
+// admission is never called), with no server path in the answer, and the next request gets the same answer.
+func TestACacheTypeTheModelsHeadsDoNotFitIsA400BeforeTheFileIsHashed(t *testing.T) {
+	for _, c := range []struct {
+		name, path, body string
+		types            model.CacheTypes
+		want             string
+	}{
+		{"an OpenAI chat with -ctk q8_0 is a 400 naming the model and the type", "/v1/chat/completions", `{"model": "stories260K", "messages": [{"role": "user", "content": "hi"}]}`,
+			model.CacheTypes{K: gguf.Q8_0}, "model 'stories260K:latest' cannot run with this server's KV cache types (-ctk q8_0 -ctv f16): K cache type q8_0 with block size 32 does not divide n_embd_head_k=8"},
+		{"an Ollama generate with -ctv q4_0 is a 400 naming V's type", "/api/generate", `{"model": "tiny:q8_0", "prompt": "hi", "stream": false}`,
+			model.CacheTypes{V: gguf.Q4_0}, "model 'tiny:q8_0' cannot run with this server's KV cache types (-ctk f16 -ctv q4_0): V cache type q4_0 with block size 32 does not divide n_embd_head_v=8"},
+		{"llama-server's router load is refused the same way", "/models/load", `{"model": "stories260K"}`,
+			model.CacheTypes{K: gguf.Q4_0, V: gguf.Q8_0}, "(-ctk q4_0 -ctv q8_0): K cache type q4_0 with block size 32 does not divide n_embd_head_k=8"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			status, body := f.post(t, c.path, c.body)
-			if status != http.StatusInternalServerError || !strings.Contains(string(body), "stories260K") || !strings.Contains(string(body), "q8_0") {
-				t.Errorf("%d %s; want 500 naming stories260K and q8_0", status, body)
+			admitted := 0
+			f := newFixture(t, storeserve.Options{Serve: serve.Options{CacheTypes: c.types}, Admit: func(path, sha string) (*admit.Model, error) {
+				admitted++
+				return admit.Open(path, admit.Options{Manifest: sha, Pin: admit.RequirePin, Chat: true})
+			}})
+			for range 2 {
+				status, body := f.post(t, c.path, c.body)
+				if status != http.StatusBadRequest || !strings.Contains(string(body), c.want) || strings.Contains(string(body), f.s.Root) {
+					t.Fatalf("%d %s; want 400 with %q and no path under %s", status, body, c.want, f.s.Root)
+				}
+			}
+			if admitted != 0 || len(f.r.Loaded()) != 0 {
+				t.Fatalf("admission ran %d times (the file hashed), loaded %v", admitted, f.r.Loaded())
 			}
 		})
 	}
