@@ -80,8 +80,8 @@ type Options struct {
 	KeepAlive time.Duration // 0: DefaultKeepAlive; negative: forever
 	// NoKeepAlive unloads a model as soon as it is idle (bankml serve --keep-alive 0), KeepAlive aside.
 	NoKeepAlive bool
-	MaxModels   int   // models loaded at once; 0: no limit
-	MaxMemory   int64 // bytes of model files loaded at once; 0: no limit
+	MaxModels   int   // models loaded at once; 0: no limit (negative: New refuses it)
+	MaxMemory   int64 // bytes of model files loaded at once; 0: no limit (negative: New refuses it)
 	// Admit admits a model file against its pin; nil: admit.Open with the manifest's sha256 and
 	// Serve.CacheTypes (the full admission: guard, architecture, cache types, pin, load). Before it, the
 	// router refuses cache types the file's heads do not fit (a 400), from the header.
@@ -132,6 +132,12 @@ func New(o Options) (*Router, error) {
 	case o.KeepAlive == 0:
 		o.KeepAlive = DefaultKeepAlive
 	}
+	if o.MaxModels < 0 {
+		return nil, fmt.Errorf("storeserve: max models %d: give 0 (no limit) or a count of models", o.MaxModels)
+	}
+	if o.MaxMemory < 0 {
+		return nil, fmt.Errorf("storeserve: max memory %d: give 0 (no limit) or a number of bytes", o.MaxMemory)
+	}
 	if o.Admit == nil {
 		kv := o.Serve.CacheTypes
 		o.Admit = func(path, sha string) (*admit.Model, error) {
@@ -148,7 +154,35 @@ func New(o Options) (*Router, error) {
 	if err := r.routes(); err != nil {
 		return nil, fmt.Errorf("storeserve: %w", err)
 	}
+	keep, models, memory := r.limits()
+	r.log.Info("serving the store", "store", o.Store.Root, "keep_alive", keep, "max_models", models, "max_memory", memory)
 	return r, nil
+}
+
+// Limits says the router's effective keep-alive and limits in words, for the server's banner: "keep-alive
+// 5m0s, max models no limit, max memory no limit" (0 is no limit, not Ollama's automatic count of 3 per GPU).
+func (r *Router) Limits() string {
+	keep, models, memory := r.limits()
+	return "keep-alive " + keep + ", max models " + models + ", max memory " + memory
+}
+
+func (r *Router) limits() (keep, models, memory string) {
+	switch {
+	case r.o.KeepAlive < 0:
+		keep = "forever"
+	case r.o.KeepAlive == 0:
+		keep = "0s (unloaded once idle)"
+	default:
+		keep = r.o.KeepAlive.String()
+	}
+	models, memory = "no limit", "no limit"
+	if r.o.MaxModels > 0 {
+		models = fmt.Sprint(r.o.MaxModels)
+	}
+	if r.o.MaxMemory > 0 {
+		memory = fmt.Sprintf("%d bytes", r.o.MaxMemory)
+	}
+	return keep, models, memory
 }
 
 // Handler is the router's HTTP handler.

@@ -941,3 +941,40 @@ func TestAModelRemovedFromTheStoreWhileServedIsNotFoundAndTheOthersKeepAnswering
 		}
 	})
 }
+
+// TestLimitsSayTheEffectiveValuesAndNewRefusesNegativeOnes: the banner's words for the keep-alive and the
+// limits are the values in force (0 is "no limit", never a bare 0), and a negative limit is refused by New
+// naming it.
+func TestLimitsSayTheEffectiveValuesAndNewRefusesNegativeOnes(t *testing.T) {
+	s, err := store.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		o    storeserve.Options
+		want string // Limits(), or the error's text
+	}{
+		{"the defaults are 5 minutes and no limits", storeserve.Options{}, "keep-alive 5m0s, max models no limit, max memory no limit"},
+		{"set limits are said as set", storeserve.Options{KeepAlive: time.Minute, MaxModels: 2, MaxMemory: 1 << 30}, "keep-alive 1m0s, max models 2, max memory 1073741824 bytes"},
+		{"keep-alive 0 unloads once idle", storeserve.Options{NoKeepAlive: true}, "keep-alive 0s (unloaded once idle), max models no limit, max memory no limit"},
+		{"a negative keep-alive keeps models forever", storeserve.Options{KeepAlive: -1}, "keep-alive forever, max models no limit, max memory no limit"},
+		{"a negative max models is refused naming it", storeserve.Options{MaxModels: -1}, "storeserve: max models -1: give 0 (no limit) or a count of models"},
+		{"a negative max memory is refused naming it", storeserve.Options{MaxMemory: -5}, "storeserve: max memory -5: give 0 (no limit) or a number of bytes"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			c.o.Store = s
+			r, err := storeserve.New(c.o)
+			got := ""
+			if err != nil {
+				got = err.Error()
+			} else {
+				got = r.Limits()
+				r.Close()
+			}
+			if got != c.want {
+				t.Fatalf("%q, want %q", got, c.want)
+			}
+		})
+	}
+}
