@@ -297,7 +297,7 @@ func (s *Server) Handler() http.Handler { return s.router }
 // Ollama routes (mountOllama).
 func (s *Server) routes() chi.Router {
 	r := chi.NewRouter()
-	r.Use(s.countRequests, s.guards, headAsGet)
+	r.Use(s.logRequests, s.countRequests, s.guards, headAsGet)
 	s.mount(r, s.newOllamaAPI(), notFound)
 	return r
 }

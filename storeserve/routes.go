@@ -73,7 +73,7 @@ func (r *Router) routes() error {
 	if err != nil {
 		return err
 	}
-	r.handler = guards(mux)
+	r.handler = serve.LogRequests(r.log)(guards(mux)) // one log line per request, the forwarded ones included
 	return nil
 }
 

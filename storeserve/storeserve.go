@@ -631,6 +631,7 @@ func (r *Router) forward(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	defer r.release(l, keep)
+	serve.NoteModel(req, l.ref)
 	req.Body = io.NopCloser(bytes.NewReader(body))
 	req.ContentLength = int64(len(body))
 	// The model's Server routes the request afresh (chi reuses a route context it finds in the request).

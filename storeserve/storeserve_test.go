@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"github.com/bankml/bankml/admit"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -978,3 +979,68 @@ func TestLimitsSayTheEffectiveValuesAndNewRefusesNegativeOnes(t *testing.T) {
 		})
 	}
 }
+
+// TestTheStoreServerLogsOneLinePerRequestNamingItsModel: the store server logs each request once (a request
+// forwarded to a model's server is not logged again by it), with method, path, status and, for a model's
+// route, the model; never the request's content.
+func TestTheStoreServerLogsOneLinePerRequestNamingItsModel(t *testing.T) {
+	var mu sync.Mutex
+	var buf bytes.Buffer
+	w := writerFunc(func(p []byte) (int, error) { mu.Lock(); defer mu.Unlock(); return buf.Write(p) })
+	f := newFixture(t, storeserve.Options{Log: slog.New(slog.NewJSONHandler(w, nil))})
+	lines := func() []map[string]any {
+		mu.Lock()
+		defer mu.Unlock()
+		var out []map[string]any
+		for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+			var m map[string]any
+			if json.Unmarshal([]byte(l), &m) == nil && m["msg"] == "request" {
+				out = append(out, m)
+			}
+		}
+		return out
+	}
+	const secret = "PURPLE-ELEPHANT-7"
+	for _, c := range []struct {
+		name, method, path, body string
+		status                   int
+		model                    any // the line's model (nil: none)
+	}{
+		{"a forwarded completion is logged once, naming its model", "POST", "/v1/completions", `{"model":"stories260K","prompt":"` + secret + `","max_tokens":2}`, 200, "stories260K:latest"},
+		{"a forwarded Ollama chat names its model", "POST", "/api/chat", `{"model":"tiny:q8_0","messages":[{"role":"user","content":"` + secret + `"}],"stream":false,"options":{"num_predict":2}}`, 200, "tiny:q8_0"},
+		{"a model the store lacks is logged as its 404", "POST", "/api/generate", `{"model":"nosuch","prompt":"` + secret + `"}`, 404, nil},
+		{"a store route is logged", "GET", "/api/tags", "", 200, nil},
+		{"an unknown path is logged", "GET", "/nope", "", 404, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			before := len(lines())
+			req, _ := http.NewRequest(c.method, f.srv.URL+c.path, strings.NewReader(c.body))
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			got := lines()[before:]
+			for deadline := time.Now().Add(2 * time.Second); len(got) == 0 && time.Now().Before(deadline); {
+				time.Sleep(5 * time.Millisecond)
+				got = lines()[before:]
+			}
+			if resp.StatusCode != c.status || len(got) != 1 {
+				t.Fatalf("%d, %d request lines %v; want %d and one line", resp.StatusCode, len(got), got, c.status)
+			}
+			if l := got[0]; l["method"] != c.method || l["path"] != c.path || l["status"] != float64(c.status) || l["model"] != c.model {
+				t.Fatalf("log line %v; want %s %s %d model %v", l, c.method, c.path, c.status, c.model)
+			}
+		})
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if strings.Contains(buf.String(), secret) {
+		t.Fatalf("the log holds a request's content:\n%s", buf.String())
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
