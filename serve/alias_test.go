@@ -87,7 +87,9 @@ func TestAlias(t *testing.T) {
 
 // TestOllamaModelNameTags checks the names /api/chat and /api/generate accept: a served name or alias,
 // with Ollama's default tag ":latest" filled in only for a name without a tag (as Ollama's ParseName fills
-// it), so "my-model:v2:latest" is not "my-model:v2" (404) while "tiny" and "tiny:latest" are the same.
+// it), so "my-model:v2:latest" is not "my-model:v2" (404) while "tiny" and "tiny:latest" are the same; letter
+// case does not count, as in Ollama (the store server loads "TINY:Q8_0" as tiny:q8_0 and its model server must
+// take the name).
 func TestOllamaModelNameTags(t *testing.T) {
 	a := &ollamaAPI{model: ollamaModel{Name: "stories260K.gguf", Names: []string{"stories260K.gguf", "my-model:v2", "tiny", "ns/base:latest"}}}
 	for _, c := range []struct {
@@ -107,6 +109,11 @@ func TestOllamaModelNameTags(t *testing.T) {
 		{"ns/base:latest", true},
 		{"ns/base:v2", false},
 		{"other", false},
+		{"STORIES260K.GGUF", true},
+		{"Tiny:LATEST", true},
+		{"MY-MODEL:V2", true},
+		{"NS/Base", true},
+		{"TINY:V1", false},
 	} {
 		rec := httptest.NewRecorder()
 		if got := a.modelName(rec, c.name); got != c.ok {

@@ -71,7 +71,8 @@ type ollamaPiece struct {
 // name, its stem (without .gguf: "stories260K" for stories260K.gguf, as
 // Ollama users name models) or one of the -a/--alias names, compared with Ollama's default tag
 // ":latest" on a name that has no tag (ollamaTagged): "tiny" and "tiny:latest"
-// are the same model, "my-model:v2:latest" is not "my-model:v2". Ollama
+// are the same model, "my-model:v2:latest" is not "my-model:v2". Letter case
+// does not count, as in Ollama's names (model.Name.EqualFold). Ollama
 // answers 404 for another.
 func (a *ollamaAPI) modelName(w http.ResponseWriter, name string) bool {
 	if name == "" {
@@ -79,7 +80,7 @@ func (a *ollamaAPI) modelName(w http.ResponseWriter, name string) bool {
 		return false
 	}
 	for _, n := range append([]string{a.model.Name}, a.model.Names...) {
-		if ollamaTagged(name) == ollamaTagged(n) {
+		if strings.EqualFold(ollamaTagged(name), ollamaTagged(n)) { // Ollama's names compare case-insensitively
 			return true
 		}
 	}

@@ -1044,3 +1044,20 @@ func TestTheStoreServerLogsOneLinePerRequestNamingItsModel(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// TestAModelNamedInAnotherLetterCaseAnswersOnEveryRoute: the store's names compare case-insensitively, as
+// Ollama's, on its routes and on the model server it forwards to.
+func TestAModelNamedInAnotherLetterCaseAnswersOnEveryRoute(t *testing.T) {
+	f := newFixture(t, storeserve.Options{})
+	for _, c := range []struct{ name, path, body string }{
+		{"Ollama's chat", "/api/chat", `{"model":"TINY:Q8_0","messages":[{"role":"user","content":"hi"}],"stream":false,"options":{"num_predict":2}}`},
+		{"Ollama's generate", "/api/generate", `{"model":"Stories260k","prompt":"Once","stream":false,"options":{"num_predict":2}}`},
+		{"OpenAI completions", "/v1/completions", `{"model":"STORIES260K:LATEST","prompt":"Once","max_tokens":2}`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if st, b := f.post(t, c.path, c.body); st != 200 {
+				t.Fatalf("%d %s", st, b)
+			}
+		})
+	}
+}
