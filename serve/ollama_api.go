@@ -137,8 +137,8 @@ func unsupportedFields(format json.RawMessage, truncate, shift *bool, topLogprob
 	return ""
 }
 
-// settings maps the options (parseOllamaOptions), refuses a num_ctx past the server's context, takes repeat_last_n -1
-// as that context (num_ctx when given, else the slot's, as Ollama's -1 = num_ctx), gives a request
+// settings maps the options (parseOllamaOptions), clamps a num_ctx past the server's context to it (with a
+// warning in the log, as Ollama clamps it to its runner's), takes repeat_last_n -1 as the request's context (num_ctx when given, else the slot's, as Ollama's -1 = num_ctx), gives a request
 // without num_predict the server's -n (Options.NPredict: as an Ollama Modelfile's num_predict is the default
 // a request's options override, server/routes.go:122), and logs, in one line at WARN (Ollama warns of each
 // name it does not know, api/types.go:976), the options given that are not applied.
@@ -150,13 +150,12 @@ func (a *ollamaAPI) settings(w http.ResponseWriter, opts map[string]any) (ollama
 		return s, false
 	}
 	if n := a.engine().NCtx(); s.NumCtx > n {
-		// Ollama loads the model again with a larger context, capped at the training context with a warning
-		// (llm/server.go:168); bankml's slots have the context the server started with, so a larger one is
-		// refused rather than silently cut down.
-		a.s.metrics.refusedFor("invalid")
-		ollamaError(w, http.StatusBadRequest, fmt.Sprintf("Field 'options.num_ctx': %d tokens is past the server's context of %d tokens per slot "+
-			"(bankml serve's -c/--ctx-size shared by its -np/--parallel slots): ask for at most %d, or restart the server with a larger -c", s.NumCtx, n, n))
-		return s, false
+		// Ollama clamps a num_ctx past what its runner has to the runner's context (optionsForPrompt in
+		// server/routes.go), and one past the model's training context when it loads the runner, with a
+		// warning (llm/server.go: "requested context size too large for model"). bankml's slots keep the
+		// context the server started with: the request gets it, and the log says so.
+		a.s.log.Warn("ollama: requested context size too large for the server: using the slot's context", "num_ctx", s.NumCtx, "n_ctx_slot", n)
+		s.NumCtx = n
 	}
 	if s.RepeatLastNCtx { // Ollama's repeat_last_n -1: num_ctx, the request's context
 		s.Sampling.PenaltyLastN = int32(a.engine().NCtx())

@@ -3,6 +3,8 @@ package serve
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"log/slog"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -137,7 +139,7 @@ func TestOllamaNumCtx(t *testing.T) {
 }
 
 // TestOllamaRepeatLastNIsNumCtx checks repeat_last_n -1, which Ollama defines as num_ctx (docs/modelfile.md:
-// "-1 = num_ctx"): the request's num_ctx when given (one past the slot's context is refused), else the slot's
+// "-1 = num_ctx"): the request's num_ctx when given (one past the slot's context is the slot's), else the slot's
 // context; other values are kept, and an end-to-end request with it is answered.
 func TestOllamaRepeatLastNIsNumCtx(t *testing.T) {
 	ts := newTestServer(t, storiesPath(t), AdmitOptions{}, Options{NCtx: 512})
@@ -150,7 +152,8 @@ func TestOllamaRepeatLastNIsNumCtx(t *testing.T) {
 		{`{"repeat_last_n":-1,"num_ctx":300}`, 300},
 		{`{"repeat_last_n":-1,"num_ctx":2}`, 4},
 		{`{"repeat_last_n":-1,"num_ctx":512}`, 512},
-		{`{"repeat_last_n":-1.5}`, 512}, // the fraction dropped toward zero, as FromMap drops it
+		{`{"repeat_last_n":-1,"num_ctx":8192}`, 512}, // clamped to the slot's context, as Ollama clamps it
+		{`{"repeat_last_n":-1.5}`, 512},              // the fraction dropped toward zero, as FromMap drops it
 		{`{"repeat_last_n":0}`, 0},
 		{`{"repeat_last_n":16,"num_ctx":300}`, 16},
 		{`{}`, 64},
@@ -261,5 +264,55 @@ func TestOllamaOptionsRefusedNameTheOption(t *testing.T) {
 		if err != nil && !strings.Contains(err.Error(), c.option) {
 			t.Errorf("%s: message %q does not name %q", c.js, err, c.option)
 		}
+	}
+}
+
+// TestANumCtxPastTheServersContextIsClampedAsOllamaClampsIt: Ollama clamps a num_ctx larger than its runner's
+// context to that context (optionsForPrompt, and llm/server.go's warning "requested context size too large
+// for model"); bankml's slots keep the server's context, so such a request is answered within the slot's
+// context, exactly as the same request without num_ctx (or with num_ctx equal to the slot's), and the server's
+// log has one warning naming both sizes.
+func TestANumCtxPastTheServersContextIsClampedAsOllamaClampsIt(t *testing.T) {
+	var buf syncBuffer
+	log := slog.New(slog.NewTextHandler(&buf, nil))
+	ts := newTestServer(t, storiesPath(t), AdmitOptions{}, Options{NCtx: 256, Threads: 1, Log: log})
+	answer := func(t *testing.T, options string) string {
+		t.Helper()
+		body := `{"model":"stories260K","prompt":"Once upon a time","stream":false,"options":{"temperature":0,"num_predict":300` + options + `}}`
+		st, b := ts.post(t, "/api/generate", []byte(body))
+		if st != 200 {
+			t.Fatalf("%s: %d %s", body, st, b)
+		}
+		var out struct {
+			Response   string `json:"response"`
+			DoneReason string `json:"done_reason"`
+			EvalCount  int    `json:"eval_count"`
+		}
+		if err := json.Unmarshal(b, &out); err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprintf("%s|%d|%q", out.DoneReason, out.EvalCount, out.Response)
+	}
+	for _, c := range []struct{ name, options, same, warning string }{
+		{"num_ctx equal to the slot's context is the slot's context", `,"num_ctx":256`, ``, ""},
+		{"num_ctx one past the slot's context is clamped to it", `,"num_ctx":257`, ``, "num_ctx=257 n_ctx_slot=256"},
+		{"a num_ctx of a million is clamped to it", `,"num_ctx":1048576`, ``, "num_ctx=1048576 n_ctx_slot=256"},
+		{"repeat_last_n -1 then covers the slot's context", `,"num_ctx":4096,"repeat_last_n":-1`, `,"repeat_last_n":256`, "num_ctx=4096 n_ctx_slot=256"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			want := answer(t, c.same)
+			before := strings.Count(buf.String(), "requested context size too large")
+			if got := answer(t, c.options); got != want {
+				t.Fatalf("answer %s, want %s (options {%s})", got, want, c.same)
+			}
+			logged := buf.String()
+			n := strings.Count(logged, "requested context size too large") - before
+			switch {
+			case c.warning == "" && n != 0:
+				t.Fatalf("warned for a num_ctx within the context:\n%s", logged)
+			case c.warning != "" && (n != 1 || !strings.Contains(logged, c.warning)):
+				t.Fatalf("%d warnings, want one with %q:\n%s", n, c.warning, logged)
+			}
+		})
 	}
 }
