@@ -98,8 +98,11 @@ func (s *Server) subprompt(field string, raw json.RawMessage) ([]int32, error) {
 }
 
 // embedValues is one input's vectors as llama-server's embedding task returns them: the pooled vector
-// normalized with norm (common_embd_normalize), or every row as it is for pooling none.
-func (s *Server) embedValues(e engine.Embedding, norm int) [][]float32 {
+// normalized with norm (common_embd_normalize), or every row as it is for pooling none. With dims > 0 (the
+// request's "dimensions", which llama-server ignores) the pooled vector is cut to its first dims values
+// before it is normalized, so that the cut vector has the norm asked for (Ollama's /api/embed cuts and
+// normalizes again the same way).
+func (s *Server) embedValues(e engine.Embedding, norm, dims int) [][]float32 {
 	if e.Pooled == nil {
 		d := s.m.Model.HP.NEmbd
 		rows := make([][]float32, len(e.Rows)/d)
@@ -108,9 +111,25 @@ func (s *Server) embedValues(e engine.Embedding, norm int) [][]float32 {
 		}
 		return rows
 	}
-	out := make([]float32, len(e.Pooled))
-	embed.Normalize(out, e.Pooled, norm)
+	v := e.Pooled
+	if dims > 0 && dims < len(v) { // checkDimensions bounds dims by n_embd, the pooled vector's size
+		v = v[:dims]
+	}
+	out := make([]float32, len(v))
+	embed.Normalize(out, v, norm)
 	return [][]float32{out}
+}
+
+// checkDimensions refuses a "dimensions" the model's embeddings cannot be cut to: below 1, or more than
+// the model's embedding size (n_embd). OpenAI refuses both; Ollama ignores them silently, bankml says so.
+func (s *Server) checkDimensions(dims int) error {
+	switch n := s.m.Model.HP.NEmbd; {
+	case dims < 1:
+		return fmt.Errorf("must be a positive number of dimensions, not %d", dims)
+	case dims > n:
+		return fmt.Errorf("%d is more than the model's %d embedding dimensions", dims, n)
+	}
+	return nil
 }
 
 // float64s widens v for JSON: llama-server's nlohmann::json stores a float as a double and prints it so.
@@ -129,6 +148,9 @@ type embeddingsRequest struct {
 	EncodingFormat *string         `json:"encoding_format"`
 	Model          *string         `json:"model"`
 	EmbdNormalize  *int            `json:"embd_normalize"`
+	// Dimensions is OpenAI's "dimensions" (llama-server ignores it; bankml cuts the vector, as Ollama does:
+	// checkDimensions, embedValues).
+	Dimensions *int `json:"dimensions"`
 }
 
 // oaiEmbedding is one element of /v1/embeddings' data, in llama-server's member order.
@@ -198,6 +220,18 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request, oai bo
 	if req.EmbdNormalize != nil {
 		norm = *req.EmbdNormalize
 	}
+	dims := 0
+	if req.Dimensions != nil {
+		if pool == embed.PoolingNone || pool == embed.PoolingRank {
+			writeError(w, badRequest("Field 'dimensions': cuts a pooled embedding, and --pooling %s gives none", pool))
+			return
+		}
+		if err := s.checkDimensions(*req.Dimensions); err != nil {
+			writeError(w, badRequest("Field 'dimensions': %s", err))
+			return
+		}
+		dims = *req.Dimensions
+	}
 	inputs, err := s.embedInputs(field, raw)
 	if err != nil {
 		writeError(w, err)
@@ -220,7 +254,7 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request, oai bo
 		items := make([]item, len(res))
 		for i, e := range res {
 			items[i].Index = i
-			for _, v := range s.embedValues(e, norm) {
+			for _, v := range s.embedValues(e, norm, dims) {
 				items[i].Embedding = append(items[i].Embedding, float64s(v))
 			}
 		}
@@ -234,7 +268,7 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request, oai bo
 	}
 	data := make([]oaiEmbedding, len(res))
 	for i, e := range res {
-		v := s.embedValues(e, norm)[0]
+		v := s.embedValues(e, norm, dims)[0]
 		data[i] = oaiEmbedding{Index: i, Object: "embedding"}
 		if base64Out {
 			b := make([]byte, 4*len(v))
@@ -510,7 +544,8 @@ func (a *ollamaAPI) ollamaEmbedInputs(texts []string) [][]int32 {
 
 // handleEmbed is Ollama's POST /api/embed (server/routes.go EmbedHandler): input a string or an array of
 // strings; each vector L2-normalized (Ollama's normalize), cut to dimensions and normalized again when
-// dimensions is smaller; {"model", "embeddings", "total_duration", "load_duration", "prompt_eval_count",
+// dimensions is smaller (a negative dimensions, or one past the model's n_embd, which Ollama ignores, is a
+// 400 naming it); {"model", "embeddings", "total_duration", "load_duration", "prompt_eval_count",
 // "bankml_receipt"}. bankml does not truncate an input past the context: truncate true is refused, and such
 // an input is a 400.
 func (a *ollamaAPI) handleEmbed(w http.ResponseWriter, r *http.Request) {
@@ -526,6 +561,14 @@ func (a *ollamaAPI) handleEmbed(w http.ResponseWriter, r *http.Request) {
 	if req.Truncate != nil && *req.Truncate {
 		ollamaError(w, http.StatusBadRequest, "truncate: bankml does not truncate inputs; an input past the context is refused")
 		return
+	}
+	// dimensions 0 is absent (api.EmbedRequest's omitempty); Ollama ignores a negative one and one past the
+	// vector's size, which bankml refuses naming the field.
+	if req.Dimensions != 0 {
+		if err := a.s.checkDimensions(req.Dimensions); err != nil {
+			ollamaError(w, http.StatusBadRequest, "dimensions: "+err.Error())
+			return
+		}
 	}
 	var texts []string
 	switch in := req.Input.(type) {

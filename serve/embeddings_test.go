@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -307,5 +308,124 @@ func TestEmbeddingRoutesRefuse(t *testing.T) {
 		if st != tc.status || !strings.Contains(string(body), tc.want) {
 			t.Errorf("%s: %d %s; want %d with %q", tc.name, st, body, tc.status, tc.want)
 		}
+	}
+}
+
+// TestDimensionsCutTheEmbeddingAndNormalizeItAgain: "dimensions" (OpenAI's field, which llama-server ignores
+// and Ollama's /api/embed honours) cuts each vector to its first N values: on llama-server's routes the
+// pooled vector is cut and then normalized as embd_normalize says (the euclidean default: unit length again),
+// on /api/embed Ollama's way (normalized, cut, normalized again), bit for bit; N equal to the model's size
+// changes nothing; N below 1, past the model's size or not an integer is a 400 naming the field, and so is
+// dimensions with --pooling none.
+func TestDimensionsCutTheEmbeddingAndNormalizeItAgain(t *testing.T) {
+	path := embedServeModel(t, synth.ArchBert, 0)
+	ts := newTestServer(t, path, AdmitOptions{}, Options{})
+	n := ts.Server.m.Model.HP.NEmbd
+	const dims = 8
+	oai := func(t *testing.T, body string) []float32 {
+		t.Helper()
+		st, b := ts.post(t, "/v1/embeddings", []byte(body))
+		if st != 200 {
+			t.Fatalf("%s: %d %s", body, st, b)
+		}
+		var out struct {
+			Data []struct {
+				Embedding []float64 `json:"embedding"`
+			} `json:"data"`
+		}
+		if err := json.Unmarshal(b, &out); err != nil {
+			t.Fatal(err)
+		}
+		return float32sOf(out.Data[0].Embedding)
+	}
+	ollama := func(t *testing.T, body string) []float32 {
+		t.Helper()
+		st, b := ts.post(t, "/api/embed", []byte(body))
+		if st != 200 {
+			t.Fatalf("%s: %d %s", body, st, b)
+		}
+		var out struct {
+			Embeddings [][]float32 `json:"embeddings"`
+		}
+		if err := json.Unmarshal(b, &out); err != nil {
+			t.Fatal(err)
+		}
+		return out.Embeddings[0]
+	}
+	raw := oai(t, `{"input":"Hello world","embd_normalize":-1}`) // the pooled vector as it is
+	if len(raw) != n || n <= dims {
+		t.Fatalf("pooled vector of %d values, n_embd %d", len(raw), n)
+	}
+	euclid := make([]float32, dims)
+	embed.Normalize(euclid, raw[:dims], 2)
+	ollamaCut := slices.Clone(raw)
+	if err := embed.NormalizeOllama(ollamaCut); err != nil {
+		t.Fatal(err)
+	}
+	ollamaCut = ollamaCut[:dims]
+	if err := embed.NormalizeOllama(ollamaCut); err != nil {
+		t.Fatal(err)
+	}
+	model := `"model":"` + ts.name + `"`
+	for _, c := range []struct {
+		name string
+		got  func(t *testing.T) []float32
+		want []float32
+	}{
+		{"/v1/embeddings cuts and normalizes to unit length", func(t *testing.T) []float32 { return oai(t, `{"input":"Hello world","dimensions":8}`) }, euclid},
+		{"/v1/embeddings with embd_normalize -1 only cuts", func(t *testing.T) []float32 {
+			return oai(t, `{"input":"Hello world","dimensions":8,"embd_normalize":-1}`)
+		}, raw[:dims]},
+		{"/v1/embeddings with dimensions n_embd is the whole vector", func(t *testing.T) []float32 {
+			return oai(t, `{"input":"Hello world","dimensions":`+strconv.Itoa(n)+`}`)
+		}, oai(t, `{"input":"Hello world"}`)},
+		{"llama-server's /embedding cuts the same way", func(t *testing.T) []float32 {
+			st, b := ts.post(t, "/embedding", []byte(`{"content":"Hello world","dimensions":8}`))
+			if st != 200 {
+				t.Fatalf("%d %s", st, b)
+			}
+			var out []struct {
+				Embedding [][]float64 `json:"embedding"`
+			}
+			if err := json.Unmarshal(b, &out); err != nil {
+				t.Fatal(err)
+			}
+			return float32sOf(out[0].Embedding[0])
+		}, euclid},
+		{"Ollama's /api/embed normalizes, cuts and normalizes again", func(t *testing.T) []float32 {
+			return ollama(t, `{`+model+`,"input":"Hello world","dimensions":8}`)
+		}, ollamaCut},
+		{"Ollama's /api/embed with dimensions n_embd is the whole vector", func(t *testing.T) []float32 {
+			return ollama(t, `{`+model+`,"input":"Hello world","dimensions":`+strconv.Itoa(n)+`}`)
+		}, ollama(t, `{`+model+`,"input":"Hello world"}`)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := c.got(t); !bitsEqual(got, c.want) {
+				t.Fatalf("got %v, want %v", got, c.want)
+			}
+		})
+	}
+	none := newTestServer(t, path, AdmitOptions{}, Options{Pooling: "none"})
+	for _, c := range []struct {
+		name string
+		ts   *testServer
+		path string
+		body string
+		want string
+	}{
+		{"dimensions 0 is refused on /v1/embeddings", ts, "/v1/embeddings", `{"input":"hi","dimensions":0}`, "Field 'dimensions': must be a positive number of dimensions, not 0"},
+		{"a negative dimensions is refused", ts, "/v1/embeddings", `{"input":"hi","dimensions":-3}`, "Field 'dimensions': must be a positive number of dimensions, not -3"},
+		{"dimensions past the model's size is refused", ts, "/v1/embeddings", `{"input":"hi","dimensions":` + strconv.Itoa(n+1) + `}`, "Field 'dimensions': " + strconv.Itoa(n+1) + " is more than the model's " + strconv.Itoa(n) + " embedding dimensions"},
+		{"dimensions of the wrong type is refused", ts, "/v1/embeddings", `{"input":"hi","dimensions":"8"}`, "Field 'dimensions'"},
+		{"Ollama's /api/embed refuses a negative dimensions it would ignore", ts, "/api/embed", `{` + model + `,"input":"hi","dimensions":-3}`, `{"error":"dimensions: must be a positive number of dimensions, not -3"}`},
+		{"Ollama's /api/embed refuses dimensions past the model's size", ts, "/api/embed", `{` + model + `,"input":"hi","dimensions":` + strconv.Itoa(n+1) + `}`, `"error":"dimensions: ` + strconv.Itoa(n+1) + ` is more than`},
+		{"dimensions with pooling none is refused", none, "/embedding", `{"content":"hi","dimensions":8}`, "Field 'dimensions': cuts a pooled embedding, and --pooling none gives none"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			st, b := c.ts.post(t, c.path, []byte(c.body))
+			if st != 400 || !strings.Contains(string(b), c.want) {
+				t.Fatalf("%d %s; want 400 with %q", st, b, c.want)
+			}
+		})
 	}
 }
