@@ -7,7 +7,8 @@
 // its chi router; Serve answers until its context is cancelled, then shuts down gracefully. Routes: /v1/chat/
 // completions, /v1/completions, /v1/models; /completion, /health, /props, /tokenize, /detokenize,
 // /apply-template, /metrics (native.go, extras.go); embeddings and rerank (embeddings.go); /api/* (ollama*.go);
-// /bankml/ledger/... (ledger.go); /console. Every answer carries a Receipt (receipt.go) and is preceded by a
+// /bankml/ledger/... (ledger.go); /console. Every request gets one log line, never its content (reqlog.go:
+// LogRequests, shared with the store server). Every answer carries a Receipt (receipt.go) and is preceded by a
 // re-check of the model file (identity.go: a changed file is hashed again, answers held as 503 meanwhile); with
 // a ledger it is appended to the history first, with Options.TLog its commitment is in the log, with
 // Options.Signer the receipt is signed (docs/receipts.md). Chat answers are constrained and parsed as

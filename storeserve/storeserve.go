@@ -6,10 +6,12 @@
 //
 // What. A Router holds one serve.Server per loaded model (each with its own engine, slots, metrics and
 // receipts) and forwards each request, body unchanged, to the server of the model its JSON "model" names
-// (Ollama's "name" too). A model not loaded is looked up in the store, never pulled (as Ollama, a model the
-// store does not hold is a 404 "model 'NAME' not found", and only an explicit pull, POST /api/pull or bankml
-// pull, downloads one), admitted as bankml serve admits one (guard, architecture, the sha256 pin of its manifest, load) and kept
-// for keep_alive after its last request (default 5 minutes; 0 unloads it once idle, a negative one keeps it);
+// (Ollama's "name" too; names compare case-insensitively). A model not loaded is looked up in the store,
+// never pulled (as Ollama, a model the store does not hold is a 404 "model 'NAME' not found", and only an
+// explicit pull, POST /api/pull or bankml pull, downloads one), its file's header checked against the
+// server's -ctk/-ctv (a 400 naming them, before anything is evicted or hashed), admitted as bankml serve
+// admits one (guard, architecture, the sha256 pin of its manifest, load) and kept for keep_alive after its
+// last request (default 5 minutes; 0 unloads it once idle, a negative one keeps it);
 // loading one model does not hold up requests to the others (each load runs outside the router's lock, and
 // concurrent requests for the same model share one load). Before a load, idle models are evicted least
 // recently used first until Options.MaxModels and Options.MaxMemory (bytes of model files, which bankml
@@ -21,7 +23,12 @@
 // the models' servers, so that a model's counters outlive its unloading). It routes on a model server's own
 // route table (serve.Routes), so a request no model server would take (an unknown path, a wrong method) gets
 // that server's answer before any model is named or loaded; in front of its routes are a model server's guards
-// (serve.Guards: the DNS-rebinding Host check, the origin policy with its preflight answer, the API key).
+// (serve.Guards: the DNS-rebinding Host check, the origin policy with its preflight answer, the API key) and
+// the request log (serve.LogRequests: one line per request, a forwarded one naming its model). The store may
+// change under a loaded model (bankml rm, a pull or cp over its name, its file deleted): before each request
+// the model's manifest is read again (stale), and a model that no longer answers to its name is dropped
+// (unloaded when idle, else when its last request ends) and the request resolved afresh. Error bodies name
+// models, never the server's paths (scrub).
 //
 // Follows. Ollama's scheduler (server/sched.go: keep_alive, OLLAMA_MAX_LOADED_MODELS, least-recently-used
 // eviction of idle runners, "unload" on keep_alive 0) and its store API (server/routes.go); llama-server's
