@@ -1061,3 +1061,36 @@ func TestAModelNamedInAnotherLetterCaseAnswersOnEveryRoute(t *testing.T) {
 		})
 	}
 }
+
+// TestANameCopiedOverWhileLoadedAnswersWithItsNewFile: `bankml cp` over a loaded model's name (as a pull of
+// another file under it): the next request for the name is answered by the file the manifest now names,
+// pinned to its sha256, and the old file's model is unloaded.
+func TestANameCopiedOverWhileLoadedAnswersWithItsNewFile(t *testing.T) {
+	f := newFixture(t, storeserve.Options{})
+	sha := func(name string) string {
+		st, b := f.post(t, "/v1/completions", `{"model":"`+name+`","prompt":"Once","max_tokens":2}`)
+		if st != 200 {
+			t.Fatalf("%s: %d %s", name, st, b)
+		}
+		var out struct {
+			Receipt struct {
+				ModelSHA256 string `json:"model_sha256"`
+			} `json:"bankml_receipt"`
+		}
+		json.Unmarshal(b, &out)
+		return out.Receipt.ModelSHA256
+	}
+	const stories, q8 = "270cba1bd5109f42d03350f60406024560464db173c0e387d91f0426d3bd256d", "ff8701a45da28293b7af11a695ab33575b692e9b109a2eae6238c906c31415da"
+	if got := sha("stories260K"); got != stories {
+		t.Fatalf("before: %s", got)
+	}
+	if _, err := f.s.Copy("tiny:q8_0", "stories260K"); err != nil {
+		t.Fatal(err)
+	}
+	if got := sha("stories260K"); got != q8 {
+		t.Fatalf("after the copy stories260K answered with the file %s, want %s", got, q8)
+	}
+	if got := f.r.Loaded(); !reflect.DeepEqual(got, []string{"stories260K:latest"}) {
+		t.Fatalf("loaded %v", got)
+	}
+}
