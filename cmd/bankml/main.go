@@ -32,6 +32,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -53,6 +54,7 @@ func (e *exitError) Unwrap() error { return e.err }
 type cli struct {
 	VersionFlag  kong.VersionFlag `name:"version" help:"Print the version and exit."`
 	Version      versionCmd       `cmd:"" help:"Print the bankml version."`
+	Help         helpCmd          `cmd:"" help:"Show the help of bankml or of a command (bankml help CMD is bankml CMD --help)."`
 	Run          runCmd           `cmd:"" help:"Generate a continuation of a prompt with a GGUF model."`
 	Embed        embedCmd         `cmd:"" help:"Print the embeddings of texts as llama-embedding does (pooling, normalisation), exactly the reference's vectors."`
 	Guard        guardCmd         `cmd:"" help:"Judge a GGUF file from its header alone: play, refuse or need_more."`
@@ -82,6 +84,23 @@ type cli struct {
 
 type versionCmd struct{}
 
+// helpCmd is `bankml help [CMD...]`. run rewrites it to `bankml [CMD...] --help` before parsing (helpArgs),
+// so its output is -h's; the struct names the command in the help's list and in docs/cli.md.
+type helpCmd struct {
+	Command []string `arg:"" optional:"" name:"COMMAND" help:"The command (and subcommand) whose help to show."`
+}
+
+func (helpCmd) Run() error { return errors.New("help: internal: not rewritten to --help") }
+
+// helpArgs rewrites `help [CMD...]` to `[CMD...] --help`, as git, go and ollama take `help CMD`; any other
+// arguments, and `help -h` (help's own help), are returned as they are.
+func helpArgs(args []string) []string {
+	if len(args) == 0 || args[0] != "help" || slices.Contains(args, "-h") || slices.Contains(args, "--help") {
+		return args
+	}
+	return append(slices.Clone(args[1:]), "--help")
+}
+
 func (versionCmd) Run(stdout io.Writer) error {
 	_, err := fmt.Fprintln(stdout, versionString())
 	return err
@@ -106,6 +125,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, opts ...func(
 			code = 70
 		}
 	}()
+	args = helpArgs(args)
 	var c cli
 	for _, o := range opts {
 		o(&c)

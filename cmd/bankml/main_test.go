@@ -39,6 +39,33 @@ func TestVersionAndHelp(t *testing.T) {
 	}
 }
 
+// TestHelpCommandPrintsWhatDashHPrints: `bankml help` and `bankml help CMD [SUB]` print exactly what -h prints
+// (exit 0), as `ollama help CMD` and `git help CMD` users expect; an unknown command is a usage error (1).
+func TestHelpCommandPrintsWhatDashHPrints(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		help []string
+		dash []string
+	}{
+		{"bankml help is bankml -h", []string{"help"}, []string{"-h"}},
+		{"bankml help serve is bankml serve -h", []string{"help", "serve"}, []string{"serve", "-h"}},
+		{"bankml help run is bankml run --help", []string{"help", "run"}, []string{"run", "--help"}},
+		{"bankml help ledger verify is bankml ledger verify -h", []string{"help", "ledger", "verify"}, []string{"ledger", "verify", "-h"}},
+		{"bankml help help is bankml help -h", []string{"help", "help"}, []string{"help", "-h"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, out, errOut := runCLI(c.help...)
+			wantCode, want, _ := runCLI(c.dash...)
+			if code != 0 || wantCode != 0 || out != want || out == "" {
+				t.Errorf("bankml %v: exit %d, %q (stderr %q); want exit 0 and bankml %v's %q", c.help, code, out, errOut, c.dash, want)
+			}
+		})
+	}
+	if code, _, errOut := runCLI("help", "nosuchcommand"); code != 1 || !strings.Contains(errOut, "nosuchcommand") {
+		t.Errorf("bankml help nosuchcommand: exit %d, stderr %q; want exit 1 naming it", code, errOut)
+	}
+}
+
 // TestHelpListsFlagsFirst: `bankml serve --help` and `bankml run --help` list the arguments and flags first
 // and the prose on llama.cpp's flags after them, wrapped.
 func TestHelpListsFlagsFirst(t *testing.T) {
