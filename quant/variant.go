@@ -87,7 +87,7 @@ func ResolveMatch(s string) (Match, error) {
 			return Match{Variant: auto, Auto: auto}, nil
 		}
 		return Match{Variant: VariantHaswell, Auto: auto,
-			Note: fmt.Sprintf("ggml would load %s on this CPU; bankml does not model its float chains and matches haswell", auto)}, nil
+			Note: fmt.Sprintf("answers are exact against llama.cpp's haswell CPU variant (ggml's own pick on this CPU, %s, rounds some float sums in another order that bankml does not model; --match haswell chooses haswell explicitly and omits this line)", auto)}, nil
 	}
 	v, err := cpuvariant.Parse(t)
 	if err != nil {

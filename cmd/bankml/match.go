@@ -14,14 +14,15 @@ type matchFlag struct {
 }
 
 // resolve checks --match (a usage error when refused) and, when auto fell
-// back from ggml's own pick, says so on w.
+// back from ggml's own pick, says so on w in one info line (nothing is wrong:
+// the answers are exact against the variant named).
 func (f matchFlag) resolve(cmd string, w io.Writer) (quant.Match, error) {
 	m, err := quant.ResolveMatch(f.Match)
 	if err != nil {
 		return quant.Match{}, fmt.Errorf("%s: --match %s: %w", cmd, f.Match, err)
 	}
 	if m.Note != "" && w != nil {
-		fmt.Fprintf(w, "%s: --match auto: %s\n", cmd, m.Note)
+		fmt.Fprintf(w, "%s: info: %s\n", cmd, m.Note)
 	}
 	return m, nil
 }
