@@ -35,6 +35,17 @@ func (e *Error) Unwrap() error { return e.Err }
 // Is makes errors.Is(err, ErrRefused) hold for a refusal.
 func (e *Error) Is(target error) bool { return target == ErrRefused && e.Refused }
 
+// NoPinError is Open's refusal (Error.Refused) of a file without a pin under RequirePin: the file and its
+// sha256, for a caller that tells the user how to pin it.
+type NoPinError struct {
+	Path   string
+	SHA256 string
+}
+
+func (e *NoPinError) Error() string {
+	return fmt.Sprintf("%s (sha256 %s) has no pin: refused (give --manifest FORK.json or its digest, or --unpinned to serve it with receipts saying pinned: false)", e.Path, e.SHA256)
+}
+
 // PinPolicy says what Open does with a file that has no pin.
 type PinPolicy int
 
@@ -132,7 +143,7 @@ func Open(path string, o Options) (*Model, error) {
 	case err != nil:
 		return nil, ioErr(err)
 	case !pin.Pinned && o.Pin == RequirePin:
-		return nil, refused(fmt.Errorf("%s (sha256 %s) has no pin: refused (give --manifest FORK.json or its digest, or --unpinned to serve it with receipts saying pinned: false)", path, pin.SHA256))
+		return nil, refused(&NoPinError{Path: path, SHA256: pin.SHA256})
 	}
 	after, err := StatIdentity(path)
 	if err != nil {

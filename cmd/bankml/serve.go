@@ -207,6 +207,9 @@ func (c *serveCmd) Run(stderr errWriter) error {
 	// hashed and before the history is opened (admit.Options.CacheTypes).
 	kv := c.KV.types()
 	m, err := openModel("serve", c.Model, admit.Options{Manifest: c.Manifest, Pin: pin, Chat: true, CacheTypes: &kv}, stderr, stderr)
+	if np := (*admit.NoPinError)(nil); errors.As(err, &np) {
+		return cannotRun(noPinAdvice(np))
+	}
 	if err != nil {
 		return err
 	}
@@ -282,4 +285,15 @@ func (c *serveCmd) checkSlots(nCtxTrain int) error {
 		return fmt.Errorf("serve: -c/--ctx-size %d with -np/--parallel %d: %w", c.Ctx, c.Parallel, err)
 	}
 	return nil
+}
+
+// noPinAdvice is serve's refusal of a file without a pin (exit 2), saying the three ways on, one a line: pin
+// it to the sha256 its publisher gives, add it to the store (which records its sha256 and pins it), or serve
+// it unpinned.
+func noPinAdvice(np *admit.NoPinError) error {
+	return fmt.Errorf("serve: %s (sha256 %s) has no pin: refused; serve answers only from a pinned model. Either\n"+
+		"  pin it to the sha256 its publisher gives:  bankml serve %s --manifest sha256:HEX  (or --manifest FORK.json, docs/manifest.md)\n"+
+		"  or add it to the store, which pins it:     bankml pull %s --name NAME  then  bankml serve NAME\n"+
+		"  or serve it unpinned (receipts say pinned: false):  bankml serve %s --unpinned",
+		np.Path, np.SHA256, np.Path, np.Path, np.Path)
 }

@@ -22,6 +22,10 @@ func TestServeRefusesBeforeListening(t *testing.T) {
 		msg  string
 	}{
 		{[]string{"serve", model, "--listen", "127.0.0.1:0"}, 2, "has no pin"},
+		// The refusal of an unpinned file says what to type: pin it, store it, or serve it unpinned.
+		{[]string{"serve", model, "--listen", "127.0.0.1:0"}, 2, "bankml serve " + model + " --manifest sha256:HEX"},
+		{[]string{"serve", model, "--listen", "127.0.0.1:0"}, 2, "bankml pull " + model + " --name NAME  then  bankml serve NAME"},
+		{[]string{"serve", model, "--listen", "127.0.0.1:0"}, 2, "bankml serve " + model + " --unpinned"},
 		{[]string{"serve", model, "--manifest", strings.Repeat("0", 64), "--listen", "127.0.0.1:0"}, 2, "refused"},
 		{[]string{"serve", bad, "--unpinned", "--listen", "127.0.0.1:0"}, 2, "refused"},
 		{[]string{"serve", model, "--unpinned", "--listen", "nonsense"}, 1, "--listen"},
