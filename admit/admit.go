@@ -73,6 +73,10 @@ type Options struct {
 	// the header (model.CheckFileCacheTypes) before the file is hashed, so that types its heads do not fit
 	// refuse it before any expensive work.
 	CacheTypes *model.CacheTypes
+	// Header, when not nil, checks the caller's settings against the model's hyperparameters, read from the
+	// header (model.FileHparams) before the file is hashed; its error refuses the model (serve's -c and -np
+	// against the training context).
+	Header func(model.Hparams) error
 }
 
 // Model is an admitted model: every gate passed, the file loaded.
@@ -133,6 +137,15 @@ func Open(path string, o Options) (*Model, error) {
 	}
 	if o.CacheTypes != nil {
 		if err := model.CheckFileCacheTypes(f, *o.CacheTypes); err != nil {
+			return nil, refused(fmt.Errorf("%s: %w", path, err))
+		}
+	}
+	if o.Header != nil {
+		hp, err := model.FileHparams(f)
+		if err == nil {
+			err = o.Header(hp)
+		}
+		if err != nil {
 			return nil, refused(fmt.Errorf("%s: %w", path, err))
 		}
 	}

@@ -83,6 +83,15 @@ func CheckFileCacheTypes(f *gguf.File, t CacheTypes) error {
 	return checkCacheTypes(hp.HeadDim, t.norm())
 }
 
+// FileHparams reads the hyperparameters of f's registered architecture from its header alone (no tensor data
+// read), with Load's checks of them; an architecture no graph runs is refused as CheckArchitecture refuses it.
+func FileHparams(f *gguf.File) (Hparams, error) {
+	if _, ok := archs[f.Architecture()]; !ok {
+		return Hparams{}, CheckArchitecture(f)
+	}
+	return readHparams(f)
+}
+
 // checkCacheTypes is the rule of CheckCacheTypes for a head size of headDim.
 func checkCacheTypes(headDim int, t CacheTypes) error {
 	for _, x := range []struct {

@@ -19,6 +19,7 @@ import (
 	"github.com/bankml/bankml/admit"
 	"github.com/bankml/bankml/engine"
 	"github.com/bankml/bankml/ledger"
+	"github.com/bankml/bankml/model"
 	"github.com/bankml/bankml/quant"
 	"github.com/bankml/bankml/serve"
 	"github.com/bankml/bankml/storeserve"
@@ -144,6 +145,11 @@ func (c *serveCmd) Run(stderr errWriter) error {
 	if c.Ctx < 0 {
 		return fmt.Errorf("serve: --ctx-size %d: must be 0 or positive", c.Ctx)
 	}
+	if c.Ctx > 0 { // a slot's share of an explicit -c does not depend on the model: a usage error (exit 1)
+		if err := c.checkSlots(math.MaxInt32); err != nil {
+			return err
+		}
+	}
 	if c.Timeout < 1 || c.Timeout > math.MaxInt32 {
 		return fmt.Errorf("serve: -to/--timeout %d: must be in [1, %d] seconds", c.Timeout, math.MaxInt32)
 	}
@@ -203,10 +209,10 @@ func (c *serveCmd) Run(stderr errWriter) error {
 	if c.Unpinned {
 		pin = admit.AllowUnpinned
 	}
-	// The cache types (-ctk/-ctv) are checked against the model's heads from the header, before the file is
-	// hashed and before the history is opened (admit.Options.CacheTypes).
+	// The cache types (-ctk/-ctv) and -c/-np are checked against the model from the header, before the file
+	// is hashed and before the history is opened (admitOptions).
 	kv := c.KV.types()
-	m, err := openModel("serve", c.Model, admit.Options{Manifest: c.Manifest, Pin: pin, Chat: true, CacheTypes: &kv}, stderr, stderr)
+	m, err := openModel("serve", c.Model, c.admitOptions(pin, &kv), stderr, stderr)
 	if np := (*admit.NoPinError)(nil); errors.As(err, &np) {
 		return cannotRun(noPinAdvice(np))
 	}
@@ -235,9 +241,6 @@ func (c *serveCmd) Run(stderr errWriter) error {
 	}
 	if tlog != nil {
 		defer closeLog(tlog, stderr) // before the history closes
-	}
-	if err := c.checkSlots(m.Model.HP.NCtxTrain); err != nil {
-		return err
 	}
 	s, err := serve.New(m, serve.Options{
 		NCtx: c.Ctx, Threads: int(c.Threads), Parallel: c.Parallel, QueueSize: c.Queue, NPredict: &c.NPredict,
@@ -277,9 +280,19 @@ func (c *serveCmd) Run(stderr errWriter) error {
 // must be <= 256" (src/llama-context.cpp:101), and llama-server's -np is its n_seq_max.
 const maxSeq = 256
 
-// checkSlots refuses, as a usage error (exit 1), a -c/--ctx-size and -np/--parallel that leave a slot no
-// context on a model trained on nCtxTrain tokens (serve.SlotContext; llama.cpp's "n_ctx_seq == 0",
-// src/llama-context.cpp:297): the flags are wrong, not the model.
+// admitOptions are serve's admission options: the pin policy, the chat template, and the checks made from the
+// header before the file is hashed (the history is opened only after admission): the cache types kv
+// (admit.Options.CacheTypes) and -c/--ctx-size with -np/--parallel against the training context (checkSlots;
+// its error there refuses the model, exit 2: with -c 0 a slot's share is the model's training context's).
+func (c *serveCmd) admitOptions(pin admit.PinPolicy, kv *model.CacheTypes) admit.Options {
+	return admit.Options{Manifest: c.Manifest, Pin: pin, Chat: true, CacheTypes: kv,
+		Header: func(hp model.Hparams) error { return c.checkSlots(hp.NCtxTrain) }}
+}
+
+// checkSlots refuses a -c/--ctx-size and -np/--parallel that leave a slot no context on a model trained on
+// nCtxTrain tokens (serve.SlotContext; llama.cpp's "n_ctx_seq == 0", src/llama-context.cpp:297). Run calls it
+// before the model for an explicit -c (a usage error, exit 1: the flags alone are wrong) and admitOptions
+// from the header (exit 2: the flags do not fit this model).
 func (c *serveCmd) checkSlots(nCtxTrain int) error {
 	if _, err := serve.SlotContext(c.Ctx, c.Parallel, nCtxTrain); err != nil {
 		return fmt.Errorf("serve: -c/--ctx-size %d with -np/--parallel %d: %w", c.Ctx, c.Parallel, err)

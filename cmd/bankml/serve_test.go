@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/bankml/bankml/admit"
 )
 
 // TestServeRefusesBeforeListening: a model that is not admitted never listens; the command exits 2 with
@@ -54,8 +56,9 @@ func TestServeRefusesBeforeListening(t *testing.T) {
 	}
 }
 
-// TestServeCheckSlots: -c and -np that leave a slot no context are a usage error (exit 1), not a model that
-// cannot be run (exit 2); cases from serve.TestSlotContext's worked llama.cpp rule.
+// TestServeCheckSlots: -c and -np that leave a slot no context are refused naming both flags (a plain error:
+// exit 1 when Run finds it from the flags alone; admitOptions makes it a refusal, below); cases from
+// serve.TestSlotContext's worked llama.cpp rule.
 func TestServeCheckSlots(t *testing.T) {
 	for _, c := range []struct {
 		ctx, parallel, train int
@@ -75,6 +78,50 @@ func TestServeCheckSlots(t *testing.T) {
 		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want) || errors.As(err, &ee)):
 			t.Errorf("-c %d -np %d, train %d: %v; want a usage error naming %q", c.ctx, c.parallel, c.train, err, c.want)
 		}
+	}
+}
+
+// byteCounter counts the bytes written to it (the bytes admit.Open hashed, through Options.Progress).
+type byteCounter struct{ n int }
+
+func (b *byteCounter) Write(p []byte) (int, error) { b.n += len(p); return len(p), nil }
+
+// TestServeChecksSlotsFromTheHeaderBeforeHashing: serve's -c/-np check against the model's training context
+// runs from the GGUF header inside admission (admitOptions), before the file is hashed and so before the
+// history is opened, and refuses the model (exit 2, docs/cli.md "Exit status": settings the model cannot run
+// with); settings that fit pass and the file is hashed.
+func TestServeChecksSlotsFromTheHeaderBeforeHashing(t *testing.T) {
+	model := storiesPath(t) // context_length 2048
+	for _, c := range []struct {
+		name     string
+		cmd      serveCmd
+		refused  string // "" admitted
+		noHashed bool
+	}{
+		{"one slot over the training context is admitted", serveCmd{Parallel: 1}, "", false},
+		{"256 slots sharing the training context each get a share and are admitted", serveCmd{Parallel: 256}, "", false},
+		// Above 256 slots Run refuses -np first (LLAMA_MAX_SEQ); the rule itself is what is held here.
+		{"3000 slots sharing the training context leave each none: refused before hashing", serveCmd{Parallel: 3000}, "-c/--ctx-size 0 with -np/--parallel 3000: context size 2048 shared by 3000 slots leaves each none", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var hashed byteCounter
+			o := c.cmd.admitOptions(admit.AllowUnpinned, nil)
+			o.Progress = &hashed
+			m, err := admit.Open(model, o)
+			if err == nil {
+				m.Close()
+			}
+			switch {
+			case c.refused == "" && err != nil:
+				t.Errorf("admitted with an error: %v", err)
+			case c.refused != "" && (err == nil || !errors.Is(err, admit.ErrRefused) || !strings.Contains(err.Error(), c.refused)):
+				t.Errorf("error %v; want a refusal naming %q", err, c.refused)
+			case c.noHashed && hashed.n != 0:
+				t.Errorf("refused after hashing %d bytes; want the refusal from the header", hashed.n)
+			case !c.noHashed && hashed.n == 0:
+				t.Errorf("admitted without hashing the file")
+			}
+		})
 	}
 }
 
