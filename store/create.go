@@ -98,7 +98,7 @@ func (s *Store) Create(ctx context.Context, ref string, modelfile io.Reader, o C
 	}
 	mf, err := parser.ParseFile(bytes.NewReader(text))
 	if err != nil {
-		return nil, fmt.Errorf("store: Modelfile: %w", unterminated(text, err))
+		return nil, refuseModelfile(fmt.Errorf("store: Modelfile: %w", unterminated(text, err)))
 	}
 	var (
 		from     string
@@ -111,17 +111,17 @@ func (s *Store) Create(ctx context.Context, ref string, modelfile io.Reader, o C
 		switch c.Name {
 		case "model":
 			if from != "" {
-				return nil, fmt.Errorf("store: Modelfile: FROM %s: a second FROM (bankml serves one GGUF file per model)", c.Args)
+				return nil, refuseModelfile(fmt.Errorf("store: Modelfile: FROM %s: a second FROM (bankml serves one GGUF file per model)", c.Args))
 			}
 			from = c.Args
 		case "adapter":
-			return nil, fmt.Errorf("store: Modelfile: %s", refuseAdapter)
+			return nil, refuseModelfile(fmt.Errorf("store: Modelfile: %s", refuseAdapter))
 		case "template":
-			return nil, fmt.Errorf("store: Modelfile: %s", refuseTemplate)
+			return nil, refuseModelfile(fmt.Errorf("store: Modelfile: %s", refuseTemplate))
 		case "renderer", "parser":
-			return nil, fmt.Errorf("store: Modelfile: %s %s", strings.ToUpper(c.Name), refuseParser)
+			return nil, refuseModelfile(fmt.Errorf("store: Modelfile: %s %s", strings.ToUpper(c.Name), refuseParser))
 		case "requires":
-			return nil, fmt.Errorf("store: Modelfile: REQUIRES %s is refused: it names a minimum Ollama version, and bankml is not Ollama", c.Args)
+			return nil, refuseModelfile(fmt.Errorf("store: Modelfile: REQUIRES %s is refused: it names a minimum Ollama version, and bankml is not Ollama", c.Args))
 		case "system":
 			v := c.Args
 			system = &v
@@ -139,7 +139,7 @@ func (s *Store) Create(ctx context.Context, ref string, modelfile io.Reader, o C
 			}
 			ps, err := api.FormatParams(map[string][]string{c.Name: {c.Args}})
 			if err != nil {
-				return nil, fmt.Errorf("store: Modelfile: PARAMETER %s %s: %w", c.Name, c.Args, err)
+				return nil, refuseModelfile(fmt.Errorf("store: Modelfile: PARAMETER %s %s: %w", c.Name, c.Args, err))
 			}
 			for k, v := range ps { // Ollama's CreateRequest merge: "stop" lists add up, others replace
 				if ks, ok := params[k].([]string); ok {
@@ -153,7 +153,7 @@ func (s *Store) Create(ctx context.Context, ref string, modelfile io.Reader, o C
 		}
 	}
 	if from == "" {
-		return nil, errors.New("store: Modelfile: no FROM: name a model in the store, a catalog model or a GGUF file")
+		return nil, refuseModelfile(errors.New("store: Modelfile: no FROM: name a model in the store, a catalog model or a GGUF file"))
 	}
 	m, err := s.base(ctx, from, o)
 	if err != nil {
@@ -168,7 +168,7 @@ func (s *Store) Create(ctx context.Context, ref string, modelfile io.Reader, o C
 	}
 	if o.CheckParameters != nil && len(merged) > 0 {
 		if err := o.CheckParameters(merged); err != nil {
-			return nil, fmt.Errorf("store: Modelfile: PARAMETER: %w", err)
+			return nil, refuseModelfile(fmt.Errorf("store: Modelfile: PARAMETER: %w", err))
 		}
 	}
 	if len(merged) == 0 {

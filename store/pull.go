@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/bankml/bankml/catalog"
+	"github.com/bankml/bankml/gguf"
 	"github.com/bankml/bankml/pull"
 )
 
@@ -126,9 +127,11 @@ func (s *Store) record(name, tag string, b Blob, prov Provenance, license string
 	return m, nil
 }
 
-// checkGGUF refuses a blob that does not start with GGUF's magic (the error wraps ErrNotGGUF), before any
-// manifest names it: a pull or a create of another kind of file fails here, not at its first run. The blob
-// is removed unless a manifest names it.
+// checkGGUF refuses a blob that is not a whole GGUF file (the error wraps ErrNotGGUF), before any manifest
+// names it: one that does not start with GGUF's magic, or whose header, tensor infos or tensor data do not
+// parse within the file (gguf.Open: a truncated download, a damaged copy). A pull or a create of such a file
+// fails here, not at its first run. The blob is removed unless a manifest names it. An error reading the blob
+// is returned as it is (I/O).
 func (s *Store) checkGGUF(b Blob) error {
 	p := s.BlobPath(b.SHA256)
 	f, err := os.Open(p)
@@ -138,13 +141,28 @@ func (s *Store) checkGGUF(b Blob) error {
 	magic := make([]byte, 4)
 	_, err = io.ReadFull(f, magic)
 	f.Close()
+	var bad error
 	if err == nil && string(magic) == "GGUF" {
-		return nil
+		g, err := gguf.Open(p)
+		if err == nil {
+			return g.Close()
+		}
+		var pe *os.PathError
+		if errors.As(err, &pe) && !errors.Is(err, gguf.ErrTruncated) {
+			return err // the blob could not be read: I/O, not its bytes
+		}
+		msg := err.Error()
+		if i := strings.Index(msg, "gguf: "); i >= 0 {
+			msg = msg[i:] // the parser's words, without the blob's path
+		}
+		bad = &wrapError{fmt.Sprintf("%s is not a whole GGUF file (%s): nothing stored", b.File, msg), ErrNotGGUF}
+	} else {
+		bad = &wrapError{fmt.Sprintf("%s is not a GGUF file (it does not start with the magic \"GGUF\"): nothing stored", b.File), ErrNotGGUF}
 	}
 	if ms, lerr := s.List(); lerr == nil && !slices.ContainsFunc(ms, func(m *Manifest) bool { return m.Model.SHA256 == b.SHA256 }) {
 		os.Remove(p)
 	}
-	return &wrapError{fmt.Sprintf("%s is not a GGUF file (it does not start with the magic \"GGUF\"): nothing stored", b.File), ErrNotGGUF}
+	return bad
 }
 
 // storeName is the NAME:TAG a non-catalog source is stored under: o.Name, else the file's base name

@@ -51,9 +51,23 @@ const Schema = 1
 // ErrNotFound is wrapped by Get's error when the store has no such model.
 var ErrNotFound = errors.New("not found")
 
-// ErrNotGGUF is wrapped by the error of a pull or a create whose file does not start with GGUF's magic
-// (nothing is stored): the file cannot be used, where ErrNotFound means nothing was named.
+// ErrNotGGUF is wrapped by the error of a pull or a create whose file is not a whole GGUF file: no GGUF
+// magic, or a header, tensor infos or tensor data that do not parse within the file (nothing is stored): the file cannot be used, where ErrNotFound means nothing was named.
 var ErrNotGGUF = errors.New("not a GGUF file")
+
+// ErrModelfile is wrapped by Create's error when the Modelfile itself cannot be used: it does not parse, it
+// has no FROM or two, a command bankml refuses (TEMPLATE, ADAPTER, …) or a bad PARAMETER. The model cannot be
+// made this way (bankml exits 2), where an error reading or writing files is I/O (exit 1).
+var ErrModelfile = errors.New("Modelfile refused")
+
+// modelfileError reads as err and wraps both err and ErrModelfile.
+type modelfileError struct{ err error }
+
+func (e *modelfileError) Error() string   { return e.err.Error() }
+func (e *modelfileError) Unwrap() []error { return []error{e.err, ErrModelfile} }
+
+// refuseModelfile marks err as a Modelfile that cannot be used (ErrModelfile).
+func refuseModelfile(err error) error { return &modelfileError{err} }
 
 // wrapError reads as msg and wraps err: a sentence of its own that errors.Is still classifies.
 type wrapError struct {

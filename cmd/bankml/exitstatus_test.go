@@ -33,6 +33,13 @@ func TestEveryCommandGivesTheSameExitStatusForTheSameFault(t *testing.T) {
 	garbage := write("garbage.gguf", "this is no GGUF file\n")
 	truncated := write("truncated.gguf", string(src[:200]))
 	missing := filepath.Join(dir, "missing.gguf")
+	cut := write("cut.gguf", string(src[:len(src)-len(src)/4])) // the header whole, the last tensors' data gone
+	// A store whose manifests/x is a file: writing model x's manifest fails (I/O), even as root.
+	badStore := filepath.Join(dir, "badstore")
+	if err := os.MkdirAll(filepath.Join(badStore, "manifests"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(filepath.Join("badstore", "manifests", "x"), "")
 	text := write("text.txt", "Once upon a time there was a story.\n")
 	conv := `[{"role":"user","content":"hi"}]`
 	const unknown = "nosuchmodel"
@@ -79,6 +86,18 @@ func TestEveryCommandGivesTheSameExitStatusForTheSameFault(t *testing.T) {
 		{"quantize of a file that is no GGUF is 2", []string{"quantize", garbage, filepath.Join(dir, "q.gguf"), "--type", "tq2_0"}, "", 2, "bad magic"},
 		{"pull of a file that is no GGUF is 2", []string{"pull", garbage}, "", 2, "garbage.gguf is not a GGUF file"},
 		{"create from a file that is no GGUF is 2", []string{"create", "x", "-f", write("Modelfile.garbage", "FROM "+garbage+"\n")}, "", 2, "FROM " + garbage + ": garbage.gguf is not a GGUF file"},
+		// A GGUF whose header parses but whose tensor data runs past the end (a cut download) is no whole GGUF:
+		// pull and create refuse it before the store names it (2), as every command that reads it.
+		{"pull of a GGUF cut inside its tensor data is 2", []string{"pull", cut}, "", 2, "cut.gguf is not a whole GGUF file (gguf: tensor"},
+		{"pull of a GGUF cut inside its header is 2", []string{"pull", truncated}, "", 2, "truncated.gguf is not a whole GGUF file (gguf: truncated"},
+		{"create from a GGUF cut inside its tensor data is 2", []string{"create", "x", "-f", write("Modelfile.cut", "FROM "+cut+"\n")}, "", 2, "cut.gguf is not a whole GGUF file"},
+		{"run of a GGUF cut inside its tensor data is 2", []string{"run", cut, "-p", "hi"}, "", 2, "past the end"},
+		// create: a Modelfile that cannot be used is 2; the store's I/O (reading the Modelfile, writing the
+		// manifest) is 1, as on every command.
+		{"create with a TEMPLATE is 2", []string{"create", "x", "-f", write("Modelfile.template", "FROM "+model+"\nTEMPLATE {{ .Prompt }}\n")}, "", 2, "TEMPLATE is refused"},
+		{"create with a bad PARAMETER is 2", []string{"create", "x", "-f", write("Modelfile.param", "FROM "+model+"\nPARAMETER temperature hot\n")}, "", 2, "PARAMETER temperature hot"},
+		{"create whose Modelfile cannot be read is 1", []string{"create", "x", "-f", dir}, "", 1, "is a directory"},
+		{"create whose manifest cannot be written is 1", []string{"create", "x", "--models", badStore, "-f", write("Modelfile.ok", "FROM "+model+"\n")}, "", 1, "not a directory"},
 		// A cache type bankml does not take is a bad flag value (1); one the model's heads do not fit cannot run (2).
 		{"run with a cache type the heads do not fit is 2", []string{"run", model, "-ctk", "q8_0", "-p", "hi"}, "", 2, "K cache type q8_0 with block size 32 does not divide n_embd_head_k=8"},
 		{"serve with a cache type the heads do not fit is 2", []string{"serve", model, "--unpinned", "--port", "0", "-ctv", "q4_0"}, "", 2, "V cache type q4_0 with block size 32 does not divide n_embd_head_v=8"},

@@ -313,10 +313,12 @@ func (c *createCmd) Run(stdout io.Writer, stderr errWriter) error {
 	})
 	if err != nil {
 		err = fmt.Errorf("create: %w", err)
-		if errors.Is(err, store.ErrNotFound) { // FROM names no file and no model: 1, as run NAME and pull NAME
-			return err
+		if errors.Is(err, store.ErrModelfile) { // the Modelfile cannot be used: 2
+			return cannotRun(err)
 		}
-		return cannotRun(err) // the Modelfile or its FROM file cannot be used
+		// Its FROM file or model refused for its bytes (no GGUF, a wrong digest): 2, as pull; a FROM that names
+		// nothing (as run NAME and pull NAME) and the store's I/O (reading, copying, writing the manifest): 1.
+		return refusedPull(err)
 	}
 	_, err = fmt.Fprintf(stdout, "created %s (sha256 %s)\n", m.Ref(), m.Model.SHA256)
 	return err
