@@ -33,8 +33,9 @@ package main
 // (readline_advanced, llama-cli's default, and readline_simple with
 // --simple-io): a line is a message, a line ending in "\" continues the
 // message on the next line, joined with "\n". Either way an empty message is
-// skipped, a message starting with "/exit" ends the conversation (llama-cli's
-// prefix test), and the end of input ends it: Ctrl-D on an empty line on a
+// skipped, a message starting with "/exit" (llama-cli's prefix test) or "/bye"
+// (Ollama's) ends the conversation, one starting with "/?" or "/help" prints the
+// commands on standard error (Ollama's; neither is sent), and the end of input ends it: Ctrl-D on an empty line on a
 // terminal, the end of piped input otherwise. That last rule is
 // llama-completion's conversation mode ("EOF by user"); llama-cli v0.5.0
 // itself skips the empty read and prompts again, forever (cli_context::run
@@ -260,7 +261,7 @@ func (r *runCmd) chat(e *engine.Engine, tmpl *chat.Template, sp sample.Params, s
 
 	var in messageReader
 	if interactive {
-		fmt.Fprintf(stderr, "chat: %s; /exit or Ctrl-D ends the conversation, Ctrl-C stops an answer\n", chatBanner(tmpl, r.System != ""))
+		fmt.Fprintf(stderr, "chat: %s; /bye or Ctrl-D ends the conversation, /? lists the commands, Ctrl-C stops an answer\n", chatBanner(tmpl, r.System != ""))
 		in = newTermReader(stdin.(*os.File), stderr, &s.ints)
 	} else {
 		in = newLineReader(stdin, &s.ints)
@@ -287,8 +288,12 @@ func (r *runCmd) chat(e *engine.Engine, tmpl *chat.Template, sp sample.Params, s
 		if msg == "" {
 			continue
 		}
-		if strings.HasPrefix(msg, "/exit") {
+		if chatEnds(msg) {
 			break
+		}
+		if chatHelps(msg) {
+			fmt.Fprint(stderr, chatHelp)
+			continue
 		}
 		t, err := s.turn(msg, stdout, info, r.VerbosePrompt)
 		if errors.Is(err, errRefused) {
@@ -311,6 +316,22 @@ func (r *runCmd) chat(e *engine.Engine, tmpl *chat.Template, sp sample.Params, s
 	}
 	return nil
 }
+
+// chatEnds reports whether msg ends the conversation: a message starting with /exit (llama-cli's prefix test)
+// or /bye (Ollama's), never sent to the model.
+func chatEnds(msg string) bool { return strings.HasPrefix(msg, "/exit") || strings.HasPrefix(msg, "/bye") }
+
+// chatHelps reports whether msg asks for the commands: /? or /help, as Ollama's prompt takes them (prefix
+// tests, as /exit's); it is answered with chatHelp on standard error and never sent to the model.
+func chatHelps(msg string) bool { return strings.HasPrefix(msg, "/?") || strings.HasPrefix(msg, "/help") }
+
+// chatHelp is what /? prints.
+const chatHelp = `Available commands:
+  /bye, /exit    end the conversation (as Ctrl-D does)
+  /?, /help      show this help
+A line ending in \ continues the message on the next line; Ctrl-C stops an answer, and at the prompt ends the
+conversation. Any other line is a message to the model.
+`
 
 // chatBanner names the template in use.
 func chatBanner(t *chat.Template, system bool) string {

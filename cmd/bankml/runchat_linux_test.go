@@ -94,7 +94,7 @@ func TestRunChatOnATerminal(t *testing.T) {
 				t.Fatalf("exit %d after %d of %d inputs; stderr:\n%s", code, typed, len(tc.keys), e.String())
 			}
 			checkTurns(t, fx.rm, want, got, o.String(), e.String())
-			if !strings.Contains(e.String(), "/exit or Ctrl-D ends the conversation") {
+			if !strings.Contains(e.String(), "/bye or Ctrl-D ends the conversation, /? lists the commands") {
 				t.Errorf("no banner on standard error:\n%s", e.String())
 			}
 		})

@@ -388,3 +388,36 @@ func TestRunChatInterruptsBetweenAnswers(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) { tc.do(t, &chatInterrupts{}) })
 	}
 }
+
+// TestRunChatTakesOllamasCommands: in run --chat, /bye ends the conversation as /exit does (Ollama's command
+// to leave a chat), /? and /help print the commands on standard error; none of them is sent to the model,
+// and the lines after /bye are never read as messages.
+func TestRunChatTakesOllamasCommands(t *testing.T) {
+	model := storiesPath(t)
+	for _, c := range []struct {
+		name  string
+		stdin string
+		turns int  // the messages answered
+		help  bool // the commands printed
+	}{
+		{"/bye after one message ends the conversation there", "Hi.\n/bye\nNever sent.\n", 1, false},
+		{"/bye first answers nothing", "/bye\nNever sent.\n", 0, false},
+		{"/exit still ends it", "/exit\nNever sent.\n", 0, false},
+		{"/? prints the commands and the conversation goes on", "/?\nHi.\n", 1, true},
+		{"/help prints the commands and is not sent", "/help\n/bye\n", 0, true},
+		{"a message that only mentions /bye later is sent", "Say /bye.\n", 1, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var turns int
+			var o, e bytes.Buffer
+			code := run([]string{"run", model, "--chat", "-n", "4"}, strings.NewReader(c.stdin), &o, &e, func(cl *cli) {
+				cl.Run.onTurn = func(chatTurn) { turns++ }
+			})
+			help := strings.Contains(e.String(), "/bye, /exit    end the conversation")
+			if code != 0 || turns != c.turns || help != c.help {
+				t.Errorf("stdin %q: exit %d, %d turns, help printed %v; want exit 0, %d turns, help %v; stderr:\n%s",
+					c.stdin, code, turns, help, c.turns, c.help, e.String())
+			}
+		})
+	}
+}
