@@ -319,11 +319,15 @@ func (r *runCmd) chat(e *engine.Engine, tmpl *chat.Template, sp sample.Params, s
 
 // chatEnds reports whether msg ends the conversation: a message starting with /exit (llama-cli's prefix test)
 // or /bye (Ollama's), never sent to the model.
-func chatEnds(msg string) bool { return strings.HasPrefix(msg, "/exit") || strings.HasPrefix(msg, "/bye") }
+func chatEnds(msg string) bool {
+	return strings.HasPrefix(msg, "/exit") || strings.HasPrefix(msg, "/bye")
+}
 
 // chatHelps reports whether msg asks for the commands: /? or /help, as Ollama's prompt takes them (prefix
 // tests, as /exit's); it is answered with chatHelp on standard error and never sent to the model.
-func chatHelps(msg string) bool { return strings.HasPrefix(msg, "/?") || strings.HasPrefix(msg, "/help") }
+func chatHelps(msg string) bool {
+	return strings.HasPrefix(msg, "/?") || strings.HasPrefix(msg, "/help")
+}
 
 // chatHelp is what /? prints.
 const chatHelp = `Available commands:
