@@ -18,6 +18,9 @@ const kvPad = 256
 // maxCtx bounds the context size (llama.cpp's n_ctx is a uint32).
 const maxCtx = 1 << 30
 
+// MaxContextSize is CheckContextSize's upper bound on a requested context size, 2^30.
+const MaxContextSize = maxCtx
+
 // NUbatch is llama.cpp's default micro-batch size (n_ubatch): a decode of
 // more tokens runs in micro-batches of NUbatch, the last one shorter.
 const NUbatch = 512

@@ -85,13 +85,12 @@ var benchTypes = []benchType{
 }
 
 func (b *benchKernelsCmd) Run(stdout io.Writer) error {
-	switch {
-	case b.Rounds < 1:
-		return fmt.Errorf("bench kernels: --rounds %d: must be at least 1", b.Rounds)
-	case b.RefRows < 1:
-		return fmt.Errorf("bench kernels: --ref-rows %d: must be at least 1", b.RefRows)
-	case b.BWBytes < 0:
-		return fmt.Errorf("bench kernels: --bw-mib %d: must be 0 (skip the bandwidth measurement) or positive", b.BWBytes)
+	if err := checkRanges(
+		intRange{"--rounds", b.Rounds, 1, inf, ""},
+		intRange{"--ref-rows", b.RefRows, 1, inf, ""},
+		intRange{"--bw-mib", b.BWBytes, 0, inf, "0: skip the bandwidth measurement"},
+	); err != nil {
+		return fmt.Errorf("bench kernels: %w", err)
 	}
 	if _, err := quant.LevelFromEnv(); err != nil {
 		return fmt.Errorf("bench kernels: %w", err)

@@ -78,8 +78,16 @@ func (b *benchAllCmd) Run(stdout io.Writer) error {
 var benchModelTypes = []gguf.GGMLType{gguf.Q1_0, gguf.Q2_0, gguf.TQ2_0}
 
 func (b *benchModelCmd) Run(stdout io.Writer) error {
-	if b.Rounds < 1 || b.Prompt < 1 || b.Prompt > model.NUbatch || b.Gen < 2 || b.RefQ2Prompt < 1 || b.RefQ2Gen < 2 || b.RefQ2Rounds < 1 || b.BWMiB < 1 {
-		return fmt.Errorf("bench model: --rounds, --ref-q2-rounds and --bw-mib must be at least 1, --prompt and --ref-q2-prompt in [1, %d], --gen and --ref-q2-gen at least 2", model.NUbatch)
+	if err := checkRanges(
+		intRange{"--rounds", b.Rounds, 1, inf, ""},
+		intRange{"--prompt", b.Prompt, 1, model.NUbatch, "one micro-batch"},
+		intRange{"--gen", b.Gen, 2, inf, ""},
+		intRange{"--ref-q2-prompt", b.RefQ2Prompt, 1, model.NUbatch, "one micro-batch"},
+		intRange{"--ref-q2-gen", b.RefQ2Gen, 2, inf, ""},
+		intRange{"--ref-q2-rounds", b.RefQ2Rounds, 1, inf, ""},
+		intRange{"--bw-mib", b.BWMiB, 1, inf, ""},
+	); err != nil {
+		return fmt.Errorf("bench model: %w", err)
 	}
 	level, err := quant.DefaultLevel()
 	if err != nil {
@@ -92,8 +100,11 @@ func (b *benchModelCmd) Run(stdout io.Writer) error {
 	var threads []int
 	for _, s := range strings.Split(b.Threads, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n < 1 {
-			return fmt.Errorf("bench model: --threads: %q is not a positive integer", s)
+		if err != nil {
+			return fmt.Errorf("bench model: --threads: %q is not an integer", s)
+		}
+		if err := checkRanges(intRange{"--threads", n, 1, maxThreads, ""}); err != nil {
+			return fmt.Errorf("bench model: %w", err)
 		}
 		threads = append(threads, n)
 	}

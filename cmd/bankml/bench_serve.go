@@ -59,13 +59,23 @@ func (b *benchServeCmd) Run(stdout io.Writer) error {
 	var streams []int
 	for _, s := range strings.Split(b.Streams, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n < 1 || n > 64 {
-			return fmt.Errorf("bench serve: --streams: %q is not a count in [1, 64]", s)
+		if err != nil {
+			return fmt.Errorf("bench serve: --streams: %q is not an integer", s)
+		}
+		if err := checkRanges(intRange{"--streams", n, 1, 64, ""}); err != nil {
+			return fmt.Errorf("bench serve: %w", err)
 		}
 		streams = append(streams, n)
 	}
-	if b.Threads < 1 || b.Prompt < 1 || b.Gen < 2 || b.Rounds < 1 || b.RefQ2Gen < 2 || b.Prompt*slices.Max(streams) > model.NUbatch {
-		return fmt.Errorf("bench serve: --threads and --rounds must be at least 1, --gen and --ref-q2-gen at least 2, --prompt times the most streams in [1, %d]", model.NUbatch)
+	most := slices.Max(streams)
+	if err := checkRanges(
+		intRange{"--threads", b.Threads, 1, maxThreads, ""},
+		intRange{"--prompt", b.Prompt, 1, int64(model.NUbatch / most), fmt.Sprintf("the prompts of the most streams, %d, share one micro-batch of %d", most, model.NUbatch)},
+		intRange{"--gen", b.Gen, 2, inf, ""},
+		intRange{"--rounds", b.Rounds, 1, inf, ""},
+		intRange{"--ref-q2-gen", b.RefQ2Gen, 2, inf, ""},
+	); err != nil {
+		return fmt.Errorf("bench serve: %w", err)
 	}
 	level, err := quant.DefaultLevel()
 	if err != nil {

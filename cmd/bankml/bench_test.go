@@ -55,9 +55,9 @@ func TestBenchKernelsRefusesBadFlags(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--rounds", "0"}, "--rounds 0: must be at least 1"},
-		{[]string{"--ref-rows", "0"}, "--ref-rows 0: must be at least 1"},
-		{[]string{"--bw-mib", "-5"}, "--bw-mib -5: must be 0"},
+		{[]string{"--rounds", "0"}, "--rounds: value 0 out of range [1, inf)"},
+		{[]string{"--ref-rows", "0"}, "--ref-rows: value 0 out of range [1, inf)"},
+		{[]string{"--bw-mib", "-5"}, "--bw-mib: value -5 out of range [0, inf) (0: skip"},
 		{[]string{"--shapes", "qkv"}, "unknown \"qkv\""},
 		{[]string{"--types", "q4_0"}, "unknown \"q4_0\""},
 	} {
@@ -142,9 +142,9 @@ func TestBenchModelRefusesBadFlags(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--rounds", "0"}, "at least 1"},
-		{[]string{"--prompt", "513"}, "[1, 512]"},
-		{[]string{"--gen", "1"}, "at least 2"},
+		{[]string{"--rounds", "0"}, "--rounds: value 0 out of range [1, inf)"},
+		{[]string{"--prompt", "513"}, "--prompt: value 513 out of range [1, 512]"},
+		{[]string{"--gen", "1"}, "--gen: value 1 out of range [2, inf)"},
 		{[]string{"--types", "q4_0"}, "unknown \"q4_0\""},
 		{[]string{"--threads", "1,x"}, "--threads"},
 	} {

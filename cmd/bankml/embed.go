@@ -46,6 +46,9 @@ func (c *embedCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) erro
 	if path == "" {
 		return errors.New("embed: no model: give MODEL or -m/--model FNAME")
 	}
+	if err := checkCtxSize(c.Ctx); err != nil { // a usage error (1), before any file is read
+		return fmt.Errorf("embed: %w", err)
+	}
 	var text string
 	if c.Prompt != nil {
 		text = string(*c.Prompt)

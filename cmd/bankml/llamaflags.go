@@ -418,6 +418,9 @@ func (f *llamaFlag) apply(cmd, name, value string, eq bool, rest, out []string, 
 			if !eq && isFlagToken(v) {
 				hint = fmt.Sprintf(" (%s takes the next argument as its value: give one before %s)", name, v)
 			}
+			if errors.Is(err, errInt32) {
+				return "", nil, false, fmt.Errorf("%s: %w%s", cmd, int32Range(strings.Join(f.names, "/"), v), hint)
+			}
 			return "", nil, false, fmt.Errorf("%s: %s %q: %w%s", cmd, strings.Join(f.names, "/"), v, err, hint)
 		}
 	}
@@ -457,12 +460,19 @@ func checkInt(v string) (string, error) {
 var errInt32 = fmt.Errorf("out of range: llama.cpp takes a 32-bit int, in [%d, %d]", math.MinInt32, math.MaxInt32)
 
 // checkInt32 refuses an int flag's value outside a 32-bit int, as arg.cpp's std::stoi refuses it
-// (out_of_range), with checkInt's words: "FLAG V: out of range: …".
+// (out_of_range), in outOfRange's words (wrapping errInt32).
 func checkInt32(flag string, v int) error {
 	if v < math.MinInt32 || v > math.MaxInt32 {
-		return fmt.Errorf("%s %d: %w", flag, v, errInt32)
+		return int32Range(flag, v)
 	}
 	return nil
+}
+
+// int32Range is outOfRange's error for a value outside a 32-bit int; it wraps errInt32.
+func int32Range(flag string, v any) error {
+	e := outOfRange(flag, v, math.MinInt32, math.MaxInt32, "llama.cpp takes a 32-bit int").(*rangeError)
+	e.err = errInt32
+	return e
 }
 
 func checkGPULayers(v string) (string, error) { // arg.cpp:2784

@@ -133,9 +133,9 @@ func TestLlamaArgs(t *testing.T) {
 			warn: "-fa off ignored: bankml always runs flash attention, as llama.cpp's default auto does on the CPU; llama.cpp with -fa off takes another attention path whose results may differ in the last bits from bankml's"},
 		{in: []string{"run", "m.gguf", "-tb", "x"}, err: `run: -tb/--threads-batch "x": must be an integer`},
 		// Integers as std::stoi takes them, but whole: a 32-bit int (stoi's out_of_range past it), no trailing text.
-		{in: []string{"run", "m.gguf", "-ngl", "99999999999"}, err: `run: -ngl/--gpu-layers/--n-gpu-layers "99999999999": out of range: llama.cpp takes a 32-bit int, in [-2147483648, 2147483647]`},
-		{in: []string{"serve", "m.gguf", "-tb", "2147483648"}, err: `serve: -tb/--threads-batch "2147483648": out of range`},
-		{in: []string{"run", "m.gguf", "-mg", "-2147483649"}, err: `run: -mg/--main-gpu "-2147483649": out of range`},
+		{in: []string{"run", "m.gguf", "-ngl", "99999999999"}, err: `run: -ngl/--gpu-layers/--n-gpu-layers: value 99999999999 out of range [-2147483648, 2147483647] (llama.cpp takes a 32-bit int)`},
+		{in: []string{"serve", "m.gguf", "-tb", "2147483648"}, err: `serve: -tb/--threads-batch: value 2147483648 out of range`},
+		{in: []string{"run", "m.gguf", "-mg", "-2147483649"}, err: `run: -mg/--main-gpu: value -2147483649 out of range`},
 		{in: []string{"run", "m.gguf", "-ngl", "12abc"}, err: `run: -ngl/--gpu-layers/--n-gpu-layers "12abc": must be a number, auto or all`},
 		{in: []string{"run", "m.gguf", "-b", "12abc"}, err: `run: -b/--batch-size "12abc": must be an integer`},
 		{in: []string{"run", "m.gguf", "-ngl", "2147483647", "-tb", "+4", "-mg", "-2147483648"}, want: []string{"run", "m.gguf"},
@@ -264,13 +264,13 @@ func TestLlamaModelAndIgnoredFlags(t *testing.T) {
 		{[]string{"run", link, "-m", model}, 0, []string{"generated: 2 tokens"}, "twice"},
 		{[]string{"run", "--model=" + link, model}, 0, []string{"generated: 2 tokens"}, "twice"},
 		{[]string{"run", link, "-m", other}, 1, []string{"the model is given twice"}, "generated"},
-		{[]string{"serve", link, "-m", model, "--unpinned", "-np", "0"}, 1, []string{"bankml: serve: -np/--parallel 0: must be at least 1"}, "twice"},
+		{[]string{"serve", link, "-m", model, "--unpinned", "-np", "0"}, 1, []string{"bankml: serve: -np/--parallel: value 0 out of range [1, 256]"}, "twice"},
 		// kong's own errors point at the command's --help; --ctx is -c on both commands.
 		{[]string{"run", "-m", model, "--no-such-flag"}, 1, []string{"unknown flag --no-such-flag", "(see bankml run --help)\n"}, "generated"},
 		{[]string{"serve", model, "--unpinned", "--no-such-flag"}, 1, []string{"unknown flag --no-such-flag", "(see bankml serve --help)\n"}, "listening"},
 		{[]string{"nosuchcommand"}, 1, []string{"(see bankml --help)"}, "generated"},
 		{[]string{"run", "-m", model, "--ctx", "256"}, 0, []string{"generated: 2 tokens"}, "unknown"},
-		{[]string{"serve", model, "--unpinned", "--ctx", "-1"}, 1, []string{"--ctx-size -1: must be 0 or positive"}, "listening"},
+		{[]string{"serve", model, "--unpinned", "--ctx", "-1"}, 1, []string{"-c/--ctx-size: value -1 out of range [0, 1073741824]"}, "listening"},
 		{[]string{"run"}, 1, []string{`expected "<MODEL>"`}, "generated"},
 		{[]string{"run", dir}, 1, []string{"bankml: run: MODEL: " + dir + " is a directory, not a GGUF file (see bankml run --help)\n"}, "d---"},
 		{[]string{"run", "-m", dir}, 1, []string{"bankml: run: -m/--model: " + dir + " is a directory, not a GGUF file"}, "generated"},
@@ -301,11 +301,11 @@ func TestLlamaModelAndIgnoredFlags(t *testing.T) {
 		{[]string{"run", "-m", model, "--mlock", "--no-mmap"}, 0, []string{"bankml: --mlock ignored", "bankml: --no-mmap ignored"}, ""},
 		{[]string{"run", "-m", model, "-lm", "mmap+mlock"}, 0, []string{"bankml: -lm mmap+mlock ignored"}, ""},
 		{[]string{"run", "-m", model, "--load-mode", "fast"}, 1, []string{`-lm/--load-mode "fast"`}, "generated"},
-		{[]string{"serve", "-m", model, "--unpinned", "-ngl", "99", "-np", "0"}, 1, []string{"bankml: -ngl 99 ignored", "-np/--parallel 0"}, "listening"},
+		{[]string{"serve", "-m", model, "--unpinned", "-ngl", "99", "-np", "0"}, 1, []string{"bankml: -ngl 99 ignored", "-np/--parallel: value 0 out of range"}, "listening"},
 		{[]string{"serve", "--model", model, "-fa", "nope"}, 1, []string{`-fa/--flash-attn "nope"`}, "listening"},
 		{[]string{"serve", model, "-m", model + ".other"}, 1, []string{"the model is given twice"}, "listening"},
-		{[]string{"serve", model, "--unpinned", "-to", "0"}, 1, []string{"-to/--timeout 0: must be in [1, 2147483647] seconds"}, "listening"},
-		{[]string{"serve", model, "--unpinned", "--timeout=-5"}, 1, []string{"-to/--timeout -5"}, "listening"},
+		{[]string{"serve", model, "--unpinned", "-to", "0"}, 1, []string{"-to/--timeout: value 0 out of range [1, 2147483647] (seconds)"}, "listening"},
+		{[]string{"serve", model, "--unpinned", "--timeout=-5"}, 1, []string{"-to/--timeout: value -5 out of range [1, 2147483647]"}, "listening"},
 		{[]string{"serve", "--unpinned"}, 1, []string{`without MODEL (serving the store)`, `--unpinned`}, "listening"}, // no MODEL: the store server (issue 21), which every model pins by its manifest
 	} {
 		args := c.args

@@ -169,7 +169,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, opts ...func(
 				help = "bankml " + first + " --help" // the command's own flags
 			}
 		}
-		fmt.Fprintf(stderr, "bankml: %v (see %s)\n", err, help)
+		fmt.Fprintf(stderr, "bankml: %s (see %s)\n", flagFirst(err.Error()), help)
 		return 1
 	}
 	if err := ctx.Run(); err != nil {
@@ -181,6 +181,19 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, opts ...func(
 		return 1
 	}
 	return 0
+}
+
+// flagFirst drops kong's "--flag: " before a mapper's error that names the flag itself with its short form
+// ("--threads: -t/--threads: value 513 out of range …" reads "-t/--threads: value 513 out of range …").
+func flagFirst(msg string) string {
+	flag, rest, ok := strings.Cut(msg, ": ")
+	if !ok || !strings.HasPrefix(flag, "--") {
+		return msg
+	}
+	if named, _, ok := strings.Cut(rest, ": "); ok && strings.HasSuffix(named, "/"+flag) {
+		return rest
+	}
+	return msg
 }
 
 // flagsFirst is kong's help with a command's long prose (its Help: for run and serve, the llama.cpp flags

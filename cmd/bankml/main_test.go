@@ -133,8 +133,8 @@ func TestRunMissingFileIsAnIOError(t *testing.T) {
 	}{
 		{[]string{"run", absent, "-p", "x"}, "bankml: run: guard: open " + absent + ": no such file"},
 		// The flags are checked before the file is read: -c past the model's bound names -c, not the file.
-		{[]string{"run", absent, "-p", "x", "-c", "2000000000"}, "run: --ctx-size: model: context size 2000000000 outside"},
-		{[]string{"run", absent, "-p", "x", "-n", "2147483648"}, "run: -n/--n-predict 2147483648: out of range"},
+		{[]string{"run", absent, "-p", "x", "-c", "2000000000"}, "run: -c/--ctx-size: value 2000000000 out of range [0, 1073741824]"},
+		{[]string{"run", absent, "-p", "x", "-n", "2147483648"}, "run: -n/--n-predict: value 2147483648 out of range"},
 	} {
 		code, _, stderr := runCLI(c.args...)
 		if code != 1 || !strings.Contains(stderr, c.want) {
@@ -197,22 +197,22 @@ func TestRunArguments(t *testing.T) {
 		// prompt leaves 251 tokens before the cache fills.
 		{[]string{"-n", "2147483647", "-c", "16", "--ignore-eos"}, 0, "generated: 251 tokens"},
 		// llama.cpp's std::stoi refuses -n and -c outside a 32-bit int (arg.cpp:1655, :1636).
-		{[]string{"-n", "9223372036854775807"}, 1, "run: -n/--n-predict 9223372036854775807: out of range: llama.cpp takes a 32-bit int, in [-2147483648, 2147483647]"},
-		{[]string{"-n", "99999999999"}, 1, "run: -n/--n-predict 99999999999: out of range: llama.cpp takes a 32-bit int"},
-		{[]string{"-n", "2147483648"}, 1, "run: -n/--n-predict 2147483648: out of range: llama.cpp takes a 32-bit int"},
-		{[]string{"-c", "2147483648"}, 1, "run: -c/--ctx-size 2147483648: out of range: llama.cpp takes a 32-bit int"},
-		{[]string{"--top-k", "2147483648"}, 1, "run: --top-k 2147483648: out of range: llama.cpp takes a 32-bit int"},
+		{[]string{"-n", "9223372036854775807"}, 1, "run: -n/--n-predict: value 9223372036854775807 out of range [-2147483648, 2147483647] (llama.cpp takes a 32-bit int)"},
+		{[]string{"-n", "99999999999"}, 1, "run: -n/--n-predict: value 99999999999 out of range [-2147483648, 2147483647] (llama.cpp takes a 32-bit int)"},
+		{[]string{"-n", "2147483648"}, 1, "run: -n/--n-predict: value 2147483648 out of range [-2147483648, 2147483647] (llama.cpp takes a 32-bit int)"},
+		{[]string{"-c", "2147483648"}, 1, "run: -c/--ctx-size: value 2147483648 out of range [-2147483648, 2147483647] (llama.cpp takes a 32-bit int)"},
+		{[]string{"--top-k", "2147483648"}, 1, "run: --top-k: value 2147483648 out of range [-2147483648, 2147483647] (llama.cpp takes a 32-bit int)"},
 		{[]string{"-n", "0"}, 0, "generated: 0 tokens"},
 		// -2 is llama.cpp's "until context filled": what -1 does without a context shift (off by default).
 		{[]string{"-n", "-2", "-c", "16", "--ignore-eos"}, 0, "generated: 251 tokens"},
-		{[]string{"-n", "-3"}, 1, "-n/--n-predict -3: must be -1 (infinity), -2 (until context filled)"},
-		{[]string{"-n", "-9223372036854775808"}, 1, "-n/--n-predict -9223372036854775808: out of range"},
-		{[]string{"-c", "9223372036854775807"}, 1, "-c/--ctx-size 9223372036854775807: out of range"},
-		{[]string{"-c", "2000000000"}, 1, "run: --ctx-size: model: context size 2000000000 outside [0, 1073741824]"},
+		{[]string{"-n", "-3"}, 1, "-n/--n-predict: value -3 out of range [-2, 2147483647] (-1: to an end-of-generation token, -2: until the context is full)"},
+		{[]string{"-n", "-9223372036854775808"}, 1, "-n/--n-predict: value -9223372036854775808 out of range"},
+		{[]string{"-c", "9223372036854775807"}, 1, "-c/--ctx-size: value 9223372036854775807 out of range"},
+		{[]string{"-c", "2000000000"}, 1, "run: -c/--ctx-size: value 2000000000 out of range [0, 1073741824] (0: the model's training context)"},
 		{[]string{"-c", "1000000000", "-n", "1"}, 0, "capped at the model's training context (2048)"},
 		{[]string{"-c", "-5"}, 1, "--ctx-size"},
 		{[]string{"-t", "0", "-n", "1"}, 0, "generated:"}, // llama.cpp's -t 0: the number of CPUs
-		{[]string{"-t", "513"}, 1, "-t/--threads 513: at most 512"},
+		{[]string{"-t", "513"}, 1, "-t/--threads: value 513 out of range [1, 512]"},
 		{[]string{"--temp", "NaN"}, 1, "temp"},
 		{[]string{"--seed", "-2"}, 1, "--seed"},
 		{[]string{"--top-p", "0", "--temp", "1", "--seed", "1", "-n", "2"}, 0, "generated:"},

@@ -10,6 +10,7 @@ import (
 
 	"github.com/bankml/bankml/admit"
 	"github.com/bankml/bankml/engine"
+	"github.com/bankml/bankml/model"
 	"github.com/bankml/bankml/perplexity"
 	"github.com/bankml/bankml/quant"
 )
@@ -39,10 +40,13 @@ func (e engineEval) NVocab() int { return e.e.Model().HP.NVocab }
 
 func (p *perplexityCmd) Run(stdout io.Writer, stderr errWriter) error {
 	if p.Chunks == 0 || p.Chunks < -1 {
-		return fmt.Errorf("perplexity: --chunks %d: want a positive count, or -1 for all", p.Chunks)
+		return fmt.Errorf("perplexity: %w", outOfRange("--chunks", p.Chunks, 1, inf, "or -1: all"))
 	}
-	if p.Ctx < 2 || p.Batch < 1 {
-		return fmt.Errorf("perplexity: --ctx-size %d and --batch-size %d: want a context of at least 2 and a batch of at least 1", p.Ctx, p.Batch)
+	if p.Ctx < 2 || p.Ctx > model.MaxContextSize {
+		return fmt.Errorf("perplexity: %w", outOfRange("-c/--ctx-size", p.Ctx, 2, model.MaxContextSize, "tokens per chunk"))
+	}
+	if p.Batch < 1 {
+		return fmt.Errorf("perplexity: %w", outOfRange("-b/--batch-size", p.Batch, 1, inf, "tokens per decode call"))
 	}
 	// An invalid BANKML_CPU is a usage error (exit 1), as for run and serve, found before any file is read.
 	if _, err := quant.LevelFromEnv(); err != nil {

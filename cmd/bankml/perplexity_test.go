@@ -34,7 +34,7 @@ func TestPerplexityCommand(t *testing.T) {
 		want string
 	}{
 		{[]string{"perplexity", model, short}, "you need at least 1024 tokens to evaluate perplexity with a context of 512"},
-		{[]string{"perplexity", model, short, "-c", "1"}, "want a context of at least 2"},
+		{[]string{"perplexity", model, short, "-c", "1"}, "-c/--ctx-size: value 1 out of range [2, 1073741824]"},
 		{[]string{"perplexity", model, filepath.Join(t.TempDir(), "absent.txt")}, "no such file"},
 		{[]string{"perplexity", filepath.Join(t.TempDir(), "absent.gguf"), short}, "bankml: perplexity: guard: open "},
 	} {

@@ -159,7 +159,7 @@ func (c *quantizeCmd) printMatches(stdout io.Writer, plan *ternary.Plan) {
 func (c *quantizeCmd) options() (ternary.ExportOptions, string, error) {
 	opt := ternary.ExportOptions{Include: c.Include, Exclude: c.Exclude}
 	if c.WarnRelErr < 0 || math.IsNaN(c.WarnRelErr) {
-		return opt, "", fmt.Errorf("quantize: --warn-rel-err %g, want a number >= 0", c.WarnRelErr)
+		return opt, "", fmt.Errorf("quantize: --warn-rel-err: value %g out of range [0, inf)", c.WarnRelErr)
 	}
 	if c.Type != "ptqtp" {
 		if c.Planes != 0 || c.DownPlanes != 0 || c.OPlanes != 0 || c.GroupSize != 0 {

@@ -228,7 +228,7 @@ func TestQuantizeSaysWhatItDidAndWhatItCouldNot(t *testing.T) {
 			[]string{"HIGH ERROR (rel_err above --warn-rel-err 0.3)"}, []string{"14 of 14 converted tensors have a relative error above 0.3"}, "", true},
 		{"PTQTP K=3 stays under the default threshold", []string{in, out, "--type", "ptqtp", "--planes", "3", "--force"}, 0, nil, nil, "relative error above", true},
 		{"a negative --warn-rel-err is refused", []string{in, out, "--type", "tq2_0", "--force", "--warn-rel-err", "-1"}, 1, nil,
-			[]string{"--warn-rel-err -1"}, "", false},
+			[]string{"--warn-rel-err: value -1 out of range [0, inf)"}, "", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			os.Remove(out)

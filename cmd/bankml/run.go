@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"golang.org/x/term"
 	"io"
+	"math"
 	"os"
 	"strings"
 
@@ -14,7 +15,6 @@ import (
 	"github.com/bankml/bankml/admit"
 	"github.com/bankml/bankml/engine"
 	"github.com/bankml/bankml/grammar"
-	"github.com/bankml/bankml/model"
 	"github.com/bankml/bankml/quant"
 	"github.com/bankml/bankml/sample"
 	"github.com/bankml/bankml/tokenizer"
@@ -94,15 +94,12 @@ func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error 
 			return fmt.Errorf("run: %w", err)
 		}
 	}
-	if r.Ctx < 0 {
-		return fmt.Errorf("run: --ctx-size %d: must be 0 or positive", r.Ctx)
-	}
 	// The model's own bound on the context, before the file is read and hashed.
-	if err := model.CheckContextSize(r.Ctx); err != nil {
-		return fmt.Errorf("run: --ctx-size: %w", err)
+	if err := checkCtxSize(r.Ctx); err != nil {
+		return fmt.Errorf("run: %w", err)
 	}
 	if r.NPredict < -2 {
-		return fmt.Errorf("run: -n/--n-predict %d: must be -1 (infinity), -2 (until context filled) or a count of 0 or more", r.NPredict)
+		return fmt.Errorf("run: %w", outOfRange("-n/--n-predict", r.NPredict, -2, math.MaxInt32, "-1: to an end-of-generation token, -2: until the context is full"))
 	}
 	// llama.cpp's sampler chain with llama-cli's defaults (min_p 0.05, ...) and these flags
 	// (runsampling.go), run by the engine as a llama-server slot runs it.

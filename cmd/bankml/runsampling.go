@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -101,7 +102,7 @@ func (r *runCmd) samplingParams(base sample.Params, w io.Writer, f *gguf.File) (
 		p.TopP = *r.TopP
 	}
 	if r.Seed < -1 || r.Seed >= int64(sample.DefaultSeed) {
-		return p, fmt.Errorf("--seed %d: must be -1 (random) or in [0, %d)", r.Seed, sample.DefaultSeed)
+		return p, outOfRange("-s/--seed", r.Seed, -1, int64(sample.DefaultSeed)-1, "-1: a random seed")
 	} else if r.Seed >= 0 {
 		p.Seed = uint32(r.Seed)
 	}
@@ -247,7 +248,7 @@ func (s *runSampling) apply(p *sample.Params, w io.Writer) error {
 			return err
 		}
 		if f.negative && *f.v < 0 {
-			return fmt.Errorf("%s %d: invalid %s (llama.cpp: must be 0 or more)", f.flag, *f.v, strings.TrimPrefix(f.flag, "--"))
+			return outOfRange(f.flag, *f.v, 0, math.MaxInt32, "llama.cpp refuses a negative "+strings.TrimPrefix(f.flag, "--"))
 		}
 		*f.dst = int32(*f.v)
 	}

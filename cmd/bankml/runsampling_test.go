@@ -76,11 +76,11 @@ func TestRunSamplingFlags(t *testing.T) {
 			p.LogitBias = []sample.LogitBias{{Token: 15, Bias: 1.5}, {Token: 7, Bias: -inf}, {Token: -1, Bias: -2}}
 		}, "", ""},
 		// arg.cpp's refusals.
-		{[]string{"--repeat-last-n", "-1"}, nil, "", "--repeat-last-n -1: invalid repeat-last-n"},                          // arg.cpp:2078
-		{[]string{"--dry-penalty-last-n", "-1"}, nil, "", "--dry-penalty-last-n -1: invalid dry-penalty"},                  // arg.cpp:2151
-		{[]string{"--repeat-penalty", "0"}, nil, "", "--repeat-penalty: penalty_repeat must be finite and greater than 0"}, // arg.cpp:2091
-		{[]string{"--presence-penalty", "inf"}, nil, "", "--presence-penalty: penalty_present must be finite"},             // arg.cpp:2105
-		{[]string{"--frequency-penalty", "nan"}, nil, "", "--frequency-penalty: penalty_freq must be finite"},              // arg.cpp:2116
+		{[]string{"--repeat-last-n", "-1"}, nil, "", "--repeat-last-n: value -1 out of range [0, 2147483647] (llama.cpp refuses a negative repeat-last-n)"}, // arg.cpp:2078
+		{[]string{"--dry-penalty-last-n", "-1"}, nil, "", "--dry-penalty-last-n: value -1 out of range [0, 2147483647]"},                                    // arg.cpp:2151
+		{[]string{"--repeat-penalty", "0"}, nil, "", "--repeat-penalty: penalty_repeat must be finite and greater than 0"},                                  // arg.cpp:2091
+		{[]string{"--presence-penalty", "inf"}, nil, "", "--presence-penalty: penalty_present must be finite"},                                              // arg.cpp:2105
+		{[]string{"--frequency-penalty", "nan"}, nil, "", "--frequency-penalty: penalty_freq must be finite"},                                               // arg.cpp:2116
 		// Check's refusals name the flag, not sample.Params' field.
 		{[]string{"--min-p", "nan"}, nil, "", "--min-p: NaN is not a finite number (invalid sampling parameter)"},
 		{[]string{"--dynatemp-exp", "inf"}, nil, "", "--dynatemp-exp: +Inf is not a finite number"},

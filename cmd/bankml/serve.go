@@ -107,7 +107,7 @@ func (c *serveCmd) address() (string, error) {
 		port = *c.Port
 	}
 	if port < 0 || port > 65535 {
-		return "", fmt.Errorf("serve: --port %d: must be in [0, 65535]", port)
+		return "", fmt.Errorf("serve: %w", outOfRange("--port", port, 0, 65535, "0: any free port"))
 	}
 	return net.JoinHostPort(host, strconv.Itoa(port)), nil
 }
@@ -129,7 +129,7 @@ func (c *serveCmd) Run(stderr errWriter) error {
 		return fmt.Errorf("serve: -np/--parallel %d: %w", c.Parallel, serve.ErrParallelAuto)
 	}
 	if c.Parallel < 1 {
-		return fmt.Errorf("serve: -np/--parallel %d: must be at least 1", c.Parallel)
+		return fmt.Errorf("serve: %w", outOfRange("-np/--parallel", c.Parallel, 1, maxSeq, "slots; 256 is llama.cpp's LLAMA_MAX_SEQ"))
 	}
 	for _, f := range []struct { // arg.cpp's std::stoi (-n arg.cpp:1655, -c arg.cpp:1636)
 		flag string
@@ -140,10 +140,10 @@ func (c *serveCmd) Run(stderr errWriter) error {
 		}
 	}
 	if c.Parallel > maxSeq { // llama_context refuses n_seq_max (llama-server's -np) above it
-		return fmt.Errorf("serve: -np/--parallel %d: at most %d slots (llama.cpp's LLAMA_MAX_SEQ)", c.Parallel, maxSeq)
+		return fmt.Errorf("serve: %w", outOfRange("-np/--parallel", c.Parallel, 1, maxSeq, "slots; 256 is llama.cpp's LLAMA_MAX_SEQ"))
 	}
-	if c.Ctx < 0 {
-		return fmt.Errorf("serve: --ctx-size %d: must be 0 or positive", c.Ctx)
+	if err := checkCtxSize(c.Ctx); err != nil {
+		return fmt.Errorf("serve: %w", err)
 	}
 	if c.Ctx > 0 { // a slot's share of an explicit -c does not depend on the model: a usage error (exit 1)
 		if err := c.checkSlots(math.MaxInt32); err != nil {
@@ -151,13 +151,13 @@ func (c *serveCmd) Run(stderr errWriter) error {
 		}
 	}
 	if c.Timeout < 1 || c.Timeout > math.MaxInt32 {
-		return fmt.Errorf("serve: -to/--timeout %d: must be in [1, %d] seconds", c.Timeout, math.MaxInt32)
+		return fmt.Errorf("serve: %w", outOfRange("-to/--timeout", c.Timeout, 1, math.MaxInt32, "seconds"))
 	}
 	if c.Queue < 1 {
-		return fmt.Errorf("serve: --queue %d: must be at least 1", c.Queue)
+		return fmt.Errorf("serve: %w", outOfRange("--queue", c.Queue, 1, inf, "requests waiting for a slot"))
 	}
 	if c.CacheRAM < -1 {
-		return fmt.Errorf("serve: -cram/--cache-ram %d: -1 (no limit), 0 (none) or a size in MiB", c.CacheRAM)
+		return fmt.Errorf("serve: %w", outOfRange("-cram/--cache-ram", c.CacheRAM, -1, inf, "MiB; -1: no limit, 0: none"))
 	}
 	if c.SlotSavePath != "" { // arg.cpp:3614
 		if fi, err := os.Stat(c.SlotSavePath); err != nil || !fi.IsDir() {

@@ -28,7 +28,7 @@ func (n *threadCount) Decode(ctx *kong.DecodeContext) error {
 	switch x := t.Value.(type) {
 	case string:
 		if v, err = strconv.Atoi(x); err != nil {
-			return fmt.Errorf("-t/--threads %q: not an integer", x)
+			return fmt.Errorf("-t/--threads: value %q is not an integer", x)
 		}
 	case int:
 		v = x
@@ -36,7 +36,7 @@ func (n *threadCount) Decode(ctx *kong.DecodeContext) error {
 		return fmt.Errorf("-t/--threads: expected an integer, got %v", t.Value)
 	}
 	if v > maxThreads {
-		return fmt.Errorf("-t/--threads %d: at most %d (ggml's GGML_MAX_N_THREADS)", v, maxThreads)
+		return outOfRange("-t/--threads", v, 1, maxThreads, fmt.Sprintf("0 or less: the number of logical CPUs; %d is ggml's GGML_MAX_N_THREADS", maxThreads))
 	}
 	if v <= 0 {
 		v = runtime.NumCPU()

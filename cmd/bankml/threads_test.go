@@ -23,10 +23,10 @@ func TestThreadCount(t *testing.T) {
 		{[]string{"-t", "0"}, runtime.NumCPU(), ""},
 		{[]string{"-t", "-1"}, runtime.NumCPU(), ""},
 		{[]string{"-t", "-2147483648"}, runtime.NumCPU(), ""},
-		{[]string{"-t", "513"}, 0, "-t/--threads 513: at most 512"},
-		{[]string{"-t", "1000000000"}, 0, "-t/--threads 1000000000: at most 512"},
+		{[]string{"-t", "513"}, 0, "-t/--threads: value 513 out of range [1, 512]"},
+		{[]string{"-t", "1000000000"}, 0, "-t/--threads: value 1000000000 out of range [1, 512]"},
 		{[]string{"-t", "99999999999999999999"}, 0, "not an integer"},
-		{[]string{"-t", "two"}, 0, `-t/--threads "two": not an integer`},
+		{[]string{"-t", "two"}, 0, `-t/--threads: value "two" is not an integer`},
 		{[]string{"-t", "1.5"}, 0, "not an integer"},
 	} {
 		var c struct {
@@ -62,7 +62,7 @@ func TestThreadsBoundEveryCommand(t *testing.T) {
 		{"quantize", model, out, "--type", "tq2_0", "--threads", "513"},
 	} {
 		code, _, stderr := runCLI(args...)
-		if code != 1 || !strings.Contains(stderr, "-t/--threads") || !strings.Contains(stderr, "at most 512") {
+		if code != 1 || !strings.Contains(stderr, "bankml: -t/--threads: value ") || !strings.Contains(stderr, " out of range [1, 512]") {
 			t.Errorf("bankml %v: exit %d, stderr %q; want exit 1 naming -t/--threads", args, code, stderr)
 		}
 	}

@@ -93,6 +93,13 @@ func (c *trainCmd) Run(stderr errWriter) error {
 			}
 		}
 	}
+	if err := checkRanges(
+		intRange{"--steps", c.Steps, 1, inf, ""},
+		intRange{"--batch", c.Batch, 1, inf, ""},
+		intRange{"--warmup", c.Warmup, 0, inf, ""},
+	); err != nil {
+		return fmt.Errorf("train: %w", err)
+	}
 	opt := train.DefaultOptions()
 	opt.Steps, opt.Batch, opt.Warmup, opt.LR, opt.MinLR, opt.WeightDecay, opt.Clip, opt.Lambda, opt.Seed =
 		c.Steps, c.Batch, c.Warmup, c.LR, c.MinLR, c.WD, c.Clip, c.Lambda, c.Seed

@@ -20,7 +20,7 @@ func TestTrainRefusesBadInvocations(t *testing.T) {
 		{"a teacher weight outside [0, 1]", []string{"--lambda", "2"}, "lambda 2"},
 		{"a ternary width that is no TQ2_0 block", []string{"--n-embd", "192", "--n-head", "6", "--n-head-kv", "6"}, "multiples of 256"},
 		{"heads that do not divide the width", []string{"--n-head", "7"}, "heads"},
-		{"no steps", []string{"--steps", "0"}, "steps 0"},
+		{"no steps", []string{"--steps", "0"}, "--steps: value 0 out of range [1, inf)"},
 		{"an unknown ES task", []string{"--es", "mnist"}, "--es"},
 		{"a missing teacher", []string{"--teacher", filepath.Join(dir, "none.gguf")}, "none.gguf"},
 	} {
