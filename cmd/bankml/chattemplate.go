@@ -14,7 +14,7 @@ import (
 // chatTemplateCmd renders a conversation with a model's chat template (package chat), as llama-server's
 // /apply-template does.
 type chatTemplateCmd struct {
-	Model               string `arg:"" name:"MODEL" help:"GGUF model whose tokenizer.chat_template renders the prompt." type:"path"`
+	Model               string `arg:"" name:"FILE" help:"The GGUF file whose tokenizer.chat_template renders the prompt." type:"path"`
 	AddGenerationPrompt *bool  `name:"add-generation-prompt" negatable:"" help:"End with the opening of the assistant's turn (default: the request's add_generation_prompt, else true)."`
 	EnableThinking      string `name:"enable-thinking" enum:",true,false" default:"" help:"The template's enable_thinking: true or false (default: the request's chat_template_kwargs, else whether the template supports thinking, as llama-server)."`
 	Tools               string `name:"tools" help:"JSON file with an array of OpenAI tools, replacing the request's." type:"path"`

@@ -12,7 +12,7 @@ import (
 
 // tokenizeCmd prints a text's tokens as llama.cpp's llama-tokenize (tools/tokenize) does.
 type tokenizeCmd struct {
-	Model     string   `arg:"" name:"MODEL" help:"Path to a GGUF file (only its vocabulary is read)." type:"path"`
+	Model     string   `arg:"" name:"FILE" help:"Path to a GGUF file (only its vocabulary is read)." type:"path"`
 	Prompt    *rawText `short:"p" name:"prompt" help:"Text to tokenize; read from standard input when absent (all of it, byte for byte)."`
 	NoSpecial bool     `name:"no-special" aliases:"no-parse-special" help:"Do not parse special-token text such as <|im_start|> (llama-tokenize --no-parse-special)."`
 	IDsOnly   bool     `name:"ids-only" aliases:"ids" help:"Print only the ids, as a list like [1, 2, 3] (llama-tokenize --ids)."`
@@ -23,7 +23,7 @@ type tokenizeCmd struct {
 
 // detokenizeCmd prints the text of token ids.
 type detokenizeCmd struct {
-	Model         string   `arg:"" name:"MODEL" help:"Path to a GGUF file (only its vocabulary is read)." type:"path"`
+	Model         string   `arg:"" name:"FILE" help:"Path to a GGUF file (only its vocabulary is read)." type:"path"`
 	IDs           []string `arg:"" optional:"" name:"IDS" help:"Token ids (separated by spaces or commas; [ and ] are ignored, so tokenize --ids-only output works); read from standard input when absent."`
 	NoSpecial     bool     `name:"no-special" help:"Render control tokens (such as <|im_end|>) as nothing instead of their text."`
 	RemoveSpecial bool     `name:"remove-special" help:"Drop a leading BOS and a trailing EOS where the model adds them (llama_detokenize remove_special)."`
