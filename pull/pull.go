@@ -34,6 +34,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/url"
 	"os"
@@ -345,6 +346,9 @@ func (t *transfer) once(ctx context.Context) (bool, error) {
 func (t *transfer) open(ctx context.Context) (io.ReadCloser, int64, int64, error) {
 	if !isHTTP(t.from) {
 		f, err := os.Open(t.from)
+		if errors.Is(err, fs.ErrNotExist) && t.o.Mirror != "" { // a folder mirror without this file
+			return nil, 0, 0, fatal("the mirror %s has no %s (nothing downloaded): give --from a mirror that holds it, or unset $%s to download from the publisher", t.o.Mirror, t.src.Name, EnvMirror)
+		}
 		if err != nil {
 			return nil, 0, 0, &fatalError{err}
 		}
