@@ -125,6 +125,8 @@ func TestEveryCommandGivesTheSameExitStatusForTheSameFault(t *testing.T) {
 		{"perplexity with --chunks out of range is 1", []string{"perplexity", model, text, "--chunks", "0"}, "", 1, "perplexity: --chunks: value 0 out of range [1, inf)"},
 		{"perplexity with -b out of range is 1", []string{"perplexity", model, text, "-b", "0"}, "", 1, "perplexity: -b/--batch-size: value 0 out of range [1, inf)"},
 		{"quantize with --warn-rel-err out of range is 1", []string{"quantize", model, filepath.Join(dir, "q.gguf"), "--type", "tq2_0", "--warn-rel-err", "-1"}, "", 1, "quantize: --warn-rel-err: value -1 out of range [0, inf)"},
+		{"quantize with --planes out of range is 1", []string{"quantize", model, filepath.Join(dir, "q.gguf"), "--type", "ptqtp", "--planes", "9"}, "", 1, "quantize: --planes: value 9 out of range [1, 3]"},
+		{"quantize with --down-planes out of range is 1", []string{"quantize", model, filepath.Join(dir, "q.gguf"), "--type", "ptqtp", "--down-planes", "-1"}, "", 1, "quantize: --down-planes: value -1 out of range [1, 3]"},
 		{"bench serve with --streams out of range is 1", []string{"bench", "serve", "--streams", "65"}, "", 1, "bench serve: --streams: value 65 out of range [1, 64]"},
 		{"train with --steps out of range is 1", []string{"train", "--steps", "0"}, "", 1, "train: --steps: value 0 out of range [1, inf)"},
 		{"bench model with no rounds is 1", []string{"bench", "model", "--rounds", "0"}, "", 1, "--rounds"},

@@ -175,6 +175,14 @@ func (c *quantizeCmd) options() (ternary.ExportOptions, string, error) {
 		}
 		return opt, c.Type, nil
 	}
+	for _, f := range []struct {
+		name, zero string
+		k          int
+	}{{"--planes", "0: the default, 2", c.Planes}, {"--down-planes", "0: --planes", c.DownPlanes}, {"--o-planes", "0: --planes", c.OPlanes}} {
+		if f.k != 0 && (f.k < 1 || f.k > 3) {
+			return opt, "", fmt.Errorf("quantize: %w", outOfRange(f.name, f.k, 1, 3, "trit-planes per matrix; "+f.zero))
+		}
+	}
 	p := ternary.DefaultOptions()
 	if c.Planes != 0 {
 		p.Planes = c.Planes
@@ -184,14 +192,6 @@ func (c *quantizeCmd) options() (ternary.ExportOptions, string, error) {
 	}
 	if err := p.Validate(); err != nil {
 		return opt, "", fmt.Errorf("quantize: --planes/--group-size: %w", err)
-	}
-	for _, f := range []struct {
-		name string
-		k    int
-	}{{"--down-planes", c.DownPlanes}, {"--o-planes", c.OPlanes}} {
-		if f.k < 0 || f.k > 3 {
-			return opt, "", fmt.Errorf("quantize: %s %d, want 1, 2 or 3", f.name, f.k)
-		}
 	}
 	opt.PTQTP, opt.DownPlanes, opt.OPlanes = &p, c.DownPlanes, c.OPlanes
 	desc := fmt.Sprintf("ptqtp K=%d", p.Planes)

@@ -118,9 +118,9 @@ func TestQuantizeRefusesBadInvocations(t *testing.T) {
 		want string
 	}{
 		{[]string{in, out, "--type", "tq2_0", "--planes", "2"}, 1, "go with --type ptqtp"},
-		{[]string{in, out, "--type", "ptqtp", "--planes", "4"}, 1, "planes 4"},
+		{[]string{in, out, "--type", "ptqtp", "--planes", "4"}, 1, "--planes: value 4 out of range [1, 3]"},
 		{[]string{in, out, "--type", "ptqtp", "--group-size", "128"}, 1, "group size 128"},
-		{[]string{in, out, "--type", "ptqtp", "--down-planes", "5"}, 1, "--down-planes 5"},
+		{[]string{in, out, "--type", "ptqtp", "--down-planes", "5"}, 1, "--down-planes: value 5 out of range [1, 3]"},
 		{[]string{in, out, "--type", "q4_0"}, 1, "--type"},
 		{[]string{in, "--type", "tq2_0"}, 1, "OUT.gguf is required"},
 		{[]string{in, in, "--type", "tq2_0", "--force"}, 1, "is the input file"},
