@@ -346,7 +346,10 @@ func (t *transfer) once(ctx context.Context) (bool, error) {
 func (t *transfer) open(ctx context.Context) (io.ReadCloser, int64, int64, error) {
 	if !isHTTP(t.from) {
 		f, err := os.Open(t.from)
-		if errors.Is(err, fs.ErrNotExist) && t.o.Mirror != "" { // a folder mirror without this file
+		if errors.Is(err, fs.ErrNotExist) && t.o.Mirror != "" { // a folder mirror without this file, or no folder
+			if st, serr := os.Stat(t.o.Mirror); serr != nil || !st.IsDir() {
+				return nil, 0, 0, fatal("the mirror %s is no folder (nothing downloaded): check --from or $%s, or unset it to download from the publisher", t.o.Mirror, EnvMirror)
+			}
 			return nil, 0, 0, fatal("the mirror %s has no %s (nothing downloaded): give --from a mirror that holds it, or unset $%s to download from the publisher", t.o.Mirror, t.src.Name, EnvMirror)
 		}
 		if err != nil {

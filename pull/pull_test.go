@@ -266,6 +266,8 @@ func TestFetchErrorsSayWhatHappenedAndHowToPullFromAMirror(t *testing.T) {
 				"to pull from a mirror instead (an http(s) URL or a folder holding the file), give --from URL|DIR or set $BANKML_MIRROR"},
 		{"a mirror folder without the file", pull.Source{URL: deadURL + "/Bonsai-1.7B-Q1_0.gguf", Name: "Bonsai-1.7B-Q1_0.gguf", Size: storiesSize, SHA256: storiesSHA}, models,
 			"the mirror " + models + " has no Bonsai-1.7B-Q1_0.gguf (nothing downloaded): give --from a mirror that holds it, or unset $BANKML_MIRROR to download from the publisher"},
+		{"a mirror folder that does not exist", pull.Source{URL: deadURL + "/Bonsai-1.7B-Q1_0.gguf", Name: "Bonsai-1.7B-Q1_0.gguf", Size: storiesSize, SHA256: storiesSHA}, filepath.Join(models, "no-such-folder"),
+			"the mirror " + filepath.Join(models, "no-such-folder") + " is no folder (nothing downloaded): check --from or $BANKML_MIRROR, or unset it to download from the publisher"},
 		{"a local file with another sha256", pull.Source{URL: local, SHA256: wrong}, "",
 			"refused: " + local + " has sha256 " + storiesSHA + ", not the expected " + wrong + " (nothing was stored; the partial download was removed)"},
 	} {

@@ -203,12 +203,12 @@ func TestStoreAndPullErrorsCarryEachPrefixOnce(t *testing.T) {
 			"bankml: store: pull stories260K:latest: " + deadURL + "/stories260K.gguf: dial tcp " + strings.TrimPrefix(deadURL, "http://") +
 				": connect: connection refused (nothing downloaded): the mirror " + deadURL + " cannot be reached; check --from or $BANKML_MIRROR"},
 		{"pull from a mirror folder without the file", []string{"pull", "stories260K", "--from", noMirror}, 1,
-			"bankml: store: pull stories260K:latest: open " + filepath.Join(noMirror, "stories260K.gguf") + ": no such file or directory"},
+			"bankml: store: pull stories260K:latest: the mirror " + noMirror + " is no folder (nothing downloaded): check --from or $BANKML_MIRROR, or unset it to download from the publisher"},
 		{"pull of a local file with another sha256", []string{"pull", file, "--sha256", wrong}, 2,
 			"bankml: store: add stories260K:latest: refused: " + file + " has sha256 " + storiesSHA256 + ", not the expected " + wrong +
 				" (nothing was stored; the partial download was removed)"},
 		{"run of a catalog model pulled from a mirror folder without it", []string{"run", "stories260K", "-p", "x", "--from", noMirror}, 1,
-			"bankml: run: store: pull stories260K:latest: open " + filepath.Join(noMirror, "stories260K.gguf") + ": no such file or directory"},
+			"bankml: run: store: pull stories260K:latest: the mirror " + noMirror + " is no folder (nothing downloaded): check --from or $BANKML_MIRROR, or unset it to download from the publisher"},
 		{"run of a name in neither the store nor the catalog", []string{"run", "nosuch", "-p", "x"}, 1,
 			"bankml: run: nosuch is not a file, not in the store " + dir + ", and not in bankml's catalog (it has bonsai:1.7b, bonsai:8b, qwen3:0.6b, stories260K:latest, ternary-bonsai:8b)"},
 		{"create from a name in neither the store nor the catalog", []string{"create", "x", "-f", unknownFrom}, 1, // as run's
