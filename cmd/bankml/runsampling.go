@@ -338,6 +338,12 @@ func (s *runSampling) grammar(p *sample.Params) error {
 		if len(warnings) > 0 {
 			return fmt.Errorf("%s: %s: bankml refuses a schema it cannot enforce (llama.cpp accepts any string there)", flag, strings.Join(warnings, "; "))
 		}
+		// A constraint no value meets (minimum above maximum, …) is refused before generation, as serve does.
+		if doc, err := grammar.ParseSchema(b); err == nil {
+			if err := doc.Satisfiable(); err != nil {
+				return fmt.Errorf("%s: %w", flag, err)
+			}
+		}
 		p.Grammar, p.GrammarType = g, sample.GrammarOutputFormat
 		return nil
 	}

@@ -93,6 +93,9 @@ func TestRunSamplingFlags(t *testing.T) {
 		{[]string{"--samplers", "k", "--sampler-seq", "k"}, nil, "", "--samplers and --sampler-seq both set the sampler order"},
 		// What bankml does not reproduce, refused as serve refuses it per request (sample.Params.Check).
 		{[]string{"--mirostat", "2"}, nil, "", "--mirostat: mirostat 2 is not implemented"},
+		// A schema no value meets is refused before generation, as serve refuses it (grammar.SchemaDocument.Satisfiable).
+		{[]string{"-j", `{"type":"integer","minimum":5,"maximum":1}`}, nil, "", "-j/--json-schema: JSON schema error at #: no integer meets minimum 5 and maximum 1"},
+		{[]string{"-j", `{"type":"string","minLength":3,"maxLength":1}`}, nil, "", "-j/--json-schema: JSON schema error at #:"},
 		{[]string{"--samplers", "adaptive_p"}, nil, "", "--samplers/--sampler-seq: the adaptive_p sampler is not implemented"},
 	} {
 		cl, err := parseCLI(append([]string{"run", "m.gguf"}, c.args...)...)
