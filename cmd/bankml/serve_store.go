@@ -45,8 +45,7 @@ func (c *serveCmd) serveStore(ctx context.Context, addr, match string, log *slog
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	fmt.Fprintf(stderr, "serving the store %s (models load on demand; keep-alive %v, max models %d, max memory %d bytes)\nlistening on http://%s\n",
-		s.Root, c.StoreServe.KeepAlive, c.StoreServe.MaxModels, c.StoreServe.MaxMemory, ln.Addr())
+	fmt.Fprintf(stderr, "serving the store %s (models load on demand; %s)\nlistening on http://%s\n", s.Root, r.Limits(), ln.Addr())
 	hs := serve.NewHTTPServer(r.Handler(), time.Duration(c.Timeout)*time.Second, log)
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
