@@ -58,7 +58,7 @@ var ErrNotGGUF = errors.New("not a GGUF file")
 // ErrModelfile is wrapped by Create's error when the Modelfile itself cannot be used: it does not parse, it
 // has no FROM or two, a command bankml refuses (TEMPLATE, ADAPTER, …) or a bad PARAMETER. The model cannot be
 // made this way (bankml exits 2), where an error reading or writing files is I/O (exit 1).
-var ErrModelfile = errors.New("Modelfile refused")
+var ErrModelfile = errors.New("the Modelfile is refused")
 
 // modelfileError reads as err and wraps both err and ErrModelfile.
 type modelfileError struct{ err error }

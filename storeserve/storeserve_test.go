@@ -381,13 +381,7 @@ func TestAModelfilesSettingsApplyToOllamaRequestsAsOllamaAppliesThem(t *testing.
 
 func TestTheModelListsLeaveOutAnUnreadableManifestAndServeTheOthers(t *testing.T) {
 	f := newFixture(t, storeserve.Options{})
-	p := f.s.Root + "/manifests/broken/latest.json"
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(`{"schema":1,`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeBrokenManifest(t, f.s.Root)
 	for _, tc := range []struct {
 		path string
 		want string // a model the answer lists
@@ -819,13 +813,7 @@ func TestAModelTheStoreLacksIsOllamasNotFoundAndIsNeverPulled(t *testing.T) {
 	if err := os.Remove(f.s.BlobPath(orphan.Model.SHA256)); err != nil {
 		t.Fatal(err)
 	}
-	p := f.s.Root + "/manifests/broken/latest.json"
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(`{"schema":1,`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeBrokenManifest(t, f.s.Root)
 	for _, tc := range []struct {
 		name, path, body string
 		status           int
@@ -1092,5 +1080,17 @@ func TestANameCopiedOverWhileLoadedAnswersWithItsNewFile(t *testing.T) {
 	}
 	if got := f.r.Loaded(); !reflect.DeepEqual(got, []string{"stories260K:latest"}) {
 		t.Fatalf("loaded %v", got)
+	}
+}
+
+// writeBrokenManifest writes the store at root a manifest broken:latest that does not parse.
+func writeBrokenManifest(t *testing.T, root string) {
+	t.Helper()
+	p := root + "/manifests/broken/latest.json"
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(`{"schema":1,`), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
