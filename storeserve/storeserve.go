@@ -4,31 +4,20 @@
 //
 // # Design record
 //
-// What. A Router holds one serve.Server per loaded model (each with its own engine, slots, metrics and
-// receipts) and forwards each request, body unchanged, to the server of the model its JSON "model" names
-// (Ollama's "name" too; names compare case-insensitively). A model not loaded is looked up in the store,
-// never pulled (as Ollama, a model the store does not hold is a 404 "model 'NAME' not found", and only an
-// explicit pull, POST /api/pull or bankml pull, downloads one), its file's header checked against the
-// server's -ctk/-ctv (a 400 naming them, before anything is evicted or hashed), admitted as bankml serve
-// admits one (guard, architecture, the sha256 pin of its manifest, load) and kept for keep_alive after its
-// last request (default 5 minutes; 0 unloads it once idle, a negative one keeps it);
-// loading one model does not hold up requests to the others (each load runs outside the router's lock, and
-// concurrent requests for the same model share one load). Before a load, idle models are evicted least
-// recently used first until Options.MaxModels and Options.MaxMemory (bytes of model files, which bankml
-// memory-maps) allow it; when only busy models could go, the request gets a 503. The router answers the
-// store's routes itself: Ollama's /api/tags, /api/show, /api/ps, /api/pull (NDJSON progress as Ollama
-// streams it), /api/create, /api/copy, /api/delete; llama-server's router endpoints GET /models (and
-// /v1/models), POST /models/load and /models/unload; /health; /metrics (llama-server's names, as the
-// single-model server serves them, every model's series under a model label: serve.NewMetrics, shared by
-// the models' servers, so that a model's counters outlive its unloading). It routes on a model server's own
-// route table (serve.Routes), so a request no model server would take (an unknown path, a wrong method) gets
-// that server's answer before any model is named or loaded; in front of its routes are a model server's guards
-// (serve.Guards: the DNS-rebinding Host check, the origin policy with its preflight answer, the API key) and
-// the request log (serve.LogRequests: one line per request, a forwarded one naming its model). The store may
-// change under a loaded model (bankml rm, a pull or cp over its name, its file deleted): before each request
-// the model's manifest is read again (stale), and a model that no longer answers to its name is dropped
-// (unloaded when idle, else when its last request ends) and the request resolved afresh. Error bodies name
-// models, never the server's paths (scrub).
+// What. A Router holds one serve.Server per loaded model (own engine, slots, metrics, receipts) and forwards
+// each request, body unchanged, to the server of the model its JSON "model" (Ollama's "name") names, compared
+// case-insensitively. A model not loaded is looked up in the store and never pulled (Ollama's 404; only POST
+// /api/pull, /api/create FROM and bankml pull download), its header checked against -ctk/-ctv (a 400 before
+// any eviction or hash), admitted as bankml serve admits one and kept for keep_alive after its last request
+// (default 5 minutes; 0: unloaded once idle; negative: kept). Loads run outside the router's lock and are
+// shared by concurrent requests for one model. Idle models are evicted least recently used first until
+// MaxModels and MaxMemory (bytes of mapped model files) allow a load; with only busy ones left, a 503. The
+// router answers the store's routes itself (routes.go: Ollama's /api/tags, show, ps, pull, create, copy,
+// delete; llama-server's /models, /models/load, /models/unload; /health; /metrics under a model label). A
+// request no model server would take gets a model server's answer before any load; serve.Guards and
+// serve.LogRequests stand in front. Before each request a loaded model's manifest is read again: one the
+// store no longer names (rm, a pull or cp over it, its file gone) is dropped, unloaded when idle, and the
+// request resolved afresh. Error bodies name models, never server paths (scrub).
 //
 // Follows. Ollama's scheduler (server/sched.go: keep_alive, OLLAMA_MAX_LOADED_MODELS, least-recently-used
 // eviction of idle runners, "unload" on keep_alive 0) and its store API (server/routes.go); llama-server's
