@@ -592,7 +592,12 @@ func (r *Router) forward(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	var mr modelRequest
-	_ = json.Unmarshal(body, &mr) // a malformed body is the model server's to refuse; here only "model" matters
+	// A body that does not decode is refused here, before any model is named: a partial decode could read
+	// as Ollama's unload request (keep_alive set, the messages not reached) and unload a model.
+	if err := json.Unmarshal(body, &mr); err != nil {
+		writeErr(w, ollama, http.StatusBadRequest, "invalid request: "+err.Error())
+		return
+	}
 	name := mr.Model
 	if name == "" {
 		name = mr.Name

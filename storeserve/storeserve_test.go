@@ -1094,3 +1094,27 @@ func writeBrokenManifest(t *testing.T, root string) {
 		t.Fatal(err)
 	}
 }
+
+// TestABodyThatDoesNotDecodeIsA400AndUnloadsNothing: a keep_alive or messages Ollama would refuse is a 400
+// naming the fault; a partial decode must not read as the unload request (keep_alive 0, no messages).
+func TestABodyThatDoesNotDecodeIsA400AndUnloadsNothing(t *testing.T) {
+	f := newFixture(t, storeserve.Options{KeepAlive: -1})
+	if st, b := f.post(t, "/api/generate", `{"model":"stories260K","prompt":"Once","options":{"num_predict":1},"stream":false}`); st != 200 {
+		t.Fatalf("%d %s", st, b)
+	}
+	for _, tc := range []struct{ name, path, body, want string }{
+		{"a keep_alive that is no duration", "/api/chat", `{"model":"stories260K","keep_alive":"abc","messages":[{"role":"user","content":"Hi"}],"stream":false}`, `invalid duration`},
+		{"keep_alive 0 with messages that are no list", "/api/chat", `{"model":"stories260K","keep_alive":0,"messages":"notalist"}`, `invalid request`},
+		{"keep_alive 0 with a prompt that is no string", "/api/generate", `{"model":"stories260K","keep_alive":0,"prompt":5}`, `invalid request`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, b := f.post(t, tc.path, tc.body)
+			if st != http.StatusBadRequest || !strings.Contains(string(b), tc.want) {
+				t.Fatalf("%d %s, want 400 with %q", st, b, tc.want)
+			}
+			if got := f.r.Loaded(); len(got) != 1 {
+				t.Fatalf("loaded after the refusal: %v, want stories260K still loaded", got)
+			}
+		})
+	}
+}
