@@ -295,6 +295,10 @@ func (r *Router) handlePull(w http.ResponseWriter, req *http.Request) {
 	if body.Model == "" {
 		body.Model = body.Name //lint:ignore SA1019 older Ollama clients send "name"; Ollama takes it too
 	}
+	if err := clientModelName("model", body.Model); err != nil {
+		writeErr(w, true, http.StatusBadRequest, err.Error())
+		return
+	}
 	stream := body.Stream == nil || *body.Stream
 	p := &progressLines{w: w, stream: stream}
 	if stream {
@@ -352,6 +356,10 @@ func (r *Router) handleCreate(w http.ResponseWriter, req *http.Request) {
 		return
 	case body.Quantize != "":
 		writeErr(w, true, 400, "quantize is not supported here: use bankml quantize")
+		return
+	}
+	if err := clientModelName("from", body.From); err != nil {
+		writeErr(w, true, http.StatusBadRequest, err.Error())
 		return
 	}
 	var mf strings.Builder

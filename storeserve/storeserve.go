@@ -37,11 +37,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/bankml/bankml/admit"
 	"io"
 	"log/slog"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -50,9 +50,11 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/ollama/ollama/api"
 
+	"github.com/bankml/bankml/admit"
 	"github.com/bankml/bankml/catalog"
 	"github.com/bankml/bankml/gguf"
 	"github.com/bankml/bankml/model"
+	"github.com/bankml/bankml/pull"
 	"github.com/bankml/bankml/serve"
 	"github.com/bankml/bankml/store"
 )
@@ -466,7 +468,29 @@ func (r *Router) scrub(msg string) string {
 	if root := r.o.Store.Root; root != "" {
 		msg = strings.ReplaceAll(msg, root, "<store>")
 	}
+	// A mirror folder (--from, $BANKML_MIRROR) is a server path too; store.Pull names it absolute.
+	m := r.o.Pull.Mirror
+	if m == "" {
+		m = os.Getenv(pull.EnvMirror)
+	}
+	if m != "" && !strings.HasPrefix(m, "http://") && !strings.HasPrefix(m, "https://") {
+		if abs, err := filepath.Abs(m); err == nil {
+			msg = strings.ReplaceAll(msg, abs, "<mirror>")
+		}
+		msg = strings.ReplaceAll(msg, m, "<mirror>")
+	}
 	return msg
+}
+
+// clientModelName refuses what a client asked the server to pull (POST /api/pull, /api/create's "from")
+// when it is no model name: a file on the server, a URL, an hf:// address or anything with a space or a line break. Those are the operator's to
+// pull (bankml pull on the server); a client naming them would make the server read its own files or
+// fetch addresses for it.
+func clientModelName(field, what string) error {
+	if strings.Contains(what, "://") || strings.ContainsAny(what, "/\\ \t\r\n") || strings.HasSuffix(strings.ToLower(what), ".gguf") {
+		return fmt.Errorf("%s %q is no model name: over HTTP this server pulls models by name only (a catalog name such as bonsai:1.7b), never a file or URL (bankml pull on the server takes those)", field, what)
+	}
+	return nil
 }
 
 // scrubModel is scrub, with man's model file (blob) named by the model and its sha256.

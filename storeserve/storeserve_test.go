@@ -1118,3 +1118,48 @@ func TestABodyThatDoesNotDecodeIsA400AndUnloadsNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestAClientPullsAndCreatesByModelNameOnly: POST /api/pull and /api/create's "from" take model names; a
+// file of the server, a URL or a name with a line break (a second Modelfile command) is a 400 that stores
+// nothing and says nothing of the server's files.
+func TestAClientPullsAndCreatesByModelNameOnly(t *testing.T) {
+	f := newFixture(t, storeserve.Options{})
+	file := f.models + "/stories260K.gguf"
+	for _, tc := range []struct{ name, path, body string }{
+		{"a pull of a file on the server", "/api/pull", `{"model":"` + file + `","stream":false}`},
+		{"a pull of /etc/passwd", "/api/pull", `{"model":"/etc/passwd","stream":false}`},
+		{"a pull of a relative .gguf", "/api/pull", `{"model":"my.gguf","stream":false}`},
+		{"a pull of a URL", "/api/pull", `{"model":"http://127.0.0.1:1/x.gguf","stream":false}`},
+		{"a pull of an hf:// address", "/api/pull", `{"model":"hf://a/b/c.gguf","stream":false}`},
+		{"a create from a file on the server", "/api/create", `{"model":"x","from":"` + file + `","stream":false}`},
+		{"a create whose from smuggles a second command", "/api/create", `{"model":"x","from":"stories260K\nADAPTER /etc/passwd","stream":false}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before, err := f.s.List()
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, b := f.post(t, tc.path, tc.body)
+			if st != http.StatusBadRequest || !bytes.Contains(b, []byte("is no model name")) || bytes.Contains(b, []byte("passwd is not")) {
+				t.Fatalf("%d %s, want 400 'is no model name'", st, b)
+			}
+			after, err := f.s.List()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(after) != len(before) {
+				t.Fatalf("the store went from %d to %d models", len(before), len(after))
+			}
+		})
+	}
+}
+
+// TestAPullErrorNamesNoMirrorFolder: a catalog model the mirror folder lacks is refused without the folder's
+// path in the body (it is a path of the server, like the store's).
+func TestAPullErrorNamesNoMirrorFolder(t *testing.T) {
+	f := newFixture(t, storeserve.Options{})
+	st, b := f.post(t, "/api/pull", `{"model":"bonsai:1.7b","stream":false}`)
+	if st == http.StatusOK || !bytes.Contains(b, []byte(`has no Bonsai`)) || bytes.Contains(b, []byte(f.models)) {
+		t.Fatalf("%d %s: want the mirror's refusal without %s", st, b, f.models)
+	}
+}
