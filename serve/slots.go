@@ -84,7 +84,7 @@ func (s *Server) handleSlotAction(w http.ResponseWriter, r *http.Request) {
 	if action == "erase" {
 		n, err := s.eng.EraseSlot(ctx, id)
 		if err != nil {
-			writeError(w, slotError(err))
+			writeError(w, s.slotError(err))
 			return
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"id_slot": id, "n_erased": n})
@@ -117,7 +117,7 @@ func (s *Server) handleSlotAction(w http.ResponseWriter, r *http.Request) {
 	if action == "save" {
 		f, err := s.eng.SaveSlot(ctx, id, path)
 		if err != nil {
-			writeError(w, slotError(err))
+			writeError(w, s.slotError(err))
 			return
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"id_slot": id, "filename": name, "n_saved": f.Tokens, "n_written": f.Bytes,
@@ -126,22 +126,29 @@ func (s *Server) handleSlotAction(w http.ResponseWriter, r *http.Request) {
 	}
 	f, err := s.eng.RestoreSlot(ctx, id, path)
 	if err != nil {
-		writeError(w, slotError(err))
+		writeError(w, s.slotError(err))
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"id_slot": id, "filename": name, "n_restored": f.Tokens, "n_read": f.Bytes,
 		"timings": map[string]any{"restore_ms": f.MS}})
 }
 
-// slotError is the error body of a slot action's engine error.
-func slotError(err error) error {
+// slotError is the error body of a slot action's engine error; the reason names the file by its name in
+// --slot-save-path, never by the server's path.
+func (s *Server) slotError(err error) error {
 	var re *engine.RestoreError
 	var se *engine.SaveError
 	switch {
 	case errors.Is(err, engine.ErrInvalidSlot):
 		return badRequest("Invalid slot ID")
 	case errors.As(err, &re):
-		return badRequest("%s", re.Error())
+		msg := re.Error()
+		if dir := s.opt.SlotSavePath; dir != "" {
+			dir = filepath.Clean(dir)
+			msg = strings.ReplaceAll(msg, dir+string(filepath.Separator), "")
+			msg = strings.ReplaceAll(msg, dir, "--slot-save-path")
+		}
+		return badRequest("%s", msg)
 	case errors.As(err, &se):
 		return &APIError{Type: TypeServer, Message: "Unable to save slot"}
 	}

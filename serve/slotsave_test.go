@@ -119,6 +119,9 @@ func TestSlotActionErrors(t *testing.T) {
 		if err := json.Unmarshal(b, &v); err != nil || st != c.status || v.Error.Code != c.status || v.Error.Type != c.typ || !strings.HasPrefix(v.Error.Message, c.msg) {
 			t.Errorf("%s %s: %d %s; want %d %s %q", c.path, c.body, st, b, c.status, c.typ, c.msg)
 		}
+		if strings.Contains(v.Error.Message, dir) { // a server path is the operator's, not the client's
+			t.Errorf("%s %s: %q names --slot-save-path's folder", c.path, c.body, v.Error.Message)
+		}
 	}
 }
 
