@@ -150,7 +150,8 @@ type embeddingsRequest struct {
 	EmbdNormalize  *int            `json:"embd_normalize"`
 	// Dimensions is OpenAI's "dimensions" (llama-server ignores it; bankml cuts the vector, as Ollama does:
 	// checkDimensions, embedValues).
-	Dimensions *int `json:"dimensions"`
+	// A float64, so that a fractional value is refused rather than truncated (checkDimensions).
+	Dimensions *float64 `json:"dimensions"`
 }
 
 // oaiEmbedding is one element of /v1/embeddings' data, in llama-server's member order.
@@ -226,11 +227,16 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request, oai bo
 			writeError(w, badRequest("Field 'dimensions': cuts a pooled embedding, and --pooling %s gives none", pool))
 			return
 		}
-		if err := s.checkDimensions(*req.Dimensions); err != nil {
+		d := *req.Dimensions
+		if d != math.Trunc(d) || math.Abs(d) > 1<<30 {
+			writeError(w, badRequest("Field 'dimensions': must be a whole number of dimensions, not %v", d))
+			return
+		}
+		if err := s.checkDimensions(int(d)); err != nil {
 			writeError(w, badRequest("Field 'dimensions': %s", err))
 			return
 		}
-		dims = *req.Dimensions
+		dims = int(d)
 	}
 	inputs, err := s.embedInputs(field, raw)
 	if err != nil {

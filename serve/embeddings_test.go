@@ -417,6 +417,8 @@ func TestDimensionsCutTheEmbeddingAndNormalizeItAgain(t *testing.T) {
 		{"a negative dimensions is refused", ts, "/v1/embeddings", `{"input":"hi","dimensions":-3}`, "Field 'dimensions': must be a positive number of dimensions, not -3"},
 		{"dimensions past the model's size is refused", ts, "/v1/embeddings", `{"input":"hi","dimensions":` + strconv.Itoa(n+1) + `}`, "Field 'dimensions': " + strconv.Itoa(n+1) + " is more than the model's " + strconv.Itoa(n) + " embedding dimensions"},
 		{"dimensions of the wrong type is refused", ts, "/v1/embeddings", `{"input":"hi","dimensions":"8"}`, "Field 'dimensions'"},
+		{"a fractional dimensions is refused, not truncated", ts, "/v1/embeddings", `{"input":"hi","dimensions":1.5}`, "Field 'dimensions': must be a whole number of dimensions, not 1.5"},
+		{"a dimensions below one is named as sent", ts, "/v1/embeddings", `{"input":"hi","dimensions":0.5}`, "Field 'dimensions': must be a whole number of dimensions, not 0.5"},
 		{"Ollama's /api/embed refuses a negative dimensions it would ignore", ts, "/api/embed", `{` + model + `,"input":"hi","dimensions":-3}`, `{"error":"dimensions: must be a positive number of dimensions, not -3"}`},
 		{"Ollama's /api/embed refuses dimensions past the model's size", ts, "/api/embed", `{` + model + `,"input":"hi","dimensions":` + strconv.Itoa(n+1) + `}`, `"error":"dimensions: ` + strconv.Itoa(n+1) + ` is more than`},
 		{"dimensions with pooling none is refused", none, "/embedding", `{"content":"hi","dimensions":8}`, "Field 'dimensions': cuts a pooled embedding, and --pooling none gives none"},
