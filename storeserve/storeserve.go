@@ -501,6 +501,11 @@ func (r *Router) scrubModel(msg, blob string, man *store.Manifest) string {
 // makeRoom evicts idle models, least recently used first, until one more model of size bytes fits
 // MaxModels and MaxMemory (counting loads under way); a 503 when busy models stand in the way.
 func (r *Router) makeRoom(size int64) error {
+	if r.o.MaxMemory > 0 && size > r.o.MaxMemory {
+		// No eviction can make room: a retry would not help, so not a 503 (Ollama answers a model larger
+		// than its memory with a 500 naming both sizes).
+		return &httpError{http.StatusInternalServerError, fmt.Sprintf("the model's %d bytes exceed this server's --max-memory of %d bytes: it cannot be loaded here", size, r.o.MaxMemory)}
+	}
 	r.mu.Lock()
 	var victims []*loaded
 	for {
@@ -524,7 +529,7 @@ func (r *Router) makeRoom(size int64) error {
 			for _, v := range victims {
 				unload(v)
 			}
-			return &httpError{http.StatusServiceUnavailable, fmt.Sprintf("no room to load a model of %d bytes: %d models loaded and in use (--max-models %d, --max-memory %d)", size, len(r.loaded), r.o.MaxModels, r.o.MaxMemory)}
+			return &httpError{http.StatusServiceUnavailable, fmt.Sprintf("no room to load a model of %d bytes: %d models loaded and in use (%s); try again when one is idle", size, len(r.loaded), r.Limits())}
 		}
 		delete(r.loaded, key(lru.ref))
 		victims = append(victims, lru)

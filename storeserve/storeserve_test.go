@@ -1163,3 +1163,13 @@ func TestAPullErrorNamesNoMirrorFolder(t *testing.T) {
 		t.Fatalf("%d %s: want the mirror's refusal without %s", st, b, f.models)
 	}
 }
+
+// TestAModelLargerThanMaxMemoryIsNoRetryableBusy: a model whose file alone exceeds --max-memory can never be
+// loaded: a 500 naming both sizes, not the 503 that invites a retry.
+func TestAModelLargerThanMaxMemoryIsNoRetryableBusy(t *testing.T) {
+	f := newFixture(t, storeserve.Options{MaxMemory: 1_000_000})
+	st, b := f.post(t, "/api/generate", `{"model":"stories260K","prompt":"Once","options":{"num_predict":1},"stream":false}`)
+	if st != http.StatusInternalServerError || !bytes.Contains(b, []byte("exceed this server's --max-memory of 1000000 bytes")) {
+		t.Fatalf("%d %s; want 500 naming --max-memory", st, b)
+	}
+}
