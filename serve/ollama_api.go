@@ -311,7 +311,13 @@ func (a *ollamaAPI) chatPrompt(model string, msgs []api.Message, c ollamaConstra
 	if err != nil {
 		return chat.Result{}, err
 	}
-	return a.s.render(js)
+	res, err := a.s.render(js)
+	var ae *APIError
+	if err != nil && present(c.format) && errors.As(err, &ae) {
+		// The schema came as Ollama's "format": name the field the client sent, not its OpenAI rendering.
+		ae.Message = strings.ReplaceAll(ae.Message, "response_format.json_schema.schema", "format")
+	}
+	return res, err
 }
 
 // chatJob finishes a job whose prompt the chat template rendered: the prompt, the answer's parser and the

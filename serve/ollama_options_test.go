@@ -316,3 +316,20 @@ func TestANumCtxPastTheServersContextIsClampedAsOllamaClampsIt(t *testing.T) {
 		})
 	}
 }
+
+// TestAnOllamaFormatIsNamedAsSent: a schema Ollama's "format" carries that no value meets is refused naming
+// "format", the field the client sent (not the OpenAI response_format it is rendered through).
+func TestAnOllamaFormatIsNamedAsSent(t *testing.T) {
+	ts := newTestServer(t, storiesPath(t), AdmitOptions{}, Options{Threads: 1})
+	for _, tc := range []struct{ name, path, body string }{
+		{"on /api/chat", "/api/chat", `{"model":"stories260K","stream":false,"messages":[{"role":"user","content":"Hi"}],"format":{"type":"integer","minimum":5,"maximum":1}}`},
+		{"on /api/generate", "/api/generate", `{"model":"stories260K","stream":false,"prompt":"Hi","format":{"type":"integer","minimum":5,"maximum":1}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, b := ts.post(t, tc.path, []byte(tc.body))
+			if st != 400 || !strings.Contains(string(b), `format`) || strings.Contains(string(b), "response_format") || !strings.Contains(string(b), "no integer meets minimum 5 and maximum 1") {
+				t.Fatalf("%d %s; want a 400 naming format", st, b)
+			}
+		})
+	}
+}
