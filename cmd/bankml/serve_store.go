@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strconv"
 	"time"
 
 	"github.com/bankml/bankml/engine"
@@ -15,9 +16,27 @@ import (
 
 // storeServeFlags are bankml serve's flags for serving the whole store (no MODEL given: package storeserve).
 type storeServeFlags struct {
-	KeepAlive time.Duration `name:"keep-alive" default:"5m" help:"Without MODEL: how long a model stays loaded after its last request (Ollama's keep_alive; a request's own keep_alive wins): 0 unloads it once idle, a negative duration keeps it loaded."`
+	KeepAlive keepAlive `name:"keep-alive" default:"5m" help:"Without MODEL: how long a model stays loaded after its last request (Ollama's keep_alive and OLLAMA_KEEP_ALIVE: a duration such as 10m, or whole seconds such as -1; a request's own keep_alive wins): 0 unloads it once idle, a negative value keeps it loaded."`
 	MaxModels int           `name:"max-models" default:"0" help:"Without MODEL: models loaded at once (0: no limit); the least recently used idle model is unloaded to make room."`
 	MaxMemory int64         `name:"max-memory" default:"0" placeholder:"BYTES" help:"Without MODEL: bytes of model files loaded at once (0: no limit); the least recently used idle models are unloaded to make room."`
+}
+
+// keepAlive is --keep-alive: a Go duration ("10m", "-1s") or, as Ollama's OLLAMA_KEEP_ALIVE reads it, a
+// whole number of seconds ("-1", "300").
+type keepAlive time.Duration
+
+// UnmarshalText reads a duration, else whole seconds; anything else is an error naming the value.
+func (k *keepAlive) UnmarshalText(b []byte) error {
+	if d, err := time.ParseDuration(string(b)); err == nil {
+		*k = keepAlive(d)
+		return nil
+	}
+	n, err := strconv.ParseInt(string(b), 10, 64)
+	if err != nil || n > int64(time.Duration(1<<63-1)/time.Second) || n < -int64(time.Duration(1<<63-1)/time.Second) {
+		return fmt.Errorf("%q is neither a duration (10m, 1h) nor whole seconds (-1, 300)", b)
+	}
+	*k = keepAlive(time.Duration(n) * time.Second)
+	return nil
 }
 
 // serveStore is bankml serve without a model: every model of the store, loaded on demand (storeserve).
@@ -35,7 +54,7 @@ func (c *serveCmd) serveStore(ctx context.Context, addr, match string, log *slog
 			APIKey: c.APIKey, CORSOrigins: c.CORSOrigin, Version: version, Log: log, Match: match, Timeout: time.Duration(c.Timeout) * time.Second,
 			CacheReuse: engine.CacheReuse(c.CacheReuse), SlotSavePath: c.SlotSavePath, CacheRAMMiB: c.CacheRAM,
 			Embeddings: c.Embeddings, Reranking: c.Reranking, Pooling: c.Pooling, CacheTypes: c.KV.types()},
-		KeepAlive: c.StoreServe.KeepAlive, NoKeepAlive: c.StoreServe.KeepAlive == 0, MaxModels: c.StoreServe.MaxModels, MaxMemory: c.StoreServe.MaxMemory, Log: log,
+		KeepAlive: time.Duration(c.StoreServe.KeepAlive), NoKeepAlive: c.StoreServe.KeepAlive == 0, MaxModels: c.StoreServe.MaxModels, MaxMemory: c.StoreServe.MaxMemory, Log: log,
 	})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
