@@ -61,14 +61,7 @@ func ParseHF(s string) (u, repo, rev string, err error) {
 // refused naming both, too little disk, an interrupted transfer kept for the next pull), an unknown name
 // (listing the catalog), a missing --sha256.
 func (s *Store) Pull(ctx context.Context, what string, o PullOptions) (*Manifest, error) {
-	if o.Mirror == "" {
-		o.Mirror = os.Getenv(pull.EnvMirror)
-	}
-	if o.Mirror != "" && !strings.HasPrefix(o.Mirror, "http://") && !strings.HasPrefix(o.Mirror, "https://") {
-		if abs, err := filepath.Abs(o.Mirror); err == nil {
-			o.Mirror = abs // recorded in the provenance: a folder by its absolute path
-		}
-	}
+	o.Mirror = o.ResolvedMirror()
 	switch {
 	case strings.HasPrefix(what, "hf://"):
 		u, repo, rev, err := ParseHF(what)
@@ -108,6 +101,28 @@ func (s *Store) Pull(ctx context.Context, what string, o PullOptions) (*Manifest
 
 func looksLikePath(s string) bool {
 	return strings.ContainsAny(s, `/\`) || strings.HasSuffix(strings.ToLower(s), ".gguf")
+}
+
+// ResolvedMirror is the mirror Pull reads from: o.Mirror, else $BANKML_MIRROR (pull.EnvMirror); a folder
+// made absolute (so it is recorded in the provenance, and named in errors, by its absolute path); "" for
+// the publisher.
+func (o PullOptions) ResolvedMirror() string {
+	m := o.Mirror
+	if m == "" {
+		m = os.Getenv(pull.EnvMirror)
+	}
+	if m != "" && !strings.HasPrefix(m, "http://") && !strings.HasPrefix(m, "https://") {
+		if abs, err := filepath.Abs(m); err == nil {
+			m = abs
+		}
+	}
+	return m
+}
+
+// IsModelName reports whether what can only name a model (a catalog or store NAME[:TAG]): no file path, no
+// URL or hf:// address, no white space. The store server pulls only such names for its clients.
+func IsModelName(what string) bool {
+	return !looksLikePath(what) && !strings.Contains(what, "://") && !strings.ContainsAny(what, " \t\r\n")
 }
 
 // record writes the manifest of a model just brought in (keeping no Modelfile settings: a pull replaces

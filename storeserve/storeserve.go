@@ -41,7 +41,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -54,7 +53,6 @@ import (
 	"github.com/bankml/bankml/catalog"
 	"github.com/bankml/bankml/gguf"
 	"github.com/bankml/bankml/model"
-	"github.com/bankml/bankml/pull"
 	"github.com/bankml/bankml/serve"
 	"github.com/bankml/bankml/store"
 )
@@ -468,15 +466,8 @@ func (r *Router) scrub(msg string) string {
 	if root := r.o.Store.Root; root != "" {
 		msg = strings.ReplaceAll(msg, root, "<store>")
 	}
-	// A mirror folder (--from, $BANKML_MIRROR) is a server path too; store.Pull names it absolute.
-	m := r.o.Pull.Mirror
-	if m == "" {
-		m = os.Getenv(pull.EnvMirror)
-	}
-	if m != "" && !strings.HasPrefix(m, "http://") && !strings.HasPrefix(m, "https://") {
-		if abs, err := filepath.Abs(m); err == nil {
-			msg = strings.ReplaceAll(msg, abs, "<mirror>")
-		}
+	// A mirror folder (--from, $BANKML_MIRROR) is a server path too, named as store.Pull names it.
+	if m := r.o.Pull.ResolvedMirror(); m != "" && !strings.HasPrefix(m, "http://") && !strings.HasPrefix(m, "https://") {
 		msg = strings.ReplaceAll(msg, m, "<mirror>")
 	}
 	return msg
@@ -487,7 +478,7 @@ func (r *Router) scrub(msg string) string {
 // pull (bankml pull on the server); a client naming them would make the server read its own files or
 // fetch addresses for it.
 func clientModelName(field, what string) error {
-	if strings.Contains(what, "://") || strings.ContainsAny(what, "/\\ \t\r\n") || strings.HasSuffix(strings.ToLower(what), ".gguf") {
+	if !store.IsModelName(what) {
 		return fmt.Errorf("%s %q is no model name: over HTTP this server pulls models by name only (a catalog name such as bonsai:1.7b), never a file or URL (bankml pull on the server takes those)", field, what)
 	}
 	return nil
