@@ -7,7 +7,8 @@
 // is clean (skipped with -short); every package opens with a summary of at most three lines, then a
 // "# Design record" heading godoc renders and at most 30 lines under it (docs_test.go); no comment cites a
 // document kept outside the repository (the design notes and research digests beside the checkout), since a
-// reader of the repository cannot open it: comments cite repository files or llama.cpp paths.
+// reader of the repository cannot open it: comments cite repository files or llama.cpp paths. No file git
+// tracks is a compiled program or over 1 MiB (test data and builds live outside the repository).
 //
 // Follows. gofmt's own formatter (go/format) and the go command's vet; godoc's heading rule (go/doc/comment: a
 // "# " line of its own between blank lines).
@@ -77,5 +78,48 @@ func TestGoVetIsClean(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("go vet ./...: %v\n%s", err, out)
+	}
+}
+
+// maxTrackedBytes bounds a tracked file: the largest source (tokenizer/internal/ucd/tables.go) is 165 KB;
+// models, binaries and other data stay outside the repository.
+const maxTrackedBytes = 1 << 20
+
+func TestNoTrackedFileIsAProgramOrLarge(t *testing.T) {
+	root := moduleRoot(t)
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed: the tracked files cannot be listed")
+	}
+	out, err := exec.Command("git", "-C", root, "ls-files", "-z").Output()
+	if err != nil {
+		t.Skipf("%s is not a git checkout (git ls-files: %v)", root, err)
+	}
+	magics := map[string][]byte{"an ELF program": []byte("\x7fELF"), "a Windows program": []byte("MZ"), "a Mach-O program": {0xcf, 0xfa, 0xed, 0xfe}}
+	n := 0
+	for _, name := range strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00") {
+		p := filepath.Join(root, name)
+		st, err := os.Lstat(p)
+		if err != nil || !st.Mode().IsRegular() {
+			continue // deleted in the working tree, or a link
+		}
+		n++
+		if st.Size() > maxTrackedBytes {
+			t.Errorf("%s is tracked and holds %d bytes (over %d): keep data and builds outside the repository", name, st.Size(), maxTrackedBytes)
+		}
+		head := make([]byte, 4)
+		f, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k, _ := f.Read(head)
+		f.Close()
+		for what, m := range magics {
+			if k >= len(m) && bytes.Equal(head[:len(m)], m) {
+				t.Errorf("%s is tracked and is %s: builds stay outside the repository", name, what)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("git ls-files listed no file")
 	}
 }
