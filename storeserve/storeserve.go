@@ -11,7 +11,9 @@
 // any eviction or hash), admitted as bankml serve admits one and kept for keep_alive after its last request
 // (default 5 minutes; 0: unloaded once idle; negative: kept). Loads run outside the router's lock and are
 // shared by concurrent requests for one model. Idle models are evicted least recently used first until
-// MaxModels and MaxMemory (bytes of mapped model files) allow a load; with only busy ones left, a 503. The
+// MaxModels and MaxMemory (bytes of mapped model files) allow a load; with only busy ones left the load waits
+// (its request's context bounding it) while the least recently used busy model drains: it takes no new
+// requests, and is evicted once its last one ends. The
 // router answers the store's routes itself (routes.go: Ollama's /api/tags, show, ps, pull, create, copy,
 // delete; llama-server's /models, /models/load, /models/unload; /health; /metrics under a model label). A
 // request no model server would take gets a model server's answer before any load; serve.Guards and
@@ -94,6 +96,9 @@ type Router struct {
 	loads   map[string]*loadCall // loads under way
 	metrics *serve.Metrics       // GET /metrics: every model's series under a model label (Options.Serve.Metrics)
 	closed  bool
+	// changed is closed (and replaced) whenever room may have appeared: a request ended, a model left
+	// r.loaded, a load ended. makeRoom and the requests of a draining model wait on it.
+	changed chan struct{}
 	handler http.Handler // the routes behind the Host check, the origin policy and the API key (routes)
 }
 
@@ -109,6 +114,9 @@ type loaded struct {
 	inflight int
 	timer    *time.Timer
 	gone     bool // dropped from r.loaded because the store changed under it (drop); unloaded when idle
+	// draining: a load waits for room held by this busy model, which takes no new request and is evicted
+	// once idle (Ollama's scheduler expires such a runner the same way).
+	draining bool
 }
 
 type loadCall struct {
@@ -143,7 +151,7 @@ func New(o Options) (*Router, error) {
 	if o.Serve.Metrics == nil {
 		o.Serve.Metrics = serve.NewMetrics()
 	}
-	r := &Router{o: o, log: o.Log, loaded: map[string]*loaded{}, loads: map[string]*loadCall{}, metrics: o.Serve.Metrics}
+	r := &Router{o: o, log: o.Log, loaded: map[string]*loaded{}, loads: map[string]*loadCall{}, metrics: o.Serve.Metrics, changed: make(chan struct{})}
 	if r.log == nil {
 		r.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -193,6 +201,7 @@ func (r *Router) Close() error {
 		all = append(all, l)
 		delete(r.loaded, k)
 	}
+	r.changedLocked()
 	r.mu.Unlock()
 	for _, l := range all {
 		unload(l)
@@ -246,6 +255,14 @@ func (r *Router) acquire(ctx context.Context, name string) (*loaded, error) {
 				r.mu.Unlock()
 				continue
 			}
+			if l.draining {
+				// A load waits for this model's room: queue behind it (the model is evicted once idle, and
+				// loaded again for this request when there is room).
+				if err := r.waitLocked(ctx); err != nil {
+					return nil, err
+				}
+				continue
+			}
 			l.inflight++
 			l.used = time.Now()
 			if l.timer != nil {
@@ -260,14 +277,21 @@ func (r *Router) acquire(ctx context.Context, name string) (*loaded, error) {
 			c = &loadCall{done: make(chan struct{})}
 			r.loads[k] = c
 			r.mu.Unlock()
-			c.l, c.err = r.load(ref)
+			c.l, c.err = r.load(ctx, ref)
 			r.mu.Lock()
 			delete(r.loads, k)
 			if c.err == nil {
+				// The loading request holds the model from the start, so that no other load evicts it
+				// before its first request.
 				r.loaded[k] = c.l
+				c.l.inflight++
 			}
 			close(c.done)
+			r.changedLocked()
 			r.mu.Unlock()
+			if c.err == nil {
+				return c.l, nil
+			}
 		} else {
 			r.mu.Unlock()
 			select {
@@ -277,6 +301,9 @@ func (r *Router) acquire(ctx context.Context, name string) (*loaded, error) {
 			}
 		}
 		if c.err != nil {
+			if isContextError(c.err) && ctx.Err() == nil {
+				continue // the request that was loading it went away: this one loads it
+			}
 			return nil, c.err
 		}
 		// loop: take the loaded model under the lock (it may have been evicted meanwhile)
@@ -289,6 +316,9 @@ func (r *Router) release(l *loaded, keep *time.Duration) {
 	r.mu.Lock()
 	l.inflight--
 	l.used = time.Now()
+	if l.inflight == 0 {
+		r.changedLocked()
+	}
 	if l.gone {
 		last := l.inflight == 0
 		r.mu.Unlock()
@@ -333,6 +363,7 @@ func (r *Router) drop(l *loaded, why string) {
 		return
 	}
 	delete(r.loaded, key(l.ref))
+	r.changedLocked()
 	l.gone = true
 	if l.timer != nil {
 		l.timer.Stop()
@@ -366,6 +397,7 @@ func (r *Router) expire(l *loaded) {
 		return
 	}
 	delete(r.loaded, k)
+	r.changedLocked()
 	r.mu.Unlock()
 	r.log.Info("unloading model", "model", l.ref, "reason", "keep_alive expired")
 	unload(l)
@@ -373,7 +405,7 @@ func (r *Router) expire(l *loaded) {
 
 // load looks ref up in the store (never pulling it: a model the store lacks, or whose file is gone, is a
 // *notFoundError), makes room and admits it. Its errors name no server path (scrub).
-func (r *Router) load(ref string) (*loaded, error) {
+func (r *Router) load(ctx context.Context, ref string) (*loaded, error) {
 	man, err := r.o.Store.Get(ref)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
@@ -395,7 +427,7 @@ func (r *Router) load(ref string) (*loaded, error) {
 		r.log.Warn("model refused: the server's KV cache types do not fit it", "model", man.Ref(), "err", err)
 		return nil, &httpError{http.StatusBadRequest, fmt.Sprintf("model '%s' cannot run with this server's KV cache types (-ctk %s -ctv %s): %s", man.Ref(), k, v, strings.TrimPrefix(err.Error(), "model: "))}
 	}
-	if err := r.makeRoom(man.Model.Size); err != nil {
+	if err := r.makeRoom(ctx, man.Model.Size); err != nil {
 		return nil, err
 	}
 	r.log.Info("loading model", "model", man.Ref(), "sha256", man.Model.SHA256)
@@ -490,16 +522,31 @@ func (r *Router) scrubModel(msg, blob string, man *store.Manifest) string {
 }
 
 // makeRoom evicts idle models, least recently used first, until one more model of size bytes fits
-// MaxModels and MaxMemory (counting loads under way); a 503 when busy models stand in the way.
-func (r *Router) makeRoom(size int64) error {
+// MaxModels and MaxMemory (counting loads under way). With only busy models in the way it waits, as Ollama's
+// scheduler does, while the least recently used of them drains (no new requests; evicted once idle), until
+// ctx ends (its error) or the router closes (a 503).
+func (r *Router) makeRoom(ctx context.Context, size int64) error {
 	if r.o.MaxMemory > 0 && size > r.o.MaxMemory {
 		// No eviction can make room: a retry would not help, so not a 503 (Ollama answers a model larger
 		// than its memory with a 500 naming both sizes).
 		return &httpError{http.StatusInternalServerError, fmt.Sprintf("the model's %d bytes exceed this server's --max-memory of %d bytes: it cannot be loaded here", size, r.o.MaxMemory)}
 	}
-	r.mu.Lock()
 	var victims []*loaded
+	evict := func() {
+		for _, v := range victims {
+			r.log.Info("unloading model", "model", v.ref, "reason", "least recently used, to make room")
+			unload(v)
+		}
+		victims = nil
+	}
+	defer evict()
+	var drained *loaded // the busy model this load marked draining
+	r.mu.Lock()
 	for {
+		if r.closed {
+			r.mu.Unlock()
+			return &httpError{http.StatusServiceUnavailable, "the server is shutting down"}
+		}
 		n, mem := len(r.loaded)+len(r.loads), size
 		for _, l := range r.loaded {
 			mem += l.size
@@ -509,28 +556,67 @@ func (r *Router) makeRoom(size int64) error {
 		if (r.o.MaxModels <= 0 || n+1 <= r.o.MaxModels) && (r.o.MaxMemory <= 0 || mem <= r.o.MaxMemory) {
 			break
 		}
-		var lru *loaded
+		var lru, busy *loaded
 		for _, l := range r.loaded {
 			if l.inflight == 0 && (lru == nil || l.used.Before(lru.used)) {
 				lru = l
 			}
-		}
-		if lru == nil {
-			r.mu.Unlock()
-			for _, v := range victims {
-				unload(v)
+			if l.inflight > 0 && (busy == nil || l.used.Before(busy.used)) {
+				busy = l
 			}
-			return &httpError{http.StatusServiceUnavailable, fmt.Sprintf("no room to load a model of %d bytes: %d models loaded and in use (%s); try again when one is idle", size, len(r.loaded), r.Limits())}
 		}
-		delete(r.loaded, key(lru.ref))
-		victims = append(victims, lru)
+		if lru != nil {
+			delete(r.loaded, key(lru.ref))
+			victims = append(victims, lru)
+			continue
+		}
+		// Only busy models (or other loads under way) hold the room: drain the least recently used busy
+		// one and wait for a change.
+		if busy != nil && !busy.draining {
+			busy.draining = true
+			drained = busy
+			r.log.Info("waiting for room to load a model: draining the least recently used busy model", "model", busy.ref, "limits", r.Limits())
+		}
+		r.mu.Unlock()
+		evict()
+		r.mu.Lock()
+		if err := r.waitLocked(ctx); err != nil {
+			r.mu.Lock()
+			if drained != nil && drained.draining {
+				drained.draining = false // the wait is over: the model takes requests again
+				r.changedLocked()
+			}
+			r.mu.Unlock()
+			return err
+		}
+		r.mu.Lock()
 	}
 	r.mu.Unlock()
-	for _, v := range victims {
-		r.log.Info("unloading model", "model", v.ref, "reason", "least recently used, to make room")
-		unload(v)
-	}
 	return nil
+}
+
+// waitLocked waits, with r.mu held on entry and released on return, until room may have appeared
+// (r.changed) or ctx ends (its error).
+func (r *Router) waitLocked(ctx context.Context) error {
+	ch := r.changed
+	r.mu.Unlock()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// changedLocked wakes every waiter of r.changed (under r.mu).
+func (r *Router) changedLocked() {
+	close(r.changed)
+	r.changed = make(chan struct{})
+}
+
+// isContextError reports whether err is a request's context ending.
+func isContextError(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // Unload unloads a model now when it is idle, or as soon as it is (keep_alive 0). It reports whether the
@@ -552,6 +638,7 @@ func (r *Router) Unload(name string) (bool, error) {
 		return true, nil
 	}
 	delete(r.loaded, key(ref))
+	r.changedLocked()
 	r.mu.Unlock()
 	unload(l)
 	return true, nil

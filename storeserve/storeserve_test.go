@@ -1173,3 +1173,89 @@ func TestAModelLargerThanMaxMemoryIsNoRetryableBusy(t *testing.T) {
 		t.Fatalf("%d %s; want 500 naming --max-memory", st, b)
 	}
 }
+
+// TestALoadWaitsForTheBusyModelItMustEvictAsOllamasScheduler: with --max-models 1 and the one loaded model
+// busy, a request for another model waits (Ollama's scheduler: no 503) while the busy model drains — a new
+// request for it queues behind the load — and is answered once the busy model's last request ends; a waiting
+// request whose client gives up leaves the busy model taking requests again.
+func TestALoadWaitsForTheBusyModelItMustEvictAsOllamasScheduler(t *testing.T) {
+	f := newFixture(t, storeserve.Options{MaxModels: 1})
+	type result struct {
+		st   int
+		body string
+	}
+	post := func(ctx context.Context, model string) <-chan result {
+		ch := make(chan result, 1)
+		go func() {
+			body := `{"model":"` + model + `","prompt":"Once","stream":false,"options":{"num_predict":2}}`
+			req, _ := http.NewRequestWithContext(ctx, "POST", f.srv.URL+"/api/generate", strings.NewReader(body))
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				ch <- result{0, err.Error()}
+				return
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			ch <- result{resp.StatusCode, string(b)}
+		}()
+		return ch
+	}
+	pending := func(t *testing.T, name string, ch <-chan result) {
+		t.Helper()
+		select {
+		case r := <-ch:
+			t.Fatalf("%s answered %d %s while the loaded model was busy, want it to wait", name, r.st, r.body)
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
+	answered := func(t *testing.T, name string, ch <-chan result) {
+		t.Helper()
+		select {
+		case r := <-ch:
+			if r.st != 200 {
+				t.Fatalf("%s: %d %s", name, r.st, r.body)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%s: no answer 20 s after the busy model's request ended", name)
+		}
+	}
+
+	t.Run("the other model waits and the busy one's new requests queue behind it", func(t *testing.T) {
+		release, err := f.r.Hold(context.Background(), "tiny:q8_0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		other := post(context.Background(), "stories260K")
+		pending(t, "stories260K", other)
+		same := post(context.Background(), "tiny:q8_0")
+		pending(t, "a new request for the draining model", same)
+		release()
+		answered(t, "stories260K", other)
+		answered(t, "the new request for the drained model", same)
+		if got := f.r.Loaded(); !reflect.DeepEqual(got, []string{"tiny:q8_0"}) {
+			t.Fatalf("loaded %v, want tiny:q8_0 (loaded again for the queued request)", got)
+		}
+	})
+
+	t.Run("a waiting request whose client gives up leaves the busy model taking requests", func(t *testing.T) {
+		release, err := f.r.Hold(context.Background(), "tiny:q8_0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		select {
+		case r := <-post(ctx, "stories260K"):
+			if r.st != 0 {
+				t.Fatalf("the request answered %d %s before its client gave up", r.st, r.body)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("the client's deadline did not end the wait")
+		}
+		answered(t, "tiny:q8_0 while held, after the waiting request gave up", post(context.Background(), "tiny:q8_0"))
+		release()
+		if got := f.r.Loaded(); !reflect.DeepEqual(got, []string{"tiny:q8_0"}) {
+			t.Fatalf("loaded %v, want tiny:q8_0 still", got)
+		}
+	})
+}
