@@ -163,13 +163,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, opts ...func(
 		return exit
 	}
 	if err != nil {
-		help := "bankml --help"
-		for _, n := range parser.Model.Children {
-			if n.Name == first {
-				help = "bankml " + first + " --help" // the command's own flags
-			}
-		}
-		fmt.Fprintf(stderr, "bankml: %s (see %s)\n", flagFirst(err.Error()), help)
+		fmt.Fprintln(stderr, parseErrorLine(err, parser.Model, first))
 		return 1
 	}
 	if err := ctx.Run(); err != nil {
@@ -181,6 +175,39 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, opts ...func(
 		return 1
 	}
 	return 0
+}
+
+// parseErrorLine is the line of a usage error kong's parse found (err), args[0] being first: prefixed with the
+// command the arguments name ("run: "), as the errors of its Run are, unless the message names it already, and
+// followed by where the command's flags are listed, except for a value out of range (outOfRange's words say
+// all there is to say, as on the errors Run finds: "bankml: run: -t/--threads: value 1000 out of range …").
+func parseErrorLine(err error, app *kong.Application, first string) string {
+	msg := flagFirst(err.Error())
+	cmd := ""
+	var pe *kong.ParseError
+	if errors.As(err, &pe) && pe.Context != nil {
+		var names []string
+		for _, p := range pe.Context.Path {
+			if p.Command != nil {
+				names = append(names, p.Command.Name)
+			}
+		}
+		cmd = strings.Join(names, " ")
+	}
+	if cmd != "" && !strings.HasPrefix(msg, cmd+": ") && !strings.HasPrefix(msg, strings.Fields(cmd)[0]+": ") {
+		msg = cmd + ": " + msg
+	}
+	var re *rangeError
+	if errors.As(err, &re) {
+		return "bankml: " + msg
+	}
+	help := "bankml --help"
+	for _, n := range app.Children {
+		if n.Name == first {
+			help = "bankml " + first + " --help" // the command's own flags
+		}
+	}
+	return fmt.Sprintf("bankml: %s (see %s)", msg, help)
 }
 
 // flagFirst drops kong's "--flag: " before a mapper's error that names the flag itself with its short form

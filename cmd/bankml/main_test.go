@@ -212,7 +212,7 @@ func TestRunArguments(t *testing.T) {
 		{[]string{"-c", "1000000000", "-n", "1"}, 0, "capped at the model's training context (2048)"},
 		{[]string{"-c", "-5"}, 1, "--ctx-size"},
 		{[]string{"-t", "0", "-n", "1"}, 0, "generated:"}, // llama.cpp's -t 0: the number of CPUs
-		{[]string{"-t", "513"}, 1, "-t/--threads: value 513 out of range [1, 512]"},
+		{[]string{"-t", "513"}, 1, "-t/--threads: value 513 out of range [-2147483648, 512]"},
 		{[]string{"--temp", "NaN"}, 1, "temp"},
 		{[]string{"--seed", "-2"}, 1, "--seed"},
 		{[]string{"--top-p", "0", "--temp", "1", "--seed", "1", "-n", "2"}, 0, "generated:"},

@@ -23,9 +23,10 @@ func TestThreadCount(t *testing.T) {
 		{[]string{"-t", "0"}, runtime.NumCPU(), ""},
 		{[]string{"-t", "-1"}, runtime.NumCPU(), ""},
 		{[]string{"-t", "-2147483648"}, runtime.NumCPU(), ""},
-		{[]string{"-t", "513"}, 0, "-t/--threads: value 513 out of range [1, 512]"},
-		{[]string{"-t", "1000000000"}, 0, "-t/--threads: value 1000000000 out of range [1, 512]"},
-		{[]string{"-t", "99999999999999999999"}, 0, "not an integer"},
+		{[]string{"-t", "513"}, 0, "-t/--threads: value 513 out of range [-2147483648, 512]"},
+		{[]string{"-t", "1000000000"}, 0, "-t/--threads: value 1000000000 out of range [-2147483648, 512]"},
+		{[]string{"-t", "99999999999999999999"}, 0, "-t/--threads: value 99999999999999999999 out of range [-2147483648, 512]"},
+		{[]string{"-t", "-2147483649"}, 0, "-t/--threads: value -2147483649 out of range [-2147483648, 512]"},
 		{[]string{"-t", "two"}, 0, `-t/--threads: value "two" is not an integer`},
 		{[]string{"-t", "1.5"}, 0, "not an integer"},
 	} {
@@ -62,8 +63,37 @@ func TestThreadsBoundEveryCommand(t *testing.T) {
 		{"quantize", model, out, "--type", "tq2_0", "--threads", "513"},
 	} {
 		code, _, stderr := runCLI(args...)
-		if code != 1 || !strings.Contains(stderr, "bankml: -t/--threads: value ") || !strings.Contains(stderr, " out of range [1, 512]") {
+		if code != 1 || !strings.Contains(stderr, ": -t/--threads: value ") || !strings.Contains(stderr, " out of range [-2147483648, 512]") {
 			t.Errorf("bankml %v: exit %d, stderr %q; want exit 1 naming -t/--threads", args, code, stderr)
 		}
+	}
+}
+
+// TestThreadsOutOfRangeReadsAsEveryOtherRangeError: a -t that no command takes is refused in outOfRange's words,
+// prefixed with the command as its other range errors are, quoting the range -t really takes: any 32-bit int
+// (llama.cpp's std::stoi) up to GGML_MAX_N_THREADS, 0 or less meaning the logical CPUs.
+func TestThreadsOutOfRangeReadsAsEveryOtherRangeError(t *testing.T) {
+	model := storiesPath(t)
+	out := t.TempDir() + "/out.gguf"
+	const tail = " out of range [-2147483648, 512] (0 or less: the number of logical CPUs; 512 is ggml's GGML_MAX_N_THREADS)"
+	for _, c := range []struct {
+		name string
+		args []string
+		want string // standard error's last line, whole
+	}{
+		{"run with -t 1000", []string{"run", model, "-p", "Once", "-t", "1000"}, "bankml: run: -t/--threads: value 1000" + tail},
+		{"serve with -t 513", []string{"serve", model, "--unpinned", "-t", "513"}, "bankml: serve: -t/--threads: value 513" + tail},
+		{"embed with --threads=600", []string{"embed", model, "-p", "hi", "--threads=600"}, "bankml: embed: -t/--threads: value 600" + tail},
+		{"perplexity with -t past a 32-bit int", []string{"perplexity", model, model, "-t", "99999999999"}, "bankml: perplexity: -t/--threads: value 99999999999" + tail},
+		{"quantize with -t below a 32-bit int", []string{"quantize", model, out, "--type", "tq2_0", "-t", "-2147483649"}, "bankml: quantize: -t/--threads: value -2147483649" + tail},
+		{"run with -t past a 64-bit int", []string{"run", model, "-p", "Once", "-t", "99999999999999999999"}, "bankml: run: -t/--threads: value 99999999999999999999" + tail},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, _, stderr := runCLI(c.args...)
+			lines := strings.Split(strings.TrimRight(stderr, "\n"), "\n")
+			if got := lines[len(lines)-1]; code != 1 || got != c.want {
+				t.Fatalf("exit %d, stderr's last line\n%s\nwant exit 1 and\n%s", code, got, c.want)
+			}
+		})
 	}
 }
