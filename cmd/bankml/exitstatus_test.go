@@ -145,3 +145,33 @@ func TestEveryCommandGivesTheSameExitStatusForTheSameFault(t *testing.T) {
 		})
 	}
 }
+
+// TestCtxSizePastA32BitIntQuotesTheContextsOwnRange: a -c no command takes, even one past a 32-bit int, is refused
+// quoting the range -c takes, [0, 2^30], not the 32-bit int's (which is wider, so never the bound that matters);
+// serve's -np likewise quotes [1, 256].
+func TestCtxSizePastA32BitIntQuotesTheContextsOwnRange(t *testing.T) {
+	model := storiesPath(t)
+	const tail = " out of range [0, 1073741824] (0: the model's training context)"
+	for _, c := range []struct {
+		name string
+		args []string
+		want string // standard error's last line, whole
+	}{
+		{"run with -c 99999999999", []string{"run", model, "-p", "Once", "-c", "99999999999"}, "bankml: run: -c/--ctx-size: value 99999999999" + tail},
+		{"run with -c 2147483648", []string{"run", model, "-p", "Once", "-c", "2147483648"}, "bankml: run: -c/--ctx-size: value 2147483648" + tail},
+		{"run with -c -99999999999", []string{"run", model, "-p", "Once", "-c", "-99999999999"}, "bankml: run: -c/--ctx-size: value -99999999999" + tail},
+		{"serve with -c 99999999999", []string{"serve", model, "--unpinned", "-c", "99999999999"}, "bankml: serve: -c/--ctx-size: value 99999999999" + tail},
+		{"embed with -c 99999999999", []string{"embed", model, "-p", "hi", "-c", "99999999999"}, "bankml: embed: -c/--ctx-size: value 99999999999" + tail},
+		// -np the same: its own range, not a 32-bit int's.
+		{"serve with -np 3000000000", []string{"serve", model, "--unpinned", "-np", "3000000000"},
+			"bankml: serve: -np/--parallel: value 3000000000 out of range [1, 256] (slots; 256 is llama.cpp's LLAMA_MAX_SEQ)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, _, stderr := runCLI(c.args...)
+			lines := strings.Split(strings.TrimRight(stderr, "\n"), "\n")
+			if got := lines[len(lines)-1]; code != 1 || got != c.want {
+				t.Fatalf("exit %d, stderr's last line\n%s\nwant exit 1 and\n%s", code, got, c.want)
+			}
+		})
+	}
+}

@@ -200,7 +200,7 @@ func TestRunArguments(t *testing.T) {
 		{[]string{"-n", "9223372036854775807"}, 1, "run: -n/--n-predict: value 9223372036854775807 out of range [-2147483648, 2147483647] (llama.cpp takes a 32-bit int)"},
 		{[]string{"-n", "99999999999"}, 1, "run: -n/--n-predict: value 99999999999 out of range [-2147483648, 2147483647] (llama.cpp takes a 32-bit int)"},
 		{[]string{"-n", "2147483648"}, 1, "run: -n/--n-predict: value 2147483648 out of range [-2147483648, 2147483647] (llama.cpp takes a 32-bit int)"},
-		{[]string{"-c", "2147483648"}, 1, "run: -c/--ctx-size: value 2147483648 out of range [-2147483648, 2147483647] (llama.cpp takes a 32-bit int)"},
+		{[]string{"-c", "2147483648"}, 1, "run: -c/--ctx-size: value 2147483648 out of range [0, 1073741824] (0: the model's training context)"},
 		{[]string{"--top-k", "2147483648"}, 1, "run: --top-k: value 2147483648 out of range [-2147483648, 2147483647] (llama.cpp takes a 32-bit int)"},
 		{[]string{"-n", "0"}, 0, "generated: 0 tokens"},
 		// -2 is llama.cpp's "until context filled": what -1 does without a context shift (off by default).

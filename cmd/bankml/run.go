@@ -86,15 +86,11 @@ func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error 
 	if err := r.Ignored.warn("run", info); err != nil {
 		return err
 	}
-	for _, f := range []struct { // arg.cpp's std::stoi (-n arg.cpp:1655, -c arg.cpp:1636)
-		flag string
-		v    int
-	}{{"-n/--n-predict", r.NPredict}, {"-c/--ctx-size", r.Ctx}} {
-		if err := checkInt32(f.flag, f.v); err != nil {
-			return fmt.Errorf("run: %w", err)
-		}
+	if err := checkInt32("-n/--n-predict", r.NPredict); err != nil { // arg.cpp's std::stoi (arg.cpp:1655)
+		return fmt.Errorf("run: %w", err)
 	}
-	// The model's own bound on the context, before the file is read and hashed.
+	// The model's own bound on the context, before the file is read and hashed; it lies inside the 32-bit int
+	// arg.cpp's std::stoi takes (arg.cpp:1636), so it is the one range -c quotes.
 	if err := checkCtxSize(r.Ctx); err != nil {
 		return fmt.Errorf("run: %w", err)
 	}

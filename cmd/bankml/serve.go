@@ -131,13 +131,10 @@ func (c *serveCmd) Run(stderr errWriter) error {
 	if c.Parallel < 1 {
 		return fmt.Errorf("serve: %w", outOfRange("-np/--parallel", c.Parallel, 1, maxSeq, "slots; 256 is llama.cpp's LLAMA_MAX_SEQ"))
 	}
-	for _, f := range []struct { // arg.cpp's std::stoi (-n arg.cpp:1655, -c arg.cpp:1636)
-		flag string
-		v    int
-	}{{"-n/--n-predict", c.NPredict}, {"-c/--ctx-size", c.Ctx}, {"-np/--parallel", c.Parallel}} {
-		if err := checkInt32(f.flag, f.v); err != nil {
-			return fmt.Errorf("serve: %w", err)
-		}
+	// arg.cpp's std::stoi (-n arg.cpp:1655). -np and -c quote their own ranges (above and below), which lie
+	// inside a 32-bit int.
+	if err := checkInt32("-n/--n-predict", c.NPredict); err != nil {
+		return fmt.Errorf("serve: %w", err)
 	}
 	if c.Parallel > maxSeq { // llama_context refuses n_seq_max (llama-server's -np) above it
 		return fmt.Errorf("serve: %w", outOfRange("-np/--parallel", c.Parallel, 1, maxSeq, "slots; 256 is llama.cpp's LLAMA_MAX_SEQ"))

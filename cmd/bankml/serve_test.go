@@ -40,8 +40,8 @@ func TestServeRefusesBeforeListening(t *testing.T) {
 		{[]string{"serve", model, "--unpinned", "-c", "-5"}, 1, "-c/--ctx-size: value -5 out of range [0, 1073741824]"},
 		{[]string{"serve", model, "--unpinned", "-n", "3000000000", "--listen", "127.0.0.1:0"}, 1, "-n/--n-predict: value 3000000000 out of range [-2147483648, 2147483647] (llama.cpp takes a 32-bit int)"},
 		{[]string{"serve", model, "--unpinned", "-n", "-2147483649", "--listen", "127.0.0.1:0"}, 1, "-n/--n-predict: value -2147483649 out of range"},
-		{[]string{"serve", model, "--unpinned", "-c", "2147483648", "--listen", "127.0.0.1:0"}, 1, "serve: -c/--ctx-size: value 2147483648 out of range [-2147483648, 2147483647] (llama.cpp takes a 32-bit int)"},
-		{[]string{"serve", model, "--unpinned", "-np", "9999999999", "--listen", "127.0.0.1:0"}, 1, "serve: -np/--parallel: value 9999999999 out of range [-2147483648, 2147483647] (llama.cpp takes a 32-bit int)"},
+		{[]string{"serve", model, "--unpinned", "-c", "2147483648", "--listen", "127.0.0.1:0"}, 1, "serve: -c/--ctx-size: value 2147483648 out of range [0, 1073741824] (0: the model's training context)"},
+		{[]string{"serve", model, "--unpinned", "-np", "9999999999", "--listen", "127.0.0.1:0"}, 1, "serve: -np/--parallel: value 9999999999 out of range [1, 256] (slots; 256 is llama.cpp's LLAMA_MAX_SEQ)"},
 		// -n -2 and lower pass (llama-server takes any int): the next check, --port, is what refuses.
 		{[]string{"serve", model, "--unpinned", "-n", "-2", "--port", "70000"}, 1, "--port: value 70000 out of range [0, 65535]"},
 		{[]string{"serve", model, "--unpinned", "-n", "-2147483648", "--port", "70000"}, 1, "--port: value 70000 out of range [0, 65535]"},
