@@ -28,7 +28,8 @@ var CacheTypeNames = []string{"f16", "q8_0", "q4_0"}
 // llama.cpp's -ctk/-ctv take it: kv_cache_type_from_str). It refuses a name
 // llama.cpp does not take ("Unsupported cache type", listing llama.cpp's) and
 // one llama.cpp takes that bankml does not run (f32, bf16, q4_1, iq4_nl,
-// q5_0, q5_1), naming the allowed ones.
+// q5_0, q5_1), naming the allowed ones. Its errors read as a flag value's
+// (no "model: " before them): the caller names the flag they came from.
 func ParseCacheType(s string) (gguf.GGMLType, error) {
 	switch s {
 	case "f16":
@@ -40,10 +41,10 @@ func ParseCacheType(s string) (gguf.GGMLType, error) {
 	}
 	for _, n := range cacheTypesLlama {
 		if n == s {
-			return 0, fmt.Errorf("model: cache type %s is not supported by bankml (allowed: %s)", s, strings.Join(CacheTypeNames, ", "))
+			return 0, fmt.Errorf("cache type %s is not supported by bankml (allowed: %s)", s, strings.Join(CacheTypeNames, ", "))
 		}
 	}
-	return 0, fmt.Errorf("model: unsupported cache type %q (allowed: %s; llama.cpp takes %s)", s,
+	return 0, fmt.Errorf("unsupported cache type %q (allowed: %s; llama.cpp takes %s)", s,
 		strings.Join(CacheTypeNames, ", "), strings.Join(cacheTypesLlama, ", "))
 }
 

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/alecthomas/kong"
 
 	"github.com/bankml/bankml/gguf"
@@ -9,8 +11,20 @@ import (
 
 // cacheType is -ctk/--cache-type-k or -ctv/--cache-type-v: a KV cache data type by ggml name, as llama.cpp's
 // kv_cache_type_from_str (common/arg.cpp) reads it; model.ParseCacheType refuses the types bankml does not
-// run, naming the allowed ones (f16, q8_0, q4_0).
+// run, naming the allowed ones (f16, q8_0, q4_0), and the refusal names the flag as llama.cpp spells it too
+// (-ctk/--cache-type-k).
 type cacheType gguf.GGMLType
+
+// cacheTypeFlag is the flag named name (kong's, "cache-type-k") in its short and long spellings.
+func cacheTypeFlag(name string) string {
+	switch name {
+	case "cache-type-k":
+		return "-ctk/--cache-type-k"
+	case "cache-type-v":
+		return "-ctv/--cache-type-v"
+	}
+	return "--" + name
+}
 
 // Decode implements kong.MapperValue.
 func (c *cacheType) Decode(ctx *kong.DecodeContext) error {
@@ -20,7 +34,7 @@ func (c *cacheType) Decode(ctx *kong.DecodeContext) error {
 	}
 	t, err := model.ParseCacheType(s)
 	if err != nil {
-		return err
+		return fmt.Errorf("%s: %w", cacheTypeFlag(ctx.Value.Name), err)
 	}
 	*c = cacheType(t)
 	return nil

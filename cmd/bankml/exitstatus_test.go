@@ -175,3 +175,30 @@ func TestCtxSizePastA32BitIntQuotesTheContextsOwnRange(t *testing.T) {
 		})
 	}
 }
+
+// TestACacheTypeBankmlDoesNotTakeNamesTheFlagAndTheTypes: a -ctk/-ctv value bankml does not run is a usage error
+// naming the flag, as its command's other errors are named, and the types it takes, with no package prefix.
+func TestACacheTypeBankmlDoesNotTakeNamesTheFlagAndTheTypes(t *testing.T) {
+	model := storiesPath(t)
+	const allowed = " (allowed: f16, q8_0, q4_0)"
+	for _, c := range []struct {
+		name string
+		args []string
+		want string // standard error's last line, whole
+	}{
+		{"run with -ctk q4_1", []string{"run", model, "-p", "Once", "-ctk", "q4_1"},
+			"bankml: run: -ctk/--cache-type-k: cache type q4_1 is not supported by bankml" + allowed + " (see bankml run --help)"},
+		{"serve with --cache-type-v=q5_0", []string{"serve", model, "--unpinned", "--cache-type-v=q5_0"},
+			"bankml: serve: -ctv/--cache-type-v: cache type q5_0 is not supported by bankml" + allowed + " (see bankml serve --help)"},
+		{"run with -ctv f8, a type llama.cpp does not take either", []string{"run", model, "-p", "Once", "-ctv", "f8"},
+			`bankml: run: -ctv/--cache-type-v: unsupported cache type "f8" (allowed: f16, q8_0, q4_0; llama.cpp takes f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1) (see bankml run --help)`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, _, stderr := runCLI(c.args...)
+			lines := strings.Split(strings.TrimRight(stderr, "\n"), "\n")
+			if got := lines[len(lines)-1]; code != 1 || got != c.want {
+				t.Fatalf("exit %d, stderr's last line\n%s\nwant exit 1 and\n%s", code, got, c.want)
+			}
+		})
+	}
+}
