@@ -181,13 +181,17 @@ func (s *Store) checkGGUF(b Blob) error {
 }
 
 // storeName is the NAME:TAG a non-catalog source is stored under: o.Name, else the file's base name
-// without ".gguf".
+// without ".gguf". A refused o.Name is named as the flag that gave it (--name); a base name that is no model
+// name comes with the advice to give one.
 func storeName(o PullOptions, file string) (string, string, error) {
-	ref := o.Name
-	if ref == "" {
-		ref = strings.TrimSuffix(file, filepath.Ext(file))
+	if o.Name != "" {
+		name, tag, err := catalog.ParseRef(o.Name)
+		if err != nil {
+			return "", "", fmt.Errorf("store: --name: %w", err)
+		}
+		return name, tag, nil
 	}
-	name, tag, err := catalog.ParseRef(ref)
+	name, tag, err := catalog.ParseRef(strings.TrimSuffix(file, filepath.Ext(file)))
 	if err != nil {
 		return "", "", fmt.Errorf("store: %w (give the model a name with --name NAME[:TAG])", err)
 	}

@@ -95,10 +95,11 @@ type pullCmd struct {
 	storeFlag
 }
 
+// Run pulls; its errors start "pull: ", as cp's, rm's, show's and create's start with their command.
 func (c *pullCmd) Run(stdout io.Writer, stderr errWriter) error {
 	s, err := c.open()
 	if err != nil {
-		return err
+		return fmt.Errorf("pull: %w", err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -106,7 +107,7 @@ func (c *pullCmd) Run(stdout io.Writer, stderr errWriter) error {
 	o.SHA256, o.Name = c.SHA256, c.Name
 	m, err := s.Pull(ctx, c.Model, o)
 	if err != nil {
-		return refusedPull(err) // store.Pull's errors say what was pulled ("store: pull NAME:TAG: ...")
+		return refusedPull(fmt.Errorf("pull: %w", err)) // store.Pull's errors say what was pulled ("store: pull NAME:TAG: ...")
 	}
 	_, err = fmt.Fprintf(stdout, "pulled %s: sha256 %s, %d bytes (%s)\n", m.Ref(), m.Model.SHA256, m.Model.Size, m.Provenance.DigestSource)
 	return err

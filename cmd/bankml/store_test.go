@@ -200,12 +200,12 @@ func TestStoreAndPullErrorsCarryEachPrefixOnce(t *testing.T) {
 		want string // standard error's last line, whole
 	}{
 		{"pull from a mirror that cannot be reached", []string{"pull", "stories260K", "--from", deadURL}, 1,
-			"bankml: store: pull stories260K:latest: " + deadURL + "/stories260K.gguf: dial tcp " + strings.TrimPrefix(deadURL, "http://") +
+			"bankml: pull: store: pull stories260K:latest: " + deadURL + "/stories260K.gguf: dial tcp " + strings.TrimPrefix(deadURL, "http://") +
 				": connect: connection refused (nothing downloaded): the mirror " + deadURL + " cannot be reached; check --from or $BANKML_MIRROR"},
 		{"pull from a mirror folder without the file", []string{"pull", "stories260K", "--from", noMirror}, 1,
-			"bankml: store: pull stories260K:latest: the mirror " + noMirror + " is no folder (nothing downloaded): check --from or $BANKML_MIRROR, or unset it to download from the publisher"},
+			"bankml: pull: store: pull stories260K:latest: the mirror " + noMirror + " is no folder (nothing downloaded): check --from or $BANKML_MIRROR, or unset it to download from the publisher"},
 		{"pull of a local file with another sha256", []string{"pull", file, "--sha256", wrong}, 2,
-			"bankml: store: add stories260K:latest: refused: " + file + " has sha256 " + storiesSHA256 + ", not the expected " + wrong +
+			"bankml: pull: store: add stories260K:latest: refused: " + file + " has sha256 " + storiesSHA256 + ", not the expected " + wrong +
 				" (nothing was stored; the partial download was removed)"},
 		{"run of a catalog model pulled from a mirror folder without it", []string{"run", "stories260K", "-p", "x", "--from", noMirror}, 1,
 			"bankml: run: store: pull stories260K:latest: the mirror " + noMirror + " is no folder (nothing downloaded): check --from or $BANKML_MIRROR, or unset it to download from the publisher"},
@@ -254,6 +254,52 @@ func TestANameThatIsNeitherAFileNorAModelIsNamedOnce(t *testing.T) {
 			}
 			if n := strings.Count(got, "nosuch"); n != 1 {
 				t.Fatalf("the name appears %d times in %q", n, got)
+			}
+		})
+	}
+}
+
+// TestEveryPullErrorIsPrefixedWithPull: pull's errors start "pull: ", as cp's, rm's, show's and create's start
+// with their command, whatever went wrong: a --name that is no model name (named as the flag, with no advice to
+// give one), a missing file, a name the catalog lacks, an address without its sha256, a store that cannot open.
+func TestEveryPullErrorIsPrefixedWithPull(t *testing.T) {
+	dir, models := storeEnv(t)
+	file := filepath.Join(models, "stories260K.gguf")
+	missing := filepath.Join(dir, "missing.gguf")
+	const badName = `a name is letters, digits, '.', '_' and '-' (at most 80, starting with a letter or digit)`
+	notDir := filepath.Join(t.TempDir(), "file")
+	dashed := filepath.Join(t.TempDir(), "-x.gguf")
+	for _, p := range []string{notDir, dashed} {
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string // standard error's last line, whole
+	}{
+		{"a --name with a slash", []string{"pull", file, "--name", "a/b"}, 1,
+			`bankml: pull: store: --name: model name "a/b": ` + badName},
+		{"a --name with an empty tag", []string{"pull", file, "--name", "x:"}, 1,
+			`bankml: pull: store: --name: model name "x:": empty tag after ':'`},
+		{"a file whose base name is no model name", []string{"pull", dashed}, 1,
+			`bankml: pull: store: model name "-x": ` + badName + ` (give the model a name with --name NAME[:TAG])`},
+		{"a missing file", []string{"pull", missing}, 1,
+			"bankml: pull: store: " + missing + ": no such file, and not a model name"},
+		{"a name the catalog lacks", []string{"pull", "nosuch"}, 1,
+			"bankml: pull: store: nosuch:latest is not in bankml's catalog (it has bonsai:1.7b, bonsai:8b, qwen3:0.6b, stories260K:latest, ternary-bonsai:8b)"},
+		{"an address without its sha256", []string{"pull", "https://example.invalid/x.gguf"}, 1,
+			"bankml: pull: store: https://example.invalid/x.gguf: give its sha256 with --sha256 (the digest its publisher records; for Hugging Face, the file's LFS sha256)"},
+		{"a store that cannot open", []string{"pull", file, "--models", notDir}, 1,
+			"bankml: pull: store: mkdir " + notDir + ": not a directory"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, e := bankml(t, tc.args...)
+			lines := strings.Split(strings.TrimRight(e, "\n"), "\n")
+			if got := lines[len(lines)-1]; code != tc.code || got != tc.want {
+				t.Fatalf("exit %d, stderr's last line\n%s\nwant exit %d and\n%s", code, got, tc.code, tc.want)
 			}
 		})
 	}
