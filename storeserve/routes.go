@@ -219,6 +219,24 @@ func (r *Router) handlePs(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, 200, out)
 }
 
+// lookup is the manifest of the model a store route's request names (name, as the request names it), looked up
+// as a request for that model to answer is (acquire): a name that is no model name is a 400, then the
+// manifest's answer (Router.manifest: 404 for a model the store lacks, 500 for a manifest that does not read).
+// ok is false when it has answered w.
+func (r *Router) lookup(w http.ResponseWriter, req *http.Request, name string) (m *store.Manifest, ok bool) {
+	ref, err := r.ref(name)
+	if err != nil {
+		writeErr(w, true, http.StatusBadRequest, err.Error())
+		return nil, false
+	}
+	if m, err = r.manifest(ref); err != nil {
+		st, msg := r.statusOf(err, req.URL.Path, name)
+		writeErr(w, true, st, msg)
+		return nil, false
+	}
+	return m, true
+}
+
 // handleShow is Ollama's POST /api/show from the store's manifest.
 func (r *Router) handleShow(w http.ResponseWriter, req *http.Request) {
 	var body api.ShowRequest
@@ -228,9 +246,8 @@ func (r *Router) handleShow(w http.ResponseWriter, req *http.Request) {
 	if body.Model == "" {
 		body.Model = body.Name //lint:ignore SA1019 older Ollama clients send "name"; Ollama takes it too
 	}
-	m, err := r.o.Store.Get(body.Model)
-	if err != nil {
-		writeErr(w, true, 404, fmt.Sprintf("model '%s' not found", body.Model))
+	m, ok := r.lookup(w, req, body.Model)
+	if !ok {
 		return
 	}
 	var params strings.Builder
@@ -413,8 +430,7 @@ func (r *Router) handleCopy(w http.ResponseWriter, req *http.Request) {
 	if !decode(w, req, true, &body) {
 		return
 	}
-	if _, err := r.o.Store.Get(body.Source); err != nil {
-		writeErr(w, true, 404, fmt.Sprintf("model '%s' not found", body.Source))
+	if _, ok := r.lookup(w, req, body.Source); !ok {
 		return
 	}
 	if _, err := r.o.Store.Copy(body.Source, body.Destination); err != nil {
@@ -433,9 +449,19 @@ func (r *Router) handleDelete(w http.ResponseWriter, req *http.Request) {
 	if body.Model == "" {
 		body.Model = body.Name //lint:ignore SA1019 older Ollama clients send "name"; Ollama takes it too
 	}
-	if _, err := r.o.Store.Get(body.Model); err != nil {
-		writeErr(w, true, 404, fmt.Sprintf("model '%s' not found", body.Model))
+	// A manifest that does not read is removed all the same (store.Remove mends it, as `bankml rm` does); a name
+	// that is no model name is the 400 the other routes give it, one the store lacks Ollama's 404.
+	ref, err := r.ref(body.Model)
+	if err != nil {
+		writeErr(w, true, http.StatusBadRequest, err.Error())
 		return
+	}
+	if _, err := r.manifest(ref); err != nil {
+		var nf *notFoundError
+		if errors.As(err, &nf) {
+			writeErr(w, true, http.StatusNotFound, notFoundMessage(req.URL.Path, body.Model))
+			return
+		}
 	}
 	if _, err := r.Unload(body.Model); err != nil {
 		writeErr(w, true, 400, err.Error())

@@ -403,16 +403,28 @@ func (r *Router) expire(l *loaded) {
 	unload(l)
 }
 
+// manifest is the store's manifest of ref (NAME:TAG, as ref returns it), looked up as every route looks a model
+// up, so that one model gets one answer on every route (statusOf): a model the store lacks is a *notFoundError
+// (Ollama's 404), a manifest that does not read a server-side error, an *httpError 500 naming the model and no
+// path of the server (the log has the file), as Ollama's show answers a manifest it cannot parse.
+func (r *Router) manifest(ref string) (*store.Manifest, error) {
+	man, err := r.o.Store.Get(ref)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil, &notFoundError{ref}
+	case err != nil:
+		r.log.Error("model manifest unreadable", "model", ref, "err", err)
+		return nil, &httpError{http.StatusInternalServerError, fmt.Sprintf("model '%s': its manifest does not read: %s", ref, r.scrub(err.Error()))}
+	}
+	return man, nil
+}
+
 // load looks ref up in the store (never pulling it: a model the store lacks, or whose file is gone, is a
 // *notFoundError), makes room and admits it. Its errors name no server path (scrub).
 func (r *Router) load(ctx context.Context, ref string) (*loaded, error) {
-	man, err := r.o.Store.Get(ref)
+	man, err := r.manifest(ref)
 	if err != nil {
-		if errors.Is(err, store.ErrNotFound) {
-			return nil, &notFoundError{ref}
-		}
-		r.log.Error("model manifest unreadable", "model", ref, "err", err)
-		return nil, &httpError{http.StatusInternalServerError, fmt.Sprintf("model '%s': its manifest does not read: %s", ref, r.scrub(err.Error()))}
+		return nil, err
 	}
 	blob := r.o.Store.BlobPath(man.Model.SHA256)
 	if _, err := os.Stat(blob); err != nil {

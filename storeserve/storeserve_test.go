@@ -1259,3 +1259,58 @@ func TestALoadWaitsForTheBusyModelItMustEvictAsOllamasScheduler(t *testing.T) {
 		}
 	})
 }
+
+// TestAModelWhoseManifestDoesNotReadIsTheSame500OnEveryRoute: the store server looks every model up one way, so a
+// manifest that does not read is the same server-side error wherever a request names its model (Ollama's show,
+// copy, chat and generate, the OpenAI routes): a 500 naming the model and no path of the server, where /api/show
+// and /api/copy answered 404 as for a model the store lacks. A model the store lacks is still Ollama's 404 on
+// each, and a name that is no model name the 400 Ollama's show gives it. DELETE /api/delete of the broken name
+// removes the manifest, as `bankml rm` mends it, and the name is a 404 from then on.
+func TestAModelWhoseManifestDoesNotReadIsTheSame500OnEveryRoute(t *testing.T) {
+	f := newFixture(t, storeserve.Options{})
+	writeBrokenManifest(t, f.s.Root)
+	st, b := f.post(t, "/api/chat", `{"model":"broken","messages":[{"role":"user","content":"hi"}]}`)
+	var chat struct{ Error string }
+	if err := json.Unmarshal(b, &chat); err != nil || st != 500 || !strings.HasPrefix(chat.Error, "model 'broken:latest': its manifest does not read: ") || strings.Contains(chat.Error, f.s.Root) {
+		t.Fatalf("/api/chat: %d %s; want a 500 naming broken:latest and not %s", st, b, f.s.Root)
+	}
+	ollama, _ := json.Marshal(map[string]string{"error": chat.Error})
+	openai, _ := json.Marshal(map[string]any{"error": map[string]any{"code": 500, "message": chat.Error, "type": "server_error"}})
+	for _, tc := range []struct {
+		name, path, body string
+		status           int
+		want             string // the whole body
+	}{
+		{"Ollama's show of the broken model is chat's 500", "/api/show", `{"model":"broken"}`, 500, string(ollama)},
+		{"Ollama's show names it by its tag too", "/api/show", `{"model":"broken:latest"}`, 500, string(ollama)},
+		{"Ollama's copy from the broken model is chat's 500", "/api/copy", `{"source":"broken","destination":"copy"}`, 500, string(ollama)},
+		{"Ollama's generate is chat's 500", "/api/generate", `{"model":"broken","prompt":"hi"}`, 500, string(ollama)},
+		{"an OpenAI chat is the 500 in llama-server's shape", "/v1/chat/completions", `{"model":"broken","messages":[{"role":"user","content":"hi"}]}`, 500, string(openai)},
+		{"Ollama's show of a model the store lacks is still its 404", "/api/show", `{"model":"nosuch"}`, 404, `{"error":"model 'nosuch' not found"}`},
+		{"Ollama's copy from a model the store lacks is still its 404", "/api/copy", `{"source":"nosuch","destination":"copy"}`, 404, `{"error":"model 'nosuch' not found"}`},
+		{"Ollama's show of no model name is a 400, as Ollama's", "/api/show", `{"model":"a/b"}`, 400,
+			`{"error":"model name \"a/b\": a name is letters, digits, '.', '_' and '-' (at most 80, starting with a letter or digit)"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, b := f.post(t, tc.path, tc.body)
+			if st != tc.status || string(b) != tc.want {
+				t.Fatalf("%d %s, want %d %s", st, b, tc.status, tc.want)
+			}
+		})
+	}
+	t.Run("DELETE /api/delete of the broken model removes its manifest", func(t *testing.T) {
+		req, _ := http.NewRequest(http.MethodDelete, f.srv.URL+"/api/delete", strings.NewReader(`{"model":"broken"}`))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("%d %s, want 200", resp.StatusCode, b)
+		}
+		if st, b := f.post(t, "/api/show", `{"model":"broken"}`); st != 404 {
+			t.Fatalf("/api/show after the delete: %d %s, want 404", st, b)
+		}
+	})
+}
