@@ -554,7 +554,7 @@ func (a *ollamaAPI) run(w http.ResponseWriter, r *http.Request, job *ollamaJob, 
 			return
 		}
 		if len(toks) >= n {
-			ollamaError(w, http.StatusBadRequest, fmt.Sprintf("the prompt has %d tokens, which does not fit the request's num_ctx of %d", len(toks), n))
+			ollamaError(w, http.StatusBadRequest, fmt.Sprintf("the prompt has %d tokens, which does not fit %s", len(toks), job.settings.numCtxWords()))
 			return
 		}
 		if left := n - len(toks); req.NPredict < 0 || req.NPredict > left {

@@ -24,10 +24,25 @@ type ollamaSettings struct {
 	HasNPredict bool     // num_predict was given (else the server's -n applies)
 	Stop        []string // stop strings, cut exactly (engine.Request.Stop)
 	NumCtx      int      // num_ctx: 0 when not given; else at least 4, prompt + answer must fit in it
+	NumCtxGiven int      // num_ctx as the request gave it (its fraction dropped), for the errors that quote it
 	// RepeatLastNCtx: repeat_last_n was -1, which Ollama defines as num_ctx (docs/modelfile.md's table:
 	// "-1 = num_ctx"); Sampling.PenaltyLastN is 0 until ollamaAPI.settings sets it to the request's context.
 	RepeatLastNCtx bool
 	Ignored        []string // "name (why)" of every option given and not applied, in name order
+}
+
+// numCtxWords names the request's context for an error: the num_ctx the request gave and, when the server took
+// another (raised to Ollama's smallest, cut to the slot's context), the one it took and why.
+func (s ollamaSettings) numCtxWords() string {
+	w := fmt.Sprintf("the request's num_ctx of %d", s.NumCtxGiven)
+	switch {
+	case s.NumCtx == s.NumCtxGiven:
+	case s.NumCtxGiven < ollamaMinNumCtx:
+		w += fmt.Sprintf(", raised to %d (Ollama's smallest context)", s.NumCtx)
+	default:
+		w += fmt.Sprintf(", cut to %d (the server's slot context)", s.NumCtx)
+	}
+	return w
 }
 
 // OptionError is the error for an Ollama option bankml refuses: the HTTP
@@ -125,7 +140,10 @@ var ollamaOptionNames = sync.OnceValue(func() map[string]bool {
 //     int64 conversion drops it; a number past the option's range is refused
 //     (FromMap would wrap it), as is a float past the float32 range and an
 //     empty stop string;
-//   - num_ctx below 4 is 4 (Ollama's scheduler, server/sched.go:110);
+//   - num_ctx below 4 is 4 (Ollama's scheduler, server/sched.go:110), 0 and
+//     negative ones too: Ollama's request options replace its default
+//     context (server/routes.go:118, modelOptions), so 0 is not "the
+//     default" there either;
 //   - num_predict <= 0 is unlimited (Ollama's -1 and -2: until EOG or the
 //     context is full);
 //   - repeat_last_n -1 is num_ctx, as Ollama defines it (the request's context: num_ctx, else the slot's;
@@ -163,7 +181,7 @@ func parseOllamaOptions(opts map[string]any, base sample.Params) (ollamaSettings
 		case "num_ctx":
 			var n int64
 			if n, err = optInt(k, v, math.MinInt32, math.MaxInt32); err == nil {
-				s.NumCtx = int(max(n, ollamaMinNumCtx))
+				s.NumCtx, s.NumCtxGiven = int(max(n, ollamaMinNumCtx)), int(n)
 			}
 		case "num_predict":
 			var n int64

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -329,6 +330,42 @@ func TestAnOllamaFormatIsNamedAsSent(t *testing.T) {
 			st, b := ts.post(t, tc.path, []byte(tc.body))
 			if st != 400 || !strings.Contains(string(b), `format`) || strings.Contains(string(b), "response_format") || !strings.Contains(string(b), "no integer meets minimum 5 and maximum 1") {
 				t.Fatalf("%d %s; want a 400 naming format", st, b)
+			}
+		})
+	}
+}
+
+// TestAPromptPastTheRequestsNumCtxNamesTheNumCtxGiven: a prompt that does not fit the request's context is a 400
+// quoting the num_ctx the request gave and, when the server took another (0 or less and below 4 raised to 4, as
+// Ollama v0.17.4's scheduler raises it; past the slot's context cut to it), the context it took and why, where it
+// quoted 4 as if the request had asked for it.
+func TestAPromptPastTheRequestsNumCtxNamesTheNumCtxGiven(t *testing.T) {
+	ts := newTestServer(t, storiesPath(t), AdmitOptions{}, Options{NCtx: 512})
+	short := "Once upon a time there was a little girl named Lily"
+	long := strings.Repeat("Once upon a time ", 200)
+	for _, c := range []struct {
+		name    string
+		prompt  string
+		numCtx  string
+		message string // after "the prompt has N tokens, which does not fit "
+	}{
+		{"num_ctx 0 is raised to 4", short, "0", "the request's num_ctx of 0, raised to 4 (Ollama's smallest context)"},
+		{"a negative num_ctx is raised to 4", short, "-5", "the request's num_ctx of -5, raised to 4 (Ollama's smallest context)"},
+		{"num_ctx 3 is raised to 4", short, "3", "the request's num_ctx of 3, raised to 4 (Ollama's smallest context)"},
+		{"num_ctx 4 is the request's own", short, "4", "the request's num_ctx of 4"},
+		{"num_ctx 8 is the request's own", short, "8.9", "the request's num_ctx of 8"},
+		{"a num_ctx past the slot's context is cut to it", long, "8192", "the request's num_ctx of 8192, cut to 512 (the server's slot context)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			body := `{"model":"stories260K.gguf","stream":false,"prompt":` + strconv.Quote(c.prompt) + `,"options":{"num_ctx":` + c.numCtx + `}}`
+			st, b := ts.post(t, "/api/generate", []byte(body))
+			var got struct{ Error string }
+			if err := json.Unmarshal(b, &got); err != nil || st != 400 {
+				t.Fatalf("%d %s, want a 400", st, b)
+			}
+			_, after, ok := strings.Cut(got.Error, " tokens, which does not fit ")
+			if !strings.HasPrefix(got.Error, "the prompt has ") || !ok || after != c.message {
+				t.Fatalf("%q, want \"the prompt has N tokens, which does not fit %s\"", got.Error, c.message)
 			}
 		})
 	}
