@@ -22,7 +22,7 @@ import (
 var ErrRefused = errors.New("refused")
 
 // Error is every error of Open. Refused says the model must not run (bankml exits 2, serve does not
-// listen); otherwise reading the file failed (exit 1).
+// listen); otherwise reading the file failed, or Options.Manifest is a malformed digest (exit 1).
 type Error struct {
 	Path    string // the model file as given
 	Refused bool

@@ -66,7 +66,8 @@ func TestOpenAdmitsUnderThePinPolicy(t *testing.T) {
 }
 
 // TestOpenRefuses: each file or pin that must not run is refused (errors.Is ErrRefused, an *Error with
-// Refused) with a message naming why; a missing file is an I/O error, not a refusal.
+// Refused) with a message naming why; a missing file is an I/O error, a malformed digest a usage error, neither
+// a refusal.
 func TestOpenRefuses(t *testing.T) {
 	stories := testdata.Model(t, "stories260K.gguf")
 	dir := t.TempDir()
@@ -83,7 +84,7 @@ func TestOpenRefuses(t *testing.T) {
 	}{
 		{"an unpinned file under RequirePin", stories, Options{}, true, "(sha256 " + storiesSHA256 + ") has no pin: refused (give --manifest"},
 		{"a wrong digest", stories, Options{Manifest: strings.Repeat("ab", 32), Pin: AllowUnpinned}, true, "!= pinned " + strings.Repeat("ab", 32)},
-		{"a malformed digest", stories, Options{Manifest: "sha256:xyz", Pin: AllowUnpinned}, true, "digest \"sha256:xyz\""},
+		{"a malformed digest is the caller's usage error, not a refusal", stories, Options{Manifest: "sha256:xyz", Pin: AllowUnpinned}, false, `--manifest "sha256:xyz": not a sha256 digest`},
 		{"a file that is not GGUF", notGGUF, Options{Pin: AllowUnpinned}, true, "guard: refused"},
 		{"a missing file", filepath.Join(dir, "absent.gguf"), Options{Pin: AllowUnpinned}, false, "guard: open " + filepath.Join(dir, "absent.gguf") + ": no such file"},
 		{"a missing manifest", stories, Options{Manifest: filepath.Join(dir, "FORK.json"), Pin: AllowUnpinned}, false, "FORK.json"},

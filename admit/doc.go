@@ -15,8 +15,8 @@
 // (chat.FromGGUF) when [Options.Chat] asks for it.
 //
 // Errors. Every error is an [*Error]: Refused (errors.Is(err, [ErrRefused])) when the file must not run —
-// bankml's commands exit 2 on it and serve refuses before its port opens — and an I/O error otherwise
-// (exit 1). Messages name the file or the gate; the caller prefixes its command's name.
+// bankml's commands exit 2 on it and serve refuses before its port opens — and an I/O error otherwise, or an
+// [Options.Manifest] starting "sha256:" that is no digest (provenance.ErrBadDigest, a usage error) (exit 1). Messages name the file or the gate; the caller prefixes its command's name.
 //
 // Follows. llama.cpp loads a model with llama_model_load_from_file and refuses what it cannot load; the
 // guard's rules are its loader's (package guard). The pin, the identity and the template rule are bankml's

@@ -22,5 +22,6 @@
 //
 // Determinism. The hash is a pure function of the bytes; the verdict and its text are pure functions of the
 // file's bytes, its base name and the manifest's bytes. Errors that mean "refused" (exit status 2 of bankml pin)
-// wrap [ErrRefused]; all others are I/O errors. The full record, with the pipelined read: docs/manifest.md.
+// wrap [ErrRefused]; a "sha256:" argument that is no digest wraps [ErrBadDigest] (a usage error, exit status 1);
+// all others are I/O errors. The full record, with the pipelined read: docs/manifest.md.
 package provenance

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"strings"
 )
 
 // ErrRefused is wrapped by every error of Pin that refuses the file: a hash that differs from the pinned one, a
@@ -46,8 +45,9 @@ type Result struct {
 //
 // The error is nil when the file is pinned (or unpinned with no manifest). A refusal returns the Result with
 // Verdict "refuse" and the Reason, and an error with the same text wrapping ErrRefused (and ErrBadManifest when
-// the manifest is at fault). Any other error is an I/O error reading the file or the manifest. If progress is not
-// nil, the file's bytes are written to it as they are hashed (see SHA256File).
+// the manifest is at fault). A manifest that starts with "sha256:" but is no digest is an error wrapping
+// ErrBadDigest, before anything is read (DigestArg). Any other error is an I/O error reading the file or the
+// manifest. If progress is not nil, the file's bytes are written to it as they are hashed (see SHA256File).
 //
 // The manifest is read and checked before the file is hashed, so a bad manifest is refused at once; the file is
 // then hashed even when the manifest has no entry for it, so that the Result always carries its sha256.
@@ -55,15 +55,15 @@ func Pin(path, manifest string, progress io.Writer) (Result, error) {
 	res := Result{File: path, Name: filepath.Base(path), WantSize: -1, Manifest: manifest}
 	var entries []Entry
 	manifestName := ""
-	switch d, isDigest := ParseDigest(manifest); {
+	switch d, isDigest, err := DigestArg(manifest); {
+	case err != nil:
+		// "sha256:" announces a digest, never a file name: a malformed one is the caller's usage error.
+		return res, err
 	case manifest == "":
 	case isDigest:
 		res.FromDigest = true
 		entries = []Entry{{Path: res.Name, Size: -1, SHA256: d}}
 		manifestName = "the digest given"
-	case len(manifest) >= len(DigestPrefix) && strings.EqualFold(manifest[:len(DigestPrefix)], DigestPrefix):
-		// "sha256:" announces a digest, never a file name: say what is wrong with it.
-		return refuse(res, fmt.Errorf("%w: digest %q: want sha256: and 64 hex digits: %w", ErrBadManifest, manifest, ErrRefused))
 	default:
 		m, err := ReadManifest(manifest)
 		if err != nil {

@@ -88,6 +88,25 @@ func HashReader(r io.Reader, progress io.Writer) (string, int64, error) {
 	return hex.EncodeToString(h.Sum(nil)), total, nil
 }
 
+// ErrBadDigest is wrapped by the error of a manifest argument that starts with "sha256:" (which announces a
+// digest, never a file name) without 64 hex digits after it (DigestArg, Pin): the caller's usage error, neither
+// a refusal of the file (nothing is hashed) nor I/O.
+var ErrBadDigest = errors.New("not a sha256 digest")
+
+// DigestArg reads a manifest argument (bankml's --manifest): a digest (ParseDigest: 64 hex digits, or "sha256:"
+// and 64 hex digits) is returned as 64 lower-case hex digits with isDigest true; anything else that starts with
+// "sha256:" is an error wrapping ErrBadDigest naming the argument; anything else is the path of a manifest file
+// (isDigest false, no error), "" included.
+func DigestArg(s string) (digest string, isDigest bool, err error) {
+	if d, ok := ParseDigest(s); ok {
+		return d, true, nil
+	}
+	if len(s) >= len(DigestPrefix) && strings.EqualFold(s[:len(DigestPrefix)], DigestPrefix) {
+		return "", false, fmt.Errorf("--manifest %q: %w: want sha256: and 64 hex digits", s, ErrBadDigest)
+	}
+	return "", false, nil
+}
+
 // ParseDigest reports whether s is a sha256 digest given directly: exactly 64 hex digits, or "sha256:" followed by
 // 64 hex digits (an Ollama-style digest; the prefix in any case). It returns the digest as 64 lower-case hex
 // digits.

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -151,6 +152,43 @@ func TestParseDigestAcceptsBareAndOllamaForms(t *testing.T) {
 		got, ok := ParseDigest(tc.in)
 		if got != tc.want || ok != (tc.want != "") {
 			t.Errorf("ParseDigest(%q) = %q, %v; want %q", tc.in, got, ok, tc.want)
+		}
+	}
+}
+
+// TestAManifestArgumentStartingSha256IsADigestOrAUsageError: DigestArg takes a digest in either form, takes
+// anything that does not start "sha256:" as a manifest path, and refuses a "sha256:" argument without 64 hex
+// digits with an error wrapping ErrBadDigest (not ErrRefused: nothing was judged) naming the argument; Pin
+// returns that error before it reads anything.
+func TestAManifestArgumentStartingSha256IsADigestOrAUsageError(t *testing.T) {
+	const h = "270cba1bd5109f42d03350f60406024560464db173c0e387d91f0426d3bd256d"
+	for _, tc := range []struct {
+		in     string
+		digest string // "" for a path
+		bad    bool
+	}{
+		{h, h, false},
+		{"SHA256:" + h, h, false},
+		{"FORK.json", "", false},
+		{"./sha256:zz", "", false},
+		{"", "", false},
+		{"sha256:zz", "", true},
+		{"sha256:", "", true},
+		{"Sha256:" + h[:63], "", true},
+		{"sha256:" + h + "0", "", true},
+	} {
+		d, isDigest, err := DigestArg(tc.in)
+		if d != tc.digest || isDigest != (tc.digest != "") || (err != nil) != tc.bad {
+			t.Errorf("DigestArg(%q) = %q, %v, %v; want %q, bad %v", tc.in, d, isDigest, err, tc.digest, tc.bad)
+		}
+		if tc.bad {
+			want := fmt.Sprintf("--manifest %q: not a sha256 digest: want sha256: and 64 hex digits", tc.in)
+			if !errors.Is(err, ErrBadDigest) || errors.Is(err, ErrRefused) || err.Error() != want {
+				t.Errorf("DigestArg(%q): %v; want %q wrapping ErrBadDigest only", tc.in, err, want)
+			}
+			if _, perr := Pin(filepath.Join(t.TempDir(), "absent.gguf"), tc.in, nil); perr == nil || perr.Error() != want {
+				t.Errorf("Pin with %q: %v; want %q before the (absent) file is read", tc.in, perr, want)
+			}
 		}
 	}
 }

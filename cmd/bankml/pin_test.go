@@ -138,3 +138,49 @@ func TestPinJSONIsOneObjectWhateverTheVerdict(t *testing.T) {
 		}
 	}
 }
+
+// TestAManifestDigestThatIsNoDigestIsAUsageError: a --manifest starting "sha256:" without 64 hex digits after it
+// is a bad flag value, exit 1 naming the flag on every command that takes --manifest (docs/cli.md's table), a
+// store model's too, where it exited 2 as a refused pin; a manifest file that does not parse is still a file
+// that cannot be used, 2, as docs/manifest.md's table says.
+func TestAManifestDigestThatIsNoDigestIsAUsageError(t *testing.T) {
+	_, models := storeEnv(t)
+	model := filepath.Join(models, "stories260K.gguf")
+	if code, _, e := bankml(t, "pull", model); code != 0 {
+		t.Fatalf("pull: %d %s", code, e)
+	}
+	text := filepath.Join(t.TempDir(), "text.txt")
+	badJSON := filepath.Join(t.TempDir(), "bad.json")
+	for _, p := range []string{text, badJSON} {
+		if err := os.WriteFile(p, []byte("Once upon a time\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const bad = `--manifest "sha256:zz": not a sha256 digest: want sha256: and 64 hex digits`
+	for _, c := range []struct {
+		name string
+		args []string
+		code int
+		want string // standard error's last line, whole
+	}{
+		{"run", []string{"run", model, "-p", "Once", "--manifest", "sha256:zz"}, 1, "bankml: run: " + bad},
+		{"serve", []string{"serve", model, "--port", "0", "--manifest", "sha256:zz"}, 1, "bankml: serve: " + bad},
+		{"embed", []string{"embed", model, "-p", "Once", "--manifest", "sha256:zz"}, 1, "bankml: embed: " + bad},
+		{"perplexity", []string{"perplexity", model, text, "--manifest", "sha256:zz"}, 1, "bankml: perplexity: " + bad},
+		{"pin", []string{"pin", model, "--manifest", "sha256:zz"}, 1, "bankml: pin: " + bad},
+		{"pin --json", []string{"pin", model, "--json", "--manifest", "sha256:zz"}, 1, "bankml: pin: " + bad},
+		{"run of a store model", []string{"run", "stories260K", "-p", "Once", "--manifest", "sha256:zz"}, 1, "bankml: run: " + bad},
+		{"a digest one hex digit short", []string{"pin", model, "--manifest", "sha256:" + storiesSHA256[:63]}, 1,
+			`bankml: pin: --manifest "sha256:` + storiesSHA256[:63] + `": not a sha256 digest: want sha256: and 64 hex digits`},
+		{"a manifest file that is no JSON is still 2", []string{"pin", model, "--manifest", badJSON}, 2,
+			"bankml: pin: manifest " + badJSON + ": bad manifest: not valid JSON: invalid character 'O' looking for beginning of value: refused"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, _, stderr := bankml(t, c.args...)
+			lines := strings.Split(strings.TrimRight(stderr, "\n"), "\n")
+			if got := lines[len(lines)-1]; code != c.code || got != c.want {
+				t.Fatalf("exit %d, stderr's last line\n%s\nwant exit %d and\n%s", code, got, c.code, c.want)
+			}
+		})
+	}
+}

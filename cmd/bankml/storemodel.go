@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/bankml/bankml/catalog"
+	"github.com/bankml/bankml/provenance"
 	"github.com/bankml/bankml/store"
 )
 
@@ -45,7 +46,11 @@ func storeModel(cmd, arg, manifestFlag string, models storeFlag, from string, st
 		fmt.Fprintf(stderr, "%s: pulled %s (sha256 %s) into %s\n", cmd, m.Ref(), m.Model.SHA256, s.Root)
 	}
 	pin = m.Model.SHA256
-	if manifestFlag != "" && strings.TrimPrefix(strings.ToLower(manifestFlag), "sha256:") != pin {
+	d, _, err := provenance.DigestArg(manifestFlag) // a malformed digest is a usage error (1), as on a file
+	if err != nil {
+		return "", "", nil, fmt.Errorf("%s: %w", cmd, err)
+	}
+	if manifestFlag != "" && d != pin {
 		return "", "", nil, cannotRun(fmt.Errorf("%s: %s is pinned by its manifest to sha256 %s; --manifest %s disagrees", cmd, m.Ref(), pin, manifestFlag))
 	}
 	return s.BlobPath(m.Model.SHA256), pin, m, nil
