@@ -144,19 +144,24 @@ func TestEveryBankmlCommandOfTheREADMEParses(t *testing.T) {
 		if len(args) == 0 {
 			continue
 		}
-		if slices.Contains(helpArgs(args), "--help") { // help: printed, exit 0
-			if code, _, stderr := runCLI(args...); code != 0 {
-				t.Errorf("README.md: ./bankml %s: exit %d: %s", c, code, stderr)
-			}
-			continue
-		}
 		var cl cli
 		parser, err := kong.New(&cl, kong.Name("bankml"), kong.Vars{"nproc": "1", "version": "test"},
 			kong.WithHyphenPrefixedParameters(true), kong.Exit(func(int) {}))
 		if err != nil {
 			t.Fatal(err)
 		}
-		args, _, err = llamaArgs(helpArgs(args), valueFlags(parser.Model, args[0]))
+		help, err := helpArgs(args, parser.Model.Node)
+		if err != nil {
+			t.Errorf("README.md: ./bankml %s: %v", c, err)
+			continue
+		}
+		if slices.Contains(help, "--help") { // help: printed, exit 0
+			if code, _, stderr := runCLI(args...); code != 0 {
+				t.Errorf("README.md: ./bankml %s: exit %d: %s", c, code, stderr)
+			}
+			continue
+		}
+		args, _, err = llamaArgs(help, valueFlags(parser.Model, args[0]))
 		if err == nil {
 			_, err = parser.Parse(args)
 		}

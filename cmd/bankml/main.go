@@ -84,8 +84,9 @@ type cli struct {
 
 type versionCmd struct{}
 
-// helpCmd is `bankml help [CMD...]`. run rewrites it to `bankml [CMD...] --help` before parsing (helpArgs),
-// so its output is -h's; the struct names the command in the help's list and in docs/cli.md.
+// helpCmd is `bankml help [CMD...]`. run rewrites it to `bankml [CMD...] --help` before parsing (helpArgs, which
+// refuses a CMD bankml does not have), so its output is -h's; the struct names the command in the help's list
+// and in docs/cli.md.
 type helpCmd struct {
 	Command []string `arg:"" optional:"" name:"COMMAND" help:"The command (and subcommand) whose help to show."`
 }
@@ -93,12 +94,39 @@ type helpCmd struct {
 func (helpCmd) Run() error { return errors.New("help: internal: not rewritten to --help") }
 
 // helpArgs rewrites `help [CMD...]` to `[CMD...] --help`, as git, go and ollama take `help CMD`; any other
-// arguments, and `help -h` (help's own help), are returned as they are.
-func helpArgs(args []string) []string {
+// arguments, and `help -h` (help's own help), are returned as they are. A CMD app (bankml's command tree) does not
+// have is a usage error naming it and listing the commands at its level (`help: unknown command "nosuch" (the
+// commands: …)`); the words after a command without subcommands are its arguments (help run m.gguf).
+func helpArgs(args []string, app *kong.Node) ([]string, error) {
 	if len(args) == 0 || args[0] != "help" || slices.Contains(args, "-h") || slices.Contains(args, "--help") {
-		return args
+		return args, nil
 	}
-	return append(slices.Clone(args[1:]), "--help")
+	n := app
+	for i, w := range args[1:] {
+		var names []string
+		var next *kong.Node
+		for _, c := range n.Children {
+			if c.Type != kong.CommandNode || c.Hidden {
+				continue
+			}
+			names = append(names, c.Name)
+			if c.Name == w || slices.Contains(c.Aliases, w) {
+				next = c
+			}
+		}
+		if len(names) == 0 || strings.HasPrefix(w, "-") {
+			break
+		}
+		if next == nil {
+			whose := "the commands"
+			if n != app {
+				whose = strings.Join(args[1:i+1], " ") + "'s commands"
+			}
+			return nil, fmt.Errorf("help: unknown command %q (%s: %s)", strings.Join(args[1:i+2], " "), whose, strings.Join(names, ", "))
+		}
+		n = next
+	}
+	return append(slices.Clone(args[1:]), "--help"), nil
 }
 
 func (versionCmd) Run(stdout io.Writer) error {
@@ -125,7 +153,6 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, opts ...func(
 			code = 70
 		}
 	}()
-	args = helpArgs(args)
 	var c cli
 	for _, o := range opts {
 		o(&c)
@@ -145,6 +172,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, opts ...func(
 		kong.BindTo(errWriter(stderr), (*errWriter)(nil)),
 	)
 	if err != nil {
+		fmt.Fprintln(stderr, "bankml:", err)
+		return 1
+	}
+	if args, err = helpArgs(args, parser.Model.Node); err != nil {
 		fmt.Fprintln(stderr, "bankml:", err)
 		return 1
 	}

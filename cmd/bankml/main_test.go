@@ -66,6 +66,35 @@ func TestHelpCommandPrintsWhatDashHPrints(t *testing.T) {
 	}
 }
 
+// TestHelpOfAnUnknownCommandNamesItAndListsTheCommands: `bankml help NAME` for a command bankml does not have is a
+// usage error (exit 1) in the words of bankml's other errors, naming what was asked and listing the commands
+// there are at that level (a subcommand's siblings for `help ledger NAME`), on standard error only.
+func TestHelpOfAnUnknownCommandNamesItAndListsTheCommands(t *testing.T) {
+	const all = "version, help, run, embed, guard, sha256, pin, inspect, synth, bench, tokenize, detokenize, chat-template, " +
+		"ledger, key, receipt, witness, quantize, perplexity, train, serve, pull, list, show, cp, rm, create"
+	for _, c := range []struct {
+		name string
+		args []string
+		want string // standard error, whole
+	}{
+		{"help nosuch", []string{"help", "nosuch"}, `bankml: help: unknown command "nosuch" (the commands: ` + all + ")\n"},
+		{"help nosuch with a flag after it", []string{"help", "nosuch", "--json"}, `bankml: help: unknown command "nosuch" (the commands: ` + all + ")\n"},
+		{"help ledger nosuch", []string{"help", "ledger", "nosuch"}, `bankml: help: unknown command "ledger nosuch" (ledger's commands: verify, prove)` + "\n"},
+		{"help bench nosuch", []string{"help", "bench", "nosuch"}, `bankml: help: unknown command "bench nosuch" (bench's commands: all, kernels, serve, model)` + "\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, out, errOut := runCLI(c.args...)
+			if code != 1 || out != "" || errOut != c.want {
+				t.Fatalf("exit %d, stdout %q, stderr\n%s\nwant exit 1, no stdout and\n%s", code, out, errOut, c.want)
+			}
+		})
+	}
+	// What is a command's argument, not a command, is still that command's help (run takes MODEL).
+	if code, out, _ := runCLI("help", "run", "m.gguf"); code != 0 || !strings.HasPrefix(out, "Usage: bankml run") {
+		t.Errorf("bankml help run m.gguf: exit %d, %q; want run's help", code, out)
+	}
+}
+
 // TestHelpListsFlagsFirst: `bankml serve --help` and `bankml run --help` list the arguments and flags first
 // and the prose on llama.cpp's flags after them, wrapped.
 func TestHelpListsFlagsFirst(t *testing.T) {
