@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"math"
+	"strconv"
 
 	"github.com/bankml/bankml/model"
 )
@@ -19,11 +20,56 @@ func outOfRange(flag string, v any, lo, hi int64, note string) error {
 	if hi == inf {
 		r = fmt.Sprintf("[%d, inf)", lo)
 	}
+	return rangeMessage(flag, v, r, note)
+}
+
+// rangeMessage is outOfRange's error with the range r already written.
+func rangeMessage(flag string, v any, r, note string) error {
 	msg := fmt.Sprintf("%s: value %v out of range %s", flag, v, r)
 	if note != "" {
 		msg += " (" + note + ")"
 	}
 	return &rangeError{msg: msg}
+}
+
+// floatRange is one float flag's value and the range it takes, for checkFloatRanges: [lo, hi], lo itself
+// excluded when openLo ("(0, inf)"); hi +Inf is no upper bound ("inf)"). A value must be a finite number.
+type floatRange struct {
+	flag   string
+	v      float64
+	lo, hi float64
+	openLo bool
+	note   string
+}
+
+// checkFloatRanges is checkRanges for float flags: outOfRange's words for the first flag whose value is
+// outside its range (NaN and ±Inf are outside every range), nil when every one is inside. Values and ends are
+// written in the fewest digits that read back as the flag's value (0.002, -0.1 for a float32 flag's -0.1,
+// +Inf, NaN).
+func checkFloatRanges(flags ...floatRange) error {
+	for _, f := range flags {
+		if f.v >= f.lo && f.v <= f.hi && !math.IsInf(f.v, 0) && !(f.openLo && f.v == f.lo) {
+			continue
+		}
+		open, end := "[", shortFloat(f.hi)+"]"
+		if f.openLo {
+			open = "("
+		}
+		if math.IsInf(f.hi, 1) {
+			end = "inf)"
+		}
+		return rangeMessage(f.flag, shortFloat(f.v), open+shortFloat(f.lo)+", "+end, f.note)
+	}
+	return nil
+}
+
+// shortFloat writes v in the fewest digits that read back as v, as a float32 when v is one (a float32 flag's
+// value widened), else as a float64.
+func shortFloat(v float64) string {
+	if float64(float32(v)) == v {
+		return strconv.FormatFloat(v, 'g', -1, 32)
+	}
+	return strconv.FormatFloat(v, 'g', -1, 64)
 }
 
 // intRange is one int flag's value and the range it takes, for checkRanges.

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -61,6 +62,20 @@ type trainCmd struct {
 func (c *trainCmd) Run(stderr errWriter) error {
 	level, err := quant.LevelFromEnv()
 	if err != nil {
+		return fmt.Errorf("train: %w", err)
+	}
+	// Every float flag in outOfRange's words, before a teacher is read or an ES run starts (train.Options.Validate
+	// and train.ESOptions.Validate hold the library's callers to the same bounds).
+	if err := checkFloatRanges(
+		floatRange{"--lr", c.LR, 0, math.Inf(1), true, ""},
+		floatRange{"--min-lr", c.MinLR, 0, c.LR, false, "at most --lr"},
+		floatRange{"--weight-decay", c.WD, 0, math.Inf(1), false, ""},
+		floatRange{"--clip", c.Clip, 0, math.Inf(1), false, "0: off"},
+		floatRange{"--lambda", c.Lambda, 0, 1, false, "the weight of the teacher's soft targets"},
+		floatRange{"--temp", float64(c.Temp), 0, math.Inf(1), true, ""},
+		floatRange{"--es-flip-rate", c.ESFlipRate, 0, 1, false, "0: the task's default"},
+		floatRange{"--es-update", c.ESUpdate, 0, 1, false, "0: the task's default"},
+	); err != nil {
 		return fmt.Errorf("train: %w", err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
