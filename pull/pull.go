@@ -16,7 +16,10 @@
 // Deliberate differences. One connection per file (Ollama splits large blobs into parallel parts): bankml's
 // files are one GGUF each and the limit is the link, not the connection count. A wrong digest deletes the
 // partial download (it cannot be resumed into the right one; the source itself is never touched) and is an
-// error naming both digests; a body longer than the expected size is cut off and refused the same way.
+// error naming both digests; a body longer than the expected size is cut off and refused the same way. When
+// the bytes that did not verify began with a partial download an earlier pull left (a stale or damaged
+// .partial file, which the source cannot be blamed for), that partial is discarded and the whole file
+// fetched once more from zero: only a digest that is still wrong then is the source's fault.
 //
 // Errors. Fetch's callers say what is being pulled (package store: "store: pull NAME:TAG: ..."), so Fetch's
 // errors carry no "pull:" prefix of their own: they start with the source or the problem. A source that
@@ -66,8 +69,10 @@ type Options struct {
 	// Retries is how many times an interrupted transfer is resumed with a Range request before Fetch gives
 	// up (default 5); the partial file stays for a later Fetch.
 	Retries int
-	// Progress, if set, is called once before the transfer with the expected total and the bytes already
-	// on disk, and returns a writer that receives every byte as it arrives (a progress bar); nil: none.
+	// Progress, if set, is called before the transfer with the expected total and the bytes already on
+	// disk, and returns a writer that receives every byte as it arrives (a progress bar); nil: none. It is
+	// called once more, from 0, when a file resumed from an earlier pull's partial download did not verify
+	// and is fetched again from zero.
 	Progress func(total, done int64) io.Writer
 	// FreeSpace reports the bytes free on the file system of dir (default: the operating system's count;
 	// nil result and an error skip the check on systems without one).
@@ -77,14 +82,30 @@ type Options struct {
 }
 
 // DigestError is a download whose bytes do not have the expected sha256: nothing was stored, and the partial
-// download (bankml's copy in the folder, never the source) was removed.
+// download (bankml's copy in the folder, never the source) was removed. When the bytes that did not verify
+// began with a partial download an earlier pull had left, that partial was discarded and the file fetched
+// once more from zero: a DigestError then blames the source's own bytes (Again).
 type DigestError struct {
 	From      string // where the bytes came from
 	Want, Got string // expected and received sha256, lower-case hex
+	// Copy is set when the source is a local file being added (no mirror): nothing was downloaded, the
+	// copy bankml made was removed and the file itself left as it is.
+	Copy bool
+	// Again is set when the bytes were fetched a second time from zero, after the first attempt (resumed
+	// from a partial download an earlier pull left) did not verify either.
+	Again bool
 }
 
 func (e *DigestError) Error() string {
-	return fmt.Sprintf("refused: %s has sha256 %s, not the expected %s (nothing was stored; the partial download was removed)", e.From, e.Got, e.Want)
+	what := "the partial download was removed"
+	if e.Copy {
+		what = "the copy was removed; the file itself is left as it is"
+	}
+	again := ""
+	if e.Again {
+		again = ", fetched again from zero after the partial download an earlier pull left did not verify"
+	}
+	return fmt.Sprintf("refused: %s has sha256 %s, not the expected %s%s (nothing was stored; %s)", e.From, e.Got, e.Want, again, what)
 }
 
 // ErrNoSpace is wrapped by Fetch's error when the disk cannot hold the file.
@@ -99,7 +120,8 @@ func BlobName(sha string) string { return "sha256-" + sha }
 // the expected size is taken as it is (blobs are only ever renamed into place verified). Errors: a missing
 // or malformed expected digest, too little disk (ErrNoSpace), an HTTP status other than 200/206, an
 // interruption that Retries resumptions did not get past (the partial file stays for the next call), a size
-// other than expected, and a *DigestError.
+// other than expected, and a *DigestError. A file resumed from a partial download an earlier call left that
+// does not verify is fetched once more from zero before a *DigestError (Again) names the source.
 func Fetch(ctx context.Context, src Source, dir string, o Options) (string, error) {
 	src.SHA256 = strings.ToLower(strings.TrimPrefix(src.SHA256, "sha256:"))
 	if !hexDigest.MatchString(src.SHA256) {
@@ -148,28 +170,33 @@ func Fetch(ctx context.Context, src Source, dir string, o Options) (string, erro
 			return "", err
 		}
 	}
-	if src.Size > 0 {
-		if err := checkSpace(o.FreeSpace, dir, src.Size-have); err != nil {
-			return "", err
+	t := &transfer{src: src, from: from, f: f, h: h, have: have, resumed: have, o: o, dir: dir}
+	got, err := t.fetch(ctx)
+	if err == nil && got != src.SHA256 && t.resumed > 0 {
+		// The bytes an earlier pull left may be what is wrong (a different file, a damaged disk), not the
+		// source's: discard them and fetch the whole file once more before blaming the source.
+		bad := got
+		if err = t.restart(); err == nil {
+			if got, err = t.fetch(ctx); err != nil {
+				err = fmt.Errorf("the partial download an earlier pull left (%d bytes) was discarded: completed from %s it had sha256 %s, not the expected %s; fetching the whole file again: %w", have, from, bad, src.SHA256, err)
+			} else if got != src.SHA256 {
+				f.Close()
+				os.Remove(partial)
+				return "", &DigestError{From: from, Want: src.SHA256, Got: got, Copy: !isHTTP(from) && o.Mirror == "", Again: true}
+			}
 		}
 	}
-	var sink io.Writer = io.Discard
-	if o.Progress != nil {
-		sink = o.Progress(src.Size, have)
-	}
-	t := transfer{src: src, from: from, f: f, h: h, have: have, o: o, sink: sink, dir: dir}
-	if err := t.run(ctx); err != nil {
+	if err != nil {
 		if st, serr := f.Stat(); serr == nil && st.Size() == 0 { // nothing arrived: leave no empty partial file
 			f.Close()
 			os.Remove(partial)
 		}
 		return "", err
 	}
-	got := hex.EncodeToString(t.h.Sum(nil))
 	if got != src.SHA256 {
 		f.Close()
 		os.Remove(partial)
-		return "", &DigestError{From: from, Want: src.SHA256, Got: got}
+		return "", &DigestError{From: from, Want: src.SHA256, Got: got, Copy: !isHTTP(from) && o.Mirror == ""}
 	}
 	if err := f.Sync(); err != nil {
 		return "", err
@@ -213,9 +240,36 @@ type transfer struct {
 	f    *os.File
 	h    hash.Hash
 	have int64
-	o    Options
-	sink io.Writer
-	dir  string
+	// resumed is how many of the bytes in f an earlier pull left (0 once the file was started again).
+	resumed int64
+	o       Options
+	sink    io.Writer
+	dir     string
+}
+
+// fetch checks the free disk, completes the file from t.have on and returns its sha256 (lower-case hex).
+func (t *transfer) fetch(ctx context.Context) (string, error) {
+	if t.src.Size > 0 {
+		if err := checkSpace(t.o.FreeSpace, t.dir, t.src.Size-t.have); err != nil {
+			return "", err
+		}
+	}
+	t.sink = io.Discard
+	if t.o.Progress != nil {
+		t.sink = t.o.Progress(t.src.Size, t.have)
+	}
+	if err := t.run(ctx); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(t.h.Sum(nil)), nil
+}
+
+// restart empties the partial file and its hash: nothing an earlier pull left is kept.
+func (t *transfer) restart() error {
+	var err error
+	t.have, t.h, err = restart(t.f)
+	t.resumed = 0
+	return err
 }
 
 // run reads from the source until it has Size bytes (or, with no size, until a clean end), resuming after
@@ -305,7 +359,7 @@ func (t *transfer) once(ctx context.Context) (bool, error) {
 	}
 	defer body.Close()
 	if offset != t.have { // the source starts elsewhere (a 200 to a Range request): start again
-		if t.have, t.h, err = restart(t.f); err != nil {
+		if err := t.restart(); err != nil {
 			return false, &fatalError{err}
 		}
 	}
@@ -398,8 +452,7 @@ func (t *transfer) open(ctx context.Context) (io.ReadCloser, int64, int64, error
 		return resp.Body, start, total, nil
 	case http.StatusRequestedRangeNotSatisfiable: // the partial file is not a prefix of this source
 		resp.Body.Close()
-		t.have, t.h, err = restart(t.f)
-		if err != nil {
+		if err := t.restart(); err != nil {
 			return nil, 0, 0, &fatalError{err}
 		}
 		return nil, 0, 0, errors.New("the source refused the range: starting again")

@@ -3,12 +3,15 @@ package pull_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -269,7 +272,7 @@ func TestFetchErrorsSayWhatHappenedAndHowToPullFromAMirror(t *testing.T) {
 		{"a mirror folder that does not exist", pull.Source{URL: deadURL + "/Bonsai-1.7B-Q1_0.gguf", Name: "Bonsai-1.7B-Q1_0.gguf", Size: storiesSize, SHA256: storiesSHA}, filepath.Join(models, "no-such-folder"),
 			"the mirror " + filepath.Join(models, "no-such-folder") + " is no folder (nothing downloaded): check --from or $BANKML_MIRROR, or unset it to download from the publisher"},
 		{"a local file with another sha256", pull.Source{URL: local, SHA256: wrong}, "",
-			"refused: " + local + " has sha256 " + storiesSHA + ", not the expected " + wrong + " (nothing was stored; the partial download was removed)"},
+			"refused: " + local + " has sha256 " + storiesSHA + ", not the expected " + wrong + " (nothing was stored; the copy was removed; the file itself is left as it is)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := fast()
@@ -282,6 +285,93 @@ func TestFetchErrorsSayWhatHappenedAndHowToPullFromAMirror(t *testing.T) {
 			}
 			if left, _ := os.ReadDir(dir); len(left) != 0 {
 				t.Fatalf("left %d files in the folder, want none", len(left))
+			}
+		})
+	}
+}
+
+// TestAStalePartialDownloadIsDiscardedAndTheFileFetchedAgainBeforeTheSourceIsBlamed: a .partial file an
+// earlier pull left whose bytes are not the file's (here random bytes) made the resumed file fail its digest,
+// and Fetch blamed the source, which was right all along. Fetch now discards such a partial and fetches the
+// whole file once more; only a source whose own bytes are wrong is refused (naming it, and saying it was
+// fetched again from zero), and when fetching again fails the error says the partial was discarded.
+func TestAStalePartialDownloadIsDiscardedAndTheFileFetchedAgainBeforeTheSourceIsBlamed(t *testing.T) {
+	src, models := storiesSource(t)
+	good, err := os.ReadFile(filepath.Join(models, "stories260K.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := bytes.Clone(good)
+	bad[len(bad)/2] ^= 0x01
+	stale := make([]byte, 300000)
+	for i := range stale {
+		stale[i] = byte(i*7 + i/251)
+	}
+	serving := func(data []byte, requests *[]string) string {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			*requests = append(*requests, r.Header.Get("Range"))
+			http.ServeContent(w, r, "f", time.Time{}, bytes.NewReader(data))
+		}))
+		t.Cleanup(srv.Close)
+		return srv.URL
+	}
+	dead := httptest.NewServer(http.NotFoundHandler())
+	deadURL := dead.URL
+	dead.Close()
+	for _, c := range []struct {
+		name     string
+		partial  []byte
+		data     []byte // what the HTTP mirror serves; nil: the mirror is the models folder
+		dead     bool   // the mirror cannot be reached
+		want     string // the error, "" for none; {mirror} stands for the mirror's file
+		requests []string
+	}{
+		{name: "a stale partial and a good mirror folder", partial: stale},
+		{name: "a stale partial and a good HTTP mirror", partial: stale, data: good, requests: []string{"bytes=300000-", ""}},
+		{name: "a stale partial of the whole size and a good HTTP mirror", partial: bad, data: good, requests: []string{""}},
+		{name: "a stale partial and an HTTP mirror serving other bytes", partial: stale, data: bad, requests: []string{"bytes=300000-", ""},
+			want: "refused: {mirror} has sha256 {bad}, not the expected " + storiesSHA +
+				", fetched again from zero after the partial download an earlier pull left did not verify (nothing was stored; the partial download was removed)"},
+		{name: "a stale partial of the whole size and a mirror that cannot be reached", partial: bad, dead: true,
+			want: "the partial download an earlier pull left (1185376 bytes) was discarded: completed from {mirror} it had sha256 {bad}, not the expected " + storiesSHA +
+				"; fetching the whole file again: {mirror}: dial tcp {host}: connect: connection refused (nothing downloaded): the mirror {dead} cannot be reached; check --from or $BANKML_MIRROR"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			partial := filepath.Join(dir, "sha256-"+storiesSHA+".partial")
+			if err := os.WriteFile(partial, c.partial, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var requests []string
+			o := fast()
+			o.Retries = 1
+			switch {
+			case c.dead:
+				o.Mirror = deadURL
+			case c.data != nil:
+				o.Mirror = serving(c.data, &requests)
+			default:
+				o.Mirror = models
+			}
+			path, err := pull.Fetch(context.Background(), src, dir, o)
+			sum := sha256.Sum256(bad)
+			want := strings.NewReplacer("{mirror}", o.Mirror+"/stories260K.gguf", "{bad}", hex.EncodeToString(sum[:]),
+				"{dead}", deadURL, "{host}", strings.TrimPrefix(deadURL, "http://")).Replace(c.want)
+			if c.want == "" {
+				if err != nil {
+					t.Fatalf("error %v, want the file fetched again from zero", err)
+				}
+				if got, _, _ := pull.Sum(path); got != storiesSHA {
+					t.Fatalf("stored sha256 %s", got)
+				}
+			} else if err == nil || err.Error() != want {
+				t.Fatalf("error %v\nwant  %s", err, want)
+			}
+			if c.data != nil && !slices.Equal(requests, c.requests) {
+				t.Errorf("Range headers %q, want %q", requests, c.requests)
+			}
+			if _, err := os.Stat(partial); !os.IsNotExist(err) {
+				t.Errorf("the partial file is still there: %v", err)
 			}
 		})
 	}

@@ -206,7 +206,7 @@ func TestStoreAndPullErrorsCarryEachPrefixOnce(t *testing.T) {
 			"bankml: pull: store: pull stories260K:latest: the mirror " + noMirror + " is no folder (nothing downloaded): check --from or $BANKML_MIRROR, or unset it to download from the publisher"},
 		{"pull of a local file with another sha256", []string{"pull", file, "--sha256", wrong}, 2,
 			"bankml: pull: store: add stories260K:latest: refused: " + file + " has sha256 " + storiesSHA256 + ", not the expected " + wrong +
-				" (nothing was stored; the partial download was removed)"},
+				" (nothing was stored; the copy was removed; the file itself is left as it is)"},
 		{"run of a catalog model pulled from a mirror folder without it", []string{"run", "stories260K", "-p", "x", "--from", noMirror}, 1,
 			"bankml: run: store: pull stories260K:latest: the mirror " + noMirror + " is no folder (nothing downloaded): check --from or $BANKML_MIRROR, or unset it to download from the publisher"},
 		{"run of a name in neither the store nor the catalog", []string{"run", "nosuch", "-p", "x"}, 1,
