@@ -120,3 +120,47 @@ func TestLedgerVerifyCatchesTheLastEntry(t *testing.T) {
 		t.Errorf("--root without --size: exit %d, %q; want the usage error (exit 1)", code, stderr)
 	}
 }
+
+// TestAHashOrSizeFlagThatIsNoHashIsAUsageErrorNotTampering: a --root that is not 64 hex digits was compared with
+// the ledger's root and reported as a changed ledger (exit 2, "an entry was changed"); it is a bad flag value,
+// exit 1 naming --root, as docs/cli.md's table says, and so is every other hash or size flag of the ledger and
+// receipt commands that is no value (a --size that is no count, a --timeout of no time). A well-formed head
+// that differs is still tampering (exit 2).
+func TestAHashOrSizeFlagThatIsNoHashIsAUsageErrorNotTampering(t *testing.T) {
+	dir, head := writeLedger(t, 3)
+	other := strings.Repeat("0", 64)
+	receipt := filepath.Join(t.TempDir(), "receipt.json")
+	if err := os.WriteFile(receipt, []byte(`{"signed":false,"request_sha256":"","response_sha256":""}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		args []string
+		code int
+		want string // standard error's last line, whole
+	}{
+		{"a root of two hex digits", []string{"ledger", "verify", dir, "--root", "00", "--size", "4"}, 1,
+			`bankml: ledger verify: --root "00": not a SHA-256 hash: want 64 hex digits`},
+		{"a root that is no hex", []string{"ledger", "verify", dir, "--root", strings.Repeat("z", 64), "--size", "1"}, 1,
+			`bankml: ledger verify: --root "` + strings.Repeat("z", 64) + `": not a SHA-256 hash: want 64 hex digits`},
+		{"a root one hex digit short", []string{"ledger", "verify", dir, "--root", head.Root[:63], "--size", "3"}, 1,
+			`bankml: ledger verify: --root "` + head.Root[:63] + `": not a SHA-256 hash: want 64 hex digits`},
+		{"a size that is no count", []string{"ledger", "verify", dir, "--root", head.Root, "--size", "-1"}, 1,
+			`bankml: ledger verify: --size: expected a valid 64 bit uint but got "-1" (see bankml ledger --help)`},
+		{"a timeout of no time", []string{"receipt", "verify", receipt, "--timeout", "0"}, 1,
+			`bankml: receipt verify: --timeout: value 0 out of range [1, 9223372036] (seconds to wait for the log)`},
+		{"a negative timeout", []string{"receipt", "verify", receipt, "--timeout", "-5"}, 1,
+			`bankml: receipt verify: --timeout: value -5 out of range [1, 9223372036] (seconds to wait for the log)`},
+		{"the root in upper case is the same root", []string{"ledger", "verify", dir, "--root", strings.ToUpper(head.Root), "--size", "3"}, 0, ""},
+		{"another well-formed root is tampering", []string{"ledger", "verify", dir, "--root", other, "--size", "3"}, 2,
+			"bankml: ledger verify: " + dir + ": ledger: corrupt: the first 3 entries have root " + head.Root + ", not the head given (" + other + "): an entry was changed"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, _, stderr := runCLI(c.args...)
+			lines := strings.Split(strings.TrimRight(stderr, "\n"), "\n")
+			if got := lines[len(lines)-1]; code != c.code || got != c.want {
+				t.Fatalf("exit %d, stderr's last line\n%s\nwant exit %d and\n%s", code, got, c.code, c.want)
+			}
+		})
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"time"
 
@@ -31,6 +32,9 @@ type receiptVerifyCmd struct {
 	Witness  []string `name:"witness" placeholder:"VKEY" help:"With --log: require the checkpoint to be cosigned by this witness (its verifier key or a file holding it); repeatable."`
 	TimeoutS int      `name:"timeout" default:"30" help:"Seconds to wait for a checkpoint that includes the receipt's leaf."`
 }
+
+// maxTimeoutS is the longest --timeout a time.Duration holds.
+const maxTimeoutS = math.MaxInt64 / int64(time.Second)
 
 // receiptVerdict is receipt verify's JSON.
 type receiptVerdict struct {
@@ -84,6 +88,10 @@ func readReceipt(path string, stdin io.Reader) ([]byte, error) {
 }
 
 func (c *receiptVerifyCmd) Run(stdin io.Reader, stdout io.Writer) error {
+	// A wait of no time would read no checkpoint and report the leaf missing (exit 2): a bad flag value (1).
+	if err := checkRanges(intRange{"--timeout", c.TimeoutS, 1, maxTimeoutS, "seconds to wait for the log"}); err != nil {
+		return fmt.Errorf("receipt verify: %w", err)
+	}
 	raw, err := readReceipt(c.Receipt, stdin)
 	if err != nil {
 		return fmt.Errorf("receipt verify: %w", err)
