@@ -288,3 +288,66 @@ func TestServeRefusesProofFlagsThatDoNotGoTogether(t *testing.T) {
 		}
 	}
 }
+
+// TestALogThatCannotBeReadLeavesTheInclusionNotCheckedNotFailed: receipt verify --log of a log that does not
+// answer (nothing listening, a wrong address, a server error, a folder without a log) waited --timeout and
+// reported "inclusion: FAILED" with exit 2, as for a forged receipt; it now says at once that the inclusion
+// could not be checked, exit 1 (an I/O error, docs/cli.md). A log that answers and disproves the leaf (another
+// log signed by the same key, a signed checkpoint that never reaches the leaf) still fails it, exit 2.
+func TestALogThatCannotBeReadLeavesTheInclusionNotCheckedNotFailed(t *testing.T) {
+	keyPath := filepath.Join(t.TempDir(), "op.key")
+	if _, err := provenance.WriteKeyFiles(keyPath, "bankml.test/cli"); err != nil {
+		t.Fatal(err)
+	}
+	url := cliProofServer(t, t.TempDir(), keyPath)
+	forked := cliProofServer(t, t.TempDir(), keyPath) // the same key, other answers
+	empty := cliProofServer(t, t.TempDir(), keyPath)  // the same key, no answers
+	answer := filepath.Join(t.TempDir(), "answer.json")
+	for i, u := range []string{url, forked} {
+		resp, err := httpPost(u+"/v1/completions", fmt.Sprintf(`{"prompt": "Once upon a time %d", "max_tokens": 3}`, i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u == url {
+			if err := os.WriteFile(answer, resp, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	dead := httptest.NewServer(http.NotFoundHandler())
+	deadURL := dead.URL
+	dead.Close()
+	broken := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "down", http.StatusInternalServerError)
+	}))
+	defer broken.Close()
+	for _, c := range []struct {
+		name, log string
+		timeout   string
+		code      int
+		want      string // the verdict's inclusion check starts so
+	}{
+		{"nothing listening", deadURL + "/bankml/ledger/", "30", 1, "NOT CHECKED: the log " + deadURL + "/bankml/ledger/ could not be read (its checkpoint): "},
+		{"an address that is no log", url + "/nope/", "30", 1, "NOT CHECKED: the log " + url + "/nope/ could not be read (its checkpoint): "},
+		{"a server error", broken.URL + "/", "30", 1, "NOT CHECKED: the log " + broken.URL + "/ could not be read (its checkpoint): "},
+		{"a folder without a log", filepath.Join(t.TempDir(), "log"), "30", 1, "NOT CHECKED: the log "},
+		{"the log", url + "/bankml/ledger/", "30", 0, "leaf 0 of "},
+		{"another log signed by the same key", forked + "/bankml/ledger/", "30", 2, "FAILED: "},
+		{"a log whose checkpoint never reaches the leaf", empty + "/bankml/ledger/", "1", 2, "FAILED: no checkpoint signed by bankml.test/cli includes leaf 0 after 1 s (the latest has 0 entries)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			start := time.Now()
+			code, stdout, stderr := runCLI("receipt", "verify", answer, "--key", keyPath+".pub", "--log", c.log, "--timeout", c.timeout)
+			var v receiptVerdict
+			if err := json.Unmarshal([]byte(stdout), &v); err != nil {
+				t.Fatalf("verdict %q: %v (stderr %q)", stdout, err, stderr)
+			}
+			if code != c.code || !strings.HasPrefix(v.Checks["inclusion"], c.want) || v.Signature != "verified" {
+				t.Fatalf("exit %d, inclusion %q, signature %q; want exit %d, inclusion %q…\n%s", code, v.Checks["inclusion"], v.Signature, c.code, c.want, stderr)
+			}
+			if c.code == 1 && time.Since(start) > 5*time.Second {
+				t.Errorf("took %v: a log that cannot be read is not waited for", time.Since(start))
+			}
+		})
+	}
+}

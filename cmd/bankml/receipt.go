@@ -30,7 +30,7 @@ type receiptVerifyCmd struct {
 	Request  string   `name:"request" type:"path" placeholder:"FILE" help:"The request body exactly as sent: its sha256 must be the receipt's request_sha256."`
 	Log      string   `name:"log" placeholder:"URL" help:"The transparency log (its tlog-tiles prefix, e.g. http://127.0.0.1:8080/bankml/ledger/, or a folder): the receipt's entry_sha256 must be leaf ledger_index of its latest checkpoint, signed by --key."`
 	Witness  []string `name:"witness" placeholder:"VKEY" help:"With --log: require the checkpoint to be cosigned by this witness (its verifier key or a file holding it); repeatable."`
-	TimeoutS int      `name:"timeout" default:"30" help:"Seconds to wait for a checkpoint that includes the receipt's leaf."`
+	TimeoutS int      `name:"timeout" default:"30" help:"Seconds to wait, with --log, for a signed checkpoint that includes the receipt's leaf (a server publishes one every second or so) and for the log's answers. A log that cannot be read leaves the inclusion not checked (exit 1); one that answers without the leaf in time fails it (exit 2)."`
 }
 
 // maxTimeoutS is the longest --timeout a time.Duration holds.
@@ -101,10 +101,19 @@ func (c *receiptVerifyCmd) Run(stdin io.Reader, stdout io.Writer) error {
 		return fmt.Errorf("receipt verify: %w", err)
 	}
 	v := receiptVerdict{OK: true, Checks: map[string]string{}}
+	failed := false
 	fail := func(check, reason string) {
 		v.Checks[check] = "FAILED: " + reason
+		if !failed { // a check that failed is the reason, before one that could not be made
+			v.OK, v.Reason, failed = false, check+": "+reason, true
+		}
+	}
+	// notChecked records a check that could not be made (the log could not be read): no verdict on the
+	// receipt, an I/O error (exit 1) unless another check failed.
+	notChecked := func(check, reason string) {
+		v.Checks[check] = "NOT CHECKED: " + reason
 		if v.OK {
-			v.OK, v.Reason = false, check+": "+reason
+			v.OK, v.Reason = false, check+": not checked: "+reason
 		}
 	}
 	var key provenance.PublicKey
@@ -147,7 +156,7 @@ func (c *receiptVerifyCmd) Run(stdin io.Reader, stdout io.Writer) error {
 		}
 	}
 	if c.Log != "" {
-		if err := c.checkLog(rf, key, &v, fail); err != nil {
+		if err := c.checkLog(rf, key, &v, fail, notChecked); err != nil {
 			return err
 		}
 	}
@@ -159,15 +168,21 @@ func (c *receiptVerifyCmd) Run(stdin io.Reader, stdout io.Writer) error {
 	if werr := writeJSON(stdout, v); werr != nil {
 		return werr
 	}
-	if !v.OK {
+	switch {
+	case failed || (!v.OK && len(v.Checks) == 0):
 		return &exitError{code: 2, err: fmt.Errorf("receipt verify: %s", v.Reason)}
+	case !v.OK: // a check could not be made: I/O
+		return fmt.Errorf("receipt verify: %s", v.Reason)
 	}
 	return nil
 }
 
 // checkLog checks the receipt's leaf in the log at --log: a checkpoint signed by --key (and cosigned by
-// every --witness) that includes leaf ledger_index, whose data is entry_sha256.
-func (c *receiptVerifyCmd) checkLog(rf receiptFields, key provenance.PublicKey, v *receiptVerdict, fail func(string, string)) error {
+// every --witness) that includes leaf ledger_index, whose data is entry_sha256. A log that answers and
+// disproves it (a checkpoint not signed by the key or not cosigned, no signed checkpoint including the leaf
+// within --timeout, a proof that does not verify) fails the check; a log that cannot be read (no server,
+// a wrong address, an HTTP error, no answer within --timeout) leaves it not checked.
+func (c *receiptVerifyCmd) checkLog(rf receiptFields, key provenance.PublicKey, v *receiptVerdict, fail, notChecked func(string, string)) error {
 	if c.Key == "" {
 		return errors.New("receipt verify: --log needs --key (the log's checkpoints are signed by the operator key)")
 	}
@@ -198,10 +213,22 @@ func (c *receiptVerifyCmd) checkLog(rf receiptFields, key provenance.PublicKey, 
 	defer closeF()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(c.TimeoutS)*time.Second)
 	defer cancel()
+	unread := func(what string, err error) {
+		if ctx.Err() != nil {
+			err = fmt.Errorf("no answer within --timeout %d s", c.TimeoutS)
+		}
+		notChecked("inclusion", fmt.Sprintf("the log %s could not be read (%s): %v", c.Log, what, err))
+	}
 	var cp ledger.Checkpoint
-	for { // a checkpoint is published every few seconds: wait for one that includes the leaf
+	read := false
+	for { // a checkpoint is published every second or so: wait for one that includes the leaf
 		raw, err := f.ReadCheckpoint(ctx)
+		if err != nil && !(read && ctx.Err() != nil) {
+			unread("its checkpoint", err)
+			return nil
+		}
 		if err == nil {
+			read = true
 			if cp, err = ledger.OpenCheckpoint(raw, lv.Name(), lv); err != nil {
 				fail("checkpoint", err.Error())
 				return nil
@@ -216,7 +243,7 @@ func (c *receiptVerifyCmd) checkLog(rf receiptFields, key provenance.PublicKey, 
 		}
 		select {
 		case <-ctx.Done():
-			fail("inclusion", fmt.Sprintf("no checkpoint includes leaf %d after %d s (last: %d entries; %v)", *rf.LedgerIndex, c.TimeoutS, cp.Size, err))
+			fail("inclusion", fmt.Sprintf("no checkpoint signed by %s includes leaf %d after %d s (the latest has %d entries)", lv.Name(), *rf.LedgerIndex, c.TimeoutS, cp.Size))
 			return nil
 		case <-time.After(200 * time.Millisecond):
 		}
@@ -224,10 +251,15 @@ func (c *receiptVerifyCmd) checkLog(rf receiptFields, key provenance.PublicKey, 
 	v.Checks["checkpoint"] = fmt.Sprintf("signed by %s, %d entries", lv.Name(), cp.Size)
 	p, err := ledger.NewProver(ctx, f, cp)
 	if err != nil {
-		return fmt.Errorf("receipt verify: %w", err)
+		unread("its tiles", err)
+		return nil
 	}
 	if err := p.Inclusion(ctx, *rf.LedgerIndex, data); err != nil {
-		fail("inclusion", err.Error())
+		if errors.Is(err, ledger.ErrProof) {
+			fail("inclusion", err.Error())
+		} else {
+			unread("its tiles", err)
+		}
 		return nil
 	}
 	v.Checks["inclusion"] = fmt.Sprintf("leaf %d of %d (RFC 6962, tiles read through tessera's client)", *rf.LedgerIndex, cp.Size)
