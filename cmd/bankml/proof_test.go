@@ -351,3 +351,107 @@ func TestALogThatCannotBeReadLeavesTheInclusionNotCheckedNotFailed(t *testing.T)
 		})
 	}
 }
+
+// streamText is the answer text of a saved stream as a client decodes it: the chunks' text (a chat delta's
+// content, a completion's text, Ollama's message content or response, /completion's content) concatenated.
+func streamText(stream string) string {
+	var b strings.Builder
+	for _, line := range strings.Split(stream, "\n") {
+		line = strings.TrimPrefix(strings.TrimSuffix(line, "\r"), "data: ")
+		if !strings.HasPrefix(line, "{") {
+			continue
+		}
+		var c struct {
+			Choices []struct {
+				Delta struct{ Content *string } `json:"delta"`
+				Text  string                    `json:"text"`
+			} `json:"choices"`
+			Message  struct{ Content string } `json:"message"`
+			Response string                   `json:"response"`
+			Content  string                   `json:"content"`
+		}
+		if json.Unmarshal([]byte(line), &c) != nil {
+			continue // a chunk cut short: no text
+		}
+		for _, ch := range c.Choices {
+			if ch.Delta.Content != nil {
+				b.WriteString(*ch.Delta.Content)
+			}
+			b.WriteString(ch.Text)
+		}
+		b.WriteString(c.Message.Content + c.Response + c.Content)
+	}
+	return b.String()
+}
+
+// TestAStreamedAnswerIsVerifiedAsSavedFromTheChunkThatCarriesItsReceipt: receipt verify of a streamed answer
+// saved as it arrived (README's "stream":true) failed with "not a JSON object"; it now takes the receipt from
+// the chunk that carries it, in llama-server's and OpenAI's SSE and in Ollama's NDJSON, and the text the
+// client put together from the stream checks with --answer, the body sent with --request, the leaf with --log.
+// A stream with no receipt (cut short) and a file of two answers' streams (chunks after the receipt, which it
+// does not cover) are refused saying so.
+func TestAStreamedAnswerIsVerifiedAsSavedFromTheChunkThatCarriesItsReceipt(t *testing.T) {
+	keyPath := filepath.Join(t.TempDir(), "op.key")
+	if _, err := provenance.WriteKeyFiles(keyPath, "bankml.test/cli"); err != nil {
+		t.Fatal(err)
+	}
+	url := cliProofServer(t, t.TempDir(), keyPath)
+	files := t.TempDir()
+	write := func(name, s string) string {
+		p := filepath.Join(files, name)
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	post := func(route, body string) string {
+		resp, err := httpPost(url+route, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(resp)
+	}
+	chat := `{"messages":[{"role":"user","content":"Hi"}],"max_tokens":8,"stream":true}`
+	completion := `{"prompt":"Once upon a time","max_tokens":8,"stream":true}`
+	usage := `{"messages":[{"role":"user","content":"Hi"}],"max_tokens":8,"stream":true,"stream_options":{"include_usage":true}}`
+	native := `{"prompt":"Once upon a time","n_predict":8,"stream":true}`
+	ollamaChat := `{"model":"stories260K","messages":[{"role":"user","content":"Hi"}],"options":{"num_predict":8}}`
+	ollamaGenerate := `{"model":"stories260K","prompt":"Once upon a time","options":{"num_predict":8}}`
+	chatStream := post("/v1/chat/completions", chat)
+	cut := chatStream[:strings.LastIndex(chatStream[:strings.Index(chatStream, "bankml_receipt")], "\n")+1] // the chunks before the receipt's
+	for _, c := range []struct {
+		name, route, body, stream string // stream "": the route's answer to body
+		code                      int
+		want                      string // in standard output (exit 0) or standard error
+	}{
+		{name: "an OpenAI chat stream", route: "/v1/chat/completions", body: chat, stream: chatStream, want: `"inclusion": "leaf `},
+		{name: "an OpenAI completion stream", route: "/v1/completions", body: completion, want: `"inclusion": "leaf `},
+		{name: "a stream with the usage chunk", route: "/v1/chat/completions", body: usage, want: `"inclusion": "leaf `},
+		{name: "llama-server's /completion stream", route: "/completion", body: native, want: `"inclusion": "leaf `},
+		{name: "an Ollama chat stream", route: "/api/chat", body: ollamaChat, want: `"inclusion": "leaf `},
+		{name: "an Ollama generate stream", route: "/api/generate", body: ollamaGenerate, want: `"inclusion": "leaf `},
+		{name: "a stream saved with CRLF line ends", body: chat, stream: strings.ReplaceAll(chatStream, "\n", "\r\n"), want: `"inclusion": "leaf `},
+		{name: "a stream cut short before its receipt", body: chat, stream: cut, code: 1,
+			want: "with no bankml_receipt (the last chunk of an answer carries it: it was cut short before its last chunk)"},
+		{name: "a stream cut inside its receipt's chunk", body: chat, stream: chatStream[:len(cut)+40], code: 1,
+			want: "of the stream is no JSON object (the file was cut short or changed): unexpected end of JSON input"},
+		{name: "two answers' streams in one file", body: chat, stream: chatStream + post("/v1/chat/completions", chat), code: 1,
+			want: "comes after the chunk that carries the receipt and is not covered by it (save one answer's stream per file, as received)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			stream := c.stream
+			if stream == "" {
+				stream = post(c.route, c.body)
+			}
+			args := []string{"receipt", "verify", write("stream.txt", stream), "--key", keyPath + ".pub",
+				"--answer", write("text.txt", streamText(stream)), "--request", write("request.json", c.body), "--log", url + "/bankml/ledger/"}
+			code, stdout, stderr := runCLI(args...)
+			if code != c.code || !strings.Contains(stdout+stderr, c.want) {
+				t.Fatalf("exit %d, want %d with %q:\n%s%s", code, c.code, c.want, stdout, stderr)
+			}
+			if c.code == 0 && (!strings.Contains(stdout, `"answer": "sha256 matches"`) || !strings.Contains(stdout, `"request": "sha256 matches"`)) {
+				t.Fatalf("the text or the request does not check:\n%s", stdout)
+			}
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -10,6 +11,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"strings"
 	"time"
 
 	"golang.org/x/mod/sumdb/note"
@@ -24,7 +26,7 @@ type receiptCmd struct {
 }
 
 type receiptVerifyCmd struct {
-	Receipt  string   `arg:"" name:"RECEIPT" help:"A file holding the receipt (a bankml_receipt object, or an answer carrying one as bankml_receipt); - for standard input."`
+	Receipt  string   `arg:"" name:"RECEIPT" help:"A file holding the receipt (a bankml_receipt object, an answer carrying one as bankml_receipt, or a streamed answer saved as received: SSE data: lines or Ollama's NDJSON, whose last chunk carries it); - for standard input."`
 	Key      string   `name:"key" placeholder:"PUB" help:"The operator's public key: a file (FILE.pub, FILE.pem, or the private key) or a verifier key inline. Without it the signature is not checked (the verdict says so; with no other check either, ok is false)."`
 	Answer   string   `name:"answer" type:"path" placeholder:"FILE" help:"The answer text exactly as received: its sha256 must be the receipt's response_sha256."`
 	Request  string   `name:"request" type:"path" placeholder:"FILE" help:"The request body exactly as sent: its sha256 must be the receipt's request_sha256."`
@@ -56,7 +58,8 @@ type receiptFields struct {
 	LogOrigin      string  `json:"log_origin"`
 }
 
-// readReceipt reads RECEIPT: a receipt object, or an object with a bankml_receipt member.
+// readReceipt reads RECEIPT: a receipt object, an object with a bankml_receipt member, or a saved stream
+// (streamReceipt).
 func readReceipt(path string, stdin io.Reader) ([]byte, error) {
 	var b []byte
 	var err error
@@ -70,7 +73,10 @@ func readReceipt(path string, stdin io.Reader) ([]byte, error) {
 	}
 	var outer map[string]json.RawMessage
 	if err := json.Unmarshal(b, &outer); err != nil {
-		return nil, fmt.Errorf("%s: not a JSON object: %w", path, err)
+		if r, ok, serr := streamReceipt(path, b); ok {
+			return r, serr
+		}
+		return nil, fmt.Errorf("%s: neither a JSON object (an answer, or its receipt) nor a saved stream (SSE data: lines, or Ollama's NDJSON lines): %w", path, err)
 	}
 	if r, ok := outer["bankml_receipt"]; ok {
 		if string(r) == "null" {
@@ -85,6 +91,78 @@ func readReceipt(path string, stdin io.Reader) ([]byte, error) {
 		}
 	}
 	return b, nil
+}
+
+// streamReceipt takes the receipt of a streamed answer saved as it arrived: llama-server's and OpenAI's SSE
+// (events of "data: JSON" lines, "data: [DONE]" at the end) or Ollama's NDJSON (one JSON object a line). serve
+// puts the receipt on the stream's last answer chunk (the final choice chunk, and OpenAI's usage chunk after
+// it, the same receipt; Ollama's done line), once the whole answer was sent: so the chunk that carries it must
+// end the answer (only chunks carrying the same receipt may follow), or the file holds more than the receipt
+// covers. ok is false when b is not such a stream (then the caller's error stands); err says why a stream has
+// no receipt to take.
+func streamReceipt(path string, b []byte) (r json.RawMessage, ok bool, err error) {
+	var chunks [][]byte
+	text := strings.ReplaceAll(string(b), "\r\n", "\n")
+	least := 2 // NDJSON of one line would have read as one JSON object
+	if strings.HasPrefix(text, "data:") || strings.Contains(text, "\ndata:") {
+		least = 1
+		var data []string
+		dispatch := func() {
+			if len(data) > 0 {
+				if d := strings.Join(data, "\n"); d != "[DONE]" {
+					chunks = append(chunks, []byte(d))
+				}
+			}
+			data = nil
+		}
+		for line := range strings.SplitSeq(text, "\n") { // the SSE event stream format (WHATWG HTML §9.2.6)
+			field, value, _ := strings.Cut(line, ":")
+			switch {
+			case line == "":
+				dispatch()
+			case field == "data":
+				data = append(data, strings.TrimPrefix(value, " "))
+			}
+		}
+		dispatch()
+	} else {
+		for line := range strings.SplitSeq(text, "\n") {
+			if strings.TrimSpace(line) != "" {
+				chunks = append(chunks, []byte(line))
+			}
+		}
+	}
+	if len(chunks) < least {
+		return nil, false, nil
+	}
+	var errMsg string
+	for i, c := range chunks {
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(c, &obj); err != nil {
+			if i == 0 {
+				return nil, false, nil
+			}
+			return nil, true, fmt.Errorf("%s: chunk %d of the stream is no JSON object (the file was cut short or changed): %w", path, i+1, err)
+		}
+		if e, has := obj["error"]; has && errMsg == "" {
+			errMsg = string(e)
+		}
+		rc, has := obj["bankml_receipt"]
+		switch {
+		case r == nil && has && string(rc) != "null":
+			r = rc
+		case r != nil && !bytes.Equal(rc, r):
+			return nil, true, fmt.Errorf("%s: chunk %d of the stream comes after the chunk that carries the receipt and is not covered by it (save one answer's stream per file, as received)", path, i+1)
+		}
+	}
+	if r == nil {
+		why := "it was cut short before its last chunk"
+		if errMsg != "" {
+			why = "it ended with an error: " + errMsg
+		}
+		return nil, true, fmt.Errorf("%s: a stream of %d chunks with no bankml_receipt (the last chunk of an answer carries it: %s)", path, len(chunks), why)
+	}
+	return r, true, nil
 }
 
 func (c *receiptVerifyCmd) Run(stdin io.Reader, stdout io.Writer) error {
