@@ -202,7 +202,8 @@ func (s *Store) base(ctx context.Context, from string, o CreateOptions) (*Manife
 	} else if !filepath.IsAbs(file) && o.Dir != "" {
 		file = filepath.Join(o.Dir, file)
 	}
-	if st, err := os.Stat(file); err == nil && !st.IsDir() {
+	st, serr := os.Stat(file)
+	if serr == nil && !st.IsDir() {
 		b, prov, err := s.addFile(ctx, file, "", o.Pull.Fetch)
 		if err != nil {
 			return nil, fmt.Errorf("store: Modelfile: FROM %s: %w", from, err)
@@ -213,6 +214,9 @@ func (s *Store) base(ctx context.Context, from string, o CreateOptions) (*Manife
 		return &Manifest{Model: b, Provenance: prov}, nil
 	}
 	if _, _, err := catalog.ParseRef(from); err != nil {
+		if serr == nil {
+			return nil, folderError("store: Modelfile: FROM ", from)
+		}
 		return nil, &wrapError{fmt.Sprintf("store: Modelfile: FROM %s: no such file, and not a model name", from), ErrNotFound}
 	}
 	m, _, err := s.Resolve(ctx, from, o.Pull)

@@ -72,11 +72,15 @@ func (s *Store) Pull(ctx context.Context, what string, o PullOptions) (*Manifest
 	case strings.HasPrefix(what, "http://") || strings.HasPrefix(what, "https://"):
 		return s.pullURL(ctx, what, Provenance{Kind: "url", URL: what}, o)
 	}
-	if st, err := os.Stat(what); err == nil && !st.IsDir() {
+	st, serr := os.Stat(what)
+	if serr == nil && !st.IsDir() {
 		return s.pullFile(ctx, what, o)
 	}
 	e, err := catalog.Lookup(what)
 	if err != nil {
+		if serr == nil { // a folder (a catalog name that is also a folder here is the catalog's model)
+			return nil, folderError("store: ", what)
+		}
 		if looksLikePath(what) {
 			return nil, &wrapError{fmt.Sprintf("store: %s: no such file, and not a model name", what), ErrNotFound}
 		}
@@ -97,6 +101,12 @@ func (s *Store) Pull(ctx context.Context, what string, o PullOptions) (*Manifest
 		prov.Mirror = o.Mirror
 	}
 	return s.record(e.Name, e.Tag, Blob{SHA256: e.SHA256, Size: e.Size, File: e.BaseName()}, prov, e.License)
+}
+
+// folderError is the error of a model given as a folder: it exists, but is no model file (not "no such
+// file"). prefix says what it is from ("store: ", "store: Modelfile: FROM ").
+func folderError(prefix, what string) error {
+	return fmt.Errorf("%s%s is a folder, not a GGUF file (give a GGUF file, a catalog NAME[:TAG], or an hf:// or http(s) address with --sha256)", prefix, what)
 }
 
 func looksLikePath(s string) bool {

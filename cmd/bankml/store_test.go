@@ -304,3 +304,34 @@ func TestEveryPullErrorIsPrefixedWithPull(t *testing.T) {
 		})
 	}
 }
+
+// TestAFolderGivenAsTheModelIsSaidToBeAFolder: pull of a folder (bankml pull /tmp --name t1) said "/tmp: no
+// such file, and not a model name" although /tmp exists; it says the path is a folder, not a GGUF file, and what
+// pull takes (exit 1, a usage error as run's folder is), and so does a Modelfile's FROM of a folder.
+func TestAFolderGivenAsTheModelIsSaidToBeAFolder(t *testing.T) {
+	_, _ = storeEnv(t)
+	folder := t.TempDir()
+	modelfile := filepath.Join(t.TempDir(), "Modelfile")
+	if err := os.WriteFile(modelfile, []byte("FROM "+folder+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const takes = " is a folder, not a GGUF file (give a GGUF file, a catalog NAME[:TAG], or an hf:// or http(s) address with --sha256)"
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string // standard error's last line, whole
+	}{
+		{"pull of a folder", []string{"pull", folder}, "bankml: pull: store: " + folder + takes},
+		{"pull of a folder with a name", []string{"pull", folder, "--name", "t1"}, "bankml: pull: store: " + folder + takes},
+		{"pull of a folder with a trailing slash", []string{"pull", folder + "/"}, "bankml: pull: store: " + folder + "/" + takes},
+		{"create from a folder", []string{"create", "t1", "-f", modelfile}, "bankml: create: store: Modelfile: FROM " + folder + takes},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, e := bankml(t, tc.args...)
+			lines := strings.Split(strings.TrimRight(e, "\n"), "\n")
+			if got := lines[len(lines)-1]; code != 1 || got != tc.want {
+				t.Fatalf("exit %d, stderr's last line\n%s\nwant exit 1 and\n%s", code, got, tc.want)
+			}
+		})
+	}
+}
