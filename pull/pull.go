@@ -48,8 +48,9 @@ import (
 	"time"
 )
 
-// EnvMirror names a mirror every pull reads from instead of the publisher (an http(s) URL or a folder), as
-// `bankml pull --from` does.
+// EnvMirror names a mirror pulls of catalog names read from instead of the publisher (an http(s) URL or a
+// folder), as `bankml pull --from` does (package store applies it; an address given explicitly is not
+// redirected by it).
 const EnvMirror = "BANKML_MIRROR"
 
 // Source is a file to fetch.
@@ -336,7 +337,7 @@ func (t *transfer) unreachable() string {
 	if t.o.Mirror != "" {
 		return fmt.Sprintf(": the mirror %s cannot be reached; check --from or $%s", t.o.Mirror, EnvMirror)
 	}
-	return fmt.Sprintf(": the source cannot be reached; to pull from a mirror instead (an http(s) URL or a folder holding the file), give --from URL|DIR or set $%s", EnvMirror)
+	return fmt.Sprintf(": the source cannot be reached; to pull from a mirror instead (an http(s) URL or a folder holding the file), give --from URL|DIR (for a catalog name, $%s too)", EnvMirror)
 }
 
 // fatalError is an error resuming will not cure.

@@ -261,12 +261,12 @@ func TestFetchErrorsSayWhatHappenedAndHowToPullFromAMirror(t *testing.T) {
 	}{
 		{"an unreachable publisher", pull.Source{URL: deadURL + "/stories260K.gguf", Size: storiesSize, SHA256: storiesSHA}, "",
 			"{dead}/stories260K.gguf: dial tcp {host}: connect: connection refused (nothing downloaded): the source cannot be reached; " +
-				"to pull from a mirror instead (an http(s) URL or a folder holding the file), give --from URL|DIR or set $BANKML_MIRROR"},
+				"to pull from a mirror instead (an http(s) URL or a folder holding the file), give --from URL|DIR (for a catalog name, $BANKML_MIRROR too)"},
 		{"an unreachable mirror", src, deadURL,
 			"{dead}/stories260K.gguf: dial tcp {host}: connect: connection refused (nothing downloaded): the mirror {dead} cannot be reached; check --from or $BANKML_MIRROR"},
 		{"a publisher that stays down", pull.Source{URL: down.URL + "/stories260K.gguf", Size: storiesSize, SHA256: storiesSHA}, "",
 			"{down}/stories260K.gguf: HTTP 503 Service Unavailable (nothing downloaded): the source cannot be reached; " +
-				"to pull from a mirror instead (an http(s) URL or a folder holding the file), give --from URL|DIR or set $BANKML_MIRROR"},
+				"to pull from a mirror instead (an http(s) URL or a folder holding the file), give --from URL|DIR (for a catalog name, $BANKML_MIRROR too)"},
 		{"a mirror folder without the file", pull.Source{URL: deadURL + "/Bonsai-1.7B-Q1_0.gguf", Name: "Bonsai-1.7B-Q1_0.gguf", Size: storiesSize, SHA256: storiesSHA}, models,
 			"the mirror " + models + " has no Bonsai-1.7B-Q1_0.gguf (nothing downloaded): give --from a mirror that holds it, or unset $BANKML_MIRROR to download from the publisher"},
 		{"a mirror folder that does not exist", pull.Source{URL: deadURL + "/Bonsai-1.7B-Q1_0.gguf", Name: "Bonsai-1.7B-Q1_0.gguf", Size: storiesSize, SHA256: storiesSHA}, filepath.Join(models, "no-such-folder"),

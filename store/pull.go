@@ -20,7 +20,10 @@ import (
 // PullOptions configure Pull.
 type PullOptions struct {
 	// Mirror is read from instead of the publisher: an http(s) base URL or a folder serving each file under
-	// its base name (`--from`, $BANKML_MIRROR); "" reads from the publisher.
+	// its base name (`--from`); "" reads from the publisher, or, for a catalog name, from $BANKML_MIRROR when
+	// it is set (ResolvedMirror). An hf:// or http(s) address is read from the address itself unless Mirror
+	// is given: the environment's mirror, set for the catalog's files, does not redirect an address the user
+	// typed.
 	Mirror string
 	// SHA256 is the expected digest of an http(s), hf:// or local-file source (required for the first two;
 	// for a local file, without it the file's own sha256 is taken when it is added). Ignored for catalog
@@ -61,7 +64,11 @@ func ParseHF(s string) (u, repo, rev string, err error) {
 // refused naming both, too little disk, an interrupted transfer kept for the next pull), an unknown name
 // (listing the catalog), a missing --sha256.
 func (s *Store) Pull(ctx context.Context, what string, o PullOptions) (*Manifest, error) {
-	o.Mirror = o.ResolvedMirror()
+	if strings.HasPrefix(what, "hf://") || strings.HasPrefix(what, "http://") || strings.HasPrefix(what, "https://") {
+		o.Mirror = absMirror(o.Mirror) // the address asked for, not $BANKML_MIRROR's copy of the catalog
+	} else {
+		o.Mirror = o.ResolvedMirror()
+	}
 	switch {
 	case strings.HasPrefix(what, "hf://"):
 		u, repo, rev, err := ParseHF(what)
@@ -113,14 +120,19 @@ func looksLikePath(s string) bool {
 	return strings.ContainsAny(s, `/\`) || strings.HasSuffix(strings.ToLower(s), ".gguf")
 }
 
-// ResolvedMirror is the mirror Pull reads from: o.Mirror, else $BANKML_MIRROR (pull.EnvMirror); a folder
-// made absolute (so it is recorded in the provenance, and named in errors, by its absolute path); "" for
-// the publisher.
+// ResolvedMirror is the mirror Pull reads a catalog name from: o.Mirror, else $BANKML_MIRROR (pull.EnvMirror);
+// a folder made absolute (so it is recorded in the provenance, and named in errors, by its absolute path); ""
+// for the publisher. (An hf:// or http(s) address is read through o.Mirror only.)
 func (o PullOptions) ResolvedMirror() string {
 	m := o.Mirror
 	if m == "" {
 		m = os.Getenv(pull.EnvMirror)
 	}
+	return absMirror(m)
+}
+
+// absMirror is the mirror m with a folder made absolute.
+func absMirror(m string) string {
 	if m != "" && !strings.HasPrefix(m, "http://") && !strings.HasPrefix(m, "https://") {
 		if abs, err := filepath.Abs(m); err == nil {
 			m = abs

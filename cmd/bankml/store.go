@@ -40,9 +40,11 @@ func (f storeFlag) open() (*store.Store, error) {
 	return store.Open(root)
 }
 
-// mirrorFlag is --from, where pulls read from instead of the publisher.
+// mirrorFlag is --from, where pulls read from instead of the publisher. $BANKML_MIRROR is not read here but
+// by store.PullOptions.ResolvedMirror, which applies it to catalog names only: an address given explicitly
+// is pulled from that address unless --from itself names a mirror.
 type mirrorFlag struct {
-	From string `name:"from" env:"BANKML_MIRROR" placeholder:"URL|DIR" help:"Read model files from a mirror instead of their publisher: an http(s) base URL or a folder serving each file under its base name (as ../shared/models does); also $$BANKML_MIRROR. The sha256 is checked all the same."`
+	From string `name:"from" placeholder:"URL|DIR" help:"Read model files from a mirror instead of their publisher: an http(s) base URL or a folder serving each file under its base name (as ../shared/models does). For a catalog name $$BANKML_MIRROR does the same; an hf:// or http(s) address is read from the address itself unless --from is given. The sha256 is checked all the same."`
 }
 
 // pullOptions are store.PullOptions with a progress bar on a terminal.

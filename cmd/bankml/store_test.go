@@ -7,8 +7,10 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bankml/bankml/internal/testdata"
 	"github.com/bankml/bankml/store"
@@ -331,6 +333,69 @@ func TestAFolderGivenAsTheModelIsSaidToBeAFolder(t *testing.T) {
 			lines := strings.Split(strings.TrimRight(e, "\n"), "\n")
 			if got := lines[len(lines)-1]; code != 1 || got != tc.want {
 				t.Fatalf("exit %d, stderr's last line\n%s\nwant exit 1 and\n%s", code, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestAnAddressIsPulledFromItselfNotFromTheEnvironmentsMirror: with $BANKML_MIRROR set (for the catalog's files,
+// docs/deploy.md), pull of an http(s) address with --sha256 was silently read from the mirror instead ("the
+// mirror … has no x.gguf"), the address never tried. The address is what was asked for: it is read from the
+// address; only --from on the command line reads it from a mirror, and catalog names still read
+// $BANKML_MIRROR.
+func TestAnAddressIsPulledFromItselfNotFromTheEnvironmentsMirror(t *testing.T) {
+	_, models := storeEnv(t)
+	t.Setenv("BANKML_MIRROR", models)
+	data, err := os.ReadFile(filepath.Join(models, "stories260K.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.ServeContent(w, r, "x.gguf", time.Time{}, bytes.NewReader(data))
+	}))
+	defer srv.Close()
+	dead := httptest.NewServer(http.NotFoundHandler())
+	deadURL := dead.URL
+	dead.Close()
+	for _, tc := range []struct {
+		name       string
+		args       []string
+		code       int
+		url        string // the manifest's provenance url and mirror (exit 0), or standard error's last line
+		mirror     string
+		wantStderr string
+	}{
+		{name: "an address with the mirror in the environment", args: []string{"pull", srv.URL + "/files/x.gguf", "--sha256", storiesSHA256, "--name", "x1"},
+			url: srv.URL + "/files/x.gguf"},
+		{name: "an address that cannot be reached, with the mirror in the environment", args: []string{"pull", deadURL + "/files/x.gguf", "--sha256", storiesSHA256, "--name", "x2"}, code: 1,
+			wantStderr: "bankml: pull: store: pull x2:latest: " + deadURL + "/files/x.gguf: dial tcp " + strings.TrimPrefix(deadURL, "http://") +
+				": connect: connection refused (nothing downloaded): the source cannot be reached; to pull from a mirror instead (an http(s) URL or a folder holding the file), give --from URL|DIR (for a catalog name, $BANKML_MIRROR too)"},
+		{name: "an address with --from", args: []string{"pull", deadURL + "/files/stories260K.gguf", "--sha256", storiesSHA256, "--name", "x3", "--from", models},
+			url: deadURL + "/files/stories260K.gguf", mirror: models},
+		{name: "a catalog name with the mirror in the environment", args: []string{"pull", "stories260K"},
+			url: "https://huggingface.co/", mirror: models},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("BANKML_MODELS", t.TempDir()) // a store without the file: it is fetched
+			code, _, e := bankml(t, tc.args...)
+			lines := strings.Split(strings.TrimRight(e, "\n"), "\n")
+			if got := lines[len(lines)-1]; code != tc.code || (tc.code != 0 && got != tc.wantStderr) {
+				t.Fatalf("exit %d, stderr's last line\n%s\nwant exit %d and\n%s", code, got, tc.code, tc.wantStderr)
+			}
+			if tc.code != 0 {
+				return
+			}
+			name := "stories260K"
+			if i := slices.Index(tc.args, "--name"); i >= 0 {
+				name = tc.args[i+1]
+			}
+			_, out, _ := bankml(t, "show", name, "--json")
+			var m store.Manifest
+			if err := json.Unmarshal([]byte(out), &m); err != nil {
+				t.Fatalf("show --json: %v %q", err, out)
+			}
+			if !strings.HasPrefix(m.Provenance.URL, tc.url) || m.Provenance.Mirror != tc.mirror {
+				t.Fatalf("provenance url %q, mirror %q; want url %q…, mirror %q", m.Provenance.URL, m.Provenance.Mirror, tc.url, tc.mirror)
 			}
 		})
 	}
