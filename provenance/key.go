@@ -70,7 +70,9 @@ func (p PublicKey) PEM() []byte {
 }
 
 // ParsePublicKey reads a public key given as a signed-note verifier key (name+hash+base64, its hash checked)
-// or as a PKIX PEM block (no name). Errors wrap ErrKey.
+// or as a PKIX PEM block (no name). Errors wrap ErrKey and never quote text that is not a well-formed key (it
+// may be a file's content, even a secret, given by mistake): they say what was expected; a verifier key's
+// name and hash are named only once its key is an Ed25519 key.
 func ParsePublicKey(text string) (PublicKey, error) {
 	text = strings.TrimSpace(text)
 	if strings.HasPrefix(text, "-----BEGIN") {
@@ -88,19 +90,20 @@ func ParsePublicKey(text string) (PublicKey, error) {
 		}
 		return PublicKey{Key: ek}, nil
 	}
+	const want = "want a verifier key (NAME+HASH+BASE64, as bankml key new writes to FILE.pub) or a PEM public key (FILE.pem)"
 	parts := strings.SplitN(text, "+", 3)
 	if len(parts) != 3 {
-		return PublicKey{}, fmt.Errorf("%w: %q is neither a verifier key (name+hash+base64) nor a PEM public key", ErrKey, short(text))
+		return PublicKey{}, fmt.Errorf("%w: neither a verifier key nor a PEM public key: %s", ErrKey, want)
 	}
 	name, hash, b64 := parts[0], parts[1], parts[2]
 	raw, err := base64.StdEncoding.DecodeString(b64)
 	switch {
 	case !validKeyName(name):
-		return PublicKey{}, fmt.Errorf("%w: key name %q: must be non-empty UTF-8 without spaces or '+'", ErrKey, name)
+		return PublicKey{}, fmt.Errorf("%w: not a verifier key: its name (before the first '+') must be non-empty UTF-8 without spaces or '+'; %s", ErrKey, want)
 	case err != nil:
-		return PublicKey{}, fmt.Errorf("%w: verifier key: %v", ErrKey, err)
+		return PublicKey{}, fmt.Errorf("%w: not a verifier key: its key (after the second '+') is not base64 (%v); %s", ErrKey, err, want)
 	case len(raw) != 1+ed25519.PublicKeySize || raw[0] != algEd25519:
-		return PublicKey{}, fmt.Errorf("%w: verifier key %s is not an Ed25519 key (want 0x01 and 32 bytes)", ErrKey, name)
+		return PublicKey{}, fmt.Errorf("%w: not an Ed25519 verifier key: its key (after the second '+') must be 0x01 and 32 bytes; %s", ErrKey, want)
 	}
 	p := PublicKey{Name: name, Key: ed25519.PublicKey(raw[1:])}
 	if h, err := strconv.ParseUint(hash, 16, 32); err != nil || len(hash) != 8 || uint32(h) != KeyHash(name, p.Key) {

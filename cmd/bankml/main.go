@@ -30,6 +30,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -194,7 +195,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, opts ...func(
 		return exit
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, parseErrorLine(err, parser.Model, first))
+		fmt.Fprintln(stderr, parseErrorLine(err, parser.Model, first, args))
 		return 1
 	}
 	if err := ctx.Run(); err != nil {
@@ -208,11 +209,12 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, opts ...func(
 	return 0
 }
 
-// parseErrorLine is the line of a usage error kong's parse found (err), args[0] being first: prefixed with the
-// command the arguments name ("run: "), as the errors of its Run are, unless the message names it already, and
-// followed by where the command's flags are listed, except for a value out of range (outOfRange's words say
-// all there is to say, as on the errors Run finds: "bankml: run: -t/--threads: value 1000 out of range …").
-func parseErrorLine(err error, app *kong.Application, first string) string {
+// parseErrorLine is the line of a usage error kong's parse found (err) in args, args[0] being first: prefixed
+// with the command the arguments name ("run: ", "ledger prove: "), as the errors of its Run are, unless the
+// message names it already, and followed by where the command's flags are listed (the subcommand's own
+// --help: bankml ledger prove --help), except for a value out of range (outOfRange's words say all there is to
+// say, as on the errors Run finds: "bankml: run: -t/--threads: value 1000 out of range …").
+func parseErrorLine(err error, app *kong.Application, first string, args []string) string {
 	msg := flagFirst(err.Error())
 	cmd := ""
 	var pe *kong.ParseError
@@ -238,7 +240,57 @@ func parseErrorLine(err error, app *kong.Application, first string) string {
 			help = "bankml " + first + " --help" // the command's own flags
 		}
 	}
+	if cmd != "" {
+		help = "bankml " + cmd + " --help" // a subcommand's own flags and arguments
+	}
+	if pe != nil && pe.Context != nil {
+		if m, ok := negativeCount(pe.Context, err, args); ok {
+			return fmt.Sprintf("bankml: %s: %s; see %s)", cmd, m, help)
+		}
+	}
 	return fmt.Sprintf("bankml: %s (see %s)", msg, help)
+}
+
+// negativeCount words kong's "unknown flag -1" where the command's next argument is a count (an unsigned
+// integer, such as ledger prove's I): kong reads a negative number there as a flag, but the user gave a value
+// below the count's range. It returns "NAME: value -N out of range [0, inf) (what NAME is" (the caller closes
+// the parenthesis after the pointer to the command's help), or false when err is something else.
+func negativeCount(ctx *kong.Context, err error, args []string) (string, bool) {
+	digit, ok := strings.CutPrefix(err.Error(), "unknown flag -")
+	if !ok || digit == "" || digit[0] < '0' || digit[0] > '9' {
+		return "", false
+	}
+	node := ctx.Selected()
+	if node == nil {
+		return "", false
+	}
+	var next *kong.Positional
+	for _, p := range node.Positional {
+		if !p.Set {
+			next = p
+			break
+		}
+	}
+	if next == nil {
+		return "", false
+	}
+	switch next.Target.Kind() {
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+	default:
+		return "", false
+	}
+	value := "-" + digit[:1]
+	for _, a := range args { // the argument kong split into one-letter flags: the first negative number there
+		if n, found := strings.CutPrefix(a, value); found && strings.Trim(n, "0123456789") == "" {
+			value = a
+			break
+		}
+	}
+	what := strings.TrimSuffix(next.Help, ".")
+	if what != "" {
+		what = strings.ToLower(what[:1]) + what[1:]
+	}
+	return fmt.Sprintf("%s: value %s out of range [0, inf) (%s", next.Name, value, what), true
 }
 
 // flagFirst drops kong's "--flag: " before a mapper's error that names the flag itself with its short form

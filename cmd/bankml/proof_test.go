@@ -455,3 +455,78 @@ func TestAStreamedAnswerIsVerifiedAsSavedFromTheChunkThatCarriesItsReceipt(t *te
 		})
 	}
 }
+
+// TestAUsageErrorOfASubcommandPointsAtItsOwnHelp: kong's usage errors of a subcommand pointed at its parent's
+// help (bankml ledger prove hist -1: "unknown flag -1 … (see bankml ledger --help)"), which does not list the
+// subcommand's arguments; they point at the subcommand's own help, and a negative number given for a count
+// (ledger prove's I, which kong reads as a flag) is said to be out of the count's range.
+func TestAUsageErrorOfASubcommandPointsAtItsOwnHelp(t *testing.T) {
+	dir, _ := writeLedger(t, 2)
+	for _, c := range []struct {
+		name string
+		args []string
+		want string // standard error, whole
+	}{
+		{"a negative index", []string{"ledger", "prove", dir, "-1"},
+			"bankml: ledger prove: I: value -1 out of range [0, inf) (the entry's index, from 0; see bankml ledger prove --help)"},
+		{"a negative index of two digits", []string{"ledger", "prove", dir, "-12"},
+			"bankml: ledger prove: I: value -12 out of range [0, inf) (the entry's index, from 0; see bankml ledger prove --help)"},
+		{"an index that is no number", []string{"ledger", "prove", dir, "x"},
+			`bankml: ledger prove: <I>: expected a valid 64 bit uint but got "x" (see bankml ledger prove --help)`},
+		{"a size that is no count", []string{"ledger", "verify", dir, "--size", "-1"},
+			`bankml: ledger verify: --size: expected a valid 64 bit uint but got "-1" (see bankml ledger verify --help)`},
+		{"an unknown flag of receipt verify", []string{"receipt", "verify", "x.json", "--nope"},
+			"bankml: receipt verify: unknown flag --nope (see bankml receipt verify --help)"},
+		{"key show without its file", []string{"key", "show"},
+			`bankml: key show: expected "<FILE>" (see bankml key show --help)`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, _, stderr := runCLI(c.args...)
+			if code != 1 || strings.TrimRight(stderr, "\n") != c.want {
+				t.Fatalf("exit %d, stderr\n%s\nwant exit 1 and\n%s", code, stderr, c.want)
+			}
+		})
+	}
+}
+
+// TestAFileThatIsNoKeyIsNamedWithoutQuotingItsContent: key show FILE and --key FILE of a file that is no key
+// quoted up to its whole content in the error ("key name \"{\\\"bankml_receipt\\\"…\""), and a file given by
+// mistake may hold a secret; the error names the file and what a key file is, and quotes none of its bytes.
+func TestAFileThatIsNoKeyIsNamedWithoutQuotingItsContent(t *testing.T) {
+	const secret = "s3cr3t"
+	dir, _ := writeLedger(t, 1)
+	files := t.TempDir()
+	write := func(name, s string) string {
+		p := filepath.Join(files, name)
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	answer := write("answer.json", `{"bankml_receipt":{"signed":true,"request_sha256":"`+secret+`","response_sha256":""}}`)
+	const want = "want a verifier key (NAME+HASH+BASE64, as bankml key new writes to FILE.pub) or a PEM public key (FILE.pem)"
+	for _, c := range []struct {
+		name, content, why string
+	}{
+		{"an answer", `{"bankml_receipt":{"token":"` + secret + `"}}`, "neither a verifier key nor a PEM public key"},
+		{"one line with no '+'", "password=" + secret + "\n", "neither a verifier key nor a PEM public key"},
+		{"a name with a space", "user " + secret + "+abcd1234+AQ==\n", "not a verifier key: its name (before the first '+') must be non-empty UTF-8 without spaces or '+'"},
+		{"a key that is no base64", "user+" + secret + "+" + secret + "!\n", "not a verifier key: its key (after the second '+') is not base64 (illegal base64 data at input byte 6)"},
+		{"a key that is no Ed25519 key", secret + "+abcd1234+AAAA\n", "not an Ed25519 verifier key: its key (after the second '+') must be 0x01 and 32 bytes"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := write("not-a-key", c.content)
+			for _, args := range [][]string{
+				{"key", "show", p},
+				{"receipt", "verify", answer, "--key", p},
+				{"ledger", "verify", dir, "--key", p},
+			} {
+				code, _, stderr := runCLI(args...)
+				line := strings.TrimRight(stderr, "\n")
+				if code != 1 || strings.Contains(line, secret) || !strings.Contains(line, p+": key: "+c.why+"; "+want) && !strings.Contains(line, p+": key: "+c.why+": "+want) {
+					t.Errorf("%s: exit %d, stderr\n%s\nwant exit 1 naming %s and saying %q, quoting nothing of it", strings.Join(args[:2], " "), code, line, p, c.why)
+				}
+			}
+		})
+	}
+}
