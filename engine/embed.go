@@ -30,6 +30,55 @@ var ErrEncoder = errors.New("the model is an encoder (embeddings only): it does 
 // vocabulary); its message is llama-server's where it has one.
 var ErrEmbedInput = errors.New("engine: embedding input")
 
+// EmbedLengthError is Embed's refusal of an input longer than one embedding
+// may be: past the physical batch (UBatch, Options.EmbedUBatch: llama-server's
+// "too large to process") or past the slot context (NCtx: "larger than the
+// max context size"); the other field is 0. Its message is llama-server's,
+// after the input's index; it wraps ErrEmbedInput.
+type EmbedLengthError struct {
+	Index  int // the input's index among Embed's inputs
+	Tokens int // the input's tokens
+	UBatch int // the physical batch it does not fit, or 0
+	NCtx   int // the slot context it does not fit, or 0
+}
+
+// Error is ErrEmbedInput's text, the input's index and llama-server's words.
+func (e *EmbedLengthError) Error() string {
+	return fmt.Sprintf("%v %d: %s", ErrEmbedInput, e.Index, e.Reason())
+}
+
+// Reason is llama-server's message for the refusal, word for word
+// (tools/server/server-context.cpp).
+func (e *EmbedLengthError) Reason() string {
+	if e.UBatch > 0 {
+		return fmt.Sprintf("input (%d tokens) is too large to process. increase the physical batch size (current batch size: %d)", e.Tokens, e.UBatch)
+	}
+	return fmt.Sprintf("input (%d tokens) is larger than the max context size (%d tokens). skipping", e.Tokens, e.NCtx)
+}
+
+// Unwrap makes errors.Is(err, ErrEmbedInput) hold.
+func (e *EmbedLengthError) Unwrap() error { return ErrEmbedInput }
+
+// EmbedUBatch is the physical batch of Embed (Options.EmbedUBatch).
+func (e *Engine) EmbedUBatch() int { return e.o.EmbedUBatch }
+
+// EmbedLimit is the most tokens one input of Embed may have: the slot
+// context and, unless the model is causal and pools the last token (then
+// evaluated in micro-batches, as llama-server's slot can_split), the
+// physical batch (Options.EmbedUBatch).
+func (e *Engine) EmbedLimit() int {
+	if e.splitsEmbeddings() {
+		return e.nCtx
+	}
+	return min(e.nCtx, e.o.EmbedUBatch)
+}
+
+// splitsEmbeddings reports whether an embedding may span micro-batches:
+// a causal model pooling the last token (llama-server's can_split).
+func (e *Engine) splitsEmbeddings() bool {
+	return e.pool == embed.PoolingLast && !e.m.Encoder()
+}
+
 // Pooling is the pooling the engine's embeddings use: Options.Pooling, or
 // the model's {arch}.pooling_type, or none (model.Model.Pooling).
 func (e *Engine) Pooling() embed.Pooling { return e.pool }
@@ -41,14 +90,16 @@ func (e *Engine) Pooling() embed.Pooling { return e.pool }
 // (within Options.BatchSize rows, decodes and prompts beside them), and each
 // is computed with the arithmetic of its own fresh micro-batch, so every
 // vector equals the input's vector alone, which equals the reference's
-// llama_get_embeddings_seq (or _ith). An input longer than a micro-batch
-// (512) is refused as llama-server refuses it ("input (N tokens) is too
-// large to process. increase the physical batch size (current batch size:
-// 512)") unless the model is causal and pools the last token, which is
-// evaluated in micro-batches; one longer than the slot context too
-// ("input (N tokens) is larger than the max context size (M tokens).
-// skipping"); an empty input ("Input content cannot be empty") and a token
-// outside the vocabulary are refused; all wrap ErrEmbedInput.
+// llama_get_embeddings_seq (or _ith) with the same physical batch. An input
+// longer than the physical batch (Options.EmbedUBatch) is refused as
+// llama-server refuses it ("input (N tokens) is too large to process.
+// increase the physical batch size (current batch size: U)") unless the
+// model is causal and pools the last token, which is evaluated in
+// micro-batches of that size; one longer than the slot context too ("input
+// (N tokens) is larger than the max context size (M tokens). skipping");
+// both are an *EmbedLengthError (EmbedLimit is the longest input taken). An
+// empty input ("Input content cannot be empty") and a token outside the
+// vocabulary are refused; all wrap ErrEmbedInput.
 func (e *Engine) Embed(ctx context.Context, inputs [][]int32) ([]Embedding, error) {
 	if e.poolErr != nil {
 		return nil, e.poolErr
@@ -57,10 +108,10 @@ func (e *Engine) Embed(ctx context.Context, inputs [][]int32) ([]Embedding, erro
 		switch n := len(in); {
 		case n == 0:
 			return nil, fmt.Errorf("%w %d: Input content cannot be empty", ErrEmbedInput, i)
-		case n > model.NUbatch && !(e.pool == embed.PoolingLast && !e.m.Encoder()):
-			return nil, fmt.Errorf("%w %d: input (%d tokens) is too large to process. increase the physical batch size (current batch size: %d)", ErrEmbedInput, i, n, model.NUbatch)
+		case n > e.o.EmbedUBatch && !e.splitsEmbeddings():
+			return nil, &EmbedLengthError{Index: i, Tokens: n, UBatch: e.o.EmbedUBatch}
 		case n > e.nCtx:
-			return nil, fmt.Errorf("%w %d: input (%d tokens) is larger than the max context size (%d tokens). skipping", ErrEmbedInput, i, n, e.nCtx)
+			return nil, &EmbedLengthError{Index: i, Tokens: n, NCtx: e.nCtx}
 		}
 		for _, t := range in {
 			if t < 0 || int(t) >= e.m.HP.NVocab {
@@ -120,7 +171,7 @@ func (e *Engine) embedSpans(jobs []*job, budget int, spans []model.Span, owners 
 			}
 			j.ectx = c
 		}
-		n := min(len(j.embd)-j.pos, model.NUbatch)
+		n := min(len(j.embd)-j.pos, e.o.EmbedUBatch)
 		if n > budget && (took || len(spans) > 0) {
 			break
 		}

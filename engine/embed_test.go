@@ -108,6 +108,83 @@ func TestEmbedBatchesInputsAndMatchesReference(t *testing.T) {
 	t.Logf("%d of %d batched embeddings bit-equal to the reference's alone", n, total)
 }
 
+// TestEmbedTakesInputsUpToItsPhysicalBatchAndMatchesTheReference: Options.EmbedUBatch is the physical
+// batch of an embedding (llama.cpp's n_ubatch): an input past it is refused naming it (512 by default, as
+// llama-server's -ub), one within it is one micro-batch whose vector is bit-equal to the reference's with that
+// n_ubatch, one past the slot context is refused naming the context, and a causal model pooling the last
+// token runs a longer input in micro-batches of EmbedUBatch.
+func TestEmbedTakesInputsUpToItsPhysicalBatchAndMatchesTheReference(t *testing.T) {
+	shape, err := synth.Preset("tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	shape = synth.ForArch(synth.ArchBert, shape)
+	shape.NCtxTrain = 1024 // room for inputs past 512 tokens (bert's positions are learned, n_ctx_train of them)
+	cfg := synth.Config{Arch: synth.ArchBert, Shape: shape, Weight: gguf.F16, Embd: gguf.F16, Output: gguf.F16, Seed: 94}
+	if cfg.Vocab, err = synth.VocabFromGGUF(testdata.Model(t, "vocab/ggml-vocab-bert-bge.gguf")); err != nil {
+		t.Fatal(err)
+	}
+	const bertName = "bert-tiny-F16-bert-bge-ctx1024"
+	bert := loadBankml(t, bertName, synthcache.File(t, bertName, cfg)).withRef(t)
+	qwen := embedModel(t, synth.ArchQwen3, gguf.Q8_0, "", 92).withRef(t)
+	long := strings.Repeat(embedTexts[4]+" ", 60)
+	for _, tc := range []struct {
+		name     string
+		tm       *testModel
+		pool     embed.Pooling
+		ubatch   int // Options.EmbedUBatch
+		tokens   int // the input's length
+		want     string
+		checkRef bool
+	}{
+		{"the default physical batch of 512 refuses 600 tokens", bert, embed.PoolingMean, 0, 600, "input (600 tokens) is too large to process. increase the physical batch size (current batch size: 512)", false},
+		{"a physical batch of 1024 takes 600 tokens as the reference does", bert, embed.PoolingMean, 1024, 600, "", true},
+		{"a physical batch of 600 takes exactly 600 tokens", bert, embed.PoolingCLS, 600, 600, "", true},
+		{"a physical batch of 599 refuses 600 tokens", bert, embed.PoolingMean, 599, 600, "(current batch size: 599)", false},
+		{"past the context is refused naming the context", bert, embed.PoolingMean, 2048, 1100, "input (1100 tokens) is larger than the max context size (1024 tokens). skipping", false},
+		{"a decoder takes 700 tokens with a physical batch of 1024 as the reference does", qwen, embed.PoolingMean, 1024, 700, "", true},
+		{"a decoder pooling the last token splits 700 tokens into micro-batches", qwen, embed.PoolingLast, 0, 700, "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEngine(t, tc.tm, Options{Pooling: tc.pool.String(), BatchSize: 2048, NCtx: 1024, EmbedUBatch: tc.ubatch})
+			toks, err := tc.tm.ref.Tokenize(long, true, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for len(toks) < tc.tokens {
+				toks = append(toks, toks[1:]...)
+			}
+			in := toks[:tc.tokens]
+			got, err := e.Embed(context.Background(), [][]int32{in})
+			if tc.want != "" {
+				var le *EmbedLengthError
+				if !errors.As(err, &le) || !errors.Is(err, ErrEmbedInput) || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("%v; want an EmbedLengthError saying %q", err, tc.want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got[0].Tokens != tc.tokens || len(got[0].Pooled) == 0 {
+				t.Fatalf("%d tokens, %d values", got[0].Tokens, len(got[0].Pooled))
+			}
+			if !tc.checkRef {
+				return
+			}
+			want, err := tc.tm.ref.Embed(in, int(tc.pool), 1) // n_batch = n_ubatch = the input's length
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k := range want.Pooled {
+				if math.Float32bits(got[0].Pooled[k]) != math.Float32bits(want.Pooled[k]) {
+					t.Fatalf("[%d] = %g, reference %g", k, got[0].Pooled[k], want.Pooled[k])
+				}
+			}
+		})
+	}
+}
+
 func TestEmbedRefusesBadInputs(t *testing.T) {
 	tm := embedModel(t, synth.ArchBert, gguf.Q8_0, "bert-bge", 93)
 	e := newEngine(t, tm, Options{})

@@ -119,6 +119,14 @@ type Options struct {
 	// CacheTypes are the data types of every slot's K and V cells
 	// (llama-server's -ctk/-ctv; model.CacheTypes): the zero value is f16.
 	CacheTypes model.CacheTypes
+	// EmbedUBatch is the physical batch of Embed (llama.cpp's n_ubatch in
+	// an embedding context; llama-server's -ub, llama-embedding's -b): an
+	// input of up to this many tokens is evaluated as one micro-batch, a
+	// longer one is refused (EmbedTooLargeError) unless the model is causal
+	// and pools the last token, which runs micro-batches of this size.
+	// 0: model.NUbatch (512, llama.cpp's default -ub). Generation is not
+	// affected: prompts run in micro-batches of model.NUbatch.
+	EmbedUBatch int
 }
 
 // Engine serves completions over Parallel slots of one model. Its methods
@@ -213,6 +221,12 @@ func New(m *model.Model, tok tokenizer.Tokenizer, tmpl *chat.Template, o Options
 	}
 	if o.BatchSize == 0 {
 		o.BatchSize = model.NUbatch
+	}
+	if o.EmbedUBatch == 0 {
+		o.EmbedUBatch = model.NUbatch
+	}
+	if o.EmbedUBatch < 0 {
+		return nil, fmt.Errorf("engine: embedding physical batch %d: must be positive", o.EmbedUBatch)
 	}
 	n, _, err := m.ContextSize(o.NCtx)
 	if o.PastTrainingContext {

@@ -552,8 +552,9 @@ func (a *ollamaAPI) ollamaEmbedInputs(texts []string) [][]int32 {
 // strings; each vector L2-normalized (Ollama's normalize), cut to dimensions and normalized again when
 // dimensions is smaller (a negative dimensions, or one past the model's n_embd, which Ollama ignores, is a
 // 400 naming it); {"model", "embeddings", "total_duration", "load_duration", "prompt_eval_count",
-// "bankml_receipt"}. bankml does not truncate an input past the context: truncate true is refused, and such
-// an input is a 400.
+// "bankml_receipt"}. An input longer than the engine takes (engine.EmbedLimit: the slot context, and the
+// physical batch -ub) is truncated as Ollama truncates it (ollamaTruncate) unless truncate is false, which
+// makes it a 400 with the engine's reason, as Ollama answers its runner's refusal.
 func (a *ollamaAPI) handleEmbed(w http.ResponseWriter, r *http.Request) {
 	var req api.EmbedRequest
 	x := a.start(w, r, &req, func() string { return req.Model })
@@ -562,10 +563,6 @@ func (a *ollamaAPI) handleEmbed(w http.ResponseWriter, r *http.Request) {
 	}
 	if !a.s.embeddingsOn() {
 		ollamaError(w, http.StatusNotImplemented, errNoEmbeddings.Message)
-		return
-	}
-	if req.Truncate != nil && *req.Truncate {
-		ollamaError(w, http.StatusBadRequest, "truncate: bankml does not truncate inputs; an input past the context is refused")
 		return
 	}
 	// dimensions 0 is absent (api.EmbedRequest's omitempty); Ollama ignores a negative one and one past the
@@ -609,6 +606,19 @@ func (a *ollamaAPI) handleEmbed(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	inputs := a.ollamaEmbedInputs(texts)
+	if req.Truncate == nil || *req.Truncate { // Ollama's default: truncate
+		for i, in := range inputs {
+			if len(in) <= a.engine().EmbedLimit() {
+				continue
+			}
+			cut, err := a.ollamaTruncate(texts[i])
+			if err != nil {
+				ollamaError(w, http.StatusBadRequest, err.Error())
+				return
+			}
+			inputs[i] = cut
+		}
+	}
 	res, ok := a.s.embedAll(w, r, inputs, writeOllamaAPIError)
 	if !ok {
 		return
@@ -643,6 +653,40 @@ func (a *ollamaAPI) handleEmbed(w http.ResponseWriter, r *http.Request) {
 	out.TotalDuration = int64(time.Since(x.received))
 	out.Receipt = &rc
 	writeJSON(w, http.StatusOK, out)
+}
+
+// ollamaTruncate is the input Ollama's EmbedHandler embeds instead of a text its runner refuses for its
+// length (server/routes.go, v0.17.4, embedWithRetry): the text tokenized without special tokens (parsing
+// them, as its Tokenize); the room ctxLen, the longest input the engine takes (engine.EmbedLimit: Ollama's
+// min(num_ctx, the model's context length), bankml's also the physical batch, -ub), less one when the tokens
+// do not start with tokenizer.ggml.bos_token_id and one when they do not end with tokenizer.ggml.eos_token_id
+// (0 when absent; Ollama asks add_bos_token and add_eos_token under the architecture's prefix, where no GGUF
+// has them, so it always leaves that room); the first ctxLen tokens turned back into text piece by piece
+// (llama_token_to_piece with special tokens rendered, Ollama's Detokenize) and tokenized again as every
+// input is. Ollama's errors: tokens that already fit the room ("cannot be truncated further") and no room.
+func (a *ollamaAPI) ollamaTruncate(text string) ([]int32, error) {
+	tok, f := a.s.m.Tokenizer, a.s.m.File
+	toks := tok.Tokenize(text, false, true)
+	ctxLen := a.engine().EmbedLimit()
+	bos, _ := f.GetUint64("tokenizer.ggml.bos_token_id")
+	eos, _ := f.GetUint64("tokenizer.ggml.eos_token_id")
+	if len(toks) > 0 && uint64(toks[0]) != bos {
+		ctxLen--
+	}
+	if len(toks) > 0 && uint64(toks[len(toks)-1]) != eos {
+		ctxLen--
+	}
+	if len(toks) <= ctxLen {
+		return nil, errors.New("input exceeds maximum context length and cannot be truncated further")
+	}
+	if ctxLen <= 0 {
+		return nil, errors.New("input after truncation exceeds maximum context length")
+	}
+	var b []byte
+	for _, t := range toks[:ctxLen] {
+		b = append(b, tok.TokenToPiece(t, true)...)
+	}
+	return tok.Tokenize(string(b), true, true), nil
 }
 
 // handleEmbeddings is Ollama's old POST /api/embeddings (EmbeddingsHandler): {"model", "prompt"} →

@@ -431,3 +431,92 @@ func TestDimensionsCutTheEmbeddingAndNormalizeItAgain(t *testing.T) {
 		})
 	}
 }
+
+// TestTheEmbeddingLimitIsThePhysicalBatchAndApiEmbedTruncatesPastIt: Options.UBatch (serve's -ub) is the
+// most tokens one input of the embedding routes may have (512 by default, as llama-server's -ub; capped at a
+// causal model's context, as llama_context caps n_ubatch): past it llama-server's routes answer llama-server's
+// refusal with the physical batch in force, within it they embed. Ollama's /api/embed truncates an input
+// past the limit as Ollama does (truncate absent or true: the first tokens that fit with the BOS and EOS
+// added again; the vector is the shorter text's) and refuses it with truncate false, or when cutting cannot
+// make it fit (Ollama's "cannot be truncated further").
+func TestTheEmbeddingLimitIsThePhysicalBatchAndApiEmbedTruncatesPastIt(t *testing.T) {
+	qwenPath, bertPath := embedServeModel(t, synth.ArchQwen3, 0), embedServeModel(t, synth.ArchBert, 0)
+	qwen := newTestServer(t, qwenPath, AdmitOptions{}, Options{Embeddings: true, Pooling: "mean", NCtx: 2048})
+	qwenUB := newTestServer(t, qwenPath, AdmitOptions{}, Options{Embeddings: true, Pooling: "mean", NCtx: 2048, UBatch: 2048})
+	qwenCapped := newTestServer(t, qwenPath, AdmitOptions{}, Options{Embeddings: true, Pooling: "mean", NCtx: 1024, UBatch: 4096})
+	bert := newTestServer(t, bertPath, AdmitOptions{}, Options{})
+	// textOf is "word " repeated until the model's tokenizer gives at least n tokens (specials added).
+	textOf := func(ts *testServer, n int) (string, int) {
+		s := ""
+		for {
+			s += "word "
+			if k := len(ts.Server.m.Tokenizer.Tokenize(s, true, true)); k >= n {
+				return s, k
+			}
+		}
+	}
+	q600, n600 := textOf(qwen, 600)
+	q1100, n1100 := textOf(qwen, 1100)
+	b600 := strings.Repeat("word ", 600)
+	b510 := strings.TrimSuffix(strings.Repeat("word ", 510), " ")
+	oai := func(text string) string { return `{"input":"` + text + `"}` }
+	ollama := func(ts *testServer, text, extra string) string {
+		return `{"model":"` + ts.name + `","input":"` + text + `"` + extra + `}`
+	}
+	for _, tc := range []struct {
+		name   string
+		ts     *testServer
+		path   string
+		body   string
+		status int
+		want   string // in the answer
+		tokens int    // /api/embed's prompt_eval_count, when not 0
+	}{
+		{"past the default physical batch of 512 llama-server's route refuses", qwen, "/v1/embeddings", oai(q600), 400,
+			"input (" + strconv.Itoa(n600) + " tokens) is too large to process. increase the physical batch size (current batch size: 512)", 0},
+		{"-ub 2048 takes the same input on /v1/embeddings", qwenUB, "/v1/embeddings", oai(q600), 200, `"embedding"`, 0},
+		{"-ub 2048 takes the same input on /embedding", qwenUB, "/embedding", `{"content":"` + q600 + `"}`, 200, `"embedding"`, 0},
+		{"-ub past a decoder's context is capped at the context", qwenCapped, "/v1/embeddings", oai(q1100), 400,
+			"input (" + strconv.Itoa(n1100) + " tokens) is too large to process. increase the physical batch size (current batch size: 1024)", 0},
+		{"/api/embed truncates by default", qwen, "/api/embed", ollama(qwen, q600, ""), 200, `"embeddings"`, -1},
+		{"/api/embed truncates with truncate true", qwen, "/api/embed", ollama(qwen, q600, `,"truncate":true`), 200, `"embeddings"`, -1},
+		{"/api/embed with truncate false refuses", qwen, "/api/embed", ollama(qwen, q600, `,"truncate":false`), 400, "is too large to process", 0},
+		{"/api/embed keeps the first tokens and adds the specials again", bert, "/api/embed", ollama(bert, b600, ""), 200, `"embeddings"`, 512},
+		// The synthetic bert has no tokenizer.ggml.bos_token_id or eos_token_id: Ollama takes both as 0, [PAD]
+		// here, and leaves no room for a BOS or EOS before a text starting and ending with it.
+		{"/api/embed cannot cut a text that fits only without its specials", bert, "/api/embed",
+			ollama(bert, "[PAD] "+strings.Repeat("word ", 509)+"[PAD]", ""), 400, "input exceeds maximum context length and cannot be truncated further", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, body := tc.ts.post(t, tc.path, []byte(tc.body))
+			if st != tc.status || !strings.Contains(string(body), tc.want) {
+				t.Fatalf("%d %.300s; want %d with %q", st, body, tc.status, tc.want)
+			}
+			if tc.tokens == 0 {
+				return
+			}
+			var got struct {
+				Embeddings      [][]float32 `json:"embeddings"`
+				PromptEvalCount int         `json:"prompt_eval_count"`
+			}
+			if err := json.Unmarshal(body, &got); err != nil || len(got.Embeddings) != 1 {
+				t.Fatalf("%v %.300s", err, body)
+			}
+			if limit := tc.ts.eng.EmbedLimit(); tc.tokens < 0 && (got.PromptEvalCount > limit || got.PromptEvalCount < limit-2) {
+				t.Fatalf("prompt_eval_count %d; want the limit %d less at most the 2 tokens Ollama leaves for BOS and EOS", got.PromptEvalCount, limit)
+			}
+			if tc.tokens > 0 {
+				if got.PromptEvalCount != tc.tokens {
+					t.Fatalf("prompt_eval_count %d; want %d", got.PromptEvalCount, tc.tokens)
+				}
+				st, b := tc.ts.post(t, "/api/embed", []byte(ollama(tc.ts, b510, "")))
+				var short struct {
+					Embeddings [][]float32 `json:"embeddings"`
+				}
+				if err := json.Unmarshal(b, &short); st != 200 || err != nil || !bitsEqual(short.Embeddings[0], got.Embeddings[0]) {
+					t.Fatalf("the truncated input's vector differs from its first 510 words' (%d %v)", st, err)
+				}
+			}
+		})
+	}
+}

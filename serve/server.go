@@ -61,8 +61,14 @@ type Options struct {
 	// (Model.Name), bankml's default (llama-server's is the path as given).
 	Alias []string
 
-	// BatchSize bounds the prompt rows of one step over all slots (-b/--batch-size); 0: engine's default.
+	// BatchSize bounds the prompt rows of one step over all slots; 0: engine's default.
 	BatchSize int
+	// UBatch is the physical batch of an embedding (llama-server's n_ubatch with --embeddings: -ub, no more
+	// than -b, which llama-server lowers to -ub for embeddings): the most tokens one input of the embedding
+	// and rerank routes may have, the slot context permitting (engine.Options.EmbedUBatch); 0: 512, -ub's
+	// default. For a causal model New caps it at the context (-c, or the training context), as llama_context
+	// caps n_batch and so n_ubatch. Generation is not affected: prompts run in micro-batches of 512.
+	UBatch int
 	// CacheReuse is cache_prompt's rule (--cache-reuse exact|server; engine.CacheReuse); "": exact.
 	CacheReuse engine.CacheReuse
 	// Embeddings is llama-server's --embeddings: the embedding routes answer (an encoder model turns it on
@@ -105,6 +111,23 @@ type Options struct {
 	// *, never with credentials), SCHEME://HOST[:PORT] with at most one "*" for any text; their host names are
 	// also accepted in the Host header of a loopback connection. New refuses a malformed one.
 	CORSOrigins []string
+}
+
+// embedUBatch is the physical batch llama-server gives an embedding with -ub ub (0: 512; the caller has
+// applied -b) over a KV cache of -c nCtx tokens (0: the training context): llama_context's cparams.n_ubatch,
+// which for a causal model is at most n_ctx (src/llama-context.cpp: n_batch = min(n_ctx, n_batch) with causal
+// attention, n_ubatch = min(n_batch, n_ubatch)); an encoder's is -ub's.
+func embedUBatch(ub, nCtx int, m *model.Model) int {
+	if ub == 0 {
+		ub = model.NUbatch
+	}
+	if nCtx == 0 {
+		nCtx = m.HP.NCtxTrain
+	}
+	if !m.Encoder() {
+		ub = min(ub, nCtx)
+	}
+	return ub
 }
 
 // modelNames is the served name and the sorted aliases for a file's base name and -a/--alias values, as
@@ -240,10 +263,13 @@ func New(m *admit.Model, o Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
+	if o.UBatch < 0 {
+		return nil, fmt.Errorf("serve: physical batch (-ub) %d: must be positive", o.UBatch)
+	}
 	eng, err := engine.New(m.Model, m.Tokenizer, m.Template, engine.Options{
 		NCtx: nSlot, Threads: o.Threads, Parallel: o.Parallel, QueueSize: o.QueueSize, SuppressTokens: m.SuppressTokens,
 		BatchSize: o.BatchSize, CacheReuse: o.CacheReuse, ModelID: "sha256:" + m.SHA256, CacheRAMMiB: o.CacheRAMMiB, Pooling: o.Pooling,
-		CacheTypes: o.CacheTypes,
+		CacheTypes: o.CacheTypes, EmbedUBatch: embedUBatch(o.UBatch, o.NCtx, m.Model),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)

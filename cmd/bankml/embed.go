@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 
 	"github.com/bankml/bankml/admit"
@@ -17,17 +18,22 @@ import (
 // (examples/embedding) computes them: each text a sequence of its own (add_special and parse_special), pooled
 // with --pooling (default: the model's), every vector normalized with --embd-normalize (common_embd_normalize:
 // 2 euclidean, 0 max-absolute, -1 none, p > 2 the p-norm; a rank score is printed as it is), through the
-// engine's Embed (the texts share forward passes, each vector its text's alone).
+// engine's Embed (the texts share forward passes, each vector its text's alone). Each text is one micro-batch
+// of at most -b tokens: llama-embedding raises n_batch to -c when -c is larger and, its attention type being
+// unspecified (not causal), sets n_ubatch = n_batch, so -ub changes nothing there (it warns here); a text past
+// it is refused as llama-embedding refuses it, naming -b. -f FNAME gives the texts from a file (llamaflags.go).
 type embedCmd struct {
 	Model     string      `arg:"" optional:"" name:"MODEL" help:"A GGUF model file (or -m/--model FNAME), or a model NAME[:TAG] from the store, pulled from bankml's catalog on first use (pinned by its manifest)."`
 	ModelFlag string      `short:"m" name:"model" placeholder:"FNAME" help:"Path to a GGUF model file, as llama-embedding's -m/--model, instead of MODEL." type:"path"`
-	Prompt    *rawText    `short:"p" name:"prompt" help:"The texts, separated by --embd-separator (read from standard input when absent)."`
+	Prompt    *rawText    `short:"p" name:"prompt" help:"The texts, separated by --embd-separator (read from standard input when absent); llama-embedding's -f/--file FNAME gives a file's text instead (one trailing newline dropped; the last of -p and -f counts)."`
 	Separator string      `name:"embd-separator" default:"\n" help:"Separator of the texts in the prompt, as llama-embedding's --embd-separator (default a newline)."`
 	Pooling   string      `name:"pooling" enum:",none,mean,cls,last,rank" default:"" placeholder:"{none,mean,cls,last,rank}" help:"Pooling, as llama-embedding's --pooling (default: the model's {arch}.pooling_type)."`
 	Normalize int         `name:"embd-normalize" default:"2" help:"Normalisation of each vector, as llama-embedding's --embd-normalize: -1 none, 0 max absolute (int16 range), 2 euclidean, p > 2 the p-norm."`
 	Format    string      `name:"embd-output-format" enum:",array,json" default:"" help:"Output: \"\" one line per vector (its first and last values), array ([[...],...]), or json ({\"object\": \"list\", \"data\": [...]}); array and json print every value exactly (Go's shortest round-trip form, where llama-embedding prints %1.7f)."`
 	Threads   threadCount `short:"t" name:"threads" default:"${nproc}" help:"Number of threads (default: the number of logical CPUs)."`
 	Ctx       int         `short:"c" name:"ctx-size" aliases:"ctx" default:"0" help:"Context size in tokens (0: the model's training context)."`
+	Batch     int         `short:"b" name:"batch-size" default:"2048" help:"Batch size, as llama-embedding's -b/--batch-size: the most tokens one text may have, each text evaluated as one micro-batch (raised to -c when -c is larger, as llama-embedding does)."`
+	UBatch    *int        `name:"ubatch-size" placeholder:"N" help:"Physical batch size, as llama-embedding's -ub/--ubatch-size, which it sets to -b for embeddings: taken and ignored with a warning."`
 	Manifest  string      `name:"manifest" help:"Provenance manifest (FORK.json), or the file's sha256 digest, to pin the model against; without it the model runs unpinned and says so."`
 
 	storeFlag  `embed:""` // --models: the store a NAME comes from (storemodel.go)
@@ -48,6 +54,20 @@ func (c *embedCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) erro
 	}
 	if err := checkCtxSize(c.Ctx); err != nil { // a usage error (1), before any file is read
 		return fmt.Errorf("embed: %w", err)
+	}
+	if err := checkRanges(intRange{"-b/--batch-size", c.Batch, 1, math.MaxInt32, "tokens: the most one text may have"}); err != nil {
+		return fmt.Errorf("embed: %w", err)
+	}
+	if c.UBatch != nil {
+		if err := checkInt32("-ub/--ubatch-size", *c.UBatch); err != nil {
+			return fmt.Errorf("embed: %w", err)
+		}
+		fmt.Fprintf(stderr, "bankml: -ub %d ignored: llama-embedding sets the physical batch of embeddings to -b's (n_ubatch = n_batch)\n", *c.UBatch)
+	}
+	nBatch := c.Batch
+	if nBatch < c.Ctx { // llama-embedding: "setting batch size to" n_ctx
+		fmt.Fprintf(stderr, "bankml: embed: setting batch size to %d (-c), as llama-embedding does\n", c.Ctx)
+		nBatch = c.Ctx
 	}
 	var text string
 	if c.Prompt != nil {
@@ -70,7 +90,8 @@ func (c *embedCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) erro
 	}
 	defer am.Close()
 	m, tok := am.Model, am.Tokenizer
-	e, err := engine.New(m, tok, nil, engine.Options{NCtx: c.Ctx, Threads: int(c.Threads), Pooling: c.Pooling, BatchSize: 2048, NoSettle: true})
+	e, err := engine.New(m, tok, nil, engine.Options{NCtx: c.Ctx, Threads: int(c.Threads), Pooling: c.Pooling, BatchSize: nBatch,
+		EmbedUBatch: nBatch, NoSettle: true})
 	if err != nil {
 		return cannotRun(fmt.Errorf("embed: %w", err))
 	}
@@ -80,7 +101,13 @@ func (c *embedCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) erro
 		inputs[i] = tok.Tokenize(t, true, true)
 	}
 	res, err := e.Embed(context.Background(), inputs)
-	if err != nil {
+	var le *engine.EmbedLengthError
+	switch {
+	case errors.As(err, &le) && le.UBatch > 0: // llama-embedding's words, and the flag
+		return fmt.Errorf("embed: text %d: number of tokens in input line (%d) exceeds batch size (%d), increase batch size (-b/--batch-size) and re-run", le.Index, le.Tokens, le.UBatch)
+	case errors.As(err, &le):
+		return fmt.Errorf("embed: text %d: %d tokens do not fit the context of %d tokens (-c/--ctx-size, at most the model's training context, %d)", le.Index, le.Tokens, le.NCtx, m.HP.NCtxTrain)
+	case err != nil:
 		return fmt.Errorf("embed: %w", err)
 	}
 	var vecs [][]float32

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -74,4 +75,52 @@ func TestEmbedPrintsTheReferencesVectors(t *testing.T) {
 		}
 	}
 	t.Logf("%d of %d printed vectors bit-equal to the reference's", n, 4*len(texts))
+}
+
+// TestEmbedTakesLlamaEmbeddingsBatchAndFileFlags: embed takes llama-embedding's -b/--batch-size (the most tokens
+// one text may have, 2048 by default, raised to -c; each text one micro-batch), its -ub/--ubatch-size (which
+// llama-embedding overrides with -b: taken with a warning) and -f/--file FNAME (the texts from a file, one
+// trailing newline dropped, the last of -p and -f counting); a text past -b is refused in llama-embedding's
+// words naming -b, one past the context naming -c.
+func TestEmbedTakesLlamaEmbeddingsBatchAndFileFlags(t *testing.T) {
+	model := storiesPath(t)
+	dir := t.TempDir()
+	long := strings.TrimSuffix(strings.Repeat("once upon a time there was a little girl ", 45), " ") // 541 tokens with BOS
+	longFile := filepath.Join(dir, "long.txt")
+	if err := os.WriteFile(longFile, []byte(long+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, want, stderr := runCLI("embed", model, "-p", long, "--pooling", "mean", "--embd-output-format", "array")
+	if code != 0 {
+		t.Fatalf("a text of 541 tokens with the default -b 2048: exit %d, %s", code, stderr)
+	}
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		code   int
+		stderr string // in standard error
+		same   bool   // standard output is the -p text's
+	}{
+		{"-b 2048 -ub 2048 take the text, -ub with a warning", []string{"-p", long, "-b", "2048", "-ub", "2048"}, 0, "-ub 2048 ignored: llama-embedding sets the physical batch of embeddings to -b's", true},
+		{"--ubatch-size is -ub", []string{"-p", long, "--ubatch-size", "64"}, 0, "-ub 64 ignored", true},
+		{"-f reads the text from a file", []string{"-f", longFile}, 0, "", true},
+		{"--file is -f, and the last of -p and -f counts", []string{"-p", "hi", "--file", longFile}, 0, "", true},
+		{"-b below the text refuses it naming -b", []string{"-p", long, "-b", "512"}, 1,
+			"embed: text 0: number of tokens in input line (541) exceeds batch size (512), increase batch size (-b/--batch-size) and re-run", false},
+		{"-c above -b raises the batch to it", []string{"-p", long, "-b", "512", "-c", "1024"}, 0, "setting batch size to 1024", true},
+		{"past the context refused naming -c", []string{"-p", long, "-c", "256"}, 1, "text 0: 541 tokens do not fit the context of 256 tokens (-c/--ctx-size", false},
+		{"-b 0 is out of range", []string{"-p", "hi", "-b", "0"}, 1, "embed: -b/--batch-size: value 0 out of range [1, 2147483647]", false},
+		{"-f of a missing file", []string{"-f", filepath.Join(dir, "missing.txt")}, 1, "embed: -f: failed to read the prompt file", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"embed", model, "--pooling", "mean", "--embd-output-format", "array"}, tc.args...)
+			code, stdout, stderr := runCLI(args...)
+			if code != tc.code || !strings.Contains(stderr, tc.stderr) {
+				t.Fatalf("exit %d, %s; want exit %d with %q", code, stderr, tc.code, tc.stderr)
+			}
+			if tc.same && stdout != want {
+				t.Fatalf("the vectors differ from the -p text's alone")
+			}
+		})
+	}
 }

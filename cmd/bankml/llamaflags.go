@@ -12,7 +12,8 @@ package main
 //     why; -f FNAME gives the file's text to --prompt as arg.cpp reads it (readPromptFile). Any other
 //     multi-letter single-dash flag is a usage error too, and so is one given to any other command (embed
 //     -ctk, perplexity -ngl): kong would read it as a cluster of one-letter flags (-ngl as -n -g -l, -ctk as
-//     -c tk), a misread.
+//     -c tk), a misread. The entries naming embed (llama-embedding's -ub and -f) or perplexity apply to those
+//     commands as they say; nothing else of this handling does.
 //   - As in arg.cpp (common_params_parse's parse_cli_args): a flag taking a value takes the next token
 //     whatever it is, and one at the end of the line is a usage error ("expected value for argument"); a
 //     flag given again warns and the last one counts; "_" in a "--" flag's name reads as "-" (--ctx_size).
@@ -56,6 +57,10 @@ var (
 	onRun   = []string{"run"}
 	onServe = []string{"serve"}
 	onBoth  = []string{"run", "serve"}
+	// embed (llama-embedding) and perplexity (llama-perplexity) take the table's entries that name them, and
+	// nothing else of its handling (llamaArgs).
+	onEmbed      = []string{"embed"}
+	onPerplexity = []string{"perplexity"}
 )
 
 // llamaFlags is the table llamaArgs reads (common/arg.cpp's names; its line for each in the comment).
@@ -76,6 +81,10 @@ var llamaFlags = slices.Concat([]llamaFlag{
 	{names: []string{"-ctk", "--cache-type-k"}, cmds: onBoth, to: "--cache-type-k"},                                          // arg.cpp:2433
 	{names: []string{"-ctv", "--cache-type-v"}, cmds: onBoth, to: "--cache-type-v"},                                          // arg.cpp:2446
 	{names: []string{"-sp", "--special"}, cmds: onServe, refuse: "bankml serve's answers carry no special-token text"},       // arg.cpp:1891
+	{names: []string{"-b", "--batch-size"}, cmds: onServe, to: "--batch-size"},                                               // arg.cpp:1665
+	{names: []string{"-ub", "--ubatch-size"}, cmds: onServe, to: "--ubatch-size"},                                            // arg.cpp:1672
+	{names: []string{"-ub", "--ubatch-size"}, cmds: onEmbed, to: "--ubatch-size"},                                            // arg.cpp:1672
+	{names: []string{"-f", "--file"}, cmds: onEmbed, to: "--prompt", value: "FNAME", file: true},                             // arg.cpp:1797
 
 	// Flags that only tune what bankml does not have.
 	{names: []string{"-ngl", "--gpu-layers", "--n-gpu-layers"}, cmds: onBoth, value: "N", check: checkGPULayers, why: "bankml runs on the CPU only"},                                                                          // arg.cpp:2784
@@ -86,8 +95,8 @@ var llamaFlags = slices.Concat([]llamaFlag{
 	{names: []string{"--mlock"}, cmds: onBoth, why: "bankml memory-maps the model file and does not lock it in RAM (only memory use differs, not results)"},                                                                   // older llama.cpp
 	{names: []string{"--no-mmap"}, cmds: onBoth, why: "bankml memory-maps the model file (only memory use differs, not results)"},                                                                                             // older llama.cpp
 	{names: []string{"-tb", "--threads-batch"}, cmds: onBoth, value: "N", check: checkInt, why: "bankml evaluates the prompt with the -t threads"},                                                                            // arg.cpp:1523
-	{names: []string{"-b", "--batch-size"}, cmds: onBoth, value: "N", check: checkInt, why: "bankml evaluates a prompt in micro-batches of 512 tokens, as llama.cpp's defaults -b 2048 -ub 512 do"},                           // arg.cpp:1665
-	{names: []string{"-ub", "--ubatch-size"}, cmds: onBoth, value: "N", check: checkInt, why: "bankml evaluates a prompt in micro-batches of 512 tokens, as llama.cpp's defaults -b 2048 -ub 512 do"},                         // arg.cpp:1672
+	{names: []string{"-b", "--batch-size"}, cmds: onRun, value: "N", check: checkInt, why: "bankml evaluates a prompt in micro-batches of 512 tokens, as llama.cpp's defaults -b 2048 -ub 512 do"},                            // arg.cpp:1665
+	{names: []string{"-ub", "--ubatch-size"}, cmds: onRun, value: "N", check: checkInt, why: "bankml evaluates a prompt in micro-batches of 512 tokens, as llama.cpp's defaults -b 2048 -ub 512 do"},                          // arg.cpp:1672
 	{names: []string{"-kvo", "--kv-offload"}, cmds: onBoth, why: "bankml runs on the CPU only (no KV cache to offload)"},                                                                                                      // arg.cpp:2410
 	{names: []string{"-nkvo", "--no-kv-offload"}, cmds: onBoth, why: "bankml runs on the CPU only (no KV cache to offload)"},                                                                                                  // arg.cpp:2410
 	{names: []string{"-dev", "--device"}, cmds: onBoth, value: "none", check: checkDevice, why: "bankml runs on the CPU only"},                                                                                                // arg.cpp:2733
@@ -230,6 +239,24 @@ func lookupLlama(name, cmd string) *llamaFlag {
 	return other
 }
 
+// llamaCommands names the commands whose entries of the table name a flag ("run, serve and embed"), or
+// is "" when none does.
+func llamaCommands(name string) string {
+	var cmds []string
+	for _, c := range []string{"run", "serve", "embed", "perplexity"} {
+		for _, f := range llamaFlags {
+			if slices.Contains(f.names, name) && slices.Contains(f.cmds, c) {
+				cmds = append(cmds, c)
+				break
+			}
+		}
+	}
+	if len(cmds) < 2 {
+		return strings.Join(cmds, "")
+	}
+	return strings.Join(cmds[:len(cmds)-1], ", ") + " and " + cmds[len(cmds)-1]
+}
+
 // llamaArgs rewrites the arguments of `bankml run` and `bankml serve` by the table llamaFlags before kong
 // parses them (see the file's comment), and, for every command, splits a one-letter flag that takes a value
 // written with "=" (-p=Once, -n=4) into the flag and its value, which kong would otherwise read as the
@@ -288,11 +315,26 @@ func llamaArgs(args []string, takesValue func(string) bool) (out, warnings []str
 				}
 				return nil, nil, fmt.Errorf("%s: unknown flag %s: bankml's single-dash flags are one letter, or llama.cpp's that --help lists", cmd, name)
 			}
+		} else if f := lookupLlama(name, cmd); f != nil && slices.Contains(f.cmds, cmd) {
+			// An entry of the table for this command (embed's -ub and -f): what it says, and nothing else of
+			// arg.cpp's handling above.
+			var w string
+			var skip bool
+			if w, out, skip, err = f.apply(cmd, name, value, eq, args[i+1:], out, takesValue); err != nil {
+				return nil, nil, err
+			}
+			if w != "" {
+				warnings = append(warnings, w)
+			}
+			if skip {
+				i++
+			}
+			continue
 		} else if !strings.HasPrefix(name, "--") && len(name) > 2 {
 			// The other commands take one-letter single-dash flags only: kong would read a llama.cpp flag
 			// such as -ctk as -c with the value "tk".
-			if f := lookupLlama(name, "run"); f != nil {
-				return nil, nil, fmt.Errorf("%s: unknown flag %s: llama.cpp's %s is taken by bankml %s, not by bankml %s", cmd, name, name, strings.Join(f.cmds, " and "), cmd)
+			if cmds := llamaCommands(name); cmds != "" {
+				return nil, nil, fmt.Errorf("%s: unknown flag %s: llama.cpp's %s is taken by bankml %s, not by bankml %s", cmd, name, name, cmds, cmd)
 			}
 			return nil, nil, fmt.Errorf("%s: unknown flag %s: bankml's single-dash flags are one letter", cmd, name)
 		}
@@ -365,7 +407,7 @@ func isFlagToken(a string) bool {
 // line, or refuses. skip reports whether it took the next argument as the value.
 func (f *llamaFlag) apply(cmd, name, value string, eq bool, rest, out []string, takesValue func(string) bool) (warning string, _ []string, skip bool, err error) {
 	if !slices.Contains(f.cmds, cmd) {
-		return "", nil, false, fmt.Errorf("%s: %s is a flag of bankml %s only", cmd, name, f.cmds[0])
+		return "", nil, false, fmt.Errorf("%s: %s is a flag of bankml %s only", cmd, name, llamaCommands(name))
 	}
 	if f.refuse != "" {
 		return "", nil, false, fmt.Errorf("%s: %s: %s", cmd, name, f.refuse)
@@ -605,10 +647,20 @@ func llamaHelp(cmd string) string {
 			ignored = append(ignored, spell)
 		}
 	}
-	return "llama.cpp's flags (common/arg.cpp) are taken too: " + strings.Join(mapped, ", ") +
-		". Accepted and ignored with a warning line each, their values checked as llama.cpp checks them (numbers whole, in a 32-bit int): " +
-		strings.Join(ignored, ", ") + ". Refused with the reason: " + strings.Join(refused, ", ") +
-		". A flag given twice warns and the last one counts; \"_\" in a --flag reads as \"-\" (--ctx_size), as in llama.cpp."
+	var parts []string
+	if len(mapped) > 0 {
+		parts = append(parts, "llama.cpp's flags (common/arg.cpp) are taken too: "+strings.Join(mapped, ", ")+".")
+	}
+	if len(ignored) > 0 {
+		parts = append(parts, "Accepted and ignored with a warning line each, their values checked as llama.cpp checks them (numbers whole, in a 32-bit int): "+strings.Join(ignored, ", ")+".")
+	}
+	if len(refused) > 0 {
+		parts = append(parts, "Refused with the reason: "+strings.Join(refused, ", ")+".")
+	}
+	if slices.Contains(onBoth, cmd) {
+		parts = append(parts, "A flag given twice warns and the last one counts; \"_\" in a --flag reads as \"-\" (--ctx_size), as in llama.cpp.")
+	}
+	return strings.Join(parts, " ")
 }
 
 // Help implements kong.HelpProvider: the llama.cpp flags run takes.
@@ -616,6 +668,9 @@ func (r *runCmd) Help() string { return llamaHelp("run") }
 
 // Help implements kong.HelpProvider: the llama.cpp flags serve takes.
 func (c *serveCmd) Help() string { return llamaHelp("serve") }
+
+// Help implements kong.HelpProvider: the llama.cpp flags embed takes by the table.
+func (c *embedCmd) Help() string { return llamaHelp("embed") }
 
 // valueFlags returns takesValue for llamaArgs from the parser's model: the spellings (--name, aliases, -s)
 // of the flags of command cmd and of the application that take a value (not booleans or counters).

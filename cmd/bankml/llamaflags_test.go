@@ -69,6 +69,12 @@ func TestLlamaArgs(t *testing.T) {
 		{in: []string{"embed", "m.gguf", "-p", "hi", "-ctk", "q8_0"}, err: "embed: unknown flag -ctk: llama.cpp's -ctk is taken by bankml run and serve, not by bankml embed"},
 		{in: []string{"perplexity", "m.gguf", "f.txt", "-ngl", "99"}, err: "perplexity: unknown flag -ngl: llama.cpp's -ngl is taken by bankml run and serve, not by bankml perplexity"},
 		{in: []string{"embed", "m.gguf", "-xyz"}, err: "embed: unknown flag -xyz: bankml's single-dash flags are one letter"},
+		// -b and -ub: serve's and embed's flags (the physical batch of embeddings), run's ignored.
+		{in: []string{"serve", "m.gguf", "-ub", "2048", "-b=4096"}, want: []string{"serve", "m.gguf", "--ubatch-size", "2048", "--batch-size=4096"}},
+		{in: []string{"embed", "m.gguf", "-ub", "2048", "-b", "4096", "--ubatch-size=8"}, want: []string{"embed", "m.gguf", "--ubatch-size", "2048", "-b", "4096", "--ubatch-size=8"}},
+		{in: []string{"embed", "m.gguf", "-f", story}, want: []string{"embed", "m.gguf", "--prompt=Once upon\n"}},
+		{in: []string{"run", "m.gguf", "-ub", "2048"}, want: []string{"run", "m.gguf"}, warn: "-ub 2048 ignored: bankml evaluates a prompt in micro-batches of 512 tokens, as llama.cpp's defaults -b 2048 -ub 512 do"},
+		{in: []string{"perplexity", "m.gguf", "f.txt", "-ub", "1"}, err: "perplexity: unknown flag -ub: llama.cpp's -ub is taken by bankml run, serve and embed, not by bankml perplexity"},
 		{in: []string{"embed", "m.gguf", "-p", "-ctk"}, want: []string{"embed", "m.gguf", "-p", "-ctk"}},
 		{in: []string{"run", "m.gguf", "-jf", "s.json", "-j", "{}", "--grammar_file", "g.gbnf"},
 			want: []string{"run", "m.gguf", "--json-schema-file", "s.json", "--json-schema", "{}", "--grammar-file", "g.gbnf"}},
@@ -107,7 +113,7 @@ func TestLlamaArgs(t *testing.T) {
 		{in: []string{"run", "m.gguf", "-f", filepath.Join(dir, "none.txt")}, err: "run: -f: failed to read the prompt file: open " + filepath.Join(dir, "none.txt")},
 		{in: []string{"run", "m.gguf", "-f", dir}, err: "run: -f: failed to read the prompt file"},
 		{in: []string{"run", "m.gguf", "-f"}, err: "run: -f: expected a value (FNAME)"},
-		{in: []string{"serve", "m.gguf", "-f", story}, err: "serve: -f is a flag of bankml run only"},
+		{in: []string{"serve", "m.gguf", "-f", story}, err: "serve: -f is a flag of bankml run and embed only"},
 		// Ignored with a warning, the value checked as arg.cpp checks it.
 		{in: []string{"run", "m.gguf", "-tb", "4", "-b", "64", "-ub", "32", "-nkvo", "-kvo"}, want: []string{"run", "m.gguf"},
 			warn: "-tb 4 ignored: bankml evaluates the prompt with the -t threads|" +
@@ -199,6 +205,37 @@ func TestLlamaArgs(t *testing.T) {
 			t.Errorf("%q: %v", c.in, err)
 		case !slices.Equal(got, c.want) || strings.Join(warn, "|") != c.warn:
 			t.Errorf("%q: %q, warnings %q; want %q, %q", c.in, got, warn, c.want, c.warn)
+		}
+	}
+}
+
+// TestServeBatchFlagsSetTheEmbeddingPhysicalBatch: serve's -ub/--ubatch-size and -b/--batch-size, written as
+// llama-server's users write them, give the physical batch of an embedding as llama-server's n_ubatch: -ub
+// (512 by default), at most -b (2048 by default).
+func TestServeBatchFlagsSetTheEmbeddingPhysicalBatch(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want int
+	}{
+		{[]string{"serve", "m.gguf"}, 512},
+		{[]string{"serve", "m.gguf", "-ub", "2048"}, 2048},
+		{[]string{"serve", "m.gguf", "--ubatch-size=1000"}, 1000},
+		{[]string{"serve", "m.gguf", "-ub", "4096"}, 2048}, // -b's default bounds it, as in llama-server
+		{[]string{"serve", "m.gguf", "-ub", "4096", "-b", "8192"}, 4096},
+		{[]string{"serve", "m.gguf", "-b", "256"}, 256},
+		{[]string{"serve", "m.gguf", "--batch_size", "300", "--ubatch_size", "400"}, 300},
+	} {
+		var cl cli
+		parser, err := kong.New(&cl, kong.Vars{"nproc": "1", "version": "test"}, kong.WithHyphenPrefixedParameters(true))
+		if err != nil {
+			t.Fatal(err)
+		}
+		args, _, err := llamaArgs(c.args, valueFlags(parser.Model, "serve"))
+		if err == nil {
+			_, err = parser.Parse(args)
+		}
+		if got := cl.Serve.embedUBatch(); err != nil || got != c.want {
+			t.Errorf("%q: physical batch %d, %v; want %d", c.args, got, err, c.want)
 		}
 	}
 }
@@ -353,6 +390,19 @@ func TestLlamaFlagsTableAgreesWithKong(t *testing.T) {
 		native[c.Name] = set
 	}
 	for _, f := range llamaFlags {
+		for _, cmd := range slices.Concat(onEmbed, onPerplexity) { // only their own entries apply to them
+			if !slices.Contains(f.cmds, cmd) {
+				continue
+			}
+			if f.to != "" && !native[cmd][f.to] {
+				t.Errorf("%v: %s has no flag %s", f.names, cmd, f.to)
+			}
+			for _, n := range f.names {
+				if native[cmd][n] && f.to != n {
+					t.Errorf("%v: %s's own flag %s is taken by the table", f.names, cmd, n)
+				}
+			}
+		}
 		for _, cmd := range onBoth {
 			ours := slices.Contains(f.cmds, cmd)
 			if ours && f.to != "" && !native[cmd][f.to] {

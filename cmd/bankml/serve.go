@@ -52,6 +52,8 @@ type serveCmd struct {
 	Embeddings bool   `name:"embeddings" aliases:"embedding" help:"Serve embeddings (/v1/embeddings, /embedding, /embeddings, Ollama's /api/embed and /api/embeddings), as llama-server's --embeddings; an encoder model (bert) embeds without it."`
 	Reranking  bool   `name:"reranking" aliases:"rerank" help:"Serve reranking (/v1/rerank, /rerank, /reranking, /v1/reranking) with the model's ranking head (pooling rank), as llama-server's --reranking."`
 	Pooling    string `name:"pooling" enum:",none,mean,cls,last,rank" default:"" placeholder:"{none,mean,cls,last,rank}" help:"Pooling of the embeddings, as llama-server's --pooling (default: the model's {arch}.pooling_type)."`
+	UBatch     int    `name:"ubatch-size" default:"512" placeholder:"N" help:"Physical batch size, as llama-server's -ub/--ubatch-size: the most tokens one input of the embedding and rerank routes may have (llama-server's n_ubatch: at most -b, and for a decoder at most -c); a longer one is refused as llama-server refuses it (increase the physical batch size), truncated on Ollama's /api/embed. Prompts of completions run in micro-batches of 512 whatever it is."`
+	Batch      int    `name:"batch-size" default:"2048" placeholder:"N" help:"Logical batch size, as llama-server's -b/--batch-size: bankml takes it only as the bound it puts on -ub (llama-server's n_ubatch is at most n_batch)."`
 
 	KV cacheTypeFlags `embed:""`
 
@@ -124,6 +126,12 @@ func (c *serveCmd) Validate() (err error) {
 func (c *serveCmd) Run(stderr errWriter) error {
 	if err := c.Ignored.warn("serve", stderr); err != nil {
 		return err
+	}
+	if err := checkRanges(
+		intRange{"-ub/--ubatch-size", c.UBatch, 1, math.MaxInt32, "tokens: the most one embedding input may have"},
+		intRange{"-b/--batch-size", c.Batch, 1, math.MaxInt32, "tokens: the bound of -ub"},
+	); err != nil {
+		return fmt.Errorf("serve: %w", err)
 	}
 	if c.Parallel < 0 { // llama-server's auto (any negative: common/arg.cpp refuses only 0)
 		return fmt.Errorf("serve: -np/--parallel %d: %w", c.Parallel, serve.ErrParallelAuto)
@@ -243,7 +251,7 @@ func (c *serveCmd) Run(stderr errWriter) error {
 		NCtx: c.Ctx, Threads: int(c.Threads), Parallel: c.Parallel, QueueSize: c.Queue, NPredict: &c.NPredict,
 		Alias: alias, Defaults: defaults, APIKey: c.APIKey, CORSOrigins: c.CORSOrigin, Ledger: l, TLog: tlog, Signer: signer, Version: version, Log: log, Match: match.Variant.String(), Timeout: time.Duration(c.Timeout) * time.Second,
 		CacheReuse: engine.CacheReuse(c.CacheReuse), SlotSavePath: c.SlotSavePath, CacheRAMMiB: c.CacheRAM,
-		Embeddings: c.Embeddings, Reranking: c.Reranking, Pooling: c.Pooling, CacheTypes: c.KV.types(),
+		Embeddings: c.Embeddings, Reranking: c.Reranking, Pooling: c.Pooling, CacheTypes: c.KV.types(), UBatch: c.embedUBatch(),
 	})
 	if err != nil {
 		return cannotRun(err)
@@ -307,3 +315,8 @@ func noPinAdvice(np *admit.NoPinError) error {
 		"  or serve it unpinned (receipts say pinned: false):  bankml serve %s --unpinned",
 		np.Path, np.SHA256, np.Path, np.Path, np.Path)
 }
+
+// embedUBatch is the physical batch of an embedding that -ub and -b give: llama-server lowers n_batch to
+// n_ubatch for embeddings (tools/server/server.cpp) and llama_context keeps n_ubatch at most n_batch, so the
+// smaller of the two (serve.New caps it at a decoder's context).
+func (c *serveCmd) embedUBatch() int { return min(c.UBatch, c.Batch) }

@@ -53,7 +53,7 @@ func (c *serveCmd) serveStore(ctx context.Context, addr, match string, log *slog
 		Serve: serve.Options{NCtx: c.Ctx, Threads: int(c.Threads), Parallel: c.Parallel, QueueSize: c.Queue, NPredict: &c.NPredict,
 			APIKey: c.APIKey, CORSOrigins: c.CORSOrigin, Version: version, Log: log, Match: match, Timeout: time.Duration(c.Timeout) * time.Second,
 			CacheReuse: engine.CacheReuse(c.CacheReuse), SlotSavePath: c.SlotSavePath, CacheRAMMiB: c.CacheRAM,
-			Embeddings: c.Embeddings, Reranking: c.Reranking, Pooling: c.Pooling, CacheTypes: c.KV.types()},
+			Embeddings: c.Embeddings, Reranking: c.Reranking, Pooling: c.Pooling, CacheTypes: c.KV.types(), UBatch: c.embedUBatch()},
 		KeepAlive: time.Duration(c.StoreServe.KeepAlive), NoKeepAlive: c.StoreServe.KeepAlive == 0, MaxModels: c.StoreServe.MaxModels, MaxMemory: c.StoreServe.MaxMemory, Log: log,
 	})
 	if err != nil {
