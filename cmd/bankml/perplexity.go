@@ -65,6 +65,9 @@ func (p *perplexityCmd) Run(stdout io.Writer, stderr errWriter) error {
 	}
 	defer am.Close()
 	m, tok := am.Model, am.Tokenizer
+	if err := refuseEncoder("perplexity", m); err != nil { // before the text is tokenized, as run refuses it
+		return err
+	}
 	if tok.AddEOS() {
 		// llama-perplexity asserts !llama_vocab_get_add_eos.
 		return cannotRun(fmt.Errorf("perplexity: the vocabulary adds EOS to every text, which llama-perplexity does not score"))

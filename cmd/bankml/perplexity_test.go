@@ -43,3 +43,29 @@ func TestPerplexityCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestPerplexityRefusesAnEncoderUpFrontAsRunDoes: an encoder (bert) gives embeddings, not logits: perplexity
+// refuses it as soon as it is admitted, in run's words and with run's exit status (2), before the text is
+// tokenized or a chunk evaluated.
+func TestPerplexityRefusesAnEncoderUpFrontAsRunDoes(t *testing.T) {
+	bert := filepath.Join(t.TempDir(), "b.gguf")
+	if code, _, stderr := runCLI("synth", bert, "--arch", "bert", "--preset", "tiny", "--type", "f16", "--pooling", "mean"); code != 0 {
+		t.Fatalf("synth: %s", stderr)
+	}
+	text := filepath.Join("..", "..", "perplexity", "testdata", "heldout-stories.txt")
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"run refuses it", []string{"run", bert, "-p", "Once"}, "bankml: run: the bert model is an encoder: it gives embeddings, not text (use bankml embed)"},
+		{"perplexity refuses it alike", []string{"perplexity", bert, text, "-c", "128"}, "bankml: perplexity: the bert model is an encoder: it gives embeddings, not text (use bankml embed)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(tc.args...)
+			if code != 2 || !strings.Contains(stderr, tc.want) || strings.Contains(stderr, "calculating perplexity") || stdout != "" {
+				t.Fatalf("exit %d, stdout %q, stderr %q; want exit 2 and only %q", code, stdout, stderr, tc.want)
+			}
+		})
+	}
+}

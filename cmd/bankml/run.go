@@ -15,6 +15,7 @@ import (
 	"github.com/bankml/bankml/admit"
 	"github.com/bankml/bankml/engine"
 	"github.com/bankml/bankml/grammar"
+	"github.com/bankml/bankml/model"
 	"github.com/bankml/bankml/quant"
 	"github.com/bankml/bankml/sample"
 	"github.com/bankml/bankml/tokenizer"
@@ -67,6 +68,15 @@ func (r *rawText) Decode(ctx *kong.DecodeContext) error {
 	s, err := popString(ctx, "prompt")
 	*r = rawText(s)
 	return err
+}
+
+// refuseEncoder is the refusal of an encoder (bert) by the commands that need a model's logits (run,
+// perplexity), made as soon as the model is admitted: it gives embeddings, not text (exit 2).
+func refuseEncoder(cmd string, m *model.Model) error {
+	if m.Encoder() {
+		return cannotRun(fmt.Errorf("%s: the %s model is an encoder: it gives embeddings, not text (use bankml embed)", cmd, m.Arch))
+	}
+	return nil
 }
 
 // cannotRun marks errors that mean "this file cannot be run" (exit status 2).
@@ -153,8 +163,8 @@ func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error 
 	defer m.Close()
 	tok := m.Tokenizer
 
-	if m.Model.Encoder() {
-		return cannotRun(fmt.Errorf("run: the %s model is an encoder: it gives embeddings, not text (use bankml embed)", m.Model.Arch))
+	if err := refuseEncoder("run", m.Model); err != nil {
+		return err
 	}
 
 	nCtx, capped, err := m.Model.ContextSize(r.Ctx)
