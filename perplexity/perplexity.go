@@ -51,6 +51,37 @@ type Result struct {
 // tokens (llama-perplexity's "you need at least ... tokens").
 var ErrTooShort = errors.New("text too short")
 
+// Plan is how Compute scores a text: NChunks chunks of NCtx tokens, each evaluated in batches of NBatch.
+type Plan struct {
+	NCtx, NBatch, NChunks int
+}
+
+// PlanFor is Compute's plan for a text of n tokens with opt (the defaults for zeros, the batch capped at the
+// context, --chunks applied), or the error Compute gives before evaluating anything: a context below 2 or a
+// batch below 1, or fewer than 2·n_ctx tokens (ErrTooShort, llama-perplexity's "you need at least ... tokens"),
+// which llama-perplexity checks before it prints its "calculating perplexity over N chunks" line.
+func PlanFor(n int, opt Options) (Plan, error) {
+	nCtx, nBatch := opt.NCtx, opt.NBatch
+	if nCtx == 0 {
+		nCtx = DefaultNCtx
+	}
+	if nBatch == 0 {
+		nBatch = DefaultNBatch
+	}
+	if nCtx < 2 || nBatch < 1 {
+		return Plan{}, fmt.Errorf("perplexity: context %d and batch %d: want a context of at least 2 and a batch of at least 1", nCtx, nBatch)
+	}
+	if n < 2*nCtx {
+		return Plan{}, fmt.Errorf("perplexity: you need at least %d tokens to evaluate perplexity with a context of %d; the text tokenizes to only %d: %w",
+			2*nCtx, nCtx, n, ErrTooShort)
+	}
+	p := Plan{NCtx: nCtx, NBatch: min(nBatch, nCtx), NChunks: n / nCtx}
+	if opt.NChunks > 0 {
+		p.NChunks = min(p.NChunks, opt.NChunks)
+	}
+	return p, nil
+}
+
 // Compute scores tokens (the whole text, tokenized with BOS as
 // common_tokenize(ctx, text, true) does) with ev, calling chunkDone (if not
 // nil) with each chunk's index (from 0) and running estimate. Errors: NCtx or
@@ -65,25 +96,11 @@ var ErrTooShort = errors.New("text too short")
 // difference widened), summed with its square in double, in token order. The running estimate after chunk i is
 // exp(nll/count) ("[i]%.4f,"), the final one PPL = exp(nll/count) ± PPL·sqrt((nll2/count − (nll/count)²)/(count−1)).
 func Compute(ev Evaluator, tokens []int32, opt Options, chunkDone func(i int, ppl float64)) (*Result, error) {
-	nCtx, nBatch := opt.NCtx, opt.NBatch
-	if nCtx == 0 {
-		nCtx = DefaultNCtx
+	p, err := PlanFor(len(tokens), opt)
+	if err != nil {
+		return nil, err
 	}
-	if nBatch == 0 {
-		nBatch = DefaultNBatch
-	}
-	if nCtx < 2 || nBatch < 1 {
-		return nil, fmt.Errorf("perplexity: context %d and batch %d: want a context of at least 2 and a batch of at least 1", nCtx, nBatch)
-	}
-	if len(tokens) < 2*nCtx {
-		return nil, fmt.Errorf("perplexity: you need at least %d tokens to evaluate perplexity with a context of %d; the text tokenizes to only %d: %w",
-			2*nCtx, nCtx, len(tokens), ErrTooShort)
-	}
-	nBatch = min(nBatch, nCtx)
-	nChunk := len(tokens) / nCtx
-	if opt.NChunks > 0 {
-		nChunk = min(nChunk, opt.NChunks)
-	}
+	nCtx, nBatch, nChunk := p.NCtx, p.NBatch, p.NChunks
 	nVocab := ev.NVocab()
 	for i, t := range tokens[:nChunk*nCtx] {
 		if t < 0 || int(t) >= nVocab {

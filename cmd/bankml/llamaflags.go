@@ -132,6 +132,17 @@ var llamaFlags = slices.Concat([]llamaFlag{
 	{names: []string{"-hft", "--hf-token"}, cmds: onBoth, value: "TOKEN", refuse: llamaNoDownload},        // arg.cpp:3072
 	{names: []string{"-mu", "--model-url"}, cmds: onBoth, value: "URL", refuse: llamaNoDownload},          // arg.cpp:3039
 	{names: []string{"-dr", "--docker-repo"}, cmds: onBoth, value: "REPO", refuse: llamaNoDownload},       // arg.cpp:3046
+	// llama-perplexity's other scores.
+	{names: []string{"--ppl-stride"}, cmds: onPerplexity, value: "N", refuse: "not supported by bankml perplexity: the strided perplexity (llama-perplexity's perplexity_v2) is not implemented"},                 // arg.cpp:2516
+	{names: []string{"--ppl-output-type"}, cmds: onPerplexity, value: "0|1", refuse: "not supported by bankml perplexity: it sets the output of the strided perplexity (--ppl-stride), which is not implemented"}, // arg.cpp:2523
+	{names: []string{"--kl-divergence"}, cmds: onPerplexity, refuse: "not supported by bankml perplexity: the KL divergence against saved logits is not implemented"},                                             // arg.cpp:2502
+	{names: []string{"--kl-divergence-base", "--save-all-logits"}, cmds: onPerplexity, value: "FNAME", refuse: "not supported by bankml perplexity: saving logits for --kl-divergence is not implemented"},        // arg.cpp:2509
+	{names: []string{"--hellaswag"}, cmds: onPerplexity, refuse: "not supported by bankml perplexity: the HellaSwag score is not implemented"},                                                                    // arg.cpp:2460
+	{names: []string{"--hellaswag-tasks"}, cmds: onPerplexity, value: "N", refuse: "not supported by bankml perplexity: the HellaSwag score is not implemented"},                                                  // arg.cpp:2467
+	{names: []string{"--winogrande"}, cmds: onPerplexity, refuse: "not supported by bankml perplexity: the Winogrande score is not implemented"},                                                                  // arg.cpp:2474
+	{names: []string{"--winogrande-tasks"}, cmds: onPerplexity, value: "N", refuse: "not supported by bankml perplexity: the Winogrande score is not implemented"},                                                // arg.cpp:2481
+	{names: []string{"--multiple-choice"}, cmds: onPerplexity, refuse: "not supported by bankml perplexity: the multiple-choice score is not implemented"},                                                        // arg.cpp:2488
+	{names: []string{"--multiple-choice-tasks"}, cmds: onPerplexity, value: "N", refuse: "not supported by bankml perplexity: the multiple-choice score is not implemented"},                                      // arg.cpp:2495
 }, samplingFlags())
 
 // llamaSampling lists common/arg.cpp's sampling flags (those it marks set_sampling, arg.cpp:1982–2308):
@@ -671,6 +682,9 @@ func (c *serveCmd) Help() string { return llamaHelp("serve") }
 
 // Help implements kong.HelpProvider: the llama.cpp flags embed takes by the table.
 func (c *embedCmd) Help() string { return llamaHelp("embed") }
+
+// Help implements kong.HelpProvider: llama-perplexity's flags perplexity refuses by the table.
+func (p *perplexityCmd) Help() string { return llamaHelp("perplexity") }
 
 // valueFlags returns takesValue for llamaArgs from the parser's model: the spellings (--name, aliases, -s)
 // of the flags of command cmd and of the application that take a value (not booleans or counters).

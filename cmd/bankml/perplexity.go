@@ -43,7 +43,7 @@ func (p *perplexityCmd) Run(stdout io.Writer, stderr errWriter) error {
 		return fmt.Errorf("perplexity: %w", outOfRange("--chunks", p.Chunks, 1, inf, "or -1: all"))
 	}
 	if p.Ctx < 2 || p.Ctx > model.MaxContextSize {
-		return fmt.Errorf("perplexity: %w", outOfRange("-c/--ctx-size", p.Ctx, 2, model.MaxContextSize, "tokens per chunk"))
+		return fmt.Errorf("perplexity: %w", outOfRange("-c/--ctx-size", p.Ctx, 2, model.MaxContextSize, "tokens per chunk; 0 is not the training context here: llama-perplexity requires --ctx-size > 0"))
 	}
 	if p.Batch < 1 {
 		return fmt.Errorf("perplexity: %w", outOfRange("-b/--batch-size", p.Batch, 1, inf, "tokens per decode call"))
@@ -78,23 +78,22 @@ func (p *perplexityCmd) Run(stdout io.Writer, stderr errWriter) error {
 	if p.Ctx > m.HP.NCtxTrain {
 		fmt.Fprintf(stderr, "warning: the model was trained on only %d context tokens (%d specified)\n", m.HP.NCtxTrain, p.Ctx)
 	}
+	opt := perplexity.Options{NCtx: p.Ctx, NBatch: p.Batch, NChunks: p.Chunks, BOS: tok.BOS(), AddBOS: tok.AddBOS()}
+	plan, err := perplexity.PlanFor(len(ids), opt) // a text too short is refused before the header, as llama-perplexity
+	if err != nil {
+		return err
+	}
 	// One slot of n_ctx = -c, not capped at the training context (llama-perplexity only warns).
 	e, err := engine.New(m, tok, nil, engine.Options{NCtx: p.Ctx, Threads: int(p.Threads), PastTrainingContext: true})
 	if err != nil {
 		return fmt.Errorf("perplexity: %w", err)
 	}
 	defer e.Close()
-	nChunk := len(ids) / p.Ctx
-	if p.Chunks > 0 {
-		nChunk = min(nChunk, p.Chunks)
-	}
 	fmt.Fprintf(stderr, "perplexity: %d tokens; calculating perplexity over %d chunks, n_ctx=%d, batch_size=%d, n_seq=1\n",
-		len(ids), nChunk, p.Ctx, min(p.Batch, p.Ctx))
+		len(ids), plan.NChunks, plan.NCtx, plan.NBatch)
 	t0 := time.Now()
 	var werr error
-	res, err := perplexity.Compute(engineEval{e}, ids, perplexity.Options{
-		NCtx: p.Ctx, NBatch: p.Batch, NChunks: p.Chunks, BOS: tok.BOS(), AddBOS: tok.AddBOS(),
-	}, func(i int, ppl float64) {
+	res, err := perplexity.Compute(engineEval{e}, ids, opt, func(i int, ppl float64) {
 		if werr == nil {
 			werr = perplexity.WriteRunning(stdout, i, ppl)
 		}

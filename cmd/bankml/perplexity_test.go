@@ -69,3 +69,42 @@ func TestPerplexityRefusesAnEncoderUpFrontAsRunDoes(t *testing.T) {
 		})
 	}
 }
+
+// TestPerplexityRefusesWhatLlamaPerplexityRefusesBeforeItsHeader: a text shorter than two chunks is refused
+// before the "calculating perplexity over N chunks" line, as llama-perplexity checks it first; -c 0 is refused
+// as llama-perplexity refuses it ("perplexity tool requires '--ctx-size' > 0"), saying it is not the training
+// context here; llama-perplexity's scores bankml lacks (--ppl-stride, --kl-divergence, ...) are refused naming
+// them as not implemented, as the other llama.cpp flags bankml lacks are (llamaflags.go), not "unknown flag".
+func TestPerplexityRefusesWhatLlamaPerplexityRefusesBeforeItsHeader(t *testing.T) {
+	model := storiesPath(t)
+	held, err := os.ReadFile(filepath.Join("..", "..", "perplexity", "testdata", "heldout-stories.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	short := filepath.Join(t.TempDir(), "short.txt") // 1023 tokens: one chunk of 600, two needed
+	if err := os.WriteFile(short, held[:2000], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"a text of one chunk is refused before the header", []string{short, "-c", "600"}, "perplexity: you need at least 1200 tokens to evaluate perplexity with a context of 600; the text tokenizes to only 1023"},
+		{"-c 0 is refused as llama-perplexity refuses it", []string{short, "-c", "0"}, "perplexity: -c/--ctx-size: value 0 out of range [2, 1073741824] (tokens per chunk; 0 is not the training context here: llama-perplexity requires --ctx-size > 0)"},
+		{"--ppl-stride is not implemented", []string{short, "--ppl-stride", "256"}, "perplexity: --ppl-stride: not supported by bankml perplexity: the strided perplexity (llama-perplexity's perplexity_v2) is not implemented"},
+		{"--ppl-output-type goes with it", []string{short, "--ppl-output-type=1"}, "perplexity: --ppl-output-type: not supported by bankml perplexity"},
+		{"--kl-divergence is not implemented", []string{short, "--kl-divergence"}, "perplexity: --kl-divergence: not supported by bankml perplexity: the KL divergence against saved logits is not implemented"},
+		{"--save-all-logits is not implemented", []string{short, "--save-all-logits", "l.bin"}, "perplexity: --save-all-logits: not supported by bankml perplexity"},
+		{"--hellaswag is not implemented", []string{short, "--hellaswag"}, "perplexity: --hellaswag: not supported by bankml perplexity: the HellaSwag score is not implemented"},
+		{"--winogrande-tasks is not implemented", []string{short, "--winogrande-tasks", "5"}, "perplexity: --winogrande-tasks: not supported by bankml perplexity: the Winogrande score is not implemented"},
+		{"--multiple-choice is not implemented", []string{short, "--multiple-choice"}, "perplexity: --multiple-choice: not supported by bankml perplexity: the multiple-choice score is not implemented"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(append([]string{"perplexity", model}, tc.args...)...)
+			if code != 1 || !strings.Contains(stderr, tc.want) || strings.Contains(stderr, "calculating perplexity") || stdout != "" {
+				t.Fatalf("exit %d, stdout %q, stderr %q; want exit 1, %q and no header", code, stdout, stderr, tc.want)
+			}
+		})
+	}
+}
