@@ -307,12 +307,12 @@ func checkOutput(in, out string, force bool) error {
 	}
 	st, err := os.Lstat(out)
 	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return nil
+	case errors.Is(err, os.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
+		return nil // a missing folder, or a file where one is: fsutil.WriteAtomic's error names OUT and the folder
 	case err != nil:
 		return fmt.Errorf("quantize: %w", err)
 	case !st.Mode().IsRegular():
-		return fmt.Errorf("quantize: %s is not a regular file (%s)", out, st.Mode().Type())
+		return fmt.Errorf("quantize: %s is not a regular file: it is %s (OUT.gguf names the file to write)", out, fsutil.Kind(st.Mode()))
 	}
 	if ist, err := os.Stat(in); err == nil && os.SameFile(ist, st) {
 		return fmt.Errorf("quantize: OUT %s is the input file", out)

@@ -255,3 +255,34 @@ func TestQuantizeSaysWhatItDidAndWhatItCouldNot(t *testing.T) {
 		})
 	}
 }
+
+// TestQuantizeNamesWhyItCannotWriteOUT: an OUT that is a folder (or another file that is not a regular one) is
+// refused saying what it is ("/tmp is not a regular file: it is a directory", not FileMode's "d---------"), and
+// an OUT in a folder that does not exist, or under a file, is refused naming OUT and that folder, never the
+// temporary file quantize writes through; nothing is written.
+func TestQuantizeNamesWhyItCannotWriteOUT(t *testing.T) {
+	dir := t.TempDir()
+	in := tinyF16(t, dir)
+	missing := filepath.Join(dir, "missing", "q.gguf")
+	under := filepath.Join(in, "q.gguf")
+	for _, tc := range []struct {
+		name string
+		out  string
+		want string
+	}{
+		{"a folder", dir, "quantize: " + dir + " is not a regular file: it is a directory (OUT.gguf names the file to write)"},
+		{"a device", "/dev/null", "quantize: /dev/null is not a regular file: it is a character device"},
+		{"in a missing folder", missing, "quantize: cannot write " + missing + ": the folder " + filepath.Dir(missing) + " does not exist"},
+		{"under a file", under, "quantize: cannot write " + under + ": " + in + " is not a folder"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, stderr := runCLI("quantize", in, tc.out, "--type", "q2_0", "--force")
+			if code != 1 || !strings.Contains(stderr, tc.want) || strings.Contains(stderr, ".tmp") {
+				t.Fatalf("exit %d, %q; want exit 1 and %q, no temporary file's name", code, stderr, tc.want)
+			}
+		})
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 1 {
+		t.Errorf("left behind: %v", left)
+	}
+}

@@ -2,10 +2,13 @@ package fsutil
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 // WriteAtomic writes the file at path through a temporary file in the same folder ("."+base+".*.tmp"), renamed into
@@ -14,9 +17,10 @@ import (
 // ignored that still does not rename), the temporary file is removed and path is left as it was. It returns the
 // size of the file written. The caller checks what may be replaced at path (WriteAtomic renames over any file).
 func WriteAtomic(ctx context.Context, path string, write func(w io.Writer) error) (size int64, err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
-		return 0, err
+		return 0, createError(path, dir, err)
 	}
 	defer func() {
 		if err != nil {
@@ -45,6 +49,23 @@ func WriteAtomic(ctx context.Context, path string, write func(w io.Writer) error
 		return 0, err
 	}
 	return st.Size(), nil
+}
+
+// createError is WriteAtomic's error when the temporary file beside path cannot be made: it names path and
+// its folder dir, not the temporary file's name, which the caller never gave (a missing folder: "cannot write
+// PATH: the folder DIR does not exist"), and wraps the cause.
+func createError(path, dir string, err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("cannot write %s: the folder %s does not exist: %w", path, dir, err)
+	case errors.Is(err, syscall.ENOTDIR):
+		return fmt.Errorf("cannot write %s: %s is not a folder: %w", path, dir, err)
+	}
+	return fmt.Errorf("cannot write %s in the folder %s: %w", path, dir, err)
 }
 
 // ctxWriter fails every write once ctx is done.

@@ -2,6 +2,7 @@ package fsutil
 
 import (
 	"context"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -62,5 +63,32 @@ func TestWriteAtomicReplacesOnSuccess(t *testing.T) {
 	}
 	if left, _ := os.ReadDir(dir); len(left) != 1 {
 		t.Fatalf("left behind: %v", left)
+	}
+}
+
+// TestWriteAtomicNamesThePathAndItsFolderNotItsTemporaryFile: a path WriteAtomic cannot write because of its
+// folder (missing, or a file) is an error naming the path and the folder, never the temporary file's name
+// (".out.gguf.1411893322.tmp"), and it still wraps the cause.
+func TestWriteAtomicNamesThePathAndItsFolderNotItsTemporaryFile(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, path, want string
+		is               error
+	}{
+		{"a missing folder", filepath.Join(dir, "missing", "deeper", "out.gguf"),
+			"cannot write " + filepath.Join(dir, "missing", "deeper", "out.gguf") + ": the folder " + filepath.Join(dir, "missing", "deeper") + " does not exist", os.ErrNotExist},
+		{"a file where the folder should be", filepath.Join(file, "out.gguf"),
+			"cannot write " + filepath.Join(file, "out.gguf") + ": " + file + " is not a folder", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := WriteAtomic(context.Background(), tc.path, func(w io.Writer) error { return nil })
+			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), ".tmp") || (tc.is != nil && !errors.Is(err, tc.is)) {
+				t.Fatalf("%v; want %q, wrapping %v, and no temporary file's name", err, tc.want, tc.is)
+			}
+		})
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/bankml/bankml/gguf"
 	"github.com/bankml/bankml/internal/fsutil"
@@ -485,12 +486,12 @@ var ErrExists = errors.New("synth: output exists")
 func WriteFileContext(ctx context.Context, path string, cfg Config, overwrite bool) (size int64, err error) {
 	if st, err := os.Lstat(path); err == nil {
 		if !st.Mode().IsRegular() {
-			return 0, fmt.Errorf("%w: %s is not a regular file (%s)", ErrExists, path, st.Mode().Type())
+			return 0, fmt.Errorf("%w: %s is not a regular file: it is %s", ErrExists, path, fsutil.Kind(st.Mode()))
 		}
 		if !overwrite {
 			return 0, fmt.Errorf("%w: %s (use --force to overwrite it)", ErrExists, path)
 		}
-	} else if !errors.Is(err, os.ErrNotExist) {
+	} else if !errors.Is(err, os.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) { // WriteAtomic names a bad folder
 		return 0, fmt.Errorf("synth: %w", err)
 	}
 	var werr error // Write's own errors name themselves
