@@ -113,7 +113,7 @@ func TestEveryCommandGivesTheSameExitStatusForTheSameFault(t *testing.T) {
 		{"serve with -c out of range is 1", []string{"serve", model, "--unpinned", "-c", "2000000000"}, "", 1, "serve: -c/--ctx-size: value 2000000000 out of range [0, 1073741824]"},
 		{"embed with -c out of range is 1", []string{"embed", model, "-c", "-5", "-p", "hi"}, "", 1, "embed: -c/--ctx-size: value -5 out of range [0, 1073741824]"},
 		{"run with -n out of range is 1", []string{"run", model, "-n", "-3"}, "", 1, "run: -n/--n-predict: value -3 out of range [-2, 2147483647]"},
-		{"run with -n past a 32-bit int is 1", []string{"run", model, "-n", "3000000000"}, "", 1, "run: -n/--n-predict: value 3000000000 out of range [-2147483648, 2147483647]"},
+		{"run with -n past a 32-bit int is 1", []string{"run", model, "-n", "3000000000"}, "", 1, "run: -n/--n-predict: value 3000000000 out of range [-2, 2147483647]"},
 		{"serve with -t out of range is 1", []string{"serve", model, "--unpinned", "-t", "600"}, "", 1, "-t/--threads: value 600 out of range [-2147483648, 512]"},
 		{"embed with -t out of range is 1", []string{"embed", model, "-t", "513", "-p", "hi"}, "", 1, "-t/--threads: value 513 out of range [-2147483648, 512]"},
 		{"run with --seed out of range is 1", []string{"run", model, "--seed", "-5"}, "", 1, "run: -s/--seed: value -5 out of range [-1, 4294967294]"},
@@ -198,6 +198,34 @@ func TestACacheTypeBankmlDoesNotTakeNamesTheFlagAndTheTypes(t *testing.T) {
 			lines := strings.Split(strings.TrimRight(stderr, "\n"), "\n")
 			if got := lines[len(lines)-1]; code != 1 || got != c.want {
 				t.Fatalf("exit %d, stderr's last line\n%s\nwant exit 1 and\n%s", code, got, c.want)
+			}
+		})
+	}
+}
+
+// TestNPredictQuotesItsOwnRangeOnBothSides: run's -n outside what it takes, below -2 or past a 32-bit int, is
+// refused quoting the one range -n takes, [-2, 2^31-1] with what -1 and -2 mean, as -c and -t quote theirs, not
+// the 32-bit int's range on one side and its own on the other.
+func TestNPredictQuotesItsOwnRangeOnBothSides(t *testing.T) {
+	model := storiesPath(t)
+	const tail = " out of range [-2, 2147483647] (-1: to an end-of-generation token, -2: until the context is full)"
+	for _, c := range []struct {
+		name string
+		n    string
+	}{
+		{"just below -2", "-3"},
+		{"below a 32-bit int", "-99999999999"},
+		{"far below a 32-bit int", "-9223372036854775808"},
+		{"just past a 32-bit int", "2147483648"},
+		{"past a 32-bit int", "99999999999"},
+		{"far past a 32-bit int", "9223372036854775807"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, _, stderr := runCLI("run", model, "-p", "Once", "-n", c.n)
+			lines := strings.Split(strings.TrimRight(stderr, "\n"), "\n")
+			want := "bankml: run: -n/--n-predict: value " + c.n + tail
+			if got := lines[len(lines)-1]; code != 1 || got != want {
+				t.Fatalf("exit %d, stderr's last line\n%s\nwant exit 1 and\n%s", code, got, want)
 			}
 		})
 	}

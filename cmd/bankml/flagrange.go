@@ -100,6 +100,16 @@ func checkCtxSize(nCtx int) error {
 	return nil
 }
 
+// checkNPredict refuses a run's -n/--n-predict outside [-2, 2^31-1] in outOfRange's words: below -2 (llama.cpp
+// defines -1 and -2 only) and past a 32-bit int (arg.cpp's std::stoi, arg.cpp:1655) quote the one range -n takes,
+// as checkCtxSize does for -c.
+func checkNPredict(n int) error {
+	if n < -2 || n > math.MaxInt32 {
+		return outOfRange("-n/--n-predict", n, -2, math.MaxInt32, "-1: to an end-of-generation token, -2: until the context is full")
+	}
+	return nil
+}
+
 // rangeError is outOfRange's error; err, when not nil, is a sentinel it wraps (errInt32).
 type rangeError struct {
 	msg string

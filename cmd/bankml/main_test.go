@@ -225,10 +225,11 @@ func TestRunArguments(t *testing.T) {
 		// -c 16 is padded to 256 cells as llama.cpp pads n_ctx; the 5-token
 		// prompt leaves 251 tokens before the cache fills.
 		{[]string{"-n", "2147483647", "-c", "16", "--ignore-eos"}, 0, "generated: 251 tokens"},
-		// llama.cpp's std::stoi refuses -n and -c outside a 32-bit int (arg.cpp:1655, :1636).
-		{[]string{"-n", "9223372036854775807"}, 1, "run: -n/--n-predict: value 9223372036854775807 out of range [-2147483648, 2147483647] (llama.cpp takes a 32-bit int)"},
-		{[]string{"-n", "99999999999"}, 1, "run: -n/--n-predict: value 99999999999 out of range [-2147483648, 2147483647] (llama.cpp takes a 32-bit int)"},
-		{[]string{"-n", "2147483648"}, 1, "run: -n/--n-predict: value 2147483648 out of range [-2147483648, 2147483647] (llama.cpp takes a 32-bit int)"},
+		// llama.cpp's std::stoi refuses -n and -c outside a 32-bit int (arg.cpp:1655, :1636); each quotes its own
+		// range, which lies inside it.
+		{[]string{"-n", "9223372036854775807"}, 1, "run: -n/--n-predict: value 9223372036854775807 out of range [-2, 2147483647] (-1: to an end-of-generation token, -2: until the context is full)"},
+		{[]string{"-n", "99999999999"}, 1, "run: -n/--n-predict: value 99999999999 out of range [-2, 2147483647] (-1: to an end-of-generation token, -2: until the context is full)"},
+		{[]string{"-n", "2147483648"}, 1, "run: -n/--n-predict: value 2147483648 out of range [-2, 2147483647] (-1: to an end-of-generation token, -2: until the context is full)"},
 		{[]string{"-c", "2147483648"}, 1, "run: -c/--ctx-size: value 2147483648 out of range [0, 1073741824] (0: the model's training context)"},
 		{[]string{"--top-k", "2147483648"}, 1, "run: --top-k: value 2147483648 out of range [-2147483648, 2147483647] (llama.cpp takes a 32-bit int)"},
 		{[]string{"-n", "0"}, 0, "generated: 0 tokens"},

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"golang.org/x/term"
 	"io"
-	"math"
 	"os"
 	"strings"
 
@@ -96,16 +95,15 @@ func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error 
 	if err := r.Ignored.warn("run", info); err != nil {
 		return err
 	}
-	if err := checkInt32("-n/--n-predict", r.NPredict); err != nil { // arg.cpp's std::stoi (arg.cpp:1655)
+	// -n's range lies inside the 32-bit int arg.cpp's std::stoi takes (arg.cpp:1655), so it is the one range -n
+	// quotes on both sides.
+	if err := checkNPredict(r.NPredict); err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
 	// The model's own bound on the context, before the file is read and hashed; it lies inside the 32-bit int
 	// arg.cpp's std::stoi takes (arg.cpp:1636), so it is the one range -c quotes.
 	if err := checkCtxSize(r.Ctx); err != nil {
 		return fmt.Errorf("run: %w", err)
-	}
-	if r.NPredict < -2 {
-		return fmt.Errorf("run: %w", outOfRange("-n/--n-predict", r.NPredict, -2, math.MaxInt32, "-1: to an end-of-generation token, -2: until the context is full"))
 	}
 	// llama.cpp's sampler chain with llama-cli's defaults (min_p 0.05, ...) and these flags
 	// (runsampling.go), run by the engine as a llama-server slot runs it.
