@@ -13,7 +13,6 @@ import (
 
 	"github.com/bankml/bankml/admit"
 	"github.com/bankml/bankml/engine"
-	"github.com/bankml/bankml/grammar"
 	"github.com/bankml/bankml/model"
 	"github.com/bankml/bankml/quant"
 	"github.com/bankml/bankml/sample"
@@ -176,10 +175,8 @@ func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error 
 	if err != nil {
 		return err
 	}
-	if sp.Grammar != "" { // refused before anything is printed, as common_sampler_init fails before generating
-		if _, err := grammar.Parse(sp.Grammar, tok); err != nil {
-			return fmt.Errorf("run: %w", err)
-		}
+	if err := r.Sampling.checkGrammar(sp.Grammar, tok); err != nil { // refused before anything is printed
+		return fmt.Errorf("run: %w", err)
 	}
 	if r.IgnoreEOS && tok.EOS() == tokenizer.None { // common_init_from_params (common/common.cpp:1364)
 		fmt.Fprintln(info, "bankml: run: the vocabulary has no EOS token: --ignore-eos ignored, as llama.cpp ignores it")

@@ -22,6 +22,7 @@ import (
 	"github.com/bankml/bankml/gguf"
 	"github.com/bankml/bankml/grammar"
 	"github.com/bankml/bankml/sample"
+	"github.com/bankml/bankml/tokenizer"
 )
 
 // runSampling are run's sampling flags that map one to one onto sample.Params; nil (not given) keeps
@@ -366,6 +367,32 @@ func (s *runSampling) grammar(p *sample.Params) error {
 		return schema("-jf/--json-schema-file", b)
 	}
 	return nil
+}
+
+// checkGrammar parses g, the chain's grammar (p.Grammar after apply), against the model's vocabulary, before
+// anything is generated (as common_sampler_init fails before llama-cli generates): an error names the flag that
+// gave the grammar (--grammar, --grammar-file FILE, -j or -jf FILE), as the flags' other errors do.
+func (s *runSampling) checkGrammar(g string, tok tokenizer.Tokenizer) error {
+	if g == "" {
+		return nil
+	}
+	if _, err := grammar.Parse(g, tok); err != nil {
+		return fmt.Errorf("%s: %w", s.grammarFlag(), err)
+	}
+	return nil
+}
+
+// grammarFlag names the flag that set the grammar as its errors name it (grammar gives at most one).
+func (s *runSampling) grammarFlag() string {
+	switch {
+	case s.GrammarFile != nil:
+		return "--grammar-file " + *s.GrammarFile
+	case s.JSONSchema != nil:
+		return "-j/--json-schema"
+	case s.JSONSchemaFile != nil:
+		return "-jf/--json-schema-file " + *s.JSONSchemaFile
+	}
+	return "--grammar"
 }
 
 // belowOne says why arg.cpp's "base >= 1" test fails for v: below 1, or not a number.

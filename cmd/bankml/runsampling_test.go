@@ -414,3 +414,32 @@ func TestRunNamesTheRefusedModelDefault(t *testing.T) {
 		}
 	}
 }
+
+// TestRunGrammarErrorsNameTheirFlag: a grammar that does not parse is refused before generating, naming the flag
+// that gave it (--grammar, or --grammar-file with its file) as -j's errors name -j, on a plain run and with --chat.
+func TestRunGrammarErrorsNameTheirFlag(t *testing.T) {
+	model := storiesPath(t)
+	file := filepath.Join(t.TempDir(), "bad.gbnf")
+	if err := os.WriteFile(file, []byte("root ::= foo\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const parse = "error parsing grammar: Undefined rule identifier 'foo'"
+	for _, c := range []struct {
+		name string
+		args []string
+		want string // standard error's last line, whole
+	}{
+		{"--grammar on a plain run", []string{"--grammar", "root ::= foo", "-p", "Once"}, "bankml: run: --grammar: " + parse},
+		{"--grammar with --chat", []string{"--grammar", "root ::= foo", "--chat", "-p", "Hi"}, "bankml: run: --grammar: " + parse},
+		{"--grammar-file on a plain run", []string{"--grammar-file", file, "-p", "Once"}, "bankml: run: --grammar-file " + file + ": " + parse},
+		{"--grammar-file with --chat", []string{"--grammar-file", file, "--chat", "-p", "Hi"}, "bankml: run: --grammar-file " + file + ": " + parse},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(append([]string{"run", model, "-n", "4"}, c.args...)...)
+			lines := strings.Split(strings.TrimRight(stderr, "\n"), "\n")
+			if got := lines[len(lines)-1]; code != 1 || got != c.want || stdout != "" {
+				t.Fatalf("exit %d, stdout %q, stderr's last line\n%s\nwant exit 1, no output and\n%s", code, stdout, got, c.want)
+			}
+		})
+	}
+}
