@@ -128,6 +128,15 @@ type Provenance struct {
 // Ref is the manifest's NAME:TAG.
 func (m *Manifest) Ref() string { return m.Name + ":" + m.Tag }
 
+// Named is msg, a message about the model's file at blob (the store's BlobPath for it), with that file named as
+// words instead (the model's NAME:TAG, say): its path, and then its base name (sha256-HEX, as a pin's refusal
+// names a file), are replaced. What a user or a store server's client reads names the model, never the store's
+// file for it.
+func (m *Manifest) Named(msg, blob, words string) string {
+	msg = strings.ReplaceAll(msg, blob, words)
+	return strings.ReplaceAll(msg, pull.BlobName(m.Model.SHA256), words)
+}
+
 // Store is a store folder.
 type Store struct {
 	Root string

@@ -530,7 +530,7 @@ func clientModelName(field, what string) error {
 
 // scrubModel is scrub, with man's model file (blob) named by the model and its sha256.
 func (r *Router) scrubModel(msg, blob string, man *store.Manifest) string {
-	return r.scrub(strings.ReplaceAll(msg, blob, fmt.Sprintf("the file of %s (sha256 %s)", man.Ref(), man.Model.SHA256)))
+	return r.scrub(man.Named(msg, blob, fmt.Sprintf("the file of %s (sha256 %s)", man.Ref(), man.Model.SHA256)))
 }
 
 // makeRoom evicts idle models, least recently used first, until one more model of size bytes fits

@@ -12,6 +12,7 @@ import (
 	"github.com/bankml/bankml/admit"
 	"github.com/bankml/bankml/embed"
 	"github.com/bankml/bankml/engine"
+	"github.com/bankml/bankml/store"
 )
 
 // embedCmd is `bankml embed MODEL`: the embeddings of one or more texts, as llama.cpp's llama-embedding
@@ -81,10 +82,11 @@ func (c *embedCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) erro
 	}
 	texts := strings.Split(text, c.Separator)
 	var err error
-	if path, c.Manifest, _, err = storeModel("embed", path, c.Manifest, c.storeFlag, c.From, stderr); err != nil {
+	var stored *store.Manifest
+	if path, c.Manifest, stored, err = storeModel("embed", path, c.Manifest, c.storeFlag, c.From, stderr); err != nil {
 		return err
 	}
-	am, err := openModel("embed", path, admit.Options{Manifest: c.Manifest, Pin: admit.AllowUnpinned}, stderr, stderr)
+	am, err := openModel("embed", path, stored, admit.Options{Manifest: c.Manifest, Pin: admit.AllowUnpinned}, stderr, stderr)
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/bankml/bankml/model"
 	"github.com/bankml/bankml/perplexity"
 	"github.com/bankml/bankml/quant"
+	"github.com/bankml/bankml/store"
 )
 
 type perplexityCmd struct {
@@ -56,10 +57,11 @@ func (p *perplexityCmd) Run(stdout io.Writer, stderr errWriter) error {
 	if err != nil {
 		return fmt.Errorf("perplexity: %w", err)
 	}
-	if p.Model, p.Manifest, _, err = storeModel("perplexity", p.Model, p.Manifest, p.storeFlag, p.From, stderr); err != nil {
+	var stored *store.Manifest
+	if p.Model, p.Manifest, stored, err = storeModel("perplexity", p.Model, p.Manifest, p.storeFlag, p.From, stderr); err != nil {
 		return err
 	}
-	am, err := openModel("perplexity", p.Model, admit.Options{Manifest: p.Manifest, Pin: admit.AllowUnpinned}, stderr, stderr)
+	am, err := openModel("perplexity", p.Model, stored, admit.Options{Manifest: p.Manifest, Pin: admit.AllowUnpinned}, stderr, stderr)
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/bankml/bankml/model"
 	"github.com/bankml/bankml/quant"
 	"github.com/bankml/bankml/sample"
+	"github.com/bankml/bankml/store"
 	"github.com/bankml/bankml/tokenizer"
 )
 
@@ -149,11 +150,12 @@ func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error 
 	}
 
 	var err error
-	if r.Model, r.Manifest, _, err = storeModel("run", r.Model, r.Manifest, r.storeFlag, r.From, stderr); err != nil {
+	var stored *store.Manifest
+	if r.Model, r.Manifest, stored, err = storeModel("run", r.Model, r.Manifest, r.storeFlag, r.From, stderr); err != nil {
 		return err
 	}
 	kv := r.KV.types() // a cache type the heads do not fit is refused from the header, before the hash
-	m, err := openModel("run", r.Model, admit.Options{Manifest: r.Manifest, Pin: admit.AllowUnpinned, Chat: r.Chat, CacheTypes: &kv}, stderr, info)
+	m, err := openModel("run", r.Model, stored, admit.Options{Manifest: r.Manifest, Pin: admit.AllowUnpinned, Chat: r.Chat, CacheTypes: &kv}, stderr, info)
 	if err != nil {
 		return err
 	}

@@ -217,7 +217,7 @@ func (c *serveCmd) Run(stderr errWriter) error {
 	// The cache types (-ctk/-ctv) and -c/-np are checked against the model from the header, before the file
 	// is hashed and before the history is opened (admitOptions).
 	kv := c.KV.types()
-	m, err := openModel("serve", c.Model, c.admitOptions(pin, &kv), stderr, stderr)
+	m, err := openModel("serve", c.Model, stored, c.admitOptions(pin, &kv), stderr, stderr)
 	if np := (*admit.NoPinError)(nil); errors.As(err, &np) {
 		return cannotRun(noPinAdvice(np))
 	}

@@ -400,3 +400,61 @@ func TestAnAddressIsPulledFromItselfNotFromTheEnvironmentsMirror(t *testing.T) {
 		})
 	}
 }
+
+// TestErrorsNameAStoredModelNotItsFile: an error about a model given by name (a cache type its heads do not fit, a
+// file whose sha256 is not its pin) names the model, NAME:TAG, never the store's file for it (its blobs/ path or
+// its sha256-HEX name), on every command that takes a store name.
+func TestErrorsNameAStoredModelNotItsFile(t *testing.T) {
+	_, models := storeEnv(t)
+	t.Setenv("BANKML_MIRROR", models)
+	const other = "4bf5fadb1c743f8174a38c5fd021bdcbad19e8d98e4692dee4bb722a906ce8af" // the corrupted file's sha256
+	for _, c := range []struct {
+		name    string
+		corrupt bool // one byte of the stored file changed
+		args    []string
+		want    string // standard error's last line, whole
+	}{
+		{"run with a cache type the heads do not fit", false, []string{"run", "stories260K", "-ctk", "q8_0", "-p", "x"},
+			"bankml: run: stories260K:latest: model: K cache type q8_0 with block size 32 does not divide n_embd_head_k=8"},
+		{"serve with a cache type the heads do not fit", false, []string{"serve", "stories260K", "-ctv", "q4_0", "--port", "0"},
+			"bankml: serve: stories260K:latest: model: V cache type q4_0 with block size 32 does not divide n_embd_head_v=8"},
+		{"run of a stored file that is not its pin", true, []string{"run", "stories260K", "-p", "x"},
+			"bankml: run: stories260K:latest sha256 " + other + " != pinned " + storiesSHA256 + ": refused"},
+		{"embed of a stored file that is not its pin", true, []string{"embed", "stories260K", "-p", "x"},
+			"bankml: embed: stories260K:latest sha256 " + other + " != pinned " + storiesSHA256 + ": refused"},
+		{"perplexity of a stored file that is not its pin", true, []string{"perplexity", "stories260K", filepath.Join(models, "MANIFEST.md")},
+			"bankml: perplexity: stories260K:latest sha256 " + other + " != pinned " + storiesSHA256 + ": refused"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			args := append(c.args, "--models", dir)
+			if code, _, e := bankml(t, "pull", "stories260K", "--models", dir); code != 0 {
+				t.Fatalf("pull: %d %s", code, e)
+			}
+			if c.corrupt {
+				blob := filepath.Join(dir, "blobs", "sha256-"+storiesSHA256)
+				f, err := os.OpenFile(blob, os.O_WRONLY, 0)
+				if err != nil {
+					if err = os.Chmod(blob, 0o644); err == nil {
+						f, err = os.OpenFile(blob, os.O_WRONLY, 0)
+					}
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := f.WriteAt([]byte("X"), 100000); err != nil {
+					t.Fatal(err)
+				}
+				f.Close()
+			}
+			code, _, stderr := bankml(t, args...)
+			lines := strings.Split(strings.TrimRight(stderr, "\n"), "\n")
+			if got := lines[len(lines)-1]; code != 2 || got != c.want {
+				t.Fatalf("exit %d, stderr's last line\n%s\nwant exit 2 and\n%s", code, got, c.want)
+			}
+			if strings.Contains(stderr, dir) || strings.Contains(stderr, "sha256-") {
+				t.Fatalf("stderr names the store's file:\n%s", stderr)
+			}
+		})
+	}
+}

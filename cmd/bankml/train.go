@@ -137,7 +137,7 @@ func (c *trainCmd) Run(stderr errWriter) error {
 	if err := j.Config.Validate(); err != nil {
 		return err
 	}
-	teacher, err := openModel("train", c.Teacher, admit.Options{Manifest: c.Manifest, Pin: admit.AllowUnpinned}, stderr, stderr)
+	teacher, err := openModel("train", c.Teacher, nil, admit.Options{Manifest: c.Manifest, Pin: admit.AllowUnpinned}, stderr, stderr)
 	if err != nil {
 		return err
 	}
