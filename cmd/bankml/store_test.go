@@ -458,3 +458,46 @@ func TestErrorsNameAStoredModelNotItsFile(t *testing.T) {
 		})
 	}
 }
+
+// TestAStoredModelTakesAManifestFileThatAgrees: --manifest FORK.json beside a model given by name is read as the
+// manifest it is: an entry for the model's file (its name where it came from, stories260K.gguf) with the store's
+// sha256 is accepted; one with another sha256, no entry, or a manifest that does not parse is refused (exit 2)
+// saying how it disagrees; a manifest that cannot be read is an I/O error (exit 1).
+func TestAStoredModelTakesAManifestFileThatAgrees(t *testing.T) {
+	_, models := storeEnv(t)
+	t.Setenv("BANKML_MIRROR", models)
+	dir := t.TempDir()
+	fork := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	entry := func(path, sha string) string {
+		return `{"source_repo": "ggml-org/models", "files": [{"path": "` + path + `", "bytes": 1185376, "sha256": "` + sha + `"}]}`
+	}
+	other := strings.Repeat("0", 64)
+	for _, c := range []struct {
+		name     string
+		manifest string
+		code     int
+		want     string // in standard error
+	}{
+		{"a manifest that pins the stored file", fork("good.json", entry("tinyllamas/stories260K.gguf", storiesSHA256)), 0, "pinned"},
+		{"a manifest that pins it to another sha256", fork("other.json", entry("stories260K.gguf", other)), 2,
+			"bankml: run: stories260K:latest is pinned by its manifest to sha256 " + storiesSHA256 + "; --manifest " + filepath.Join(dir, "other.json") +
+				" disagrees: stories260K.gguf sha256 " + storiesSHA256 + " != pinned " + other + ": refused"},
+		{"a manifest without the stored file", fork("none.json", entry("other.gguf", storiesSHA256)), 2,
+			"disagrees: stories260K.gguf has no sha256 record in none.json: unpinned, refused"},
+		{"a manifest that does not parse", fork("bad.json", `{"files": []}`), 2, "bad manifest"},
+		{"a manifest that cannot be read", filepath.Join(dir, "absent.json"), 1, "absent.json"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, _, stderr := bankml(t, "run", "stories260K", "-p", "Once", "-n", "2", "--manifest", c.manifest)
+			if code != c.code || !strings.Contains(stderr, c.want) {
+				t.Fatalf("exit %d, stderr\n%s\nwant exit %d and %q", code, stderr, c.code, c.want)
+			}
+		})
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 
 	"github.com/bankml/bankml/catalog"
@@ -46,12 +47,45 @@ func storeModel(cmd, arg, manifestFlag string, models storeFlag, from string, st
 		fmt.Fprintf(stderr, "%s: pulled %s (sha256 %s) into %s\n", cmd, m.Ref(), m.Model.SHA256, s.Root)
 	}
 	pin = m.Model.SHA256
-	d, _, err := provenance.DigestArg(manifestFlag) // a malformed digest is a usage error (1), as on a file
-	if err != nil {
+	if err := agreesWithManifest(m, manifestFlag); err != nil {
 		return "", "", nil, fmt.Errorf("%s: %w", cmd, err)
 	}
-	if manifestFlag != "" && d != pin {
-		return "", "", nil, cannotRun(fmt.Errorf("%s: %s is pinned by its manifest to sha256 %s; --manifest %s disagrees", cmd, m.Ref(), pin, manifestFlag))
-	}
 	return s.BlobPath(m.Model.SHA256), pin, m, nil
+}
+
+// agreesWithManifest checks a --manifest given beside a stored model against the store's pin, m's sha256: a
+// digest must equal it; a manifest file (docs/manifest.md) is read and its entry for the model's file, by the
+// name the file came with (m.Model.File, as a pin matches a file by its base name), checked against it as
+// provenance.Check checks a hashed file. A malformed digest is a usage error (1), as on a file; a manifest that
+// cannot be read is I/O (1); one that does not parse, or that pins the file otherwise or not at all, is refused
+// (2), saying how it disagrees.
+func agreesWithManifest(m *store.Manifest, manifestFlag string) error {
+	if manifestFlag == "" {
+		return nil
+	}
+	pin := m.Model.SHA256
+	disagrees := func(why string) error {
+		return cannotRun(fmt.Errorf("%s is pinned by its manifest to sha256 %s; --manifest %s disagrees%s", m.Ref(), pin, manifestFlag, why))
+	}
+	d, isDigest, err := provenance.DigestArg(manifestFlag)
+	switch {
+	case err != nil:
+		return err
+	case isDigest && d != pin:
+		return disagrees("")
+	case isDigest:
+		return nil
+	}
+	fm, err := provenance.ReadManifest(manifestFlag)
+	if errors.Is(err, provenance.ErrBadManifest) {
+		return cannotRun(fmt.Errorf("%w: %w", err, provenance.ErrRefused))
+	}
+	if err != nil {
+		return err
+	}
+	hashed := provenance.Result{Name: m.Model.File, SHA256: pin, Size: m.Model.Size, WantSize: -1}
+	if _, err := provenance.Check(hashed, fm.Lookup(m.Model.File), filepath.Base(manifestFlag)); err != nil {
+		return disagrees(": " + err.Error())
+	}
+	return nil
 }
