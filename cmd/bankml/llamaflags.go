@@ -85,6 +85,8 @@ var llamaFlags = slices.Concat([]llamaFlag{
 	{names: []string{"-ub", "--ubatch-size"}, cmds: onServe, to: "--ubatch-size"},                                            // arg.cpp:1672
 	{names: []string{"-ub", "--ubatch-size"}, cmds: onEmbed, to: "--ubatch-size"},                                            // arg.cpp:1672
 	{names: []string{"-f", "--file"}, cmds: onEmbed, to: "--prompt", value: "FNAME", file: true},                             // arg.cpp:1797
+	{names: []string{"-r", "--reverse-prompt"}, cmds: onRun, to: "--reverse-prompt"},                                         // arg.cpp:1885
+	{names: []string{"-r", "--reverse-prompt"}, cmds: onServe, value: "PROMPT", refuse: llamaNoServerStop},                   // arg.cpp:1885
 
 	// Flags that only tune what bankml does not have.
 	{names: []string{"-ngl", "--gpu-layers", "--n-gpu-layers"}, cmds: onBoth, value: "N", check: checkGPULayers, why: "bankml runs on the CPU only"},                                                                          // arg.cpp:2784
@@ -208,6 +210,9 @@ func samplingFlags() []llamaFlag {
 	return fs
 }
 
+// llamaNoServerStop is why serve refuses -r: llama-server's stop strings for requests that set none.
+const llamaNoServerStop = "llama-server's server-wide stop strings are not supported by bankml serve: set \"stop\" per request"
+
 const llamaNoDownload = "llama.cpp's download flags are not taken: pass a local GGUF file as MODEL or -m FNAME, or a store name (bankml pull downloads from the catalog)"
 
 // llamaOther lists arg.cpp's other multi-letter single-dash flags of llama-cli, llama-completion and
@@ -231,9 +236,9 @@ var llamaOther = map[string]string{
 
 // llamaAccumulate are the flags whose every value counts when given again: arg.cpp's handler adds to a set
 // (-a/--alias, arg.cpp:3007, into model_alias) or a list (--dry-sequence-breaker, arg.cpp:2158; -l/--logit-bias,
-// arg.cpp:2243) though parse_cli_args warns "only last value will be used"
+// arg.cpp:2243; -r/--reverse-prompt, arg.cpp:1885) though parse_cli_args warns "only last value will be used"
 // (arg.cpp:826).
-var llamaAccumulate = []string{"-a", "--alias", "--dry-sequence-breaker", "-l", "--logit-bias"}
+var llamaAccumulate = []string{"-a", "--alias", "--dry-sequence-breaker", "-l", "--logit-bias", "-r", "--reverse-prompt"}
 
 // lookupLlama is the table's entry for a flag's name (any command's), or nil.
 func lookupLlama(name, cmd string) *llamaFlag {

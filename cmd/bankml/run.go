@@ -31,13 +31,15 @@ type runCmd struct {
 	TopP      *float32    `name:"top-p" placeholder:"N" help:"Top-p sampling, as llama-cli's --top-p (default 0.95, or the model's general.sampling.top_p; 1 = off)."`
 	Sampling  runSampling `embed:""`
 	matchFlag
-	Seed      int64          `name:"seed" default:"-1" help:"Seed of the sampler's random draw; -1 picks one at random."`
-	Threads   threadCount    `short:"t" name:"threads" default:"${nproc}" help:"Number of threads (default: the number of logical CPUs); 0 or less takes the number of logical CPUs, as llama.cpp; at most 512, ggml's GGML_MAX_N_THREADS)."`
-	Ctx       int            `short:"c" name:"ctx-size" aliases:"ctx" default:"0" help:"Context size in tokens: 0 (the default) takes the model's training context, as llama-server's defaults give a slot; another size is rounded up to a multiple of 256 and capped at the training context, as llama-server does."`
-	IgnoreEOS bool           `name:"ignore-eos" help:"Keep generating past end-of-generation tokens, as llama-cli's --ignore-eos: every end-of-generation token gets a -inf logit bias, so none is drawn (ignored with a warning when the vocabulary has no EOS token, as llama.cpp)."`
-	Special   bool           `name:"special" help:"Print special (control) tokens as their text, as llama-cli's -sp/--special (not with --chat)."`
-	Manifest  string         `name:"manifest" help:"Provenance manifest (FORK.json), or the file's sha256 / sha256:<hex> digest, to pin the model against; without it the model runs unpinned and says so."`
-	KV        cacheTypeFlags `embed:""`
+	Seed      int64       `name:"seed" default:"-1" help:"Seed of the sampler's random draw; -1 picks one at random."`
+	Threads   threadCount `short:"t" name:"threads" default:"${nproc}" help:"Number of threads (default: the number of logical CPUs); 0 or less takes the number of logical CPUs, as llama.cpp; at most 512, ggml's GGML_MAX_N_THREADS)."`
+	Ctx       int         `short:"c" name:"ctx-size" aliases:"ctx" default:"0" help:"Context size in tokens: 0 (the default) takes the model's training context, as llama-server's defaults give a slot; another size is rounded up to a multiple of 256 and capped at the training context, as llama-server does."`
+	IgnoreEOS bool        `name:"ignore-eos" help:"Keep generating past end-of-generation tokens, as llama-cli's --ignore-eos: every end-of-generation token gets a -inf logit bias, so none is drawn (ignored with a warning when the vocabulary has no EOS token, as llama.cpp)."`
+	Special   bool        `name:"special" help:"Print special (control) tokens as their text, as llama-cli's -sp/--special (not with --chat)."`
+	// -r/--reverse-prompt (common/arg.cpp:1885): the engine's stop strings, as serve's "stop" field.
+	ReversePrompt stringList     `name:"reverse-prompt" placeholder:"PROMPT" help:"Halt generation at PROMPT, as llama-cli's -r/--reverse-prompt: PROMPT is one of the engine's stop strings, as bankml serve's \"stop\" field is (the text is cut before the first one generated, which is not printed); give it again for more. With --chat, each answer stops so. Not with --special."`
+	Manifest      string         `name:"manifest" help:"Provenance manifest (FORK.json), or the file's sha256 / sha256:<hex> digest, to pin the model against; without it the model runs unpinned and says so."`
+	KV            cacheTypeFlags `embed:""`
 
 	// llama-completion's display flags (common/arg.cpp:1482, :1489, :3869).
 	DisplayPrompt bool `name:"display-prompt" negatable:"" default:"true" help:"Print the prompt before its continuation on standard output, as llama-completion does by default (its pieces, control tokens as text only with --special); --no-display-prompt prints the continuation only. Not with --chat, whose messages are the user's own."`
@@ -125,6 +127,14 @@ func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error 
 	}
 	if r.Chat && r.Special {
 		return errors.New("run: --special (-sp) prints control tokens of a plain run only, not with --chat")
+	}
+	for _, w := range r.ReversePrompt {
+		if w == "" { // serve refuses an empty stop string too ("stop[0] is empty")
+			return errors.New("run: -r/--reverse-prompt: PROMPT is empty: give the text to halt at")
+		}
+	}
+	if len(r.ReversePrompt) > 0 && r.Special {
+		return errors.New("run: -r/--reverse-prompt with --special (-sp): the stop strings are found in the text without control tokens, as serve's are, so the text printed cannot carry them")
 	}
 	if r.Prompt != nil && r.Escape { // common_params_parse escapes params.prompt (common/arg.cpp)
 		p := rawText(processEscapes(string(*r.Prompt)))
@@ -228,20 +238,32 @@ func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error 
 		}
 	}
 	generated := 0
+	stops := []string(r.ReversePrompt)
 	res, err := e.Generate(context.Background(), engine.Request{
-		Prompt: engine.Prompt{Tokens: ids}, Sampling: sp, NPredict: n, IgnoreEOS: r.IgnoreEOS, Slot: -1,
+		Prompt: engine.Prompt{Tokens: ids}, Sampling: sp, NPredict: n, Stop: stops, IgnoreEOS: r.IgnoreEOS, Slot: -1,
 	}, func(t engine.Token) error {
-		if tok.IsEOG(t.ID) && !r.IgnoreEOS { // the end-of-generation token ends the text unprinted
+		eog := tok.IsEOG(t.ID) && !r.IgnoreEOS // the end-of-generation token ends the text unprinted
+		if !eog {
+			generated++
+		}
+		if len(stops) > 0 { // the engine's text, as serve streams it: cut at a stop string, a prefix of one held back
+			_, err := io.WriteString(stdout, t.Text)
+			return err
+		}
+		if eog {
 			return nil
 		}
-		generated++
 		_, err := stdout.Write(dec.Write(t.ID))
 		return err
 	})
 	if err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
-	if _, err := stdout.Write(append(dec.Close(), '\n')); err != nil {
+	rest := dec.Close()
+	if len(stops) > 0 {
+		rest = []byte(res.Unsent) // what was held back when no stop string came, as serve's last chunk carries it
+	}
+	if _, err := stdout.Write(append(rest, '\n')); err != nil {
 		return err
 	}
 	if r.Seed == -1 && drawsAtRandom(sp) { // llama-cli prints its sampler seed (completion.cpp:452)

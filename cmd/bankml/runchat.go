@@ -98,7 +98,8 @@ type chatTurn struct {
 	Cached int     // how many of them were kept in the cache (llama-server's timings.cache_n)
 	Tokens []int32 // the sampled tokens, a final end-of-generation token included
 	Answer string  // the answer's text as it joins the conversation
-	Stop   string  // why the answer stopped: "eog", "n-predict", "context" or "interrupt"
+	Stop   string  // why the answer stopped: "eog", "reverse-prompt", "n-predict", "context" or "interrupt"
+	word   string  // the -r/--reverse-prompt it stopped at
 
 	nCtx    int    // the context size
 	seed    string // the draw's seed when the chain draws at random (drawsAtRandom), else ""
@@ -112,6 +113,7 @@ type chatSession struct {
 	e         *engine.Engine
 	sp        sample.Params
 	nPredict  int
+	stops     []string // -r/--reverse-prompt: the engine's stop strings
 	ignoreEOS bool
 
 	messages []chat.Message // the system message and the finished turns
@@ -237,7 +239,7 @@ func (c *chatInterrupts) endAnswer() {
 var errRefused = errors.New("message refused")
 
 func (r *runCmd) chat(e *engine.Engine, tmpl *chat.Template, sp sample.Params, stdin io.Reader, stdout, stderr, info io.Writer) error {
-	s := &chatSession{tmpl: tmpl, tok: e.Tokenizer(), e: e, sp: sp, nPredict: r.NPredict, ignoreEOS: r.IgnoreEOS}
+	s := &chatSession{tmpl: tmpl, tok: e.Tokenizer(), e: e, sp: sp, nPredict: r.NPredict, stops: r.ReversePrompt, ignoreEOS: r.IgnoreEOS}
 	if r.System != "" {
 		if !utf8.ValidString(string(r.System)) {
 			return errors.New("run: --system: the text is not valid UTF-8")
@@ -394,8 +396,11 @@ func (s *chatSession) turn(user string, out, info io.Writer, verbose bool) (chat
 		return err
 	}
 	r, err := s.e.Generate(ctx, engine.Request{
-		Prompt: engine.Prompt{Tokens: ids}, Sampling: s.sp, NPredict: nPredict, IgnoreEOS: s.ignoreEOS, CachePrompt: true, Slot: -1,
+		Prompt: engine.Prompt{Tokens: ids}, Sampling: s.sp, NPredict: nPredict, Stop: s.stops, IgnoreEOS: s.ignoreEOS, CachePrompt: true, Slot: -1,
 	}, func(tk engine.Token) error {
+		if len(s.stops) > 0 { // the engine's text, as serve streams it: cut at a stop string, a prefix of one held back
+			return emit([]byte(tk.Text))
+		}
 		if !s.ignoreEOS && s.tok.IsEOG(tk.ID) {
 			return nil
 		}
@@ -405,7 +410,11 @@ func (s *chatSession) turn(user string, out, info io.Writer, verbose bool) (chat
 	if err != nil && !interrupted {
 		return chatTurn{}, err
 	}
-	if err := emit(dec.Close()); err != nil {
+	rest := dec.Close()
+	if len(s.stops) > 0 {
+		rest = []byte(r.Unsent) // what was held back when no stop string came, as serve's last chunk carries it
+	}
+	if err := emit(rest); err != nil {
 		return chatTurn{}, err
 	}
 	t.Cached, t.Tokens, t.timings = r.CachedTokens, r.Tokens, r.Timings
@@ -417,6 +426,8 @@ func (s *chatSession) turn(user string, out, info io.Writer, verbose bool) (chat
 		t.Stop = "interrupt"
 	case r.StopType == "eos":
 		t.Stop = "eog"
+	case r.StopType == "word":
+		t.Stop, t.word = "reverse-prompt", r.StoppingWord
 	case r.Truncated && !(s.nPredict >= 0 && len(r.Tokens) >= s.nPredict):
 		t.Stop = "context"
 	default:
@@ -463,10 +474,11 @@ func (t chatTurn) summary() string {
 		answer--
 	}
 	why := map[string]string{
-		"eog":       "end of generation",
-		"n-predict": "-n reached",
-		"context":   fmt.Sprintf("the context is full (the prompt's %d and the answer's %d tokens fill its %d; a further message will not fit)", len(t.Prompt), len(t.Tokens), t.nCtx),
-		"interrupt": "interrupted",
+		"eog":            "end of generation",
+		"reverse-prompt": fmt.Sprintf("the reverse prompt %q (-r)", t.word),
+		"n-predict":      "-n reached",
+		"context":        fmt.Sprintf("the context is full (the prompt's %d and the answer's %d tokens fill its %d; a further message will not fit)", len(t.Prompt), len(t.Tokens), t.nCtx),
+		"interrupt":      "interrupted",
 	}[t.Stop]
 	seed := ""
 	if t.seed != "" {

@@ -135,3 +135,88 @@ func TestRunChatAndServeGiveTheSameTokens(t *testing.T) {
 	}
 	t.Logf("%d of %d turns the same in run --chat and serve (greedy and seeded, 3 turns each)", same, total)
 }
+
+// TestRunReversePromptStopsAsServesStopDoes: run's -r/--reverse-prompt PROMPT (llama-cli's name; repeatable)
+// are the engine's stop strings exactly as serve's "stop" field is: the text run prints (a plain continuation,
+// or a --chat answer) is the content serve answers for the same request with "stop" set to the same strings,
+// cut before the first one the generated text holds; one it never holds changes nothing.
+func TestRunReversePromptStopsAsServesStopDoes(t *testing.T) {
+	path := storiesPath(t)
+	m, err := admit.Open(path, admit.Options{Pin: admit.AllowUnpinned, Chat: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	s, err := serve.New(m, serve.Options{Threads: 1, Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ts := httptest.NewServer(s.Handler())
+	defer ts.Close()
+	post := func(route string, body map[string]any) string {
+		b, _ := json.Marshal(body)
+		resp, err := http.Post(ts.URL+route, "application/json", bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var a struct {
+			Content string `json:"content"` // /completion
+			Choices []struct {
+				Message struct{ Content string } `json:"message"`
+			} `json:"choices"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&a); err != nil || resp.StatusCode != 200 {
+			t.Fatalf("%s: %d %v", route, resp.StatusCode, err)
+		}
+		if len(a.Choices) > 0 {
+			return a.Choices[0].Message.Content
+		}
+		return a.Content
+	}
+	const prompt, message = "Once upon a time", "Tell me a story"
+	for _, c := range []struct {
+		name  string
+		chat  bool
+		stops []string
+	}{
+		{"a plain run stopped at a word", false, []string{"Lily"}},
+		{"a plain run stopped at the first of two", false, []string{"park", "Lily"}},
+		{"a plain run stopped at a string across tokens", false, []string{"red b"}},
+		{"a plain run with a string it never meets", false, []string{"zebra"}},
+		{"a chat answer stopped at a word", true, []string{"Anna"}},
+		{"a chat answer stopped at the first of two", true, []string{"ran", "Okay"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			args := []string{"run", path, "-t", "1", "-n", "40"}
+			for _, w := range c.stops {
+				args = append(args, "-r", w)
+			}
+			body := map[string]any{"temperature": 0, "stop": c.stops}
+			route := "/completion"
+			if c.chat {
+				args = append(args, "--chat", "-st", "-p", message)
+				body["messages"], body["max_tokens"] = []map[string]string{{"role": "user", "content": message}}, 40
+				route = "/v1/chat/completions"
+			} else {
+				args = append(args, "--no-display-prompt", "-p", prompt)
+				body["prompt"], body["n_predict"] = prompt, 40
+			}
+			code, stdout, stderr := runCLI(args...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			want := post(route, body)
+			if want != "" && !strings.HasSuffix(want, "\n") || !c.chat {
+				want += "\n"
+			}
+			if stdout != want {
+				t.Fatalf("run -r %q printed\n%q\nserve's content with stop %q is\n%q", c.stops, stdout, c.stops, want)
+			}
+			if c.stops[0] != "zebra" && strings.Contains(stdout, c.stops[len(c.stops)-1]) {
+				t.Fatalf("the text holds a stop string: %q", stdout)
+			}
+		})
+	}
+}
