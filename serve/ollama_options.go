@@ -154,7 +154,13 @@ var ollamaOptionNames = sync.OnceValue(func() map[string]bool {
 // Errors: an *OptionError naming the first offending option (in name
 // order), or a *sample.ParamError from the limits.
 func parseOllamaOptions(opts map[string]any, base sample.Params) (ollamaSettings, error) {
-	s := ollamaSettings{Sampling: ollamaDefaults(base), NPredict: -1}
+	return ollamaOptionsOver(opts, ollamaDefaults(base), base)
+}
+
+// ollamaOptionsOver is parseOllamaOptions with start, not Ollama's defaults, as what an option not given keeps
+// (ModelDefaults.RunSettings: a run's own parameters); base is still what the limits fall back to.
+func ollamaOptionsOver(opts map[string]any, start, base sample.Params) (ollamaSettings, error) {
+	s := ollamaSettings{Sampling: start, NPredict: -1}
 	keys := make([]string, 0, len(opts))
 	for k := range opts {
 		keys = append(keys, k)

@@ -16,7 +16,9 @@ import (
 	"github.com/bankml/bankml/model"
 	"github.com/bankml/bankml/quant"
 	"github.com/bankml/bankml/sample"
+	"github.com/bankml/bankml/serve"
 	"github.com/bankml/bankml/store"
+	"github.com/bankml/bankml/storeserve"
 	"github.com/bankml/bankml/tokenizer"
 )
 
@@ -25,15 +27,15 @@ type runCmd struct {
 	ModelFlag string      `short:"m" name:"model" placeholder:"FNAME" help:"Path to a GGUF model file, as llama-cli's -m/--model, instead of MODEL." type:"path"`
 	Prompt    *rawText    `short:"p" name:"prompt" help:"Prompt text (special-token text such as <s> is parsed, as llama-cli does); llama-cli's -f/--file FNAME gives a file's text instead (one trailing newline dropped; the last of -p and -f counts); read from standard input when absent."`
 	Escape    bool        `short:"e" name:"escape" negatable:"" default:"true" help:"Process the escapes \\n \\r \\t \\' \\\" \\\\ and \\xHH in the prompt (-p, or the prompt read from standard input; with --chat only -p's first message), as llama.cpp's -e/--escape, on by default; --no-escape takes it as is. --system and chat messages read from standard input are never processed, as in llama-cli."`
-	NPredict  int         `short:"n" name:"n-predict" default:"-1" help:"Number of tokens to generate, as llama.cpp's -n/--n-predict: -1 (infinity) and -2 (until context filled) both generate until an end-of-generation token or a full context (bankml has no context shift, which llama.cpp also leaves off by default)."`
-	Temp      float32     `name:"temp" default:"0" help:"Temperature; 0 keeps the most likely token at the temperature stage, as llama.cpp (greedy unless an earlier stage or --dynatemp-range changes it)."`
+	NPredict  int         `short:"n" name:"n-predict" default:"-1" help:"Number of tokens to generate, as llama.cpp's -n/--n-predict: -1 (infinity) and -2 (until context filled) both generate until an end-of-generation token or a full context (bankml has no context shift, which llama.cpp also leaves off by default). Given, it overrides a stored model's num_predict."`
+	Temp      float32     `name:"temp" default:"0" help:"Temperature; 0 keeps the most likely token at the temperature stage, as llama.cpp (greedy unless an earlier stage or --dynatemp-range changes it). Given, it overrides a stored model's temperature."`
 	TopK      *int        `name:"top-k" placeholder:"N" help:"Top-k sampling, as llama-cli's --top-k (default 40, or the model's general.sampling.top_k; 0 = off)."`
 	TopP      *float32    `name:"top-p" placeholder:"N" help:"Top-p sampling, as llama-cli's --top-p (default 0.95, or the model's general.sampling.top_p; 1 = off)."`
 	Sampling  runSampling `embed:""`
 	matchFlag
 	Seed      int64       `name:"seed" default:"-1" help:"Seed of the sampler's random draw; -1 picks one at random."`
 	Threads   threadCount `short:"t" name:"threads" default:"${nproc}" help:"Number of threads (default: the number of logical CPUs); 0 or less takes the number of logical CPUs, as llama.cpp; at most 512, ggml's GGML_MAX_N_THREADS)."`
-	Ctx       int         `short:"c" name:"ctx-size" aliases:"ctx" default:"0" help:"Context size in tokens: 0 (the default) takes the model's training context, as llama-server's defaults give a slot; another size is rounded up to a multiple of 256 and capped at the training context, as llama-server does."`
+	Ctx       int         `short:"c" name:"ctx-size" aliases:"ctx" default:"0" help:"Context size in tokens: 0 (the default) takes the model's training context, as llama-server's defaults give a slot; another size is rounded up to a multiple of 256 and capped at the training context, as llama-server does. Given, it overrides a stored model's num_ctx."`
 	IgnoreEOS bool        `name:"ignore-eos" help:"Keep generating past end-of-generation tokens, as llama-cli's --ignore-eos: every end-of-generation token gets a -inf logit bias, so none is drawn (ignored with a warning when the vocabulary has no EOS token, as llama.cpp)."`
 	Special   bool        `name:"special" help:"Print special (control) tokens as their text, as llama-cli's -sp/--special (not with --chat)."`
 	// -r/--reverse-prompt (common/arg.cpp:1885): the engine's stop strings, as serve's "stop" field.
@@ -58,6 +60,8 @@ type runCmd struct {
 
 	// onTurn, when set (by tests), sees every finished chat turn.
 	onTurn func(chatTurn)
+	// given are the flags the command line gave, by kong's name (AfterApply, runmodelfile.go).
+	given map[string]bool
 }
 
 // rawText is a string flag taken byte for byte: kong's own string mapper
@@ -183,10 +187,18 @@ func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error 
 	if capped {
 		fmt.Fprintf(info, "warning: the context (%d) is capped at the model's training context (%d), as llama-server caps a slot\n", r.Ctx, nCtx)
 	}
-	sp, err := r.modelSampling(m.File, stderr)
+	// A stored model's Modelfile settings, as serve's Ollama API applies them, beneath the flags given
+	// (runmodelfile.go).
+	var defaults serve.ModelDefaults
+	ref := ""
+	if stored != nil {
+		defaults, ref = storeserve.Defaults(stored), stored.Ref()
+	}
+	sp, ms, err := r.modelSampling(m.File, defaults, ref, stderr)
 	if err != nil {
 		return err
 	}
+	set := r.settings(defaults, ref, ms, nCtx, &sp, info)
 	if err := r.Sampling.checkGrammar(sp.Grammar, tok); err != nil { // refused before anything is printed
 		return fmt.Errorf("run: %w", err)
 	}
@@ -203,7 +215,7 @@ func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error 
 	}
 	defer e.Close()
 	if r.Chat {
-		return r.chat(e, m.Template, sp, stdin, stdout, stderr, info)
+		return r.chat(e, m.Template, sp, set, stdin, stdout, stderr, info)
 	}
 
 	// tokenize_mixed(prompt, add_special, parse_special), as llama-completion tokenizes -p.
@@ -214,11 +226,14 @@ func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error 
 	if r.VerbosePrompt {
 		verbosePrompt(info, tok, prompt, ids)
 	}
-	if len(ids) >= nCtx { // llama-server refuses a prompt of n_ctx tokens or more
-		return fmt.Errorf("run: the prompt is %d tokens and the context %d: it must be shorter than the context (raise --ctx-size up to the training context %d)", len(ids), nCtx, m.Model.HP.NCtxTrain)
+	if len(ids) >= set.nCtx { // llama-server refuses a prompt of n_ctx tokens or more, serve one of num_ctx or more
+		if set.numCtx {
+			return fmt.Errorf("run: the prompt is %d tokens and the context %d, %s's num_ctx: it must be shorter than the context (-c/--ctx-size N overrides num_ctx, up to the training context %d)", len(ids), set.nCtx, set.ref, m.Model.HP.NCtxTrain)
+		}
+		return fmt.Errorf("run: the prompt is %d tokens and the context %d: it must be shorter than the context (raise --ctx-size up to the training context %d)", len(ids), set.nCtx, m.Model.HP.NCtxTrain)
 	}
-	limit := nCtx - len(ids) // llama-server stops when the cache would fill the context
-	n := r.NPredict
+	limit := set.nCtx - len(ids) // llama-server stops when the cache would fill the context, serve at num_ctx
+	n := set.nPredict
 	if n < 0 || n > limit {
 		n = limit
 	}
@@ -238,7 +253,7 @@ func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error 
 		}
 	}
 	generated := 0
-	stops := []string(r.ReversePrompt)
+	stops := set.stops
 	res, err := e.Generate(context.Background(), engine.Request{
 		Prompt: engine.Prompt{Tokens: ids}, Sampling: sp, NPredict: n, Stop: stops, IgnoreEOS: r.IgnoreEOS, Slot: -1,
 	}, func(t engine.Token) error {
@@ -269,11 +284,11 @@ func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error 
 	if r.Seed == -1 && drawsAtRandom(sp) { // llama-cli prints its sampler seed (completion.cpp:452)
 		fmt.Fprintf(info, "seed: %d\n", res.Seed)
 	}
-	if generated == limit && (r.NPredict < 0 || r.NPredict > limit) {
+	if generated == limit && (set.nPredict < 0 || set.nPredict > limit) {
 		// llama-completion's main loop (tools/completion/completion.cpp): with tokens still to predict and
 		// no context shift (its default), a full context stops the generation with a warning; exit 0.
 		fmt.Fprintf(info, "run: context full (%d tokens: the prompt's %d and %d generated) and context shift is disabled (as llama.cpp's default) => stopping\n",
-			nCtx, len(ids), generated)
+			set.nCtx, len(ids), generated)
 	}
 	fmt.Fprintf(info, "prompt: %d tokens (%s), generated: %d tokens (decode %s)\n",
 		len(ids), perSecond(res.Timings.PromptPerSecond()), generated, perSecond(res.Timings.PredictedPerSecond()))

@@ -102,6 +102,7 @@ type chatTurn struct {
 	word   string  // the -r/--reverse-prompt it stopped at
 
 	nCtx    int    // the context size
+	budget  string // what set the answer's budget: "-n", or a stored model's num_predict
 	seed    string // the draw's seed when the chain draws at random (drawsAtRandom), else ""
 	timings engine.Timings
 }
@@ -113,8 +114,14 @@ type chatSession struct {
 	e         *engine.Engine
 	sp        sample.Params
 	nPredict  int
-	stops     []string // -r/--reverse-prompt: the engine's stop strings
+	stops     []string // -r/--reverse-prompt, or the model's stop: the engine's stop strings
 	ignoreEOS bool
+	// nCtx is the context a turn's prompt and answer may fill: the engine's, or a stored model's num_ctx
+	// (numCtx, ref its NAME:TAG), which bounds each answer as serve's Ollama API bounds it.
+	nCtx   int
+	numCtx bool
+	ref    string
+	budget string // what set nPredict: "-n", or the model's num_predict
 
 	messages []chat.Message // the system message and the finished turns
 	turns    int
@@ -238,14 +245,17 @@ func (c *chatInterrupts) endAnswer() {
 // errRefused marks a user message the conversation does not take (it stays as it was).
 var errRefused = errors.New("message refused")
 
-func (r *runCmd) chat(e *engine.Engine, tmpl *chat.Template, sp sample.Params, stdin io.Reader, stdout, stderr, info io.Writer) error {
-	s := &chatSession{tmpl: tmpl, tok: e.Tokenizer(), e: e, sp: sp, nPredict: r.NPredict, stops: r.ReversePrompt, ignoreEOS: r.IgnoreEOS}
-	if r.System != "" {
-		if !utf8.ValidString(string(r.System)) {
-			return errors.New("run: --system: the text is not valid UTF-8")
-		}
-		s.messages = append(s.messages, chat.Message{Role: "system", Content: string(r.System)})
+func (r *runCmd) chat(e *engine.Engine, tmpl *chat.Template, sp sample.Params, set runSettings, stdin io.Reader, stdout, stderr, info io.Writer) error {
+	s := &chatSession{tmpl: tmpl, tok: e.Tokenizer(), e: e, sp: sp, nPredict: set.nPredict, stops: set.stops, ignoreEOS: r.IgnoreEOS,
+		nCtx: set.nCtx, numCtx: set.numCtx, ref: set.ref, budget: "-n"}
+	if set.modelNPredict {
+		s.budget = set.ref + "'s num_predict"
 	}
+	if !utf8.ValidString(string(r.System)) {
+		return errors.New("run: --system: the text is not valid UTF-8")
+	}
+	// The --system message, or a stored model's SYSTEM, and its MESSAGEs, as serve's Ollama API starts a chat.
+	s.messages = set.conversation(string(r.System))
 	interactive := isTerminal(stdin)
 
 	// Ctrl-C (SIGINT): see chatInterrupts.
@@ -263,7 +273,7 @@ func (r *runCmd) chat(e *engine.Engine, tmpl *chat.Template, sp sample.Params, s
 
 	var in messageReader
 	if interactive {
-		fmt.Fprintf(stderr, "chat: %s; /bye or Ctrl-D ends the conversation, /? lists the commands, Ctrl-C stops an answer\n", chatBanner(tmpl, r.System != ""))
+		fmt.Fprintf(stderr, "chat: %s; /bye or Ctrl-D ends the conversation, /? lists the commands, Ctrl-C stops an answer\n", chatBanner(tmpl, len(s.messages) > 0 && s.messages[0].Role == "system"))
 		in = newTermReader(stdin.(*os.File), stderr, &s.ints)
 	} else {
 		in = newLineReader(stdin, &s.ints)
@@ -372,12 +382,18 @@ func (s *chatSession) turn(user string, out, info io.Writer, verbose bool) (chat
 	if verbose {
 		verbosePrompt(info, s.tok, res.Prompt, ids)
 	}
-	if len(ids) >= s.e.NCtx() { // llama-server refuses a prompt of n_ctx tokens or more
-		return chatTurn{}, fmt.Errorf("turn %d: %w: the prompt is %d tokens and the context %d: it must be shorter than the context; the conversation is kept as it was (a larger --ctx-size holds more)",
-			s.turns+1, errRefused, len(ids), s.e.NCtx())
+	if len(ids) >= s.nCtx { // llama-server refuses a prompt of n_ctx tokens or more, serve one of num_ctx or more
+		ctx := fmt.Sprint(s.nCtx)
+		more := "a larger --ctx-size holds more"
+		if s.numCtx {
+			ctx += ", " + s.ref + "'s num_ctx"
+			more = "-c/--ctx-size N overrides num_ctx"
+		}
+		return chatTurn{}, fmt.Errorf("turn %d: %w: the prompt is %d tokens and the context %s: it must be shorter than the context; the conversation is kept as it was (%s)",
+			s.turns+1, errRefused, len(ids), ctx, more)
 	}
 	s.turns++
-	t := chatTurn{N: s.turns, Prompt: ids, nCtx: s.e.NCtx()}
+	t := chatTurn{N: s.turns, Prompt: ids, nCtx: s.nCtx, budget: s.budget}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -387,6 +403,10 @@ func (s *chatSession) turn(user string, out, info io.Writer, verbose bool) (chat
 	nPredict := s.nPredict
 	if nPredict < 0 {
 		nPredict = -1
+	}
+	bounded := false // the answer's budget is what num_ctx leaves, as serve's Ollama API bounds it
+	if left := s.nCtx - len(ids); s.numCtx && (nPredict < 0 || nPredict > left) {
+		nPredict, bounded = left, true
 	}
 	dec := tokenizer.NewDecoder(s.tok, false)
 	var text []byte
@@ -428,7 +448,7 @@ func (s *chatSession) turn(user string, out, info io.Writer, verbose bool) (chat
 		t.Stop = "eog"
 	case r.StopType == "word":
 		t.Stop, t.word = "reverse-prompt", r.StoppingWord
-	case r.Truncated && !(s.nPredict >= 0 && len(r.Tokens) >= s.nPredict):
+	case r.Truncated && !(s.nPredict >= 0 && len(r.Tokens) >= s.nPredict), bounded && len(r.Tokens) >= nPredict:
 		t.Stop = "context"
 	default:
 		t.Stop = "n-predict"
@@ -476,7 +496,7 @@ func (t chatTurn) summary() string {
 	why := map[string]string{
 		"eog":            "end of generation",
 		"reverse-prompt": fmt.Sprintf("the reverse prompt %q (-r)", t.word),
-		"n-predict":      "-n reached",
+		"n-predict":      t.budget + " reached",
 		"context":        fmt.Sprintf("the context is full (the prompt's %d and the answer's %d tokens fill its %d; a further message will not fit)", len(t.Prompt), len(t.Tokens), t.nCtx),
 		"interrupt":      "interrupted",
 	}[t.Stop]

@@ -22,6 +22,7 @@ import (
 	"github.com/bankml/bankml/gguf"
 	"github.com/bankml/bankml/grammar"
 	"github.com/bankml/bankml/sample"
+	"github.com/bankml/bankml/serve"
 	"github.com/bankml/bankml/tokenizer"
 )
 
@@ -85,14 +86,16 @@ func popString(ctx *kong.DecodeContext, flag string) (string, error) {
 	return s, nil
 }
 
-// samplingParams is base with run's sampling flags set on it: --temp always (run's default 0 is greedy,
-// bankml's deliberate difference from llama-cli's 0.8), --top-k, --top-p and -s/--seed when given, then the
-// others (runSampling.apply, whose warnings go to w). Errors: a flag's value arg.cpp refuses, or one
+// samplingParams is base with run's sampling flags set on it: --temp, --top-k, --top-p and -s/--seed when given
+// (run's --temp default, 0, is in base: modelSampling), then the others (runSampling.apply, whose warnings go to
+// w). Errors: a flag's value arg.cpp refuses, or one
 // sample.Params.Check refuses, named by its flag, or by its general.sampling.* key in f (nil: none) when
 // the flag was not given and the model sets it (nameParam).
 func (r *runCmd) samplingParams(base sample.Params, w io.Writer, f *gguf.File) (sample.Params, error) {
 	p := base
-	p.Temp = r.Temp
+	if r.given["temp"] {
+		p.Temp = r.Temp
+	}
 	if r.TopK != nil {
 		if err := checkInt32("--top-k", *r.TopK); err != nil {
 			return p, err
@@ -106,6 +109,8 @@ func (r *runCmd) samplingParams(base sample.Params, w io.Writer, f *gguf.File) (
 		return p, outOfRange("-s/--seed", r.Seed, -1, int64(sample.DefaultSeed)-1, "-1: a random seed")
 	} else if r.Seed >= 0 {
 		p.Seed = uint32(r.Seed)
+	} else if r.given["seed"] { // -s -1 given: a random seed, over a Modelfile's seed too
+		p.Seed = sample.DefaultSeed
 	}
 	if err := r.Sampling.apply(&p, w); err != nil {
 		return p, err
@@ -120,7 +125,7 @@ var runParams = map[string]struct {
 	flag, key string
 	set       func(r *runCmd) bool
 }{
-	"temperature":           {"--temp", "", func(*runCmd) bool { return true }}, // run's --temp always counts
+	"temperature":           {"--temp", "", func(r *runCmd) bool { return r.given["temp"] }},
 	"top_k":                 {"--top-k", "top_k", func(r *runCmd) bool { return r.TopK != nil }},
 	"top_p":                 {"--top-p", "top_p", func(r *runCmd) bool { return r.TopP != nil }},
 	"min_p":                 {"--min-p", "min_p", func(r *runCmd) bool { return r.Sampling.MinP != nil }},
@@ -172,25 +177,35 @@ func (r *runCmd) nameParam(err error, f *gguf.File) error {
 // modelSampling is the sampling parameters of a run of the model in f, as llama-cli's
 // common_init_from_params makes them (common_init_sampler_from_model, common/common.cpp:1213): llama-cli's
 // defaults, then the model's general.sampling.* values (sample.ApplyModelDefaults) for each one the command
-// line did not set, then the flags. As in arg.cpp, --sampler-seq does not count as setting the sampler order
-// (only --samplers does): a general.sampling.sequence wins over it. The model's temp is not used: run's
-// --temp defaults to 0 (samplingParams). An unknown sampler name in the model is skipped with a warning to
-// stderr, as llama.cpp skips it. Errors: a model default bankml refuses (mirostat 1 or 2, the adaptive_p
-// stage), as a model that cannot be run (exit 2).
-func (r *runCmd) modelSampling(f *gguf.File, stderr io.Writer) (sample.Params, error) {
+// line did not set, then, for a stored model (ref its NAME:TAG), its Modelfile's PARAMETERs (d) as serve's
+// Ollama API reads them (serve.ModelDefaults.RunSettings, returned for the run's other settings), then the flags
+// given. As in arg.cpp, --sampler-seq does not count as setting the sampler order (only --samplers does): a
+// general.sampling.sequence wins over it. The model's general.sampling.temp is not used: run's --temp defaults
+// to 0. An unknown sampler name in the model is skipped with a warning to stderr, as llama.cpp skips it.
+// Errors: a model default bankml refuses (mirostat 1 or 2, the adaptive_p stage), or a PARAMETER serve would
+// refuse, as a model that cannot be run (exit 2).
+func (r *runCmd) modelSampling(f *gguf.File, d serve.ModelDefaults, ref string, stderr io.Writer) (sample.Params, serve.RunSettings, error) {
 	md := sample.DefaultParams()
 	for _, u := range sample.ApplyModelDefaults(&md, f) {
 		fmt.Fprintf(stderr, "bankml: run: %s: unable to match sampler by name '%s': skipped, as llama.cpp skips it\n", sample.KeySamplingSequence, strings.ToLower(u))
 	}
-	p, err := r.samplingParams(md, io.Discard, f) // the flags' warnings were written by Run's first pass
+	md.Temp = r.Temp // run's --temp, its default 0 unless the Modelfile or the flag sets one
+	ms := serve.RunSettings{Sampling: md}
+	if len(d.Options) > 0 {
+		var err error
+		if ms, err = d.RunSettings(md); err != nil {
+			return md, ms, cannotRun(fmt.Errorf("run: %s's PARAMETERs: %w", ref, err))
+		}
+	}
+	p, err := r.samplingParams(ms.Sampling, io.Discard, f) // the flags' warnings were written by Run's first pass
 	if err == nil && r.Sampling.Samplers == nil && r.Sampling.SamplerSeq != nil && modelSequence(f) {
 		p.Samplers = md.Samplers
 		err = r.nameParam(p.Check(), f)
 	}
 	if err != nil {
-		return p, cannotRun(fmt.Errorf("run: the flags with the model's general.sampling.* defaults: %w", err))
+		return p, ms, cannotRun(fmt.Errorf("run: the flags with the model's general.sampling.* defaults: %w", err))
 	}
-	return p, nil
+	return p, ms, nil
 }
 
 // modelSequence reports whether f sets general.sampling.sequence as llama.cpp reads it (a value whose
