@@ -35,7 +35,9 @@ package main
 // message on the next line, joined with "\n". Either way an empty message is
 // skipped, a message starting with "/exit" (llama-cli's prefix test) or "/bye"
 // (Ollama's) ends the conversation, one starting with "/?" or "/help" prints the
-// commands on standard error (Ollama's; neither is sent), and the end of input ends it: Ctrl-D on an empty line on a
+// commands on standard error (Ollama's; neither is sent), one starting with
+// "/clear" (Ollama's) forgets the conversation so far, the system message (and
+// a stored model's MESSAGEs) kept, and the end of input ends it: Ctrl-D on an empty line on a
 // terminal, the end of piped input otherwise. That last rule is
 // llama-completion's conversation mode ("EOF by user"); llama-cli v0.5.0
 // itself skips the empty read and prompts again, forever (cli_context::run
@@ -61,8 +63,8 @@ package main
 // output parser (reasoning into reasoning_content, tool calls); bankml prints
 // and keeps the answer's text as the model wrote it (Qwen3's template itself
 // drops an earlier answer's think block when it renders the conversation
-// again), and does not implement llama-cli's other commands (/regen, /clear,
-// /read, /glob, media). A message or answer that is not valid UTF-8 cannot
+// again), and does not implement llama-cli's other commands (/regen, /read,
+// /glob, media). A message or answer that is not valid UTF-8 cannot
 // be sent as JSON: a message is refused, an answer's invalid bytes become
 // U+FFFD in the conversation (not on standard output). A line ending in "/"
 // keeps its "/" (llama.cpp's console drops it in both modes, its marker for
@@ -79,6 +81,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -123,7 +126,8 @@ type chatSession struct {
 	ref    string
 	budget string // what set nPredict: "-n", or the model's num_predict
 
-	messages []chat.Message // the system message and the finished turns
+	start    []chat.Message // how the conversation starts: the system message, a stored model's MESSAGEs
+	messages []chat.Message // start and the finished turns
 	turns    int
 
 	ints chatInterrupts
@@ -255,7 +259,8 @@ func (r *runCmd) chat(e *engine.Engine, tmpl *chat.Template, sp sample.Params, s
 		return errors.New("run: --system: the text is not valid UTF-8")
 	}
 	// The --system message, or a stored model's SYSTEM, and its MESSAGEs, as serve's Ollama API starts a chat.
-	s.messages = set.conversation(string(r.System))
+	s.start = set.conversation(string(r.System))
+	s.messages = slices.Clone(s.start)
 	interactive := isTerminal(stdin)
 
 	// Ctrl-C (SIGINT): see chatInterrupts.
@@ -307,6 +312,11 @@ func (r *runCmd) chat(e *engine.Engine, tmpl *chat.Template, sp sample.Params, s
 			fmt.Fprint(stderr, chatHelp)
 			continue
 		}
+		if chatClears(msg) {
+			s.messages = slices.Clone(s.start)
+			fmt.Fprintf(stderr, "chat: %s\n", s.cleared())
+			continue
+		}
 		t, err := s.turn(msg, stdout, info, r.VerbosePrompt)
 		if errors.Is(err, errRefused) {
 			refused++
@@ -341,9 +351,30 @@ func chatHelps(msg string) bool {
 	return strings.HasPrefix(msg, "/?") || strings.HasPrefix(msg, "/help")
 }
 
+// chatClears reports whether msg forgets the conversation so far: /clear, Ollama's command (a prefix test, as
+// /exit's); it is never sent to the model.
+func chatClears(msg string) bool {
+	return strings.HasPrefix(msg, "/clear")
+}
+
+// cleared says what /clear did.
+func (s *chatSession) cleared() string {
+	kept := "the system message is kept"
+	switch {
+	case len(s.start) == 0:
+		kept = "the next message starts a new one"
+	case s.start[0].Role != "system":
+		kept = "the model's MESSAGEs are kept"
+	case len(s.start) > 1:
+		kept = "the system message and the model's MESSAGEs are kept"
+	}
+	return "cleared the conversation; " + kept
+}
+
 // chatHelp is what /? prints.
 const chatHelp = `Available commands:
   /bye, /exit    end the conversation (as Ctrl-D does)
+  /clear         forget the conversation so far (the system message kept)
   /?, /help      show this help
 A line ending in \ continues the message on the next line; Ctrl-C stops an answer, and at the prompt ends the
 conversation. Any other line is a message to the model.
@@ -384,12 +415,18 @@ func (s *chatSession) turn(user string, out, info io.Writer, verbose bool) (chat
 	}
 	if len(ids) >= s.nCtx { // llama-server refuses a prompt of n_ctx tokens or more, serve one of num_ctx or more
 		ctx := fmt.Sprint(s.nCtx)
-		more := "a larger --ctx-size holds more"
+		more := " (a larger --ctx-size holds more)"
 		if s.numCtx {
 			ctx += ", " + s.ref + "'s num_ctx"
-			more = "-c/--ctx-size N overrides num_ctx"
+			more = " (-c/--ctx-size N overrides num_ctx)"
 		}
-		return chatTurn{}, fmt.Errorf("turn %d: %w: the prompt is %d tokens and the context %s: it must be shorter than the context; the conversation is kept as it was (%s)",
+		if len(s.messages) > len(s.start) { // the turns so far fill it: /clear lets the conversation go on
+			more = ": /clear forgets it (the system message kept), or a larger --ctx-size holds more"
+			if s.numCtx {
+				more = ": /clear forgets it (the system message kept), or -c/--ctx-size N overrides num_ctx"
+			}
+		}
+		return chatTurn{}, fmt.Errorf("turn %d: %w: the prompt is %d tokens and the context %s: it must be shorter than the context; the conversation is kept as it was%s",
 			s.turns+1, errRefused, len(ids), ctx, more)
 	}
 	s.turns++
@@ -497,7 +534,7 @@ func (t chatTurn) summary() string {
 		"eog":            "end of generation",
 		"reverse-prompt": fmt.Sprintf("the reverse prompt %q (-r)", t.word),
 		"n-predict":      t.budget + " reached",
-		"context":        fmt.Sprintf("the context is full (the prompt's %d and the answer's %d tokens fill its %d; a further message will not fit)", len(t.Prompt), len(t.Tokens), t.nCtx),
+		"context":        fmt.Sprintf("the context is full (the prompt's %d and the answer's %d tokens fill its %d): /clear forgets the conversation so far to go on", len(t.Prompt), len(t.Tokens), t.nCtx),
 		"interrupt":      "interrupted",
 	}[t.Stop]
 	seed := ""

@@ -421,3 +421,55 @@ func TestRunChatTakesOllamasCommands(t *testing.T) {
 		})
 	}
 }
+
+// TestChatClearForgetsTheConversationSoFar: in run --chat, /clear (Ollama's command) forgets the conversation so
+// far, the system message kept, and is not sent: the next message is answered as the first one of a new
+// conversation. When an answer fills the context, its summary says so and suggests /clear, and a message the
+// conversation no longer fits is refused suggesting it too; after /clear the conversation goes on.
+func TestChatClearForgetsTheConversationSoFar(t *testing.T) {
+	model := storiesPath(t)
+	fill := strings.Repeat("Tell me a story about a cat. ", 10) // about 200 tokens: with --ignore-eos the answer fills 256
+	for _, c := range []struct {
+		name    string
+		args    []string
+		stdin   string
+		code    int
+		answers int      // the turns answered
+		same    [][2]int // turns (from 1) whose prompts are equal
+		stderr  []string // in standard error
+	}{
+		{name: "/clear forgets the turns and keeps the system message", args: []string{"--system", "Be kind.", "-n", "6"},
+			stdin: "Hello.\nAnd then?\n/clear\nHello.\n", answers: 3, same: [][2]int{{1, 3}},
+			stderr: []string{"cleared the conversation; the system message is kept"}},
+		{name: "/clear without a system message", args: []string{"-n", "6"},
+			stdin: "Hello.\n/clear\nHello.\n", answers: 2, same: [][2]int{{1, 2}}},
+		{name: "/clear at the start changes nothing", args: []string{"-n", "6"},
+			stdin: "/clear\nHello.\n", answers: 1},
+		{name: "a full context is said, /clear suggested, and /clear goes on", args: []string{"-c", "256", "--ignore-eos"},
+			stdin: fill + "\nAnd then?\n/clear\n" + fill + "\n", code: 1, answers: 2, same: [][2]int{{1, 2}},
+			stderr: []string{"tokens fill its 256): /clear forgets the conversation so far to go on",
+				"the context 256: it must be shorter than the context; the conversation is kept as it was: /clear forgets it (the system message kept), or a larger --ctx-size holds more"}},
+		{name: "/? lists /clear", args: []string{"-n", "4"}, stdin: "/?\n", stderr: []string{"/clear         forget the conversation so far"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var turns []chatTurn
+			var o, e bytes.Buffer
+			code := run(append([]string{"run", model, "--chat", "-t", "1"}, c.args...), strings.NewReader(c.stdin), &o, &e, func(cl *cli) {
+				cl.Run.onTurn = func(t chatTurn) { turns = append(turns, t) }
+			})
+			if code != c.code || len(turns) != c.answers {
+				t.Fatalf("exit %d, %d turns; want exit %d, %d turns; stderr:\n%s", code, len(turns), c.code, c.answers, e.String())
+			}
+			for _, p := range c.same {
+				if a, b := turns[p[0]-1], turns[p[1]-1]; !slices.Equal(a.Prompt, b.Prompt) || !slices.Equal(a.Tokens, b.Tokens) {
+					t.Errorf("turn %d (prompt %d tokens) and turn %d (prompt %d tokens) differ: the conversation was not cleared", p[0], len(a.Prompt), p[1], len(b.Prompt))
+				}
+			}
+			for _, w := range c.stderr {
+				if !strings.Contains(e.String(), w) {
+					t.Errorf("stderr does not say %q:\n%s", w, e.String())
+				}
+			}
+		})
+	}
+}
