@@ -300,6 +300,22 @@ func llamaArgs(args []string, takesValue func(string) bool) (out, warnings []str
 			continue
 		}
 		name, value, eq := strings.Cut(a, "=")
+		// apply runs f's entry on this flag: its arguments for kong, its warning, and its value when that is
+		// the next argument.
+		apply := func(f *llamaFlag) error {
+			w, o, skip, err := f.apply(cmd, name, value, eq, args[i+1:], out, takesValue)
+			if err != nil {
+				return err
+			}
+			out = o
+			if w != "" {
+				warnings = append(warnings, w)
+			}
+			if skip {
+				i++
+			}
+			return nil
+		}
 		if llama {
 			if strings.HasPrefix(name, "--") { // arg.cpp reads "_" in a "--" flag as "-"
 				name = strings.ReplaceAll(name, "_", "-")
@@ -312,16 +328,8 @@ func llamaArgs(args []string, takesValue func(string) bool) (out, warnings []str
 			}
 			seen[name] = true
 			if f := lookupLlama(name, cmd); f != nil {
-				var w string
-				var skip bool
-				if w, out, skip, err = f.apply(cmd, name, value, eq, args[i+1:], out, takesValue); err != nil {
+				if err := apply(f); err != nil {
 					return nil, nil, err
-				}
-				if w != "" {
-					warnings = append(warnings, w)
-				}
-				if skip {
-					i++
 				}
 				continue
 			}
@@ -334,16 +342,8 @@ func llamaArgs(args []string, takesValue func(string) bool) (out, warnings []str
 		} else if f := lookupLlama(name, cmd); f != nil && slices.Contains(f.cmds, cmd) {
 			// An entry of the table for this command (embed's -ub and -f): what it says, and nothing else of
 			// arg.cpp's handling above.
-			var w string
-			var skip bool
-			if w, out, skip, err = f.apply(cmd, name, value, eq, args[i+1:], out, takesValue); err != nil {
+			if err := apply(f); err != nil {
 				return nil, nil, err
-			}
-			if w != "" {
-				warnings = append(warnings, w)
-			}
-			if skip {
-				i++
 			}
 			continue
 		} else if !strings.HasPrefix(name, "--") && len(name) > 2 {
