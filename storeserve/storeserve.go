@@ -123,6 +123,9 @@ type loadCall struct {
 	done chan struct{}
 	l    *loaded
 	err  error
+	// room is the bytes this load holds room for once makeRoom granted it (0 before): only such loads count
+	// against the limits, so that loads still waiting for room never wait on one another.
+	room int64
 }
 
 // New builds a Router over a store.
@@ -439,7 +442,7 @@ func (r *Router) load(ctx context.Context, ref string) (*loaded, error) {
 		r.log.Warn("model refused: the server's KV cache types do not fit it", "model", man.Ref(), "err", err)
 		return nil, &httpError{http.StatusBadRequest, fmt.Sprintf("model '%s' cannot run with this server's KV cache types (-ctk %s -ctv %s): %s", man.Ref(), k, v, strings.TrimPrefix(err.Error(), "model: "))}
 	}
-	if err := r.makeRoom(ctx, man.Model.Size); err != nil {
+	if err := r.makeRoom(ctx, key(ref), man.Model.Size); err != nil {
 		return nil, err
 	}
 	r.log.Info("loading model", "model", man.Ref(), "sha256", man.Model.SHA256)
@@ -534,10 +537,10 @@ func (r *Router) scrubModel(msg, blob string, man *store.Manifest) string {
 }
 
 // makeRoom evicts idle models, least recently used first, until one more model of size bytes fits
-// MaxModels and MaxMemory (counting loads under way). With only busy models in the way it waits, as Ollama's
+// MaxModels and MaxMemory (counting the loads already granted room, not those waiting for it). With only busy models in the way it waits, as Ollama's
 // scheduler does, while the least recently used of them drains (no new requests; evicted once idle), until
 // ctx ends (its error) or the router closes (a 503).
-func (r *Router) makeRoom(ctx context.Context, size int64) error {
+func (r *Router) makeRoom(ctx context.Context, k string, size int64) error {
 	if r.o.MaxMemory > 0 && size > r.o.MaxMemory {
 		// No eviction can make room: a retry would not help, so not a 503 (Ollama answers a model larger
 		// than its memory with a 500 naming both sizes).
@@ -559,13 +562,20 @@ func (r *Router) makeRoom(ctx context.Context, size int64) error {
 			r.mu.Unlock()
 			return &httpError{http.StatusServiceUnavailable, "the server is shutting down"}
 		}
-		n, mem := len(r.loaded)+len(r.loads), size
+		n, mem := len(r.loaded), size
 		for _, l := range r.loaded {
 			mem += l.size
 		}
-		// the load under way for this very request is counted in r.loads: do not count it twice
-		n--
+		for _, c := range r.loads {
+			if c.room > 0 { // a load granted room (not this one, which is not yet)
+				n++
+				mem += c.room
+			}
+		}
 		if (r.o.MaxModels <= 0 || n+1 <= r.o.MaxModels) && (r.o.MaxMemory <= 0 || mem <= r.o.MaxMemory) {
+			if c, ok := r.loads[k]; ok {
+				c.room = max(size, 1)
+			}
 			break
 		}
 		var lru, busy *loaded

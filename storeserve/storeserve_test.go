@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"github.com/bankml/bankml/admit"
 	"io"
 	"log/slog"
@@ -1313,4 +1314,40 @@ func TestAModelWhoseManifestDoesNotReadIsTheSame500OnEveryRoute(t *testing.T) {
 			t.Fatalf("/api/show after the delete: %d %s, want 404", st, b)
 		}
 	})
+}
+
+// TestLoadsWaitingForRoomDoNotWaitOnOneAnother: with --max-models 1 and nothing loaded, requests for two models
+// at once are answered one after the other; a load still waiting for room did not count as holding it, where
+// each waited on the other and neither loaded until its client gave up.
+func TestLoadsWaitingForRoomDoNotWaitOnOneAnother(t *testing.T) {
+	f := newFixture(t, storeserve.Options{MaxModels: 1, NoKeepAlive: true})
+	for round := range 6 {
+		var wg sync.WaitGroup
+		errs := make(chan string, 2)
+		for _, m := range []string{"stories260K", "tiny:q8_0"} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				defer cancel()
+				body := `{"model":"` + m + `","prompt":"Once","stream":false,"options":{"num_predict":2}}`
+				req, _ := http.NewRequestWithContext(ctx, "POST", f.srv.URL+"/api/generate", strings.NewReader(body))
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					errs <- fmt.Sprintf("round %d, %s: %v", round, m, err)
+					return
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 200 {
+					errs <- fmt.Sprintf("round %d, %s: %d %s", round, m, resp.StatusCode, b)
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for e := range errs {
+			t.Error(e)
+		}
+	}
 }
