@@ -36,7 +36,7 @@ func (grammarPackage) build(fn func(peg.GrammarBuilder)) (string, error) {
 		return "", err
 	}
 	if len(warnings) > 0 {
-		return "", fmt.Errorf("%s (bankml refuses a schema it cannot enforce; llama.cpp accepts any string there)", strings.Join(warnings, "; "))
+		return "", fmt.Errorf("%s (bankml refuses a schema it cannot enforce; llama.cpp generates without it)", strings.Join(warnings, "; "))
 	}
 	return g, nil
 }

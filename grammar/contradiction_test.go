@@ -51,3 +51,46 @@ func TestContradictionsAreNamed(t *testing.T) {
 		})
 	}
 }
+
+// TestConverterWarnsOfWhatItDrops checks that the converter warns (bankml's warnings, which every caller refuses
+// as a schema it cannot enforce) where its grammar, as the reference's, leaves out a required property or an
+// allOf component, and stays silent where it enforces the whole schema. The grammars themselves stay the
+// reference's (TestSchemasMatchTheReference).
+func TestConverterWarnsOfWhatItDrops(t *testing.T) {
+	cases := []struct{ name, schema, want string }{
+		{"a required name outside properties without additionalProperties", `{"type": "object", "properties": {"a": {"type": "string"}}, "required": ["b"]}`,
+			`required property "b" is not in properties and additionalProperties allows no other, so the grammar never generates it`},
+		{"a required name outside properties with additionalProperties false", `{"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a", "b"], "additionalProperties": false}`,
+			`required property "b" is not in properties and additionalProperties allows no other, so the grammar never generates it`},
+		{"an allOf of integer bounds, which the converter turns into {}", `{"allOf": [{"type": "integer", "minimum": 1}, {"maximum": 10}]}`,
+			`allOf: a component of type integer is dropped (the converter merges the properties of object components only)`},
+		{"an allOf of an object and a string", `{"allOf": [{"type": "object", "properties": {"a": {"type": "string"}}}, {"type": "string"}]}`,
+			`allOf: a component of type string is dropped (the converter merges the properties of object components only)`},
+		{"an allOf of enums without a common value", `{"allOf": [{"enum": [1, 2]}, {"enum": [3]}]}`,
+			`allOf: no value is in every enum component, so the grammar generates {}`},
+		{"an allOf of an object and an enum", `{"allOf": [{"type": "object", "properties": {"a": {"type": "string"}}}, {"enum": [{"a": "x"}]}]}`,
+			`allOf: an enum component is dropped (the converter intersects enums only when every component is one)`},
+		{"an allOf component requiring a name no component has", `{"allOf": [{"type": "object", "properties": {"a": {"type": "string"}}}, {"type": "object", "properties": {"b": {"type": "integer"}}, "required": ["c"]}]}`,
+			`allOf: required property "c" is in no component's properties, so the grammar never generates it`},
+		{"a required name outside properties that additionalProperties allows", `{"type": "object", "properties": {"a": {"type": "string"}}, "required": ["b"], "additionalProperties": true}`, ""},
+		{"required names all among properties", `{"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}`, ""},
+		{"an allOf of objects, one requiring the other's property", `{"allOf": [{"type": "object", "properties": {"a": {"type": "string"}}}, {"type": "object", "properties": {"b": {"type": "integer"}}, "required": ["a"]}]}`, ""},
+		{"an allOf of a $ref'd object and a description", `{"allOf": [{"$ref": "#/$defs/o"}, {"description": "x"}], "$defs": {"o": {"type": "object", "properties": {"a": {"type": "string"}}}}}`, ""},
+		{"an allOf of enums with a common value", `{"allOf": [{"enum": [1, 2]}, {"enum": [2, 3]}]}`, ""},
+		{"an allOf with an anyOf of objects", `{"allOf": [{"anyOf": [{"type": "object", "properties": {"a": {"type": "string"}}}]}, {"type": "object", "properties": {"b": {"type": "string"}}}]}`, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var warnings []string
+			if _, err := FromJSONSchemaWarn([]byte(c.schema), &warnings); err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case c.want == "" && len(warnings) > 0:
+				t.Fatalf("warned of a schema the grammar enforces: %q", warnings)
+			case c.want != "" && (len(warnings) != 1 || warnings[0] != c.want):
+				t.Fatalf("warnings %q, want [%q]", warnings, c.want)
+			}
+		})
+	}
+}

@@ -684,6 +684,57 @@ func (c *converter) visitPrimitive(ruleName, typ string) string {
 	return c.addPrimitive(name, primitiveRules[typ])
 }
 
+// allOfDropped warns of what visitAllOf's object grammar leaves out (bankml's own warnings; the reference drops
+// them without one): enum components without a value common to all, a component other than an object or a schema
+// without constraints, and a component's required name that no component has a property for. merged are the
+// properties visitAllOf collected.
+func (c *converter) allOfDropped(s *Schema, merged []namedSchema) {
+	allEnums := true
+	for _, child := range s.Children {
+		allEnums = allEnums && target(child).Kind == KindEnum
+	}
+	if allEnums {
+		c.warnings = append(c.warnings, "allOf: no value is in every enum component, so the grammar generates {}")
+		return
+	}
+	var check func(comp *Schema)
+	check = func(comp *Schema) {
+		comp = target(comp)
+		switch comp.Kind {
+		case KindAny:
+		case KindObject:
+			for _, r := range comp.UnknownRequired {
+				if !slices.ContainsFunc(merged, func(p namedSchema) bool { return p.name == r }) {
+					c.warnings = append(c.warnings, "allOf: required property "+strconv.Quote(r)+
+						" is in no component's properties, so the grammar never generates it")
+				}
+			}
+		case KindEnum:
+			c.warnings = append(c.warnings, "allOf: an enum component is dropped (the converter intersects enums only when every component is one)")
+		default:
+			c.warnings = append(c.warnings, "allOf: a component of type "+comp.Kind.String()+
+				" is dropped (the converter merges the properties of object components only)")
+		}
+	}
+	for _, child := range s.Children {
+		if child.Kind == KindAnyOf {
+			for _, alt := range child.Children {
+				check(alt)
+			}
+		} else {
+			check(child)
+		}
+	}
+}
+
+// target follows a $ref to the node it names (the node itself when it is no $ref or an unresolved one).
+func target(s *Schema) *Schema {
+	for seen := 0; s.Kind == KindRef && s.Target != nil && seen < 64; seen++ {
+		s = s.Target
+	}
+	return s
+}
+
 func (c *converter) visitAllOf(s *Schema, name, ruleName string) string {
 	required := map[string]bool{}
 	var props []namedSchema
@@ -733,6 +784,7 @@ func (c *converter) visitAllOf(s *Schema, name, ruleName string) string {
 			return c.addRule(ruleName, "("+strings.Join(inter, " | ")+")")
 		}
 	}
+	c.allOfDropped(s, props)
 	return c.addRule(ruleName, c.objectRule(props, required, name, nil))
 }
 
@@ -766,6 +818,12 @@ func (c *converter) visit(s *Schema, name string) string {
 	case KindObject:
 		if len(s.Properties) == 0 && s.AdditionalProperties != nil && s.AdditionalProperties.Kind == KindAny {
 			return c.addRule(ruleName, c.addPrimitive("object", primitiveRules["object"]))
+		}
+		if s.AdditionalProperties == nil {
+			for _, r := range s.UnknownRequired {
+				c.warnings = append(c.warnings, "required property "+strconv.Quote(r)+
+					" is not in properties and additionalProperties allows no other, so the grammar never generates it")
+			}
 		}
 		var props []namedSchema
 		required := map[string]bool{}

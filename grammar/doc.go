@@ -17,8 +17,8 @@
 // Deliberate differences. A repetition {m,n} with n < m, on which the reference loops forever, is a *ParseError. A
 // schema constraint no value meets (minimum above maximum, bounds with no integer between them, minLength above
 // maxLength, minItems above maxItems) is listed in [SchemaDocument.Contradictions] for callers to refuse; the
-// converter's grammar for it stays the reference's. A
-// token the grammar cannot take, where the reference throws or aborts, is an *AcceptError (the grammar is left as it
+// converter's grammar for it stays the reference's. A required name its grammar never generates and an allOf
+// component it drops are converter warnings (as an unsupported pattern is), with the reference's grammar. A token the grammar cannot take, where the reference throws or aborts, is an *AcceptError (the grammar is left as it
 // was). Trigger patterns are matched by this package's own backtracking matcher of std::regex's ECMAScript syntax over
 // bytes (Go's regexp has no lookahead and matches code points); a pattern it cannot read is an error, and a match that
 // backtracks past a fixed step budget counts as no match. An empty grammar text is an *InitError here; callers treat ""

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -67,6 +68,10 @@ type Schema struct {
 
 	Properties           []SchemaProperty // KindObject, in schema order
 	AdditionalProperties *Schema          // KindObject: nil when not allowed
+	// UnknownRequired (KindObject) are the names of "required" that are not among Properties, in schema order.
+	// The reference reads only the required names it has properties for; bankml keeps the others so that the
+	// converter can refuse to drop them (see [Build]).
+	UnknownRequired []string
 }
 
 // SchemaProperty is one property of an object schema.
@@ -371,6 +376,13 @@ func (b *schemaBuilder) object(s *JSON, path string) *Schema {
 		for i, name := range props.keys {
 			n.Properties = append(n.Properties, SchemaProperty{Name: name,
 				Schema: b.node(props.vals[i], path+"/properties/"+name), Required: required[name]})
+		}
+	}
+	if r := s.get("required"); r.isArray() {
+		for _, name := range r.arr {
+			if name.isString() && !slices.ContainsFunc(n.Properties, func(p SchemaProperty) bool { return p.Name == name.s }) {
+				n.UnknownRequired = append(n.UnknownRequired, name.s)
+			}
 		}
 	}
 	if add := s.get("additionalProperties"); add != nil {

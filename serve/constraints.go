@@ -148,7 +148,7 @@ func schemaGrammar(field string, raw json.RawMessage) (string, error) {
 		return "", failed(err.Error())
 	}
 	if len(warnings) > 0 {
-		return "", badRequest("%q: %s: bankml refuses a schema it cannot enforce (llama.cpp accepts any string there)", field, strings.Join(warnings, "; "))
+		return "", badRequest("%q: %s: bankml refuses a schema it cannot enforce (llama.cpp generates without it)", field, strings.Join(warnings, "; "))
 	}
 	return g, nil
 }

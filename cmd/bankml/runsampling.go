@@ -352,7 +352,7 @@ func (s *runSampling) grammar(p *sample.Params) error {
 			return fmt.Errorf("%s: %w", flag, err)
 		}
 		if len(warnings) > 0 {
-			return fmt.Errorf("%s: %s: bankml refuses a schema it cannot enforce (llama.cpp accepts any string there)", flag, strings.Join(warnings, "; "))
+			return fmt.Errorf("%s: %s: bankml refuses a schema it cannot enforce (llama.cpp generates without it)", flag, strings.Join(warnings, "; "))
 		}
 		// A constraint no value meets (minimum above maximum, …) is refused before generation, as serve does.
 		if doc, err := grammar.ParseSchema(b); err == nil {
