@@ -697,8 +697,7 @@ func (c *converter) allOfDropped(s *Schema, merged []namedSchema) {
 		c.warnings = append(c.warnings, "allOf: no value is in every enum component, so the grammar generates {}")
 		return
 	}
-	var check func(comp *Schema)
-	check = func(comp *Schema) {
+	check := func(comp *Schema) {
 		comp = target(comp)
 		switch comp.Kind {
 		case KindAny:
