@@ -21,8 +21,13 @@
 // .partial file, which the source cannot be blamed for), that partial is discarded and the whole file
 // fetched once more from zero: only a digest that is still wrong then is the source's fault.
 //
-// Errors. Fetch's callers say what is being pulled (package store: "store: pull NAME:TAG: ..."), so Fetch's
-// errors carry no "pull:" prefix of their own: they start with the source or the problem. A source that
+// Probe asks the source of a file already fetched whether it still serves it (a mirror folder's file looked
+// up, an http(s) source asked for its first byte), so that a pull of a model the store has checks its source
+// as ollama pull re-reads the registry's manifest, without downloading the file again.
+//
+// Errors. Fetch's and Probe's callers say which model is being pulled (package store: "store: NAME:TAG: ...",
+// after the command's own "pull: "), so their errors carry no "pull:" prefix of their own: they start with the
+// source or the problem. A source that
 // cannot be reached (no network, a server down) is an error that says how to pull from a mirror instead
 // (--from, $BANKML_MIRROR), or to check the mirror when one was used.
 //
@@ -212,6 +217,96 @@ func Fetch(ctx context.Context, src Source, dir string, o Options) (string, erro
 	return final, nil
 }
 
+// Probe asks the source of a file the store already holds whether it still serves it, without downloading it:
+// a local file or a mirror folder's file is looked up, an http(s) source asked for its first byte (a Range
+// request, redirects followed), retried as Fetch retries. Errors are Fetch's for the same source: one that
+// cannot be reached (with the advice to use, or check, a mirror), a mirror without the file, an HTTP status
+// other than 200/206, and a size other than src.Size ("refused: ..."). The sha256 is not re-read: the bytes
+// were verified when the blob was renamed into place, and only a download could check them again.
+func Probe(ctx context.Context, src Source, o Options) error {
+	if src.Name == "" {
+		src.Name = baseName(src.URL)
+	}
+	if o.Retries <= 0 {
+		o.Retries = 5
+	}
+	if o.Backoff <= 0 {
+		o.Backoff = 500 * time.Millisecond
+	}
+	if o.Client == nil {
+		o.Client = &http.Client{Transport: http.DefaultTransport}
+	}
+	from := src.URL
+	if o.Mirror != "" {
+		from = mirrorPath(o.Mirror, src.Name)
+	}
+	t := &transfer{src: src, from: from, o: o, probe: true}
+	if !isHTTP(from) {
+		st, err := os.Stat(from)
+		switch {
+		case errors.Is(err, fs.ErrNotExist) && o.Mirror != "":
+			return t.noMirrorFile()
+		case err != nil:
+			return err
+		case st.IsDir():
+			return fmt.Errorf("%s is a folder, not the model file", from)
+		case src.Size > 0 && st.Size() != src.Size:
+			return fmt.Errorf("refused: %s has %d bytes, not the expected %d", from, st.Size(), src.Size)
+		}
+		return nil
+	}
+	var last error
+	for attempt := 0; attempt <= o.Retries; attempt++ {
+		if attempt > 0 {
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("%s: %w", from, ctx.Err())
+			case <-time.After(o.Backoff):
+			}
+		}
+		err := t.probeOnce(ctx)
+		var fatal *fatalError
+		if err == nil || errors.As(err, &fatal) || ctx.Err() != nil {
+			return err
+		}
+		last = err
+	}
+	return t.giveUp(last)
+}
+
+// probeOnce asks t.from for its first byte and checks the size it reports.
+func (t *transfer) probeOnce(ctx context.Context) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, t.from, nil)
+	if err != nil {
+		return &fatalError{err}
+	}
+	req.Header.Set("User-Agent", "bankml-pull")
+	req.Header.Set("Range", "bytes=0-0")
+	resp, err := t.o.Client.Do(req)
+	if err != nil {
+		return err // a network error: try again
+	}
+	resp.Body.Close()
+	total := int64(-1)
+	switch resp.StatusCode {
+	case http.StatusOK:
+		total = resp.ContentLength
+	case http.StatusPartialContent:
+		if _, n, ok := contentRange(resp.Header.Get("Content-Range")); ok {
+			total = n
+		}
+	default:
+		if resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests {
+			return &unavailableError{fmt.Errorf("HTTP %s", resp.Status)}
+		}
+		return fatal("%s: HTTP %s", t.from, resp.Status)
+	}
+	if t.src.Size > 0 && total >= 0 && total != t.src.Size {
+		return fatal("refused: %s has %d bytes, not the expected %d", t.from, total, t.src.Size)
+	}
+	return nil
+}
+
 // restart empties the partial file and its hash.
 func restart(f *os.File) (int64, hash.Hash, error) {
 	if err := f.Truncate(0); err != nil {
@@ -246,6 +341,7 @@ type transfer struct {
 	o       Options
 	sink    io.Writer
 	dir     string
+	probe   bool // a Probe: nothing is downloaded, the blob in the store stays
 }
 
 // fetch checks the free disk, completes the file from t.have on and returns its sha256 (lower-case hex).
@@ -299,6 +395,12 @@ func (t *transfer) run(ctx context.Context) error {
 			attempt = 0 // progress was made: an interruption, not a dead source
 		}
 	}
+	return t.giveUp(last)
+}
+
+// giveUp is the error of a source that failed every attempt with last: the source, why, what is kept and,
+// when it could not be reached, the advice to use (or check) a mirror.
+func (t *transfer) giveUp(last error) error {
 	var ue *url.Error
 	var un *unavailableError
 	advice := ""
@@ -323,6 +425,8 @@ func (e *unavailableError) Unwrap() error { return e.err }
 // kept says what an unfinished transfer leaves for the next pull.
 func (t *transfer) kept() string {
 	switch {
+	case t.probe:
+		return "the file already in the store is left as it is"
 	case t.have == 0:
 		return "nothing downloaded"
 	case t.src.Size > 0:
@@ -402,10 +506,7 @@ func (t *transfer) open(ctx context.Context) (io.ReadCloser, int64, int64, error
 	if !isHTTP(t.from) {
 		f, err := os.Open(t.from)
 		if errors.Is(err, fs.ErrNotExist) && t.o.Mirror != "" { // a folder mirror without this file, or no folder
-			if st, serr := os.Stat(t.o.Mirror); serr != nil || !st.IsDir() {
-				return nil, 0, 0, fatal("the mirror %s is no folder (nothing downloaded): check --from or $%s, or unset it to download from the publisher", t.o.Mirror, EnvMirror)
-			}
-			return nil, 0, 0, fatal("the mirror %s has no %s (nothing downloaded): give --from a mirror that holds it, or unset $%s to download from the publisher", t.o.Mirror, t.src.Name, EnvMirror)
+			return nil, 0, 0, t.noMirrorFile()
 		}
 		if err != nil {
 			return nil, 0, 0, &fatalError{err}
@@ -464,6 +565,15 @@ func (t *transfer) open(ctx context.Context) (io.ReadCloser, int64, int64, error
 		}
 		return nil, 0, 0, fatal("%s: HTTP %s", t.from, resp.Status)
 	}
+}
+
+// noMirrorFile is the error of a folder mirror that does not hold the file: no such folder, or no such file
+// in it. What was downloaded is said as Fetch says it (t.kept: nothing, for a Probe).
+func (t *transfer) noMirrorFile() error {
+	if st, serr := os.Stat(t.o.Mirror); serr != nil || !st.IsDir() {
+		return fatal("the mirror %s is no folder (%s): check --from or $%s, or unset it to download from the publisher", t.o.Mirror, t.kept(), EnvMirror)
+	}
+	return fatal("the mirror %s has no %s (%s): give --from a mirror that holds it, or unset $%s to download from the publisher", t.o.Mirror, t.src.Name, t.kept(), EnvMirror)
 }
 
 // contentRange reads "bytes START-END/TOTAL" (TOTAL may be "*": -1).

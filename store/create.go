@@ -224,8 +224,8 @@ func (s *Store) base(ctx context.Context, from string, o CreateOptions) (*Manife
 	if errors.As(err, &nf) { // one sentence naming the model once, as written (nf names it again, as NAME:TAG)
 		return nil, &fromNotFoundError{from: from, nf: nf}
 	}
-	if err != nil {
-		return nil, fmt.Errorf("store: Modelfile: FROM %s: %w", from, err)
+	if err != nil { // "store: Modelfile: FROM NAME: pull NAME:TAG: why": the store's "store: " said once
+		return nil, &wrapError{fmt.Sprintf("store: Modelfile: FROM %s: %s", from, strings.TrimPrefix(err.Error(), "store: ")), err}
 	}
 	c := *m
 	return &c, nil

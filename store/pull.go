@@ -60,9 +60,13 @@ func ParseHF(s string) (u, repo, rev string, err error) {
 
 // Pull brings a model into the store and returns its manifest. what is a catalog NAME[:TAG], an
 // hf://OWNER/REPO[@REV]/FILE or http(s) address (with PullOptions.SHA256), or a local file. A catalog model
-// already in the store with its catalog digest is returned as it is. Errors: package pull's (a wrong digest
-// refused naming both, too little disk, an interrupted transfer kept for the next pull), an unknown name
-// (listing the catalog), a missing --sha256.
+// whose file the store already holds whole is not downloaded again, but its source (the mirror, else the
+// publisher) is asked all the same (pull.Probe), as ollama pull re-reads the registry's manifest of a model it
+// has: one that cannot be reached, lacks the file or serves another size fails the pull, and the manifest
+// written records the source asked. A file in the store cut short or damaged is fetched again. Errors name
+// the model ("store: NAME:TAG: why"; the caller says it pulls): package pull's (a wrong digest refused naming
+// both, too little disk, an interrupted transfer kept for the next pull, a source that cannot be reached), an
+// unknown name (listing the catalog), a missing --sha256.
 func (s *Store) Pull(ctx context.Context, what string, o PullOptions) (*Manifest, error) {
 	if strings.HasPrefix(what, "hf://") || strings.HasPrefix(what, "http://") || strings.HasPrefix(what, "https://") {
 		o.Mirror = absMirror(o.Mirror) // the address asked for, not $BANKML_MIRROR's copy of the catalog
@@ -93,22 +97,50 @@ func (s *Store) Pull(ctx context.Context, what string, o PullOptions) (*Manifest
 		}
 		return nil, fmt.Errorf("store: %w", err)
 	}
-	if m, err := s.Get(e.Ref()); err == nil && m.Model.SHA256 == e.SHA256 {
-		if _, err := os.Stat(s.BlobPath(e.SHA256)); err == nil {
-			return m, nil
-		}
-	}
 	prov := Provenance{Kind: "catalog", URL: e.URL(), Repo: e.Repo, Revision: e.Revision, DigestSource: "bankml's catalog: " + e.Source}
 	fo := o.Fetch
 	fo.Mirror = o.Mirror
-	if _, err := pull.Fetch(ctx, pull.Source{URL: e.URL(), Name: e.BaseName(), Size: e.Size, SHA256: e.SHA256}, s.BlobsDir(), fo); err != nil {
-		return nil, fmt.Errorf("store: pull %s: %w", e.Ref(), err)
+	src := pull.Source{URL: e.URL(), Name: e.BaseName(), Size: e.Size, SHA256: e.SHA256}
+	if st, err := os.Stat(s.BlobPath(e.SHA256)); err == nil && st.Size() == e.Size {
+		if msg, _ := ggufProblem(s.BlobPath(e.SHA256)); msg != "" {
+			os.Remove(s.BlobPath(e.SHA256)) // damaged in the store since it was verified: fetched again below
+		}
 	}
-	if o.Mirror != "" {
-		prov.Mirror = o.Mirror
+	if st, err := os.Stat(s.BlobPath(e.SHA256)); err == nil && st.Size() == e.Size {
+		// The file is in the store already (verified when it was renamed into place). As ollama pull re-reads
+		// the registry's manifest of a model it has, the source is asked all the same: one that cannot be
+		// reached, or that serves another size, fails the pull rather than passing for it.
+		if err := pull.Probe(ctx, src, fo); err != nil {
+			return nil, &pullError{ref: e.Ref(), err: err}
+		}
+	} else if _, err := pull.Fetch(ctx, src, s.BlobsDir(), fo); err != nil { // missing, or cut short: fetched
+		return nil, &pullError{ref: e.Ref(), err: err}
 	}
-	return s.record(e.Name, e.Tag, Blob{SHA256: e.SHA256, Size: e.Size, File: e.BaseName()}, prov, e.License)
+	prov.Mirror = o.Mirror
+	m, err := s.record(e.Name, e.Tag, Blob{SHA256: e.SHA256, Size: e.Size, File: e.BaseName()}, prov, e.License)
+	if err != nil {
+		return nil, &pullError{ref: e.Ref(), err: err}
+	}
+	return m, nil
 }
+
+// pullError is a pull of the model ref that failed: "store: NAME:TAG: why". The command that pulls says it
+// pulls (bankml pull's "pull: "); Resolve, pulling a model on first use for another command, says so
+// ("store: pull NAME:TAG: why", firstUse).
+type pullError struct {
+	ref      string
+	err      error // says why, without the prefix "store: "
+	firstUse bool
+}
+
+func (e *pullError) Error() string {
+	if e.firstUse {
+		return "store: pull " + e.ref + ": " + e.err.Error()
+	}
+	return "store: " + e.ref + ": " + e.err.Error()
+}
+
+func (e *pullError) Unwrap() error { return e.err }
 
 // folderError is the error of a model given as a folder: it exists, but is no model file (not "no such
 // file"). prefix says what it is from ("store: ", "store: Modelfile: FROM ").
@@ -148,17 +180,17 @@ func IsModelName(what string) bool {
 }
 
 // record writes the manifest of a model just brought in (keeping no Modelfile settings: a pull replaces
-// the model, as Ollama's does).
+// the model, as Ollama's does). Its errors carry no "store: " prefix: the caller names the model.
 func (s *Store) record(name, tag string, b Blob, prov Provenance, license string) (*Manifest, error) {
 	if err := s.checkGGUF(b); err != nil {
-		return nil, fmt.Errorf("store: %w", err)
+		return nil, err
 	}
 	prov.Added = time.Now().UTC()
 	m := &Manifest{Name: name, Tag: tag, Model: b, Provenance: prov}
 	if license != "" {
 		m.License = []string{license}
 	}
-	if err := s.Put(m); err != nil {
+	if err := s.put(m); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -171,35 +203,45 @@ func (s *Store) record(name, tag string, b Blob, prov Provenance, license string
 // is returned as it is (I/O).
 func (s *Store) checkGGUF(b Blob) error {
 	p := s.BlobPath(b.SHA256)
-	f, err := os.Open(p)
-	if err != nil {
+	msg, err := ggufProblem(p)
+	if err != nil || msg == "" {
 		return err
 	}
-	magic := make([]byte, 4)
-	_, err = io.ReadFull(f, magic)
-	f.Close()
-	var bad error
-	if err == nil && string(magic) == "GGUF" {
-		g, err := gguf.Open(p)
-		if err == nil {
-			return g.Close()
-		}
-		var pe *os.PathError
-		if errors.As(err, &pe) && !errors.Is(err, gguf.ErrTruncated) {
-			return err // the blob could not be read: I/O, not its bytes
-		}
-		msg := err.Error()
-		if i := strings.Index(msg, "gguf: "); i >= 0 {
-			msg = msg[i:] // the parser's words, without the blob's path
-		}
-		bad = &wrapError{fmt.Sprintf("%s is not a whole GGUF file (%s): nothing stored", b.File, msg), ErrNotGGUF}
-	} else {
-		bad = &wrapError{fmt.Sprintf("%s is not a GGUF file (it does not start with the magic \"GGUF\"): nothing stored", b.File), ErrNotGGUF}
-	}
+	bad := &wrapError{fmt.Sprintf("%s %s: nothing stored", b.File, msg), ErrNotGGUF}
 	if ms, lerr := s.List(); lerr == nil && !slices.ContainsFunc(ms, func(m *Manifest) bool { return m.Model.SHA256 == b.SHA256 }) {
 		os.Remove(p)
 	}
 	return bad
+}
+
+// ggufProblem says what keeps the file at p from being a whole GGUF file, as the end of a sentence about it
+// ("is not a GGUF file (it does not start with the magic \"GGUF\")", "is not a whole GGUF file (gguf: ...)",
+// in the parser's words without the path), or "" when it is one. An error reading the file is returned as it
+// is (I/O, not its bytes).
+func ggufProblem(p string) (string, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return "", err
+	}
+	magic := make([]byte, 4)
+	_, err = io.ReadFull(f, magic)
+	f.Close()
+	if err != nil || string(magic) != "GGUF" {
+		return "is not a GGUF file (it does not start with the magic \"GGUF\")", nil
+	}
+	g, err := gguf.Open(p)
+	if err == nil {
+		return "", g.Close()
+	}
+	var pe *os.PathError
+	if errors.As(err, &pe) && !errors.Is(err, gguf.ErrTruncated) {
+		return "", err // the file could not be read: I/O, not its bytes
+	}
+	msg := err.Error()
+	if i := strings.Index(msg, "gguf: "); i >= 0 {
+		msg = msg[i:] // the parser's words, without the file's path
+	}
+	return "is not a whole GGUF file (" + msg + ")", nil
 }
 
 // storeName is the NAME:TAG a non-catalog source is stored under: o.Name, else the file's base name
@@ -232,17 +274,22 @@ func (s *Store) pullURL(ctx context.Context, u string, prov Provenance, o PullOp
 	sha := strings.ToLower(strings.TrimPrefix(o.SHA256, "sha256:"))
 	fo := o.Fetch
 	fo.Mirror = o.Mirror
+	ref := name + ":" + tag
 	p, err := pull.Fetch(ctx, pull.Source{URL: u, Name: file, SHA256: sha}, s.BlobsDir(), fo)
 	if err != nil {
-		return nil, fmt.Errorf("store: pull %s:%s: %w", name, tag, err) // err names the address
+		return nil, &pullError{ref: ref, err: err} // err names the address
 	}
 	st, err := os.Stat(p)
 	if err != nil {
-		return nil, fmt.Errorf("store: %w", err)
+		return nil, &pullError{ref: ref, err: err}
 	}
 	prov.DigestSource = "given with --sha256"
 	prov.Mirror = o.Mirror
-	return s.record(name, tag, Blob{SHA256: sha, Size: st.Size(), File: file}, prov, "")
+	m, err := s.record(name, tag, Blob{SHA256: sha, Size: st.Size(), File: file}, prov, "")
+	if err != nil {
+		return nil, &pullError{ref: ref, err: err}
+	}
+	return m, nil
 }
 
 func (s *Store) pullFile(ctx context.Context, file string, o PullOptions) (*Manifest, error) {
@@ -251,10 +298,13 @@ func (s *Store) pullFile(ctx context.Context, file string, o PullOptions) (*Mani
 		return nil, err
 	}
 	b, prov, err := s.addFile(ctx, file, o.SHA256, o.Fetch)
-	if err != nil {
-		return nil, fmt.Errorf("store: add %s:%s: %w", name, tag, err)
+	if err == nil {
+		var m *Manifest
+		if m, err = s.record(name, tag, b, prov, ""); err == nil {
+			return m, nil
+		}
 	}
-	return s.record(name, tag, b, prov, "")
+	return nil, fmt.Errorf("store: add %s:%s: %w", name, tag, err)
 }
 
 // addFile copies a local file into the blobs, verified against sha (when given) or hashed, and returns its
@@ -292,12 +342,14 @@ func path(u string) string {
 }
 
 // Resolve returns the model NAME[:TAG] from the store, pulling it from the catalog first when the store
-// does not have it (bankml serve and run's "pull on first use"); pulled reports that it was pulled.
+// does not have it (bankml serve and run's "pull on first use"); pulled reports that it was pulled. A stored
+// model's file is checked whole first (CheckBlob: a missing, cut short or damaged file is an error naming the
+// model, the file and what is wrong); a failed pull on first use says so ("store: pull NAME:TAG: why").
 func (s *Store) Resolve(ctx context.Context, ref string, o PullOptions) (m *Manifest, pulled bool, err error) {
 	m, err = s.Get(ref)
 	if err == nil {
-		if _, serr := os.Stat(s.BlobPath(m.Model.SHA256)); serr != nil {
-			return nil, false, fmt.Errorf("store: %s: its model file %s is missing (pull it again)", m.Ref(), s.BlobPath(m.Model.SHA256))
+		if err := s.CheckBlob(m); err != nil {
+			return nil, false, err
 		}
 		return m, false, nil
 	}
@@ -309,5 +361,11 @@ func (s *Store) Resolve(ctx context.Context, ref string, o PullOptions) (m *Mani
 		return nil, false, &NotFoundError{Ref: name + ":" + tag, Root: s.Root, Catalog: catalog.Refs()}
 	}
 	m, err = s.Pull(ctx, ref, o)
+	var pe *pullError
+	if errors.As(err, &pe) {
+		first := *pe
+		first.firstUse = true
+		return nil, false, &first
+	}
 	return m, err == nil, err
 }

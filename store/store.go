@@ -28,6 +28,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -155,14 +156,38 @@ func DefaultRoot() (string, error) {
 	return filepath.Join(d, "bankml", "models"), nil
 }
 
-// Open returns the store at root, creating its folders.
+// Open returns the store at root, creating its folders. Its errors name root, the store's folder, and what is
+// wrong with it: a file where the folder should be, a folder that cannot be created or read.
 func Open(root string) (*Store, error) {
+	if st, err := os.Stat(root); err == nil && !st.IsDir() {
+		return nil, fmt.Errorf("store: the model store's folder %s is a file, not a folder", root)
+	}
 	for _, d := range []string{root, filepath.Join(root, "blobs"), filepath.Join(root, "manifests")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
-			return nil, fmt.Errorf("store: %w", err)
+			return nil, fmt.Errorf("store: the model store's folder %s cannot be used: %w", root, pathProblem(root, err))
 		}
 	}
+	if _, err := os.ReadDir(filepath.Join(root, "manifests")); err != nil {
+		return nil, fmt.Errorf("store: the model store's folder %s cannot be used: %w", root, pathProblem(root, err))
+	}
 	return &Store{Root: root}, nil
+}
+
+// pathProblem is err, a file system error under the store's folder root, without naming root itself twice: an
+// error about root alone is its cause ("permission denied"); one about a path within it, or above it (a
+// file where a parent folder should be), names that path.
+func pathProblem(root string, err error) error {
+	var pe *fs.PathError
+	if !errors.As(err, &pe) {
+		return err
+	}
+	if pe.Path == root {
+		return pe.Err
+	}
+	if st, serr := os.Stat(pe.Path); serr == nil && !st.IsDir() {
+		return fmt.Errorf("%s is a file, not a folder", pe.Path)
+	}
+	return err
 }
 
 // BlobsDir is where the model files are.
@@ -249,17 +274,21 @@ func typed(params map[string]any) (map[string]any, error) {
 }
 
 // Put writes a manifest (replacing one of the same name and tag) after checking its blob is in the store
-// with the manifest's size.
+// with the manifest's size (CheckBlob).
 func (s *Store) Put(m *Manifest) error {
+	if err := s.put(m); err != nil {
+		return fmt.Errorf("store: %s: %w", m.Ref(), err)
+	}
+	return nil
+}
+
+// put is Put with errors that do not name the model (the caller does).
+func (s *Store) put(m *Manifest) error {
 	if _, _, err := catalog.ParseRef(m.Ref()); err != nil {
-		return fmt.Errorf("store: %w", err)
+		return err
 	}
-	st, err := os.Stat(s.BlobPath(m.Model.SHA256))
-	if err != nil {
-		return fmt.Errorf("store: %s: the model file is not in the store: %w", m.Ref(), err)
-	}
-	if st.Size() != m.Model.Size {
-		return fmt.Errorf("store: %s: blob has %d bytes, the manifest says %d", m.Ref(), st.Size(), m.Model.Size)
+	if err := s.blobProblem(m); err != nil {
+		return err
 	}
 	m.Schema = Schema
 	if m.Modified.IsZero() {
@@ -267,19 +296,55 @@ func (s *Store) Put(m *Manifest) error {
 	}
 	b, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
-		return fmt.Errorf("store: %w", err)
+		return err
 	}
 	return writeAtomic(s.manifestPath(m.Name, m.Tag), append(b, '\n'))
 }
 
-// writeAtomic writes data to path through a temporary file in the same folder and a rename.
+// CheckBlob checks that m's model file is in the store whole: there, with the size m records, and a GGUF file
+// that parses within it (its header, tensor infos and tensor data; gguf.Open). Its error names the model
+// (NAME:TAG), the file's path and what is wrong ("has 600000 bytes, not the 1185376 its manifest records");
+// a file that is missing wraps os.ErrNotExist, one cut short or damaged wraps ErrNotGGUF. Pulling the model
+// again (or removing it) mends the store.
+func (s *Store) CheckBlob(m *Manifest) error {
+	if err := s.blobProblem(m); err != nil {
+		return fmt.Errorf("store: %s: %w", m.Ref(), err)
+	}
+	p := s.BlobPath(m.Model.SHA256)
+	if msg, err := ggufProblem(p); err != nil {
+		return fmt.Errorf("store: %s: its model file %s: %w", m.Ref(), p, err)
+	} else if msg != "" {
+		return fmt.Errorf("store: %s: %w", m.Ref(), &wrapError{fmt.Sprintf("its model file %s %s: pull it again", p, msg), ErrNotGGUF})
+	}
+	return nil
+}
+
+// blobProblem says what is wrong with m's model file in the store, naming its path: missing (wrapping
+// os.ErrNotExist), unreadable, or of another size than m records (wrapping ErrNotGGUF: cut short or damaged).
+func (s *Store) blobProblem(m *Manifest) error {
+	p := s.BlobPath(m.Model.SHA256)
+	st, err := os.Stat(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return &wrapError{fmt.Sprintf("its model file %s is missing (pull it again)", p), os.ErrNotExist}
+	}
+	if err != nil {
+		return fmt.Errorf("its model file: %w", err)
+	}
+	if st.Size() != m.Model.Size {
+		return &wrapError{fmt.Sprintf("its model file %s has %d bytes, not the %d its manifest records (cut short or damaged: pull it again)", p, st.Size(), m.Model.Size), ErrNotGGUF}
+	}
+	return nil
+}
+
+// writeAtomic writes data to path through a temporary file in the same folder and a rename. Its errors name
+// path (the caller names the model).
 func writeAtomic(path string, data []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("store: %w", err)
+		return err
 	}
 	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
 	if err != nil {
-		return fmt.Errorf("store: %w", err)
+		return err
 	}
 	_, err = f.Write(data)
 	if err == nil {
@@ -293,7 +358,7 @@ func writeAtomic(path string, data []byte) error {
 	}
 	if err != nil {
 		os.Remove(f.Name())
-		return fmt.Errorf("store: %w", err)
+		return err
 	}
 	return nil
 }
@@ -377,6 +442,9 @@ func (s *Store) Copy(src, dst string) (*Manifest, error) {
 	m, err := s.Get(src)
 	if err != nil {
 		return nil, err
+	}
+	if err := s.blobProblem(m); err != nil { // named as the source, not as the copy Put would name
+		return nil, fmt.Errorf("store: %s: %w", m.Ref(), err)
 	}
 	name, tag, err := catalog.ParseRef(dst)
 	if err != nil {

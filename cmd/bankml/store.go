@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/alecthomas/kong"
 	"github.com/ollama/ollama/format"
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
@@ -23,21 +24,49 @@ import (
 	"github.com/bankml/bankml/store"
 )
 
-// storeFlag is the model store's folder, shared by the store's commands (package store).
+// storeFlag is the model store's folder, shared by the store's commands (package store). It is not kong's
+// type:"path", which makes an empty $BANKML_MODELS the current folder: empty, as unset, is the default (as an
+// empty $OLLAMA_MODELS is Ollama's); open expands a path as kong would (~/, made absolute).
 type storeFlag struct {
-	Models string `name:"models" env:"BANKML_MODELS" placeholder:"DIR" help:"The model store's folder (default: $$BANKML_MODELS, else the user's data folder's bankml/models, e.g. ~/.local/share/bankml/models)." type:"path"`
+	Models string `name:"models" env:"BANKML_MODELS" placeholder:"DIR" help:"The model store's folder (default: $$BANKML_MODELS, else the user's data folder's bankml/models, e.g. ~/.local/share/bankml/models)."`
 }
 
-// open opens the store.
+// open opens the store. Its error names the folder (store.Open) and what set it: --models or $BANKML_MODELS,
+// else the default; the caller prefixes its command.
 func (f storeFlag) open() (*store.Store, error) {
 	root := f.Models
-	if root == "" {
+	if root != "" {
+		root = kong.ExpandPath(root)
+	} else {
 		var err error
 		if root, err = store.DefaultRoot(); err != nil {
 			return nil, err
 		}
 	}
-	return store.Open(root)
+	s, err := store.Open(root)
+	if err != nil {
+		return nil, fmt.Errorf("%w (%s)", err, f.source())
+	}
+	return s, nil
+}
+
+// source says what named the store's folder, for an error about it.
+func (f storeFlag) source() string {
+	env := os.Getenv(store.EnvModels)
+	switch {
+	case f.Models == "":
+		return "the default; --models DIR or $" + store.EnvModels + " names another"
+	case env != "" && samePath(env, f.Models):
+		return "from $" + store.EnvModels
+	}
+	return "from --models"
+}
+
+// samePath reports whether a and b name the same path once made absolute (kong makes a path flag absolute).
+func samePath(a, b string) bool {
+	aa, err1 := filepath.Abs(a)
+	ab, err2 := filepath.Abs(b)
+	return err1 == nil && err2 == nil && aa == ab
 }
 
 // mirrorFlag is --from, where pulls read from instead of the publisher. $BANKML_MIRROR is not read here but
@@ -122,6 +151,7 @@ type listCmd struct {
 	storeFlag
 }
 
+// Run lists; its errors start "list: ", as every store command's start with the command.
 func (c *listCmd) Run(stdout io.Writer, stderr errWriter) error {
 	if c.Catalog {
 		all := catalog.All()
@@ -137,7 +167,7 @@ func (c *listCmd) Run(stdout io.Writer, stderr errWriter) error {
 	}
 	s, err := c.open()
 	if err != nil {
-		return err
+		return fmt.Errorf("list: %w", err)
 	}
 	all, err := s.List()
 	var ue *store.UnreadableError
@@ -146,7 +176,7 @@ func (c *listCmd) Run(stdout io.Writer, stderr errWriter) error {
 			fmt.Fprintf(stderr, "warning: list: %s is not listed: %v\n", m.Ref, m.Err)
 		}
 	} else if err != nil {
-		return err
+		return fmt.Errorf("list: %w", err)
 	}
 	if c.JSON {
 		if all == nil {
@@ -173,7 +203,7 @@ type showCmd struct {
 func (c *showCmd) Run(stdout io.Writer) error {
 	s, err := c.open()
 	if err != nil {
-		return err
+		return fmt.Errorf("show: %w", err)
 	}
 	m, err := s.Get(c.Model)
 	if err != nil {
@@ -253,7 +283,7 @@ type cpCmd struct {
 func (c *cpCmd) Run(stdout io.Writer) error {
 	s, err := c.open()
 	if err != nil {
-		return err
+		return fmt.Errorf("cp: %w", err)
 	}
 	m, err := s.Copy(c.Source, c.Dest)
 	if err != nil {
@@ -272,7 +302,7 @@ type rmCmd struct {
 func (c *rmCmd) Run(stdout io.Writer) error {
 	s, err := c.open()
 	if err != nil {
-		return err
+		return fmt.Errorf("rm: %w", err)
 	}
 	for _, ref := range c.Models {
 		if err := s.Remove(ref); err != nil {
@@ -294,7 +324,7 @@ type createCmd struct {
 func (c *createCmd) Run(stdout io.Writer, stderr errWriter) error {
 	s, err := c.open()
 	if err != nil {
-		return err
+		return fmt.Errorf("create: %w", err)
 	}
 	f, err := os.Open(c.File)
 	if err != nil {

@@ -202,10 +202,10 @@ func TestStoreAndPullErrorsCarryEachPrefixOnce(t *testing.T) {
 		want string // standard error's last line, whole
 	}{
 		{"pull from a mirror that cannot be reached", []string{"pull", "stories260K", "--from", deadURL}, 1,
-			"bankml: pull: store: pull stories260K:latest: " + deadURL + "/stories260K.gguf: dial tcp " + strings.TrimPrefix(deadURL, "http://") +
+			"bankml: pull: store: stories260K:latest: " + deadURL + "/stories260K.gguf: dial tcp " + strings.TrimPrefix(deadURL, "http://") +
 				": connect: connection refused (nothing downloaded): the mirror " + deadURL + " cannot be reached; check --from or $BANKML_MIRROR"},
 		{"pull from a mirror folder without the file", []string{"pull", "stories260K", "--from", noMirror}, 1,
-			"bankml: pull: store: pull stories260K:latest: the mirror " + noMirror + " is no folder (nothing downloaded): check --from or $BANKML_MIRROR, or unset it to download from the publisher"},
+			"bankml: pull: store: stories260K:latest: the mirror " + noMirror + " is no folder (nothing downloaded): check --from or $BANKML_MIRROR, or unset it to download from the publisher"},
 		{"pull of a local file with another sha256", []string{"pull", file, "--sha256", wrong}, 2,
 			"bankml: pull: store: add stories260K:latest: refused: " + file + " has sha256 " + storiesSHA256 + ", not the expected " + wrong +
 				" (nothing was stored; the copy was removed; the file itself is left as it is)"},
@@ -295,7 +295,7 @@ func TestEveryPullErrorIsPrefixedWithPull(t *testing.T) {
 		{"an address without its sha256", []string{"pull", "https://example.invalid/x.gguf"}, 1,
 			"bankml: pull: store: https://example.invalid/x.gguf: give its sha256 with --sha256 (the digest its publisher records; for Hugging Face, the file's LFS sha256)"},
 		{"a store that cannot open", []string{"pull", file, "--models", notDir}, 1,
-			"bankml: pull: store: mkdir " + notDir + ": not a directory"},
+			"bankml: pull: store: the model store's folder " + notDir + " is a file, not a folder (from --models)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, _, e := bankml(t, tc.args...)
@@ -368,7 +368,7 @@ func TestAnAddressIsPulledFromItselfNotFromTheEnvironmentsMirror(t *testing.T) {
 		{name: "an address with the mirror in the environment", args: []string{"pull", srv.URL + "/files/x.gguf", "--sha256", storiesSHA256, "--name", "x1"},
 			url: srv.URL + "/files/x.gguf"},
 		{name: "an address that cannot be reached, with the mirror in the environment", args: []string{"pull", deadURL + "/files/x.gguf", "--sha256", storiesSHA256, "--name", "x2"}, code: 1,
-			wantStderr: "bankml: pull: store: pull x2:latest: " + deadURL + "/files/x.gguf: dial tcp " + strings.TrimPrefix(deadURL, "http://") +
+			wantStderr: "bankml: pull: store: x2:latest: " + deadURL + "/files/x.gguf: dial tcp " + strings.TrimPrefix(deadURL, "http://") +
 				": connect: connection refused (nothing downloaded): the source cannot be reached; to pull from a mirror instead (an http(s) URL or a folder holding the file), give --from URL|DIR (for a catalog name, $BANKML_MIRROR too)"},
 		{name: "an address with --from", args: []string{"pull", deadURL + "/files/stories260K.gguf", "--sha256", storiesSHA256, "--name", "x3", "--from", models},
 			url: deadURL + "/files/stories260K.gguf", mirror: models},
