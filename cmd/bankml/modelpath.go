@@ -38,5 +38,4 @@ func (c *chatTemplateCmd) Validate() error { return notDirectory("MODEL", c.Mode
 // Validate (kong's hook after parsing) refuses a directory as MODEL.
 func (p *perplexityCmd) Validate() error { return notDirectory("MODEL", p.Model) }
 
-// Validate (kong's hook after parsing) refuses a directory as IN.gguf.
-func (c *quantizeCmd) Validate() error { return notDirectory("IN.gguf", c.In) }
+// quantize's Validate (quantize.go) refuses a directory as IN.gguf too.

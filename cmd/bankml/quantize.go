@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/alecthomas/kong"
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
@@ -26,9 +27,10 @@ import (
 // quantizeCmd is `bankml quantize IN.gguf OUT.gguf --type T`: a float (or quantized) model to ternary, streamed
 // one tensor at a time (package ternary).
 type quantizeCmd struct {
-	In         string      `arg:"" name:"IN.gguf" help:"Model to convert (any tensor type bankml reads)." type:"path"`
-	Out        string      `arg:"" name:"OUT.gguf" optional:"" help:"File to write, through a temporary file beside it (not needed with --dry-run)." type:"path"`
-	Type       string      `name:"type" required:"" enum:"tq2_0,tq1_0,q2_0,ptqtp" help:"Target: tq2_0, tq1_0 or q2_0 (ggml's absmax encoders, byte-identical to llama.cpp's), or ptqtp (K trit-planes per matrix, Fucina's PTQTP)."`
+	In         pathArg     `arg:"" name:"IN.gguf" help:"Model to convert (any tensor type bankml reads)."`
+	Out        pathArg     `arg:"" name:"OUT.gguf" optional:"" help:"File to write, through a temporary file beside it (not needed with --dry-run)."`
+	Positional []string    `arg:"" name:"llama-quantize-args" optional:"" help:"Not taken: llama-quantize's positional TYPE and NTHREADS (IN [OUT] TYPE [NTHREADS]) are refused with bankml's spelling, --type TYPE -t NTHREADS."`
+	Type       string      `name:"type" required:"" help:"Target: tq2_0, tq1_0 or q2_0 (ggml's absmax encoders, byte-identical to llama.cpp's), or ptqtp (K trit-planes per matrix, Fucina's PTQTP); in any case, as llama-quantize, which also takes tq1_0, tq2_0 and q2_0 as their ftype numbers 36, 37 and 41."`
 	Planes     int         `name:"planes" help:"ptqtp: trit-planes per matrix, 1 to 3 (default 2)."`
 	DownPlanes int         `name:"down-planes" help:"ptqtp: planes for ffn_down matrices (default --planes)."`
 	OPlanes    int         `name:"o-planes" help:"ptqtp: planes for attn_output matrices (default --planes)."`
@@ -41,19 +43,90 @@ type quantizeCmd struct {
 	Force      bool        `name:"force" help:"Overwrite OUT if it exists (a regular file only)."`
 }
 
+// quantizeTypes are the targets --type takes: llama-quantize's names, matched in any case as its try_parse_ftype
+// does, and their llama_ftype numbers (include/llama.h's LLAMA_FTYPE_MOSTLY_*), which it takes too; ptqtp is
+// bankml's own and has none.
+var quantizeTypes = []struct{ name, ftype string }{{"tq2_0", "37"}, {"tq1_0", "36"}, {"q2_0", "41"}, {"ptqtp", ""}}
+
+// quantizeType is the target v names (its lower-case name), or false.
+func quantizeType(v string) (string, bool) {
+	for _, t := range quantizeTypes {
+		if strings.EqualFold(v, t.name) || t.ftype != "" && v == t.ftype {
+			return t.name, true
+		}
+	}
+	return "", false
+}
+
+// Validate (kong's hook after parsing, before its check of required flags) refuses a directory as IN.gguf,
+// reads --type in any case or as its ftype number, and refuses llama-quantize's positional forms, IN OUT TYPE
+// [NTHREADS] and IN TYPE [NTHREADS], with bankml's spelling of what was typed.
+func (c *quantizeCmd) Validate() error {
+	if err := notDirectory("IN.gguf", string(c.In)); err != nil {
+		return err
+	}
+	hint := func(form, ty string, nthreads []string) error {
+		s := "bankml quantize IN.gguf OUT.gguf --type " + ty
+		if len(nthreads) > 0 {
+			s += " -t " + nthreads[0]
+		}
+		return fmt.Errorf("llama-quantize's positional form %s is not taken: write %s", form, s)
+	}
+	if c.Type == "" && c.Out != "" {
+		if ty, ok := quantizeType(filepath.Base(string(c.Out))); ok {
+			return hint("IN TYPE [NTHREADS] (which writes ggml-model-TYPE.gguf beside IN)", ty, c.Positional)
+		}
+	}
+	if len(c.Positional) > 0 {
+		if ty, ok := quantizeType(c.Positional[0]); ok {
+			return hint("IN OUT TYPE [NTHREADS]", ty, c.Positional[1:])
+		}
+		return fmt.Errorf("unexpected argument %s: bankml quantize takes IN.gguf and OUT.gguf (llama-quantize's TYPE and NTHREADS are --type and -t here)", c.Positional[0])
+	}
+	if c.Type != "" {
+		ty, ok := quantizeType(c.Type)
+		if !ok {
+			return fmt.Errorf("--type %q: want tq2_0, tq1_0, q2_0 or ptqtp (in any case), or the llama-quantize ftype number of tq2_0, tq1_0 or q2_0: 37, 36 or 41", c.Type)
+		}
+		c.Type = ty
+	}
+	return nil
+}
+
+// pathArg is a file argument or flag as kong's type:"path" reads it (made absolute, ~/ expanded, "-" kept), except
+// that an empty value is refused: kong's path mapper would make it the current directory.
+type pathArg string
+
+// Decode implements kong.MapperValue.
+func (p *pathArg) Decode(ctx *kong.DecodeContext) error {
+	var s string
+	if err := ctx.Scan.PopValueInto("file", &s); err != nil {
+		return err
+	}
+	if s == "" {
+		return errors.New("the file name is empty")
+	}
+	if s != "-" {
+		s = kong.ExpandPath(s)
+	}
+	*p = pathArg(s)
+	return nil
+}
+
 // Run plans the conversion, prints the plan (--dry-run) or streams the model to OUT with a progress bar on a
 // terminal, a line per converted tensor and a summary.
 func (c *quantizeCmd) Run(stdout io.Writer, stderr errWriter) error {
+	in, out := string(c.In), string(c.Out)
 	opt, desc, err := c.options()
 	if err != nil {
 		return err
 	}
 	if !c.DryRun {
-		if err := checkOutput(c.In, c.Out, c.Force); err != nil {
+		if err := checkOutput(in, out, c.Force); err != nil {
 			return err
 		}
 	}
-	src, err := openGGUF("quantize", c.In)
+	src, err := openGGUF("quantize", in)
 	if err != nil {
 		return err
 	}
@@ -65,7 +138,7 @@ func (c *quantizeCmd) Run(stdout io.Writer, stderr errWriter) error {
 	}
 	c.printMatches(stdout, plan)
 	if c.DryRun {
-		if _, err := io.WriteString(stdout, formatPlan(c.In, desc, plan)); err != nil {
+		if _, err := io.WriteString(stdout, formatPlan(in, desc, plan)); err != nil {
 			return err
 		}
 	}
@@ -86,7 +159,7 @@ func (c *quantizeCmd) Run(stdout io.Writer, stderr errWriter) error {
 	defer stop()
 	pool := parallel.New(int(c.Threads))
 	defer pool.Close()
-	bar := newBar(stderr, int64(plan.InBytes), "quantize "+filepath.Base(c.Out))
+	bar := newBar(stderr, int64(plan.InBytes), "quantize "+filepath.Base(out))
 	high := 0 // tensors past --warn-rel-err
 	say := func(line string) {
 		if bar != nil {
@@ -112,7 +185,7 @@ func (c *quantizeCmd) Run(stdout io.Writer, stderr errWriter) error {
 		hooks.Progress = func(n int64) { _ = bar.Add64(n) }
 	}
 	start := time.Now()
-	size, err := fsutil.WriteAtomic(ctx, c.Out, func(w io.Writer) error { return ternary.Export(ctx, src, plan, w, hooks) })
+	size, err := fsutil.WriteAtomic(ctx, out, func(w io.Writer) error { return ternary.Export(ctx, src, plan, w, hooks) })
 	if bar != nil {
 		_ = bar.Finish()
 	}
@@ -124,7 +197,7 @@ func (c *quantizeCmd) Run(stdout io.Writer, stderr errWriter) error {
 		rss = mib(n)
 	}
 	_, err = fmt.Fprintf(stdout, "wrote %s: %d bytes in %.1f s; %d tensors converted%s, %d kept; tensors %s -> %s; peak RSS %s\n",
-		c.Out, size, time.Since(start).Seconds(), plan.Converted, planeCount(plan), len(plan.Tensors)-plan.Converted,
+		out, size, time.Since(start).Seconds(), plan.Converted, planeCount(plan), len(plan.Tensors)-plan.Converted,
 		mib(plan.InBytes), mib(plan.OutBytes), rss)
 	if err == nil && high > 0 {
 		hint := ""
