@@ -18,8 +18,10 @@
 //   - With -b larger than -c llama-perplexity evaluates b/c chunks as parallel sequences of one batch; Compute
 //     evaluates every chunk as its own sequence in batches of min(n_batch, n_ctx) (the logits llama-perplexity
 //     computes with -b <= -c: a batch of several sequences splits into other micro-batches).
-//   - A -b that is neither below -c nor a multiple of it is capped at -c (llama-perplexity stops on a
-//     GGML_ASSERT).
+//   - A -b above -c is capped at -c. (llama-perplexity's main lowers it to ⌊b/c⌋·c before its GGML_ASSERT that
+//     -b is below -c or a multiple of it, which so never fails from the command line.)
+//   - A context below MinNCtx (3) is refused: it scores no token, where llama-perplexity refuses only n_ctx <= 0
+//     and prints NaN estimates.
 //   - Not here: --ppl-stride, --kl-divergence, HellaSwag, WinoGrande, multiple choice, the logits file.
 //
 // Determinism. The result is a pure function of the tokens, n_ctx, n_batch and the logits the Evaluator

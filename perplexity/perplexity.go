@@ -15,6 +15,10 @@ const (
 	DefaultNBatch = 2048
 )
 
+// MinNCtx is the least n_ctx that scores a token: a chunk's tokens n_ctx/2+1 .. n_ctx-1 are scored, none when
+// n_ctx is 1 or 2 (llama-perplexity, which refuses only n_ctx <= 0, prints NaN estimates there).
+const MinNCtx = 3
+
 // Evaluator is the model Compute scores. Evaluate evaluates one chunk as
 // llama-perplexity does: tokens as a new sequence from position 0
 // (llama_memory_clear), decoded in llama_decode calls of nBatch tokens, the
@@ -57,8 +61,8 @@ type Plan struct {
 }
 
 // PlanFor is Compute's plan for a text of n tokens with opt (the defaults for zeros, the batch capped at the
-// context, --chunks applied), or the error Compute gives before evaluating anything: a context below 2 or a
-// batch below 1, or fewer than 2·n_ctx tokens (ErrTooShort, llama-perplexity's "you need at least ... tokens"),
+// context, --chunks applied), or the error Compute gives before evaluating anything: a context below MinNCtx or
+// a batch below 1, or fewer than 2·n_ctx tokens (ErrTooShort, llama-perplexity's "you need at least ... tokens"),
 // which llama-perplexity checks before it prints its "calculating perplexity over N chunks" line.
 func PlanFor(n int, opt Options) (Plan, error) {
 	nCtx, nBatch := opt.NCtx, opt.NBatch
@@ -68,8 +72,9 @@ func PlanFor(n int, opt Options) (Plan, error) {
 	if nBatch == 0 {
 		nBatch = DefaultNBatch
 	}
-	if nCtx < 2 || nBatch < 1 {
-		return Plan{}, fmt.Errorf("perplexity: context %d and batch %d: want a context of at least 2 and a batch of at least 1", nCtx, nBatch)
+	if nCtx < MinNCtx || nBatch < 1 {
+		return Plan{}, fmt.Errorf("perplexity: context %d and batch %d: want a context of at least %d (the least that scores a token) and a batch of at least 1",
+			nCtx, nBatch, MinNCtx)
 	}
 	if n < 2*nCtx {
 		return Plan{}, fmt.Errorf("perplexity: you need at least %d tokens to evaluate perplexity with a context of %d; the text tokenizes to only %d: %w",
@@ -85,7 +90,7 @@ func PlanFor(n int, opt Options) (Plan, error) {
 // Compute scores tokens (the whole text, tokenized with BOS as
 // common_tokenize(ctx, text, true) does) with ev, calling chunkDone (if not
 // nil) with each chunk's index (from 0) and running estimate. Errors: NCtx or
-// NBatch negative or NCtx below 2, fewer than 2·NCtx tokens (ErrTooShort), a
+// NBatch negative or NCtx below MinNCtx, fewer than 2·NCtx tokens (ErrTooShort), a
 // token outside [0, ev.NVocab()), or an error of ev, wrapped with the chunk it occurred in.
 //
 // It cuts the tokens into n_chunk = len/n_ctx chunks of n_ctx tokens (the tail is dropped), replaces the

@@ -107,7 +107,7 @@ func TestEveryCommandGivesTheSameExitStatusForTheSameFault(t *testing.T) {
 		{"run with too many threads is 1", []string{"run", model, "-t", "1000"}, "", 1, "-t/--threads: value 1000 out of range [-2147483648, 512]"},
 		{"serve with a port out of range is 1", []string{"serve", model, "--unpinned", "--port", "70000"}, "", 1, "--port: value 70000 out of range [0, 65535]"},
 		{"embed with an unknown pooling is 1", []string{"embed", model, "--pooling", "bad", "-p", "hi"}, "", 1, "--pooling"},
-		{"perplexity with a negative context is 1", []string{"perplexity", model, text, "-c", "-5"}, "", 1, "-c/--ctx-size: value -5 out of range [2, 1073741824]"},
+		{"perplexity with a negative context is 1", []string{"perplexity", model, text, "-c", "-5"}, "", 1, "-c/--ctx-size: value -5 out of range [3, 1073741824]"},
 		// A value out of range is worded alike on every command: "FLAG: value V out of range [LO, HI]".
 		{"run with -c out of range is 1", []string{"run", model, "-c", "-5"}, "", 1, "run: -c/--ctx-size: value -5 out of range [0, 1073741824]"},
 		{"serve with -c out of range is 1", []string{"serve", model, "--unpinned", "-c", "2000000000"}, "", 1, "serve: -c/--ctx-size: value 2000000000 out of range [0, 1073741824]"},
@@ -123,7 +123,7 @@ func TestEveryCommandGivesTheSameExitStatusForTheSameFault(t *testing.T) {
 		{"serve with --queue out of range is 1", []string{"serve", model, "--unpinned", "--queue", "0"}, "", 1, "serve: --queue: value 0 out of range [1, inf)"},
 		{"serve with --cache-ram out of range is 1", []string{"serve", model, "--unpinned", "-cram", "-2"}, "", 1, "serve: -cram/--cache-ram: value -2 out of range [-1, inf)"},
 		{"perplexity with --chunks out of range is 1", []string{"perplexity", model, text, "--chunks", "0"}, "", 1, "perplexity: --chunks: value 0 out of range [1, inf)"},
-		{"perplexity with -b out of range is 1", []string{"perplexity", model, text, "-b", "0"}, "", 1, "perplexity: -b/--batch-size: value 0 out of range [1, inf)"},
+		{"perplexity with -b out of range is 1", []string{"perplexity", model, text, "-b", "0"}, "", 1, "perplexity: -b/--batch-size: value 0 out of range [1, 2147483647]"},
 		{"quantize with --warn-rel-err out of range is 1", []string{"quantize", model, filepath.Join(dir, "q.gguf"), "--type", "tq2_0", "--warn-rel-err", "-1"}, "", 1, "quantize: --warn-rel-err: value -1 out of range [0, inf)"},
 		{"quantize with --planes out of range is 1", []string{"quantize", model, filepath.Join(dir, "q.gguf"), "--type", "ptqtp", "--planes", "9"}, "", 1, "quantize: --planes: value 9 out of range [1, 3]"},
 		{"quantize with --down-planes out of range is 1", []string{"quantize", model, filepath.Join(dir, "q.gguf"), "--type", "ptqtp", "--down-planes", "-1"}, "", 1, "quantize: --down-planes: value -1 out of range [1, 3]"},

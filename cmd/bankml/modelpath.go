@@ -35,7 +35,4 @@ func (c *detokenizeCmd) Validate() error { return notDirectory("MODEL", c.Model)
 // Validate (kong's hook after parsing) refuses a directory as MODEL.
 func (c *chatTemplateCmd) Validate() error { return notDirectory("MODEL", c.Model) }
 
-// Validate (kong's hook after parsing) refuses a directory as MODEL.
-func (p *perplexityCmd) Validate() error { return notDirectory("MODEL", p.Model) }
-
-// quantize's Validate (quantize.go) refuses a directory as IN.gguf too.
+// perplexity's and quantize's Validate (perplexity.go, quantize.go) refuse a directory as MODEL and IN.gguf too.

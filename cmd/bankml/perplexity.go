@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strings"
 	"time"
@@ -18,9 +20,10 @@ import (
 
 type perplexityCmd struct {
 	Model    string      `arg:"" name:"MODEL" help:"A GGUF model file, or a model NAME[:TAG] from the store, pulled from bankml's catalog on first use (pinned by its manifest)."`
-	File     string      `arg:"" name:"FILE" help:"Text file to score (llama-perplexity -f; one trailing newline is dropped, as it does)." type:"path"`
-	Ctx      int         `short:"c" name:"ctx-size" default:"512" help:"Tokens per chunk (llama-perplexity's -c, default 512); the second half of each chunk is scored."`
-	Batch    int         `short:"b" name:"batch-size" default:"2048" help:"Tokens per decode (llama-perplexity's -b); capped at the chunk size (each chunk is its own sequence)."`
+	File     pathArg     `arg:"" name:"FILE" optional:"" help:"Text file to score, or give it as -f/--file (one trailing newline is dropped, as llama-perplexity's -f does)."`
+	FileFlag pathArg     `short:"f" name:"file" placeholder:"FNAME" help:"Text file to score, as llama-perplexity's -f/--file, instead of FILE."`
+	Ctx      int         `short:"c" name:"ctx-size" default:"512" help:"Tokens per chunk (llama-perplexity's -c, default 512), at least 3: the second half of each chunk is scored, less its first token."`
+	Batch    int         `short:"b" name:"batch-size" default:"2048" help:"Tokens per decode (llama-perplexity's -b), at least 1; capped at the chunk size (each chunk is its own sequence)."`
 	Chunks   int         `name:"chunks" default:"-1" help:"Score at most this many chunks (-1: all; 0 is refused)."`
 	Threads  threadCount `short:"t" name:"threads" default:"${nproc}" help:"Number of threads (the result does not depend on it); 0 or less takes the number of logical CPUs, as llama.cpp; at most 512, ggml's GGML_MAX_N_THREADS)."`
 	Manifest string      `name:"manifest" help:"Provenance manifest (FORK.json), or the file's sha256, to pin the model against."`
@@ -39,21 +42,43 @@ func (e engineEval) Evaluate(t []int32, outputs, nBatch int) ([]float32, error) 
 }
 func (e engineEval) NVocab() int { return e.e.Model().HP.NVocab }
 
+// Validate (kong's hook after parsing) refuses a directory as MODEL, and takes the text file from FILE or
+// -f/--file: one of them, or both naming the same file; neither, or two different files, is a usage error naming
+// them.
+func (p *perplexityCmd) Validate() error {
+	if err := notDirectory("MODEL", p.Model); err != nil {
+		return err
+	}
+	switch file, flag := string(p.File), string(p.FileFlag); {
+	case file == "" && flag == "":
+		return errors.New(`expected "<FILE>" or -f/--file FNAME: the text file to score`)
+	case file != "" && flag != "" && file != flag && !sameFile(file, flag):
+		return fmt.Errorf("the text is given twice, as FILE %q and as -f/--file %q: give one", file, flag)
+	case file == "":
+		p.File = p.FileFlag
+	}
+	return nil
+}
+
 func (p *perplexityCmd) Run(stdout io.Writer, stderr errWriter) error {
 	if p.Chunks == 0 || p.Chunks < -1 {
 		return fmt.Errorf("perplexity: %w", outOfRange("--chunks", p.Chunks, 1, inf, "or -1: all"))
 	}
-	if p.Ctx < 2 || p.Ctx > model.MaxContextSize {
-		return fmt.Errorf("perplexity: %w", outOfRange("-c/--ctx-size", p.Ctx, 2, model.MaxContextSize, "tokens per chunk; 0 is not the training context here: llama-perplexity requires --ctx-size > 0"))
+	// llama-perplexity refuses only -c 0 and below ("perplexity tool requires '--ctx-size' > 0"); with -c 1 or 2
+	// it scores no token (first = n_ctx/2, tokens first+1 .. n_ctx-1) and prints NaN estimates.
+	if p.Ctx < perplexity.MinNCtx || p.Ctx > model.MaxContextSize {
+		return fmt.Errorf("perplexity: %w", outOfRange("-c/--ctx-size", p.Ctx, perplexity.MinNCtx, model.MaxContextSize,
+			"tokens per chunk: the second half of a chunk is scored, less its first token, so 3 is the least that scores one; 0 is not the training context here: llama-perplexity requires --ctx-size > 0"))
 	}
-	if p.Batch < 1 {
-		return fmt.Errorf("perplexity: %w", outOfRange("-b/--batch-size", p.Batch, 1, inf, "tokens per decode call"))
+	// llama-perplexity takes any -b std::stoi reads, and divides by zero with -b 0.
+	if err := checkRanges(intRange{"-b/--batch-size", p.Batch, 1, math.MaxInt32, "tokens per decode call"}); err != nil {
+		return fmt.Errorf("perplexity: %w", err)
 	}
 	// An invalid BANKML_CPU is a usage error (exit 1), as for run and serve, found before any file is read.
 	if _, err := quant.LevelFromEnv(); err != nil {
 		return fmt.Errorf("perplexity: %w", err)
 	}
-	text, err := os.ReadFile(p.File)
+	text, err := os.ReadFile(string(p.File))
 	if err != nil {
 		return fmt.Errorf("perplexity: %w", err)
 	}

@@ -34,7 +34,7 @@ func TestPerplexityCommand(t *testing.T) {
 		want string
 	}{
 		{[]string{"perplexity", model, short}, "you need at least 1024 tokens to evaluate perplexity with a context of 512"},
-		{[]string{"perplexity", model, short, "-c", "1"}, "-c/--ctx-size: value 1 out of range [2, 1073741824]"},
+		{[]string{"perplexity", model, short, "-c", "1"}, "-c/--ctx-size: value 1 out of range [3, 1073741824]"},
 		{[]string{"perplexity", model, filepath.Join(t.TempDir(), "absent.txt")}, "no such file"},
 		{[]string{"perplexity", filepath.Join(t.TempDir(), "absent.gguf"), short}, "bankml: perplexity: guard: open "},
 	} {
@@ -91,7 +91,7 @@ func TestPerplexityRefusesWhatLlamaPerplexityRefusesBeforeItsHeader(t *testing.T
 		want string
 	}{
 		{"a text of one chunk is refused before the header", []string{short, "-c", "600"}, "perplexity: you need at least 1200 tokens to evaluate perplexity with a context of 600; the text tokenizes to only 1023"},
-		{"-c 0 is refused as llama-perplexity refuses it", []string{short, "-c", "0"}, "perplexity: -c/--ctx-size: value 0 out of range [2, 1073741824] (tokens per chunk; 0 is not the training context here: llama-perplexity requires --ctx-size > 0)"},
+		{"-c 0 is refused as llama-perplexity refuses it", []string{short, "-c", "0"}, "perplexity: -c/--ctx-size: value 0 out of range [3, 1073741824] (tokens per chunk: the second half of a chunk is scored, less its first token, so 3 is the least that scores one; 0 is not the training context here: llama-perplexity requires --ctx-size > 0)"},
 		{"--ppl-stride is not implemented", []string{short, "--ppl-stride", "256"}, "perplexity: --ppl-stride: not supported by bankml perplexity: the strided perplexity (llama-perplexity's perplexity_v2) is not implemented"},
 		{"--ppl-output-type goes with it", []string{short, "--ppl-output-type=1"}, "perplexity: --ppl-output-type: not supported by bankml perplexity"},
 		{"--kl-divergence is not implemented", []string{short, "--kl-divergence"}, "perplexity: --kl-divergence: not supported by bankml perplexity: the KL divergence against saved logits is not implemented"},
