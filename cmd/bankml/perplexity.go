@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/alecthomas/kong"
+
 	"github.com/bankml/bankml/admit"
 	"github.com/bankml/bankml/engine"
 	"github.com/bankml/bankml/model"
@@ -19,14 +21,15 @@ import (
 )
 
 type perplexityCmd struct {
-	Model    string      `arg:"" name:"MODEL" help:"A GGUF model file, or a model NAME[:TAG] from the store, pulled from bankml's catalog on first use (pinned by its manifest)."`
-	File     pathArg     `arg:"" name:"FILE" optional:"" help:"Text file to score, or give it as -f/--file (one trailing newline is dropped, as llama-perplexity's -f does)."`
-	FileFlag pathArg     `short:"f" name:"file" placeholder:"FNAME" help:"Text file to score, as llama-perplexity's -f/--file, instead of FILE."`
-	Ctx      int         `short:"c" name:"ctx-size" default:"512" help:"Tokens per chunk (llama-perplexity's -c, default 512), at least 3: the second half of each chunk is scored, less its first token."`
-	Batch    int         `short:"b" name:"batch-size" default:"2048" help:"Tokens per decode (llama-perplexity's -b), at least 1; capped at the chunk size (each chunk is its own sequence)."`
-	Chunks   int         `name:"chunks" default:"-1" help:"Score at most this many chunks (-1: all; 0 is refused)."`
-	Threads  threadCount `short:"t" name:"threads" default:"${nproc}" help:"Number of threads (the result does not depend on it); 0 or less takes the number of logical CPUs, as llama.cpp; at most 512, ggml's GGML_MAX_N_THREADS)."`
-	Manifest string      `name:"manifest" help:"Provenance manifest (FORK.json), or the file's sha256, to pin the model against."`
+	Model     string      `arg:"" optional:"" name:"MODEL" help:"A GGUF model file (or -m/--model FNAME), or a model NAME[:TAG] from the store, pulled from bankml's catalog on first use (pinned by its manifest)."`
+	ModelFlag pathArg     `short:"m" name:"model" placeholder:"FNAME" help:"Path to a GGUF model file, as llama-perplexity's -m/--model, instead of MODEL."`
+	File      pathArg     `arg:"" name:"FILE" optional:"" help:"Text file to score, or give it as -f/--file (one trailing newline is dropped, as llama-perplexity's -f does)."`
+	FileFlag  pathArg     `short:"f" name:"file" placeholder:"FNAME" help:"Text file to score, as llama-perplexity's -f/--file, instead of FILE."`
+	Ctx       int         `short:"c" name:"ctx-size" default:"512" help:"Tokens per chunk (llama-perplexity's -c, default 512), at least 3: the second half of each chunk is scored, less its first token."`
+	Batch     int         `short:"b" name:"batch-size" default:"2048" help:"Tokens per decode (llama-perplexity's -b), at least 1; capped at the chunk size (each chunk is its own sequence)."`
+	Chunks    int         `name:"chunks" default:"-1" help:"Score at most this many chunks (-1: all; 0 is refused)."`
+	Threads   threadCount `short:"t" name:"threads" default:"${nproc}" help:"Number of threads (the result does not depend on it); 0 or less takes the number of logical CPUs, as llama.cpp; at most 512, ggml's GGML_MAX_N_THREADS)."`
+	Manifest  string      `name:"manifest" help:"Provenance manifest (FORK.json), or the file's sha256, to pin the model against."`
 
 	storeFlag  `embed:""` // --models: the store a NAME comes from (storemodel.go)
 	mirrorFlag `embed:""` // --from: the mirror a NAME is pulled from on first use
@@ -42,11 +45,15 @@ func (e engineEval) Evaluate(t []int32, outputs, nBatch int) ([]float32, error) 
 }
 func (e engineEval) NVocab() int { return e.e.Model().HP.NVocab }
 
-// Validate (kong's hook after parsing) refuses a directory as MODEL, and takes the text file from FILE or
-// -f/--file: one of them, or both naming the same file; neither, or two different files, is a usage error naming
-// them.
-func (p *perplexityCmd) Validate() error {
-	if err := notDirectory("MODEL", p.Model); err != nil {
+// Validate (kong's hook after parsing) takes the model from MODEL or -m/--model (resolveModel, which refuses a
+// directory), and the text file from FILE or -f/--file: one of them, or both naming the same file; neither, or
+// two different files, is a usage error naming them. With -m and no -f, the one argument is FILE
+// (bankml perplexity -m MODEL.gguf FILE.txt).
+func (p *perplexityCmd) Validate() (err error) {
+	if p.ModelFlag != "" && p.Model != "" && p.File == "" && p.FileFlag == "" {
+		p.Model, p.File = "", pathArg(kong.ExpandPath(p.Model))
+	}
+	if p.Model, err = resolveModel(p.Model, string(p.ModelFlag)); err != nil {
 		return err
 	}
 	switch file, flag := string(p.File), string(p.FileFlag); {

@@ -7,9 +7,10 @@ import (
 	"testing"
 )
 
-// TestPerplexityTakesLlamaPerplexitysFileFlag: the text is given as llama-perplexity users give it, -f/--file
-// FNAME, or as FILE; either spelling scores the same text. Neither, two different files, or an empty name is a
-// usage error naming FILE and -f/--file, never the current folder read as the text.
+// TestPerplexityTakesLlamaPerplexitysFileFlag: the model and the text are given as llama-perplexity users give
+// them, -m/--model FNAME and -f/--file FNAME, or as MODEL and FILE; every spelling scores the same text. No model,
+// no text, two different files, or an empty name is a usage error naming the argument and the flag, never the
+// current folder read as the file.
 func TestPerplexityTakesLlamaPerplexitysFileFlag(t *testing.T) {
 	model := storiesPath(t)
 	text := filepath.Join("..", "..", "perplexity", "testdata", "heldout-stories.txt")
@@ -30,6 +31,8 @@ func TestPerplexityTakesLlamaPerplexitysFileFlag(t *testing.T) {
 		{"--file=FNAME names it too", []string{model, "--file=" + text}},
 		{"-f before MODEL is taken as well", []string{"-f", text, model}},
 		{"FILE and -f naming the same file are one text", []string{model, text, "-f", text}},
+		{"-m FNAME -f FNAME, llama-perplexity's own spelling, is taken", []string{"-m", model, "-f", text}},
+		{"with -m the one argument is the text", []string{"-m", model, text}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, stdout, stderr := runCLI(append(append([]string{"perplexity"}, tc.args...), flags...)...)
@@ -47,6 +50,8 @@ func TestPerplexityTakesLlamaPerplexitysFileFlag(t *testing.T) {
 		{"no text at all is refused naming FILE and -f", []string{model}, `bankml: perplexity: expected "<FILE>" or -f/--file FNAME: the text file to score`},
 		{"an empty -f is refused naming the flag, not read as the current folder", []string{model, "-f", ""}, "bankml: perplexity: --file: the file name is empty"},
 		{"an empty FILE is refused naming it, not read as the current folder", []string{model, ""}, "bankml: perplexity: [<FILE>]: the file name is empty"},
+		{"no model is refused naming MODEL and -m", []string{"-f", text}, `bankml: perplexity: expected "<MODEL>" or -m/--model FNAME: the GGUF file to load`},
+		{"an empty -m is refused naming the flag", []string{"-m", "", "-f", text}, "bankml: perplexity: --model: the file name is empty"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, stdout, stderr := runCLI(append([]string{"perplexity"}, tc.args...)...)
