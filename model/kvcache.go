@@ -102,10 +102,10 @@ func checkCacheTypes(headDim int, t CacheTypes) error {
 		switch x.t {
 		case gguf.F16, gguf.Q8_0, gguf.Q4_0:
 		default:
-			return fmt.Errorf("model: %s cache type %s is not supported by bankml (allowed: %s)", x.kv, x.t, strings.Join(CacheTypeNames, ", "))
+			return fmt.Errorf("%s cache type %s is not supported by bankml (allowed: %s)", x.kv, x.t, strings.Join(CacheTypeNames, ", "))
 		}
 		if bs := x.t.BlockSize(); headDim%bs != 0 {
-			return fmt.Errorf("model: %s cache type %s with block size %d does not divide n_embd_head_%s=%d",
+			return fmt.Errorf("%s cache type %s with block size %d does not divide n_embd_head_%s=%d",
 				x.kv, x.t, bs, strings.ToLower(x.kv), headDim)
 		}
 	}

@@ -174,8 +174,8 @@ func TestQuantizedKVRefusals(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := m.NewContextTypes(256, 1, tc.types)
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("error %v, want one containing %q", err, tc.want)
+			if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+				t.Errorf("error %v, want one starting with %q (llama.cpp's words, no package prefix)", err, tc.want)
 			}
 			if tc.types.K == gguf.Q4_1 {
 				return
