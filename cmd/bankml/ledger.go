@@ -23,9 +23,9 @@ type ledgerCmd struct {
 }
 
 type ledgerVerifyCmd struct {
-	Dir  string `arg:"" name:"DIR" help:"The ledger folder (serve's --history DIR)." type:"path"`
-	Root string `help:"A head published earlier (GET /bankml/ledger's root, hex): the first --size entries must still have this RFC 6962 root (the only way to catch a changed or removed last entry)."`
-	Size uint64 `help:"The entry count of the head given by --root."`
+	Dir  string  `arg:"" name:"DIR" help:"The ledger folder (serve's --history DIR)." type:"path"`
+	Root string  `help:"A head published earlier (GET /bankml/ledger's root, hex): the first --size entries must still have this RFC 6962 root (the only way to catch a changed or removed last entry)."`
+	Size *uint64 `help:"The entry count of the head given by --root (at least 1); --root and --size are given together."`
 
 	Key          string   `name:"key" placeholder:"PUB" help:"The operator's public key (FILE.pub, FILE.pem, the private key file, or a verifier key inline): also audit the transparency log the history is committed to, whose checkpoints it signs."`
 	Log          string   `name:"log" placeholder:"WHERE" help:"The transparency log: its tlog-tiles URL (http://HOST/bankml/ledger/), a folder, or mysql:DSN (default with --key: DIR/log, serve's POSIX log)."`
@@ -56,8 +56,8 @@ type logVerdict struct {
 }
 
 func (c *ledgerVerifyCmd) Run(stdout io.Writer, stderr errWriter) error {
-	if (c.Root == "") != (c.Size == 0) {
-		return fmt.Errorf("ledger verify: --root and --size go together")
+	if err := c.checkHeadFlags(); err != nil {
+		return fmt.Errorf("ledger verify: %w", err)
 	}
 	if c.Root != "" {
 		// A head that is no hash is a bad flag value (exit 1), not a changed ledger (2).
@@ -274,23 +274,38 @@ func hashArg(flag, v string) (ledger.Hash, error) {
 	return h, nil
 }
 
+// checkHeadFlags refuses a head given by halves or with no entries: --root without --size, --size without
+// --root, and --size 0 (no published head has no entries: its root would prove nothing), each named.
+func (c *ledgerVerifyCmd) checkHeadFlags() error {
+	switch {
+	case c.Size != nil && *c.Size == 0:
+		return outOfRange("--size", 0, 1, inf, "the entry count of the head given by --root: a published head has at least one entry")
+	case c.Root != "" && c.Size == nil:
+		return errors.New("--root needs --size: the entry count of the head whose root it is")
+	case c.Root == "" && c.Size != nil:
+		return fmt.Errorf("--size %d needs --root: the root of the head of %d entries", *c.Size, *c.Size)
+	}
+	return nil
+}
+
 // checkHead checks, with --root and --size, that the first Size entries
 // (their leaf hashes) still have the published root (RFC 6962 §2.1): the
 // only check that catches a changed or removed last entry. A mismatch wraps
 // ledger.ErrCorrupt.
 func (c *ledgerVerifyCmd) checkHead(leaves []ledger.Hash) error {
-	if c.Size == 0 {
+	if c.Size == nil {
 		return nil
 	}
-	if uint64(len(leaves)) < c.Size {
-		return fmt.Errorf("%w: the ledger has %d entries, the head given has %d: entries were removed", ledger.ErrCorrupt, len(leaves), c.Size)
+	size := *c.Size
+	if uint64(len(leaves)) < size {
+		return fmt.Errorf("%w: the ledger has %d entries, the head given has %d: entries were removed", ledger.ErrCorrupt, len(leaves), size)
 	}
 	want, err := hashArg("--root", c.Root)
 	if err != nil {
 		return err
 	}
-	if got := ledger.Root(leaves[:c.Size]); got != want {
-		return fmt.Errorf("%w: the first %d entries have root %x, not the head given (%s): an entry was changed", ledger.ErrCorrupt, c.Size, got, c.Root)
+	if got := ledger.Root(leaves[:size]); got != want {
+		return fmt.Errorf("%w: the first %d entries have root %x, not the head given (%s): an entry was changed", ledger.ErrCorrupt, size, got, c.Root)
 	}
 	return nil
 }

@@ -116,7 +116,7 @@ func TestLedgerVerifyCatchesTheLastEntry(t *testing.T) {
 			t.Errorf("%s: exit %d, %q; want exit 2 naming %q", c.name, code, stderr, c.want)
 		}
 	}
-	if code, _, stderr := runCLI("ledger", "verify", dir, "--root", head.Root); code != 1 || !strings.Contains(stderr, "go together") {
+	if code, _, stderr := runCLI("ledger", "verify", dir, "--root", head.Root); code != 1 || !strings.Contains(stderr, "--root needs --size") {
 		t.Errorf("--root without --size: exit %d, %q; want the usage error (exit 1)", code, stderr)
 	}
 }

@@ -244,18 +244,61 @@ func parseErrorLine(err error, app *kong.Application, first string, args []strin
 		help = "bankml " + cmd + " --help" // a subcommand's own flags and arguments
 	}
 	if pe != nil && pe.Context != nil {
-		if m, ok := negativeCount(pe.Context, err, args); ok {
+		if m, ok := negativeArg(pe.Context, err, args); ok {
 			return fmt.Sprintf("bankml: %s: %s; see %s)", cmd, m, help)
+		}
+		if m, ok := unknownCommand(pe.Context, err.Error()); ok {
+			if cmd != "" {
+				m = cmd + ": " + m
+			}
+			return fmt.Sprintf("bankml: %s (see %s)", m, help)
 		}
 	}
 	return fmt.Sprintf("bankml: %s (see %s)", msg, help)
 }
 
-// negativeCount words kong's "unknown flag -1" where the command's next argument is a count (an unsigned
-// integer, such as ledger prove's I): kong reads a negative number there as a flag, but the user gave a value
-// below the count's range. It returns "NAME: value -N out of range [0, inf) (what NAME is" (the caller closes
-// the parenthesis after the pointer to the command's help), or false when err is something else.
-func negativeCount(ctx *kong.Context, err error, args []string) (string, bool) {
+// unknownCommand words kong's "unexpected argument X" (with its "did you mean" when it has one) as cobra's CLIs
+// and ollama do, `unknown command "X"`, where the words so far select a command that has subcommands and takes no
+// argument of its own (bankml itself, ledger, key, receipt): there a word is a command's name or nothing. ok is
+// false elsewhere (an extra argument to a command that takes arguments stays kong's "unexpected argument").
+func unknownCommand(ctx *kong.Context, msg string) (string, bool) {
+	rest, found := strings.CutPrefix(msg, "unexpected argument ")
+	if !found {
+		return "", false
+	}
+	node := ctx.Selected()
+	if node == nil {
+		node = ctx.Model.Node
+	}
+	if len(node.Positional) > 0 {
+		return "", false
+	}
+	hasCommands := false
+	for _, c := range node.Children {
+		if c.Type == kong.ArgumentNode {
+			return "", false
+		}
+		hasCommands = hasCommands || c.Type == kong.CommandNode
+	}
+	if !hasCommands {
+		return "", false
+	}
+	word, suggestion, _ := strings.Cut(rest, ", did you mean ")
+	m := fmt.Sprintf("unknown command %q", word)
+	if suggestion != "" {
+		m += ", did you mean " + suggestion
+	}
+	return m, true
+}
+
+// negativeArg words kong's "unknown flag -1" where the command still takes a numeric argument: kong reads a
+// negative number as a flag, but the user gave a value below the argument's range. The argument is the first one
+// not given yet that is a count (an unsigned integer, such as ledger prove's I: range [0, inf), its help the
+// note) or has a range tag (detokenize's IDS, with its rangenote), or a list given already that takes more
+// (detokenize FILE 5 -1), so a number is named as what it would be even before an argument missing in front of
+// it (ledger prove -1 says I, not DIR). It returns "NAME: value -N out of range R (NOTE" (the caller closes the
+// parenthesis after the pointer to the command's help), or false when err is something else.
+func negativeArg(ctx *kong.Context, err error, args []string) (string, bool) {
 	digit, ok := strings.CutPrefix(err.Error(), "unknown flag -")
 	if !ok || digit == "" || digit[0] < '0' || digit[0] > '9' {
 		return "", false
@@ -265,18 +308,27 @@ func negativeCount(ctx *kong.Context, err error, args []string) (string, bool) {
 		return "", false
 	}
 	var next *kong.Positional
+	r, note := "", ""
 	for _, p := range node.Positional {
-		if !p.Set {
-			next = p
+		if p.Set && p.Target.Kind() != reflect.Slice {
+			continue
+		}
+		if r = p.Tag.Get("range"); r != "" {
+			next, note = p, p.Tag.Get("rangenote")
+			break
+		}
+		switch p.Target.Kind() {
+		case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+			next, r, note = p, "[0, inf)", strings.TrimSuffix(p.Help, ".")
+			if note != "" {
+				note = strings.ToLower(note[:1]) + note[1:]
+			}
+		}
+		if next != nil {
 			break
 		}
 	}
 	if next == nil {
-		return "", false
-	}
-	switch next.Target.Kind() {
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-	default:
 		return "", false
 	}
 	value := "-" + digit[:1]
@@ -286,11 +338,7 @@ func negativeCount(ctx *kong.Context, err error, args []string) (string, bool) {
 			break
 		}
 	}
-	what := strings.TrimSuffix(next.Help, ".")
-	if what != "" {
-		what = strings.ToLower(what[:1]) + what[1:]
-	}
-	return fmt.Sprintf("%s: value %s out of range [0, inf) (%s", next.Name, value, what), true
+	return fmt.Sprintf("%s: value %s out of range %s (%s", next.Name, value, r, note), true
 }
 
 // flagFirst drops kong's "--flag: " before a mapper's error that names the flag itself with its short form

@@ -24,7 +24,7 @@ type tokenizeCmd struct {
 // detokenizeCmd prints the text of token ids.
 type detokenizeCmd struct {
 	Model         string   `arg:"" name:"FILE" help:"Path to a GGUF file (only its vocabulary is read)." type:"path"`
-	IDs           []string `arg:"" optional:"" name:"IDS" help:"Token ids (separated by spaces or commas; [ and ] are ignored, so tokenize --ids-only output works); read from standard input when absent."`
+	IDs           []string `arg:"" optional:"" name:"IDS" range:"[0, n_vocab)" rangenote:"token ids, below the model's vocabulary size" help:"Token ids (separated by spaces or commas; [ and ] are ignored, so tokenize --ids-only output works); read from standard input when absent."`
 	NoSpecial     bool     `name:"no-special" help:"Render control tokens (such as <|im_end|>) as nothing instead of their text."`
 	RemoveSpecial bool     `name:"remove-special" help:"Drop a leading BOS and a trailing EOS where the model adds them (llama_detokenize remove_special)."`
 }
