@@ -135,7 +135,7 @@ func TestReceiptVerifyAndLedgerVerifyCheckAServedAnswer(t *testing.T) {
 		want string
 	}{
 		{"the receipt, its text and request, and its leaf over HTTP", []string{answerPath, "--key", keyPath + ".pub", "--answer", textPath, "--request", requestPath, "--log", url + "/bankml/ledger/"}, 0, `"inclusion": "leaf 0 of`},
-		{"the key as PEM", []string{answerPath, "--key", keyPath + ".pem"}, 0, `"signature": "verified"`},
+		{"the key as PEM", []string{answerPath, "--key", keyPath + ".pem", "--answer", textPath}, 0, `"signature": "verified"`},
 		{"a text with one byte more", []string{answerPath, "--key", keyPath + ".pub", "--answer", changedText}, 2, `"answer": "FAILED`},
 		{"another key", []string{answerPath, "--key", otherKey + ".pub"}, 2, `signed by another key`},
 		{"a changed receipt", []string{changedReceipt, "--key", keyPath + ".pub"}, 2, `does not verify`},
@@ -303,13 +303,25 @@ func TestALogThatCannotBeReadLeavesTheInclusionNotCheckedNotFailed(t *testing.T)
 	forked := cliProofServer(t, t.TempDir(), keyPath) // the same key, other answers
 	empty := cliProofServer(t, t.TempDir(), keyPath)  // the same key, no answers
 	answer := filepath.Join(t.TempDir(), "answer.json")
+	text := filepath.Join(t.TempDir(), "text.txt")
 	for i, u := range []string{url, forked} {
 		resp, err := httpPost(u+"/v1/completions", fmt.Sprintf(`{"prompt": "Once upon a time %d", "max_tokens": 3}`, i))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if u == url {
+			var a struct {
+				Choices []struct {
+					Text string `json:"text"`
+				} `json:"choices"`
+			}
+			if err := json.Unmarshal(resp, &a); err != nil || len(a.Choices) != 1 {
+				t.Fatalf("%v: %s", err, resp)
+			}
 			if err := os.WriteFile(answer, resp, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(text, []byte(a.Choices[0].Text), 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -337,7 +349,7 @@ func TestALogThatCannotBeReadLeavesTheInclusionNotCheckedNotFailed(t *testing.T)
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			start := time.Now()
-			code, stdout, stderr := runCLI("receipt", "verify", answer, "--key", keyPath+".pub", "--log", c.log, "--timeout", c.timeout)
+			code, stdout, stderr := runCLI("receipt", "verify", answer, "--key", keyPath+".pub", "--answer", text, "--log", c.log, "--timeout", c.timeout)
 			var v receiptVerdict
 			if err := json.Unmarshal([]byte(stdout), &v); err != nil {
 				t.Fatalf("verdict %q: %v (stderr %q)", stdout, err, stderr)

@@ -22,13 +22,13 @@ import (
 
 // receiptCmd is `bankml receipt verify RECEIPT` (provenance.VerifyReceipt, ledger's log client).
 type receiptCmd struct {
-	Verify receiptVerifyCmd `cmd:"" help:"Check a signed receipt: its Ed25519 signature by --key, and with --answer/--request the hashes of the text and request, with --log its leaf in the transparency log; print the verdict as JSON; exit 2 when a check fails or nothing was checked."`
+	Verify receiptVerifyCmd `cmd:"" help:"Check a signed receipt: its Ed25519 signature by --key, and with --answer/--request the hashes of the text and request, with --log its leaf in the transparency log; print the verdict as JSON; exit 2 when a check fails or nothing was checked, 1 when a check could not be made (the answer's text without --answer, a log that cannot be read)."`
 }
 
 type receiptVerifyCmd struct {
 	Receipt  string   `arg:"" name:"RECEIPT" help:"A file holding the receipt (a bankml_receipt object, an answer carrying one as bankml_receipt, or a streamed answer saved as received: SSE data: lines or Ollama's NDJSON, whose last chunk carries it); - for standard input."`
 	Key      string   `name:"key" placeholder:"PUB" help:"The operator's public key: a file (FILE.pub, FILE.pem, or the private key) or a verifier key inline. Without it the signature is not checked (the verdict says so; with no other check either, ok is false)."`
-	Answer   string   `name:"answer" type:"path" placeholder:"FILE" help:"The answer text exactly as received: its sha256 must be the receipt's response_sha256."`
+	Answer   string   `name:"answer" type:"path" placeholder:"FILE" help:"The answer text exactly as received: its sha256 must be the receipt's response_sha256. Without it the text is not checked (the verdict says NOT CHECKED, exit 1)."`
 	Request  string   `name:"request" type:"path" placeholder:"FILE" help:"The request body exactly as sent: its sha256 must be the receipt's request_sha256."`
 	Log      string   `name:"log" placeholder:"URL" help:"The transparency log (its tlog-tiles prefix, e.g. http://127.0.0.1:8080/bankml/ledger/, or a folder): the receipt's entry_sha256 must be leaf ledger_index of its latest checkpoint, signed by --key."`
 	Witness  []string `name:"witness" placeholder:"VKEY" help:"With --log: require the checkpoint to be cosigned by this witness (its verifier key or a file holding it); repeatable."`
@@ -186,8 +186,8 @@ func (c *receiptVerifyCmd) Run(stdin io.Reader, stdout io.Writer) error {
 			v.OK, v.Reason, failed = false, check+": "+reason, true
 		}
 	}
-	// notChecked records a check that could not be made (the log could not be read): no verdict on the
-	// receipt, an I/O error (exit 1) unless another check failed.
+	// notChecked records a check that could not be made (the log could not be read, no --answer to check the
+	// text against): no verdict on the receipt, exit 1 unless another check failed.
 	notChecked := func(check, reason string) {
 		v.Checks[check] = "NOT CHECKED: " + reason
 		if v.OK {
@@ -242,6 +242,11 @@ func (c *receiptVerifyCmd) Run(stdin io.Reader, stdout io.Writer) error {
 		// Without --key, --answer, --request or --log nothing was checked: the receipt's hashes are of
 		// bytes only the client holds, its signature needs the key.
 		v.OK, v.Reason = false, "nothing verified: give --key (and --log) to check the signature (and the leaf), --answer and --request to check the hashes"
+	} else if c.Answer == "" {
+		// A verified signature (or leaf) vouches for the receipt, not for a text the client holds: the answer a
+		// file carries (a saved stream's deltas, an answer's text) may have been changed after the receipt was
+		// made. Without --answer that is said, as a log that cannot be read is: not checked, exit 1.
+		notChecked("answer", "no --answer: the answer's text is covered only by the receipt's response_sha256; give the text as received with --answer FILE")
 	}
 	if werr := writeJSON(stdout, v); werr != nil {
 		return werr
