@@ -34,19 +34,39 @@ func DefaultOptions() Options {
 		Eps: 1e-8, Clip: 1, Lambda: 0.5, Seed: 1}
 }
 
-// Validate checks the options.
+// Validate checks the options. An error names the option by the flag of bankml train that sets it, in the CLI's
+// range wording ("train: --lr: value 0 out of range (0, inf)"); Beta1, Beta2 and Eps, which no flag sets, by their
+// field names.
 func (o Options) Validate() error {
-	if o.Steps < 1 || o.Batch < 1 || o.Warmup < 0 {
-		return fmt.Errorf("train: steps %d, batch %d and warmup %d: want steps and batch ≥ 1, warmup ≥ 0", o.Steps, o.Batch, o.Warmup)
+	bad := func(name string, v any, r, note string) error {
+		if note != "" {
+			note = " (" + note + ")"
+		}
+		return fmt.Errorf("train: %s: value %v out of range %s%s", name, v, r, note)
 	}
-	if !(o.LR > 0) || o.MinLR < 0 || o.MinLR > o.LR || o.WeightDecay < 0 || o.Clip < 0 {
-		return fmt.Errorf("train: lr %g, min_lr %g, weight_decay %g, clip %g: want 0 ≤ min_lr ≤ lr, lr > 0, the others ≥ 0", o.LR, o.MinLR, o.WeightDecay, o.Clip)
-	}
-	if !(o.Beta1 >= 0 && o.Beta1 < 1 && o.Beta2 >= 0 && o.Beta2 < 1 && o.Eps > 0) {
-		return fmt.Errorf("train: beta1 %g, beta2 %g, eps %g: want betas in [0, 1) and eps > 0", o.Beta1, o.Beta2, o.Eps)
-	}
-	if o.Lambda < 0 || o.Lambda > 1 {
-		return fmt.Errorf("train: lambda %g: want a weight in [0, 1]", o.Lambda)
+	switch {
+	case o.Steps < 1:
+		return bad("--steps", o.Steps, "[1, inf)", "")
+	case o.Batch < 1:
+		return bad("--batch", o.Batch, "[1, inf)", "")
+	case o.Warmup < 0:
+		return bad("--warmup", o.Warmup, "[0, inf)", "")
+	case !(o.LR > 0) || math.IsInf(o.LR, 1):
+		return bad("--lr", o.LR, "(0, inf)", "")
+	case !(o.MinLR >= 0 && o.MinLR <= o.LR):
+		return bad("--min-lr", o.MinLR, fmt.Sprintf("[0, %g]", o.LR), "at most --lr")
+	case !(o.WeightDecay >= 0) || math.IsInf(o.WeightDecay, 1):
+		return bad("--weight-decay", o.WeightDecay, "[0, inf)", "")
+	case !(o.Clip >= 0) || math.IsInf(o.Clip, 1):
+		return bad("--clip", o.Clip, "[0, inf)", "0: off")
+	case !(o.Lambda >= 0 && o.Lambda <= 1):
+		return bad("--lambda", o.Lambda, "[0, 1]", "the weight of the teacher's soft targets")
+	case !(o.Beta1 >= 0 && o.Beta1 < 1):
+		return bad("Beta1", o.Beta1, "[0, 1)", "")
+	case !(o.Beta2 >= 0 && o.Beta2 < 1):
+		return bad("Beta2", o.Beta2, "[0, 1)", "")
+	case !(o.Eps > 0) || math.IsInf(o.Eps, 1):
+		return bad("Eps", o.Eps, "(0, inf)", "")
 	}
 	return nil
 }

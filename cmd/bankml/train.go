@@ -11,6 +11,7 @@ import (
 
 	"github.com/bankml/bankml/admit"
 	"github.com/bankml/bankml/gguf"
+	"github.com/bankml/bankml/model"
 	"github.com/bankml/bankml/parallel"
 	"github.com/bankml/bankml/quant"
 	"github.com/bankml/bankml/train"
@@ -41,7 +42,7 @@ type trainCmd struct {
 	Clip      float64 `name:"clip" default:"1" help:"Global gradient-norm clip (0: off)."`
 	Lambda    float64 `name:"lambda" default:"0.5" help:"Weight of the teacher's soft targets (KL) against the sampled tokens, in [0, 1]."`
 	Seed      uint64  `name:"seed" default:"1" help:"Seed of the initial weights and the batches."`
-	CkptEvery int     `name:"checkpoint-every" default:"50" help:"Steps between checkpoints (the run resumes from the last one)."`
+	CkptEvery int     `name:"checkpoint-every" default:"50" help:"Steps between checkpoints (the run resumes from the last one; 0: only at the end)."`
 	Export    string  `name:"export" default:"tq2_0,q2_0" help:"GGUF files written at the end: any of tq2_0, q2_0 (ternary runs), f32."`
 
 	Stories     int     `name:"stories" default:"360" help:"Stories sampled from the teacher for the training set."`
@@ -78,6 +79,28 @@ func (c *trainCmd) Run(stderr errWriter) error {
 	); err != nil {
 		return fmt.Errorf("train: %w", err)
 	}
+	// Every int flag too, whichever run it is for: a value outside its range was taken for the default (--es-iters,
+	// --es-pop, --checkpoint-every below 0) or refused only once the teacher was read (--stories, --story-tokens,
+	// --soft-top-k).
+	if err := checkRanges(
+		intRange{"--n-embd", c.Embd, 2, inf, ""},
+		intRange{"--n-layer", c.Layers, 1, inf, ""},
+		intRange{"--n-head", c.Heads, 1, inf, ""},
+		intRange{"--n-head-kv", c.KVHeads, 1, inf, ""},
+		intRange{"--n-ff", c.FF, 1, inf, ""},
+		intRange{"--seq", c.Seq, 2, inf, "a token and the one after it at least"},
+		intRange{"--steps", c.Steps, 1, inf, ""},
+		intRange{"--batch", c.Batch, 1, inf, ""},
+		intRange{"--warmup", c.Warmup, 0, inf, ""},
+		intRange{"--checkpoint-every", c.CkptEvery, 0, inf, "0: only at the end"},
+		intRange{"--stories", c.Stories, 1, inf, ""},
+		intRange{"--story-tokens", c.StoryTokens, 1, model.MaxContextSize - 1, "the sampling context holds BOS and the story"},
+		intRange{"--soft-top-k", c.SoftTopK, 1, inf, ""},
+		intRange{"--es-iters", c.ESIters, 0, inf, "0: the task's default"},
+		intRange{"--es-pop", c.ESPop, 0, inf, "0: the task's default"},
+	); err != nil {
+		return fmt.Errorf("train: %w", err)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	if c.ES != "" {
@@ -107,13 +130,6 @@ func (c *trainCmd) Run(stderr errWriter) error {
 				return fmt.Errorf("train: --export %s needs --mode ternary (a float student is exported as f32 and converted with bankml quantize)", t)
 			}
 		}
-	}
-	if err := checkRanges(
-		intRange{"--steps", c.Steps, 1, inf, ""},
-		intRange{"--batch", c.Batch, 1, inf, ""},
-		intRange{"--warmup", c.Warmup, 0, inf, ""},
-	); err != nil {
-		return fmt.Errorf("train: %w", err)
 	}
 	opt := train.DefaultOptions()
 	opt.Steps, opt.Batch, opt.Warmup, opt.LR, opt.MinLR, opt.WeightDecay, opt.Clip, opt.Lambda, opt.Seed =
@@ -215,7 +231,7 @@ func (c *trainCmd) runES(ctx context.Context, stderr errWriter, level quant.Leve
 	return nil
 }
 
-// esOptions applies the --es-* flags that were set.
+// esOptions applies the --es-* flags that were set (0: the task's default; Run refused values below 0).
 func (c *trainCmd) esOptions(o *train.ESOptions, iters *int) {
 	if c.ESIters > 0 {
 		*iters = c.ESIters
