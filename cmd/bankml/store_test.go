@@ -84,7 +84,7 @@ func TestRunOfAStoreNamePullsOnFirstUseAndEqualsRunOfTheFile(t *testing.T) {
 	}
 	// A --manifest that disagrees with the store's pin is refused.
 	code, _, e = bankml(t, "run", "stories260K", "-p", "x", "-n", "1", "--manifest", strings.Repeat("0", 64))
-	if code != 2 || !strings.Contains(e, "pinned by its manifest") {
+	if code != 2 || !strings.Contains(e, "of the file != "+strings.Repeat("0", 64)+" pinned by --manifest: refused") {
 		t.Fatalf("a disagreeing --manifest: %d %q", code, e)
 	}
 }
@@ -486,8 +486,7 @@ func TestAStoredModelTakesAManifestFileThatAgrees(t *testing.T) {
 	}{
 		{"a manifest that pins the stored file", fork("good.json", entry("tinyllamas/stories260K.gguf", storiesSHA256)), 0, "pinned"},
 		{"a manifest that pins it to another sha256", fork("other.json", entry("stories260K.gguf", other)), 2,
-			"bankml: run: stories260K:latest is pinned by its manifest to sha256 " + storiesSHA256 + "; --manifest " + filepath.Join(dir, "other.json") +
-				" disagrees: stories260K.gguf sha256 " + storiesSHA256 + " != pinned " + other + ": refused"},
+			"bankml: run: stories260K:latest: sha256 " + storiesSHA256 + " of the file != " + other + " pinned in the manifest " + filepath.Join(dir, "other.json") + ": refused"},
 		{"a manifest without the stored file", fork("none.json", entry("other.gguf", storiesSHA256)), 2,
 			"disagrees: stories260K.gguf has no sha256 record in none.json: unpinned, refused"},
 		{"a manifest that does not parse", fork("bad.json", `{"files": []}`), 2, "bad manifest"},

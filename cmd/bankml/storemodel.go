@@ -58,21 +58,25 @@ func storeModel(cmd, arg, manifestFlag string, models storeFlag, from string, st
 // name the file came with (m.Model.File, as a pin matches a file by its base name), checked against it as
 // provenance.Check checks a hashed file. A malformed digest is a usage error (1), as on a file; a manifest that
 // cannot be read is I/O (1); one that does not parse, or that pins the file otherwise or not at all, is refused
-// (2), saying how it disagrees.
+// (2), saying how it disagrees: another sha256 names the two hashes apart, "sha256 A of the file != B pinned in
+// the manifest FORK.json" (or "pinned by --manifest" for a digest).
 func agreesWithManifest(m *store.Manifest, manifestFlag string) error {
 	if manifestFlag == "" {
 		return nil
 	}
 	pin := m.Model.SHA256
+	differs := func(want, where string) error {
+		return cannotRun(fmt.Errorf("%s: sha256 %s of the file != %s pinned %s: refused", m.Ref(), pin, want, where))
+	}
 	disagrees := func(why string) error {
-		return cannotRun(fmt.Errorf("%s is pinned by its manifest to sha256 %s; --manifest %s disagrees%s", m.Ref(), pin, manifestFlag, why))
+		return cannotRun(fmt.Errorf("%s (sha256 %s of the file): --manifest %s disagrees: %s", m.Ref(), pin, manifestFlag, why))
 	}
 	d, isDigest, err := provenance.DigestArg(manifestFlag)
 	switch {
 	case err != nil:
 		return err
 	case isDigest && d != pin:
-		return disagrees("")
+		return differs(d, "by --manifest")
 	case isDigest:
 		return nil
 	}
@@ -84,8 +88,12 @@ func agreesWithManifest(m *store.Manifest, manifestFlag string) error {
 		return err
 	}
 	hashed := provenance.Result{Name: m.Model.File, SHA256: pin, Size: m.Model.Size, WantSize: -1}
-	if _, err := provenance.Check(hashed, fm.Lookup(m.Model.File), filepath.Base(manifestFlag)); err != nil {
-		return disagrees(": " + err.Error())
+	res, err := provenance.Check(hashed, fm.Lookup(m.Model.File), filepath.Base(manifestFlag))
+	switch {
+	case err != nil && res.Want != "" && res.Want != pin:
+		return differs(res.Want, "in the manifest "+manifestFlag)
+	case err != nil:
+		return disagrees(err.Error())
 	}
 	return nil
 }
