@@ -415,9 +415,9 @@ func TestErrorsNameAStoredModelNotItsFile(t *testing.T) {
 		want    string // standard error's last line, whole
 	}{
 		{"run with a cache type the heads do not fit", false, []string{"run", "stories260K", "-ctk", "q8_0", "-p", "x"},
-			"bankml: run: stories260K:latest: model: K cache type q8_0 with block size 32 does not divide n_embd_head_k=8"},
+			"bankml: run: stories260K:latest: K cache type q8_0 with block size 32 does not divide n_embd_head_k=8"},
 		{"serve with a cache type the heads do not fit", false, []string{"serve", "stories260K", "-ctv", "q4_0", "--port", "0"},
-			"bankml: serve: stories260K:latest: model: V cache type q4_0 with block size 32 does not divide n_embd_head_v=8"},
+			"bankml: serve: stories260K:latest: V cache type q4_0 with block size 32 does not divide n_embd_head_v=8"},
 		{"run of a stored file that is not its pin", true, []string{"run", "stories260K", "-p", "x"},
 			"bankml: run: stories260K:latest sha256 " + other + " != pinned " + storiesSHA256 + ": refused"},
 		{"embed of a stored file that is not its pin", true, []string{"embed", "stories260K", "-p", "x"},
