@@ -37,7 +37,7 @@ type runCmd struct {
 	Threads   threadCount `short:"t" name:"threads" default:"${nproc}" help:"Number of threads (default: the number of logical CPUs); 0 or less takes the number of logical CPUs, as llama.cpp; at most 512, ggml's GGML_MAX_N_THREADS)."`
 	Ctx       int         `short:"c" name:"ctx-size" aliases:"ctx" default:"0" help:"Context size in tokens: 0 (the default) takes the model's training context, as llama-server's defaults give a slot; another size is rounded up to a multiple of 256 and capped at the training context, as llama-server does. Given, it overrides a stored model's num_ctx."`
 	IgnoreEOS bool        `name:"ignore-eos" help:"Keep generating past end-of-generation tokens, as llama-cli's --ignore-eos: every end-of-generation token gets a -inf logit bias, so none is drawn (ignored with a warning when the vocabulary has no EOS token, as llama.cpp)."`
-	Special   bool        `name:"special" help:"Print special (control) tokens as their text, as llama-cli's -sp/--special (not with --chat)."`
+	Special   bool        `name:"special" help:"Print special (control) tokens as their text, as llama-cli's -sp/--special (not with --chat, nor with stop strings: -r or a stored model's stop)."`
 	// -r/--reverse-prompt (common/arg.cpp:1885): the engine's stop strings, as serve's "stop" field.
 	ReversePrompt stringList     `name:"reverse-prompt" placeholder:"PROMPT" help:"Halt generation at PROMPT, as llama-cli's -r/--reverse-prompt: PROMPT is one of the engine's stop strings, as bankml serve's \"stop\" field is (the text is cut before the first one generated, which is not printed); give it again for more. With --chat, each answer stops so. Not with --special."`
 	Manifest      string         `name:"manifest" help:"Provenance manifest (FORK.json), or the file's sha256 / sha256:<hex> digest, to pin the model against; without it the model runs unpinned and says so."`
@@ -167,6 +167,12 @@ func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error 
 	var stored *store.Manifest
 	if r.Model, r.Manifest, stored, err = storeModel("run", r.Model, r.Manifest, r.storeFlag, r.From, stderr); err != nil {
 		return err
+	}
+	// -sp with a stored model's stop: refused as -r with -sp is, for the same reason (both are the engine's stop
+	// strings), before the file is read.
+	if stop, ok := storedStop(stored); ok && r.Special {
+		return fmt.Errorf("run: --special (-sp) with %s's Modelfile PARAMETER stop %s: the stop strings are found in the text without control tokens, as serve's and -r/--reverse-prompt's are, so the text printed cannot carry them; leave out -sp to run the model with its stop strings",
+			stored.Ref(), optionText(stop))
 	}
 	kv := r.KV.types() // a cache type the heads do not fit is refused from the header, before the hash
 	m, err := openModel("run", r.Model, stored, admit.Options{Manifest: r.Manifest, Pin: admit.AllowUnpinned, Chat: r.Chat, CacheTypes: &kv}, stderr, info)
@@ -319,4 +325,13 @@ func verbosePrompt(w io.Writer, tok tokenizer.Tokenizer, prompt string, ids []in
 func isTerminal(r io.Reader) bool {
 	f, ok := r.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// storedStop is a stored model's PARAMETER stop (stored nil: a file, which has none).
+func storedStop(stored *store.Manifest) (any, bool) {
+	if stored == nil {
+		return nil, false
+	}
+	v, ok := stored.Parameters["stop"]
+	return v, ok
 }
