@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/alecthomas/kong"
+	"github.com/ollama/ollama/format"
 
 	"github.com/bankml/bankml/admit"
 	"github.com/bankml/bankml/engine"
@@ -49,7 +50,7 @@ type runCmd struct {
 	LogDisable    bool `name:"log-disable" help:"Print nothing on standard error but errors (no admission line, no timings, no warnings), as llama.cpp's --log-disable silences its log; the generated text still goes to standard output."`
 
 	// Conversation mode (runchat.go).
-	Chat       bool    `name:"chat" negatable:"" help:"Chat: each user message is rendered with the model's chat template together with the conversation so far, the answer is generated to an end-of-generation token, exactly as bankml serve's /v1/chat/completions generates it (the same engine; the next turn reuses what the engine's cache rule keeps), as llama-cli holds a chat through llama-server. On a terminal an interactive loop (/exit or Ctrl-D ends it, /clear forgets the conversation so far, Ctrl-C stops an answer); otherwise each line of standard input is one user message (a line ending in \\ continues on the next). -p gives the first user message."`
+	Chat       bool    `name:"chat" negatable:"" help:"Chat: each user message is rendered with the model's chat template together with the conversation so far, the answer is generated to an end-of-generation token, exactly as bankml serve's /v1/chat/completions generates it (the same engine; the next turn reuses what the engine's cache rule keeps), as llama-cli holds a chat through llama-server. On a terminal an interactive loop (/exit or Ctrl-D ends it, /clear forgets the conversation so far, /set and /show as in ollama run, /? lists the commands, Ctrl-C stops an answer); otherwise each line of standard input is one user message (a line ending in \\ continues on the next). -p gives the first user message."`
 	System     rawText `name:"system" help:"System message of the conversation (with --chat; llama-cli's -sys)."`
 	SingleTurn bool    `name:"single-turn" help:"With --chat: answer one user message (-p or the first one read) and exit (llama-cli's -st)."`
 
@@ -205,6 +206,7 @@ func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error 
 		return err
 	}
 	set := r.settings(defaults, ref, ms, nCtx, &sp, info)
+	set.about = aboutModel(m, stored)
 	if err := r.Sampling.checkGrammar(sp.Grammar, tok); err != nil { // refused before anything is printed
 		return fmt.Errorf("run: %w", err)
 	}
@@ -325,6 +327,21 @@ func verbosePrompt(w io.Writer, tok tokenizer.Tokenizer, prompt string, ids []in
 func isTerminal(r io.Reader) bool {
 	f, ok := r.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// aboutModel is what run --chat's /show info and /show license print of the model m (stored: its manifest, nil
+// for a file): as Ollama's showInfo prints a model (the parameter count as format.HumanNumber of the tensors'
+// elements, as serve's /api/show details give it).
+func aboutModel(m *admit.Model, stored *store.Manifest) modelAbout {
+	var n uint64
+	for i := range m.File.Tensors {
+		n += uint64(m.File.Tensors[i].NElements())
+	}
+	a := modelAbout{arch: m.File.Architecture(), params: format.HumanNumber(n), ctxLength: m.Model.HP.NCtxTrain, embdLength: m.Model.HP.NEmbd}
+	if stored != nil {
+		a.license = stored.License
+	}
+	return a
 }
 
 // storedStop is a stored model's PARAMETER stop (stored nil: a file, which has none).

@@ -34,10 +34,10 @@ package main
 // --simple-io): a line is a message, a line ending in "\" continues the
 // message on the next line, joined with "\n". Either way an empty message is
 // skipped, a message starting with "/exit" (llama-cli's prefix test) or "/bye"
-// (Ollama's) ends the conversation, one starting with "/?" or "/help" prints the
-// commands on standard error (Ollama's; neither is sent), one starting with
-// "/clear" (Ollama's) forgets the conversation so far, the system message (and
-// a stored model's MESSAGEs) kept, and the end of input ends it: Ctrl-D on an empty line on a
+// (Ollama's) ends the conversation, any other message starting with "/" is one
+// of Ollama's `ollama run` commands (chatSession.command: /clear, /set, /show,
+// /?, /help; /load and /save not supported; anything else an unknown command),
+// answered on standard error and never sent, and the end of input ends it: Ctrl-D on an empty line on a
 // terminal, the end of piped input otherwise. That last rule is
 // llama-completion's conversation mode ("EOF by user"); llama-cli v0.5.0
 // itself skips the empty read and prompts again, forever (cli_context::run
@@ -64,7 +64,7 @@ package main
 // and keeps the answer's text as the model wrote it (Qwen3's template itself
 // drops an earlier answer's think block when it renders the conversation
 // again), and does not implement llama-cli's other commands (/regen, /read,
-// /glob, media). A message or answer that is not valid UTF-8 cannot
+// /glob, media: unknown commands, as in Ollama). A message or answer that is not valid UTF-8 cannot
 // be sent as JSON: a message is refused, an answer's invalid bytes become
 // U+FFFD in the conversation (not on standard output). A line ending in "/"
 // keeps its "/" (llama.cpp's console drops it in both modes, its marker for
@@ -79,6 +79,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
 	"slices"
@@ -86,11 +87,13 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/ollama/ollama/api"
 	"golang.org/x/term"
 
 	"github.com/bankml/bankml/chat"
 	"github.com/bankml/bankml/engine"
 	"github.com/bankml/bankml/sample"
+	"github.com/bankml/bankml/serve"
 	"github.com/bankml/bankml/tokenizer"
 )
 
@@ -102,7 +105,8 @@ type chatTurn struct {
 	Tokens []int32 // the sampled tokens, a final end-of-generation token included
 	Answer string  // the answer's text as it joins the conversation
 	Stop   string  // why the answer stopped: "eog", "reverse-prompt", "n-predict", "context" or "interrupt"
-	word   string  // the -r/--reverse-prompt it stopped at
+	word   string  // the stop string it stopped at
+	wordBy string  // what gave it: "-r", "NAME:TAG's stop", "stop (/set parameter)"
 
 	nCtx    int    // the context size
 	budget  string // what set the answer's budget: "-n", or a stored model's num_predict
@@ -118,6 +122,7 @@ type chatSession struct {
 	sp        sample.Params
 	nPredict  int
 	stops     []string // -r/--reverse-prompt, or the model's stop: the engine's stop strings
+	stopsBy   string   // what gave stops: "-r", "NAME:TAG\'s stop", "stop (/set parameter)"
 	ignoreEOS bool
 	// nCtx is the context a turn's prompt and answer may fill: the engine's, or a stored model's num_ctx
 	// (numCtx, ref its NAME:TAG), which bounds each answer as serve's Ollama API bounds it.
@@ -126,9 +131,22 @@ type chatSession struct {
 	ref    string
 	budget string // what set nPredict: "-n", or the model's num_predict
 
-	start    []chat.Message // how the conversation starts: the system message, a stored model's MESSAGEs
-	messages []chat.Message // start and the finished turns
-	turns    int
+	// The conversation as Ollama's client holds it (cmd/interactive.go's opts.Messages): the system message
+	// (--system, or /set system's), then the finished turns; a stored model's SYSTEM and MESSAGEs go
+	// around it at each turn (conversation), as Ollama's server puts them.
+	client []chat.Message
+	system string // the system message /clear keeps: --system, or the last /set system (Ollama's opts.System)
+	model  serve.ModelDefaults
+	turns  int
+
+	// /set and /show (chatCommand).
+	base   chatBase       // the run's settings, beneath /set parameter's
+	opts   map[string]any // /set parameter's options, by Ollama's name, typed as api.FormatParams types them
+	ctxBy  string         // what set nCtx when numCtx: "NAME:TAG's num_ctx", or "/set parameter num_ctx"
+	quiet  bool           // /set quiet: no summary line per turn
+	about  modelAbout
+	hist   *chatHistory // the line editor's history (/set history, /set nohistory); nil for piped input
+	failed int          // commands refused (a bad /set value, an unknown or unsupported command)
 
 	ints chatInterrupts
 }
@@ -250,17 +268,22 @@ func (c *chatInterrupts) endAnswer() {
 var errRefused = errors.New("message refused")
 
 func (r *runCmd) chat(e *engine.Engine, tmpl *chat.Template, sp sample.Params, set runSettings, stdin io.Reader, stdout, stderr, info io.Writer) error {
-	s := &chatSession{tmpl: tmpl, tok: e.Tokenizer(), e: e, sp: sp, nPredict: set.nPredict, stops: set.stops, ignoreEOS: r.IgnoreEOS,
-		nCtx: set.nCtx, numCtx: set.numCtx, ref: set.ref, budget: "-n"}
+	s := &chatSession{tmpl: tmpl, tok: e.Tokenizer(), e: e, sp: sp, nPredict: set.nPredict, stops: set.stops, stopsBy: set.stopsBy, ignoreEOS: r.IgnoreEOS,
+		nCtx: set.nCtx, numCtx: set.numCtx, ref: set.ref, budget: "-n", model: set.model, about: set.about}
 	if set.modelNPredict {
 		s.budget = set.ref + "'s num_predict"
 	}
+	if set.numCtx {
+		s.ctxBy = set.ref + "'s num_ctx"
+	}
+	s.base = chatBase{sp: s.sp, nPredict: s.nPredict, budget: s.budget, stops: s.stops, stopsBy: s.stopsBy, nCtx: s.nCtx, numCtx: s.numCtx,
+		ctxBy: s.ctxBy, engineCtx: set.engineCtx}
 	if !utf8.ValidString(string(r.System)) {
 		return errors.New("run: --system: the text is not valid UTF-8")
 	}
-	// The --system message, or a stored model's SYSTEM, and its MESSAGEs, as serve's Ollama API starts a chat.
-	s.start = set.conversation(string(r.System))
-	s.messages = slices.Clone(s.start)
+	// The --system message, under a stored model's SYSTEM and MESSAGEs, as serve's Ollama API starts a chat.
+	s.system = string(r.System)
+	s.client = s.cleared()
 	interactive := isTerminal(stdin)
 
 	// Ctrl-C (SIGINT): see chatInterrupts.
@@ -278,8 +301,11 @@ func (r *runCmd) chat(e *engine.Engine, tmpl *chat.Template, sp sample.Params, s
 
 	var in messageReader
 	if interactive {
-		fmt.Fprintf(stderr, "chat: %s; /bye or Ctrl-D ends the conversation, /? lists the commands, Ctrl-C stops an answer\n", chatBanner(tmpl, len(s.messages) > 0 && s.messages[0].Role == "system"))
-		in = newTermReader(stdin.(*os.File), stderr, &s.ints)
+		start := s.conversation(s.client)
+		fmt.Fprintf(stderr, "chat: %s; /bye or Ctrl-D ends the conversation, /? lists the commands, Ctrl-C stops an answer\n", chatBanner(tmpl, len(start) > 0 && start[0].Role == "system"))
+		tr := newTermReader(stdin.(*os.File), stderr, &s.ints)
+		s.hist = tr.hist
+		in = tr
 	} else {
 		in = newLineReader(stdin, &s.ints)
 	}
@@ -308,13 +334,8 @@ func (r *runCmd) chat(e *engine.Engine, tmpl *chat.Template, sp sample.Params, s
 		if chatEnds(msg) {
 			break
 		}
-		if chatHelps(msg) {
-			fmt.Fprint(stderr, chatHelp)
-			continue
-		}
-		if chatClears(msg) {
-			s.messages = slices.Clone(s.start)
-			fmt.Fprintf(stderr, "chat: %s\n", s.cleared())
+		if strings.HasPrefix(msg, "/") { // every other line starting with "/" is a command, as in Ollama
+			s.command(msg, stderr)
 			continue
 		}
 		t, err := s.turn(msg, stdout, info, r.VerbosePrompt)
@@ -325,7 +346,9 @@ func (r *runCmd) chat(e *engine.Engine, tmpl *chat.Template, sp sample.Params, s
 		} else if err != nil {
 			return fmt.Errorf("run: %w", err)
 		}
-		fmt.Fprintln(info, t.summary())
+		if !s.quiet {
+			fmt.Fprintln(info, t.summary())
+		}
 		if r.onTurn != nil {
 			r.onTurn(t)
 		}
@@ -333,8 +356,15 @@ func (r *runCmd) chat(e *engine.Engine, tmpl *chat.Template, sp sample.Params, s
 			break
 		}
 	}
-	if refused > 0 && !interactive {
-		return fmt.Errorf("run: --chat: %d message(s) refused (see above)", refused)
+	if !interactive {
+		switch {
+		case refused > 0 && s.failed > 0:
+			return fmt.Errorf("run: --chat: %d message(s) and %d command(s) refused (see above)", refused, s.failed)
+		case refused > 0:
+			return fmt.Errorf("run: --chat: %d message(s) refused (see above)", refused)
+		case s.failed > 0:
+			return fmt.Errorf("run: --chat: %d command(s) refused (see above)", s.failed)
+		}
 	}
 	return nil
 }
@@ -344,41 +374,6 @@ func (r *runCmd) chat(e *engine.Engine, tmpl *chat.Template, sp sample.Params, s
 func chatEnds(msg string) bool {
 	return strings.HasPrefix(msg, "/exit") || strings.HasPrefix(msg, "/bye")
 }
-
-// chatHelps reports whether msg asks for the commands: /? or /help, as Ollama's prompt takes them (prefix
-// tests, as /exit's); it is answered with chatHelp on standard error and never sent to the model.
-func chatHelps(msg string) bool {
-	return strings.HasPrefix(msg, "/?") || strings.HasPrefix(msg, "/help")
-}
-
-// chatClears reports whether msg forgets the conversation so far: /clear, Ollama's command (a prefix test, as
-// /exit's); it is never sent to the model.
-func chatClears(msg string) bool {
-	return strings.HasPrefix(msg, "/clear")
-}
-
-// cleared says what /clear did.
-func (s *chatSession) cleared() string {
-	kept := "the system message is kept"
-	switch {
-	case len(s.start) == 0:
-		kept = "the next message starts a new one"
-	case s.start[0].Role != "system":
-		kept = "the model's MESSAGEs are kept"
-	case len(s.start) > 1:
-		kept = "the system message and the model's MESSAGEs are kept"
-	}
-	return "cleared the conversation; " + kept
-}
-
-// chatHelp is what /? prints.
-const chatHelp = `Available commands:
-  /bye, /exit    end the conversation (as Ctrl-D does)
-  /clear         forget the conversation so far (the system message kept)
-  /?, /help      show this help
-A line ending in \ continues the message on the next line; Ctrl-C stops an answer, and at the prompt ends the
-conversation. Any other line is a message to the model.
-`
 
 // chatBanner names the template in use.
 func chatBanner(t *chat.Template, system bool) string {
@@ -401,7 +396,8 @@ func (s *chatSession) turn(user string, out, info io.Writer, verbose bool) (chat
 	if !utf8.ValidString(user) {
 		return chatTurn{}, fmt.Errorf("turn %d: %w: the message is not valid UTF-8", s.turns+1, errRefused)
 	}
-	msgs := append(append([]chat.Message(nil), s.messages...), chat.Message{Role: "user", Content: user})
+	client := append(slices.Clone(s.client), chat.Message{Role: "user", Content: user})
+	msgs := s.conversation(client)
 	res, err := s.render(msgs)
 	if err != nil { // a template that raises for this conversation, e.g. on the order of the roles
 		return chatTurn{}, fmt.Errorf("turn %d: %w: %w; the conversation is kept as it was", s.turns+1, errRefused, err)
@@ -415,16 +411,19 @@ func (s *chatSession) turn(user string, out, info io.Writer, verbose bool) (chat
 	}
 	if len(ids) >= s.nCtx { // llama-server refuses a prompt of n_ctx tokens or more, serve one of num_ctx or more
 		ctx := fmt.Sprint(s.nCtx)
-		more := " (a larger --ctx-size holds more)"
+		var more string
+		larger := "a larger --ctx-size holds more"
 		if s.numCtx {
-			ctx += ", " + s.ref + "'s num_ctx"
-			more = " (-c/--ctx-size N overrides num_ctx)"
-		}
-		if len(s.messages) > len(s.start) { // the turns so far fill it: /clear lets the conversation go on
-			more = ": /clear forgets it (the system message kept), or a larger --ctx-size holds more"
-			if s.numCtx {
-				more = ": /clear forgets it (the system message kept), or -c/--ctx-size N overrides num_ctx"
+			ctx += ", " + s.ctxBy
+			larger = "-c/--ctx-size N overrides num_ctx"
+			if s.opts["num_ctx"] != nil {
+				larger = "/set parameter num_ctx N sets a larger one"
 			}
+		}
+		more = " (" + larger + ")"
+		if slices.ContainsFunc(s.client, func(m chat.Message) bool { return m.Role != "system" }) {
+			// the turns so far fill it: /clear lets the conversation go on
+			more = ": /clear forgets it (the system message kept), or " + larger
 		}
 		return chatTurn{}, fmt.Errorf("turn %d: %w: the prompt is %d tokens and the context %s: it must be shorter than the context; the conversation is kept as it was%s",
 			s.turns+1, errRefused, len(ids), ctx, more)
@@ -484,7 +483,7 @@ func (s *chatSession) turn(user string, out, info io.Writer, verbose bool) (chat
 	case r.StopType == "eos":
 		t.Stop = "eog"
 	case r.StopType == "word":
-		t.Stop, t.word = "reverse-prompt", r.StoppingWord
+		t.Stop, t.word, t.wordBy = "reverse-prompt", r.StoppingWord, s.stopsBy
 	case r.Truncated && !(s.nPredict >= 0 && len(r.Tokens) >= s.nPredict), bounded && len(r.Tokens) >= nPredict:
 		t.Stop = "context"
 	default:
@@ -496,7 +495,7 @@ func (s *chatSession) turn(user string, out, info io.Writer, verbose bool) (chat
 		}
 	}
 	t.Answer = strings.ToValidUTF8(string(text), "\uFFFD")
-	s.messages = append(msgs, chat.Message{Role: "assistant", Content: t.Answer})
+	s.client = append(client, chat.Message{Role: "assistant", Content: t.Answer})
 	return t, nil
 }
 
@@ -537,6 +536,9 @@ func (t chatTurn) summary() string {
 		"context":        fmt.Sprintf("the context is full (the prompt's %d and the answer's %d tokens fill its %d): /clear forgets the conversation so far to go on", len(t.Prompt), len(t.Tokens), t.nCtx),
 		"interrupt":      "interrupted",
 	}[t.Stop]
+	if t.Stop == "reverse-prompt" && t.wordBy != "-r" {
+		why = fmt.Sprintf("the stop string %q (%s)", t.word, t.wordBy)
+	}
 	seed := ""
 	if t.seed != "" {
 		seed = ", seed " + t.seed
@@ -626,6 +628,7 @@ type termReader struct {
 	f    *os.File
 	t    *term.Terminal
 	ints *chatInterrupts
+	hist *chatHistory
 }
 
 func newTermReader(f *os.File, echo io.Writer, ints *chatInterrupts) *termReader {
@@ -636,7 +639,9 @@ func newTermReader(f *os.File, echo io.Writer, ints *chatInterrupts) *termReader
 	if w, h, err := term.GetSize(int(f.Fd())); err == nil && w > 0 && h > 0 {
 		_ = t.SetSize(w, h) // a size x/term refuses keeps its default (80 columns)
 	}
-	return &termReader{f: f, t: t, ints: ints}
+	hist := &chatHistory{on: true}
+	t.History = hist
+	return &termReader{f: f, t: t, ints: ints, hist: hist}
 }
 
 func (r *termReader) readMessage() (string, error) {
@@ -681,3 +686,429 @@ func (r *termReader) readLine() (string, error) {
 	}
 	return line, err
 }
+
+// conversation is the conversation a turn renders from the client's messages, as serve's Ollama API (and
+// Ollama's server) makes a chat's: a stored model's MESSAGEs first, its SYSTEM before them when the client's
+// messages do not start with a system message of their own (serve.ModelDefaults.Conversation).
+func (s *chatSession) conversation(client []chat.Message) []chat.Message {
+	msgs := make([]api.Message, len(client))
+	for i, m := range client {
+		msgs[i] = api.Message{Role: m.Role, Content: m.Content}
+	}
+	var out []chat.Message
+	for _, m := range s.model.Conversation(msgs) {
+		out = append(out, chat.Message{Role: m.Role, Content: m.Content})
+	}
+	return out
+}
+
+// cleared is the client's messages after /clear, as Ollama's: the system message alone (--system, or the last
+// /set system), none without one.
+func (s *chatSession) cleared() []chat.Message {
+	if s.system == "" {
+		return nil
+	}
+	return []chat.Message{{Role: "system", Content: s.system}}
+}
+
+// clearedLine says what /clear kept.
+func (s *chatSession) clearedLine() string {
+	start := s.conversation(s.client)
+	kept := "the system message is kept"
+	switch {
+	case len(start) == 0:
+		kept = "the next message starts a new one"
+	case start[0].Role != "system":
+		kept = "the model's MESSAGEs are kept"
+	case len(start) > 1:
+		kept = "the system message and the model's MESSAGEs are kept"
+	}
+	return "cleared the conversation; " + kept
+}
+
+// modelAbout is what /show info and /show license print of the model (run.go fills it).
+type modelAbout struct {
+	arch       string   // general.architecture
+	params     string   // the parameter count as Ollama prints it (format.HumanNumber of the tensors' elements)
+	ctxLength  int      // the training context ({arch}.context_length)
+	embdLength int      // {arch}.embedding_length
+	license    []string // a stored model's LICENSEs
+}
+
+// chatBase is the run's own settings (its flags over a stored model's Modelfile), beneath the options /set
+// parameter gives, as Ollama's interactive options go over the model's PARAMETERs.
+type chatBase struct {
+	sp        sample.Params
+	nPredict  int
+	budget    string
+	stops     []string
+	stopsBy   string
+	nCtx      int
+	numCtx    bool
+	ctxBy     string
+	engineCtx int
+}
+
+// chatHistory is the line editor's history (x/term's default ring, 100 lines), which /set nohistory stops
+// adding to and /set history resumes, as Ollama's readline history.
+type chatHistory struct {
+	on    bool
+	lines []string // the oldest first
+}
+
+func (h *chatHistory) Add(line string) {
+	if !h.on {
+		return
+	}
+	h.lines = append(h.lines, line)
+	if len(h.lines) > 100 {
+		h.lines = h.lines[1:]
+	}
+}
+
+func (h *chatHistory) Len() int { return len(h.lines) }
+
+func (h *chatHistory) At(i int) string { return h.lines[len(h.lines)-1-i] }
+
+// command answers a message starting with "/" other than /bye and /exit, as Ollama's `ollama run` does
+// (cmd/interactive.go: each command a prefix test, in its order): /list, /load and /save are not supported by
+// bankml; /clear; /set; /show; /? and /help; any other is an unknown command. Nothing is sent to the model;
+// the answers go to w (standard error: standard output carries the answers only). A refused command (a bad
+// value, an unknown or unsupported one) counts in s.failed.
+func (s *chatSession) command(msg string, w io.Writer) {
+	args := strings.Fields(msg)
+	switch {
+	case strings.HasPrefix(msg, "/list"), strings.HasPrefix(msg, "/load"), strings.HasPrefix(msg, "/save"):
+		why := map[string]string{
+			"/list": "a run holds one model; bankml list lists the store's models",
+			"/load": "a run holds one model; start bankml run with another",
+			"/save": "it does not create a model from a session; bankml create NAME -f Modelfile makes one",
+		}[msg[:5]]
+		s.refuse(w, "%s is not supported by bankml: %s", msg[:5], why)
+	case strings.HasPrefix(msg, "/clear"):
+		s.client = s.cleared()
+		fmt.Fprintf(w, "chat: %s\n", s.clearedLine())
+	case strings.HasPrefix(msg, "/set"):
+		s.set(msg, args, w)
+	case strings.HasPrefix(msg, "/show"):
+		s.show(args, w)
+	case strings.HasPrefix(msg, "/help"), strings.HasPrefix(msg, "/?"):
+		topic := ""
+		if len(args) > 1 {
+			topic = args[1]
+		}
+		switch topic {
+		case "set", "/set":
+			fmt.Fprint(w, chatHelpSet)
+		case "show", "/show":
+			fmt.Fprint(w, chatHelpShow)
+		case "shortcut", "shortcuts":
+			fmt.Fprint(w, chatHelpShortcuts)
+		case "parameter", "parameters":
+			fmt.Fprint(w, chatHelpParameters)
+		default:
+			fmt.Fprint(w, chatHelp)
+		}
+	default:
+		s.refuse(w, "Unknown command '%s'. Type /? for help", args[0])
+	}
+}
+
+// refuse writes a refused command's line and counts it.
+func (s *chatSession) refuse(w io.Writer, format string, a ...any) {
+	s.failed++
+	fmt.Fprintf(w, format+"\n", a...)
+}
+
+// set answers /set as Ollama's: parameter, system, history, nohistory, verbose, quiet, nowordwrap and noformat
+// (bankml neither wraps nor formats); wordwrap, format, think and nothink are not supported by bankml.
+func (s *chatSession) set(msg string, args []string, w io.Writer) {
+	if len(args) < 2 {
+		fmt.Fprint(w, chatHelpSet)
+		return
+	}
+	switch args[1] {
+	case "parameter":
+		if len(args) < 4 {
+			fmt.Fprint(w, chatHelpParameters)
+			return
+		}
+		s.setParameter(args[2], args[3:], w)
+	case "system":
+		s.setSystem(msg, args, w)
+	case "history", "nohistory":
+		if s.hist == nil {
+			s.refuse(w, "/set %s: standard input is not a terminal: there is no line editor and no history", args[1])
+			return
+		}
+		s.hist.on = args[1] == "history"
+		fmt.Fprintf(w, "Set '%s' mode.\n", args[1])
+	case "verbose", "quiet":
+		s.quiet = args[1] == "quiet"
+		fmt.Fprintf(w, "Set '%s' mode.\n", args[1])
+	case "nowordwrap":
+		fmt.Fprintln(w, "Set 'nowordwrap' mode.")
+	case "noformat":
+		fmt.Fprintln(w, "Disabled format.")
+	case "wordwrap":
+		s.refuse(w, "/set wordwrap is not supported by bankml: answers are printed as generated, without word wrap")
+	case "format":
+		s.refuse(w, "/set format is not supported by bankml: give run -j/--json-schema or --grammar instead")
+	case "think", "nothink":
+		s.refuse(w, "/set %s is not supported by bankml: the chat template renders with thinking at llama-server's default", args[1])
+	default:
+		s.refuse(w, "Unknown command '/set %s'. Type /? for help", args[1])
+	}
+}
+
+// setParameter is /set parameter NAME VALUE...: the value read by Ollama's api.FormatParams (every value for
+// stop, the first for the others), then every option given so far applied over the run's own settings as serve's
+// Ollama API applies a request's options (serve.ModelDefaults.RunSettings: the same names, checks and limits);
+// they hold for the following turns. An unknown name, a bad value or an option bankml does not apply is refused
+// in Ollama's words ("Couldn't set parameter: ...") and changes nothing.
+func (s *chatSession) setParameter(name string, vals []string, w io.Writer) {
+	fp, err := api.FormatParams(map[string][]string{name: vals})
+	if err != nil {
+		s.refuse(w, "Couldn't set parameter: %q", err.Error())
+		return
+	}
+	opts := maps.Clone(s.opts)
+	if opts == nil {
+		opts = map[string]any{}
+	}
+	opts[name] = fp[name]
+	rs, err := serve.ModelDefaults{Options: opts}.RunSettings(s.base.sp)
+	if err != nil {
+		s.refuse(w, "Couldn't set parameter: %q", err.Error())
+		return
+	}
+	for _, ig := range rs.Ignored {
+		if strings.HasPrefix(ig, name+" (") {
+			s.refuse(w, "Couldn't set parameter: %q", "bankml does not apply "+ig)
+			return
+		}
+	}
+	s.opts = opts
+	s.apply(rs)
+	fmt.Fprintf(w, "Set parameter '%s' to '%s'\n", name, strings.Join(vals, ", "))
+	if name == "num_ctx" && rs.NumCtx > s.base.engineCtx {
+		fmt.Fprintf(w, "chat: num_ctx %d is cut to the run's context, %d (-c/--ctx-size sets it when bankml run starts)\n", rs.NumCtx, s.base.engineCtx)
+	}
+}
+
+// apply sets the session's settings to the run's own with the /set parameter options rs read over them.
+func (s *chatSession) apply(rs serve.RunSettings) {
+	b := s.base
+	s.sp, s.nPredict, s.budget, s.stops, s.stopsBy = rs.Sampling, b.nPredict, b.budget, b.stops, b.stopsBy
+	s.nCtx, s.numCtx, s.ctxBy = b.nCtx, b.numCtx, b.ctxBy
+	if rs.Given["num_predict"] {
+		s.nPredict, s.budget = rs.NPredict, "num_predict (/set parameter)"
+	}
+	if rs.Given["stop"] {
+		s.stops, s.stopsBy = rs.Stop, "stop (/set parameter)"
+	}
+	if rs.Given["num_ctx"] {
+		s.nCtx, s.numCtx, s.ctxBy = min(rs.NumCtx, b.engineCtx), true, "num_ctx (/set parameter)"
+	}
+	if rs.RepeatLastNCtx {
+		s.sp.PenaltyLastN = int32(s.nCtx)
+	}
+}
+
+// setSystem is /set system TEXT, as Ollama's: TEXT is the words after "system" joined by one space (a message
+// continued with "\" keeps its further lines as they are, as Ollama's """ keeps a multi-line one; a leading
+// """ and a trailing one are dropped); it replaces the conversation's last message when that is a system
+// message, else it is added after the turns so far, and /clear keeps it.
+func (s *chatSession) setSystem(msg string, args []string, w io.Writer) {
+	first, rest, more := strings.Cut(msg, "\n")
+	words := strings.Fields(first)
+	if len(words) < 3 && !more {
+		fmt.Fprint(w, chatHelpSet)
+		return
+	}
+	text := strings.Join(words[min(2, len(words)):], " ")
+	if more {
+		text += "\n" + rest
+	}
+	if t, ok := strings.CutPrefix(text, `"""`); ok {
+		text = strings.TrimSuffix(t, `"""`)
+	}
+	if !utf8.ValidString(text) {
+		s.refuse(w, "/set system: the text is not valid UTF-8")
+		return
+	}
+	s.system = text
+	m := chat.Message{Role: "system", Content: text}
+	if n := len(s.client); n > 0 && s.client[n-1].Role == "system" {
+		s.client[n-1] = m
+	} else {
+		s.client = append(s.client, m)
+	}
+	fmt.Fprintln(w, "Set system message.")
+}
+
+// show answers /show as Ollama's: info, license, parameters, system, template; /show modelfile is not supported
+// by bankml.
+func (s *chatSession) show(args []string, w io.Writer) {
+	if len(args) < 2 {
+		fmt.Fprint(w, chatHelpShow)
+		return
+	}
+	switch args[1] {
+	case "info":
+		s.showInfo(w)
+	case "license":
+		if len(s.about.license) == 0 {
+			fmt.Fprintln(w, "No license was specified for this model.")
+		} else {
+			fmt.Fprintln(w, strings.Join(s.about.license, "\n"))
+		}
+	case "modelfile":
+		s.refuse(w, "/show modelfile is not supported by bankml: /show parameters, /show system and /show template show its settings")
+	case "parameters":
+		fmt.Fprintln(w, "Model defined parameters:")
+		if lines := parameterLines(s.model.Options); len(lines) == 0 {
+			fmt.Fprintln(w, "  No additional parameters were specified for this model.")
+		} else {
+			for _, l := range lines {
+				fmt.Fprintf(w, "  %s\n", l)
+			}
+		}
+		fmt.Fprintln(w)
+		if len(s.opts) > 0 {
+			fmt.Fprintln(w, "User defined parameters:")
+			for _, k := range slices.Sorted(maps.Keys(s.opts)) {
+				fmt.Fprintf(w, "  %-*s %v\n", 30, k, s.opts[k])
+			}
+			fmt.Fprintln(w)
+		}
+	case "system":
+		switch {
+		case s.system != "":
+			fmt.Fprintln(w, s.system+"\n")
+		case s.model.System != "":
+			fmt.Fprintln(w, s.model.System+"\n")
+		default:
+			fmt.Fprintln(w, "No system message was specified for this model.")
+		}
+	case "template":
+		if s.tmpl.Builtin() {
+			fmt.Fprintln(w, "No prompt template was specified for this model: bankml renders the conversation with ChatML:")
+		}
+		fmt.Fprintln(w, s.tmpl.Source())
+	default:
+		s.refuse(w, "Unknown command '/show %s'. Type /? for help", args[1])
+	}
+}
+
+// parameterLines are a Modelfile's PARAMETERs as Ollama's /api/show lists them: one line a value (stop's
+// each), the name padded to 30 columns, the value in Go syntax, in name order.
+func parameterLines(opts map[string]any) []string {
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(opts)) {
+		if l, ok := opts[k].([]string); ok {
+			for _, v := range l {
+				out = append(out, fmt.Sprintf("%-*s %#v", 30, k, v))
+			}
+			continue
+		}
+		out = append(out, fmt.Sprintf("%-*s %#v", 30, k, opts[k]))
+	}
+	return out
+}
+
+// showInfo is /show info: the model's table as Ollama's showInfo prints it (its quantization row left out:
+// bankml's files mix tensor types), then the Modelfile's parameters, system message and license.
+func (s *chatSession) showInfo(w io.Writer) {
+	section := func(name string, rows [][2]string) {
+		if len(rows) == 0 {
+			return
+		}
+		fmt.Fprintf(w, "  %s\n", name)
+		for _, r := range rows {
+			if r[0] == "" {
+				fmt.Fprintf(w, "    %s\n", r[1])
+			} else {
+				fmt.Fprintf(w, "    %-20s%s\n", r[0], r[1])
+			}
+		}
+		fmt.Fprintln(w)
+	}
+	a := s.about
+	section("Model", [][2]string{{"architecture", a.arch}, {"parameters", a.params},
+		{"context length", fmt.Sprint(a.ctxLength)}, {"embedding length", fmt.Sprint(a.embdLength)}})
+	var params [][2]string
+	for _, l := range parameterLines(s.model.Options) {
+		k, v, _ := strings.Cut(l, " ")
+		params = append(params, [2]string{k, strings.TrimSpace(v)})
+	}
+	section("Parameters", params)
+	if s.model.System != "" {
+		section("System", [][2]string{{"", s.model.System}})
+	}
+	if len(a.license) > 0 {
+		section("License", [][2]string{{"", strings.Join(a.license, "\n")}})
+	}
+}
+
+// chatHelp is what /? prints (Ollama's list, with what bankml supports).
+const chatHelp = `Available commands:
+  /set           set session variables (/? set lists them)
+  /show          show model information (/? show lists them)
+  /clear         forget the conversation so far (the system message kept)
+  /bye, /exit    end the conversation (as Ctrl-D does)
+  /?, /help      show this help; /? shortcuts lists the keys of the line editor
+/load, /save and /list are not supported by bankml. Any other line starting with / is an unknown command.
+A line ending in \ continues the message on the next line; Ctrl-C stops an answer, and at the prompt ends the
+conversation. Any other line is a message to the model.
+`
+
+const chatHelpSet = `Available commands:
+  /set parameter ...     set a parameter for the following turns (/? parameters lists them)
+  /set system <string>   set the system message
+  /set history           enable history
+  /set nohistory         disable history
+  /set verbose           show a summary line after each answer (the default)
+  /set quiet             no summary line
+  /set nowordwrap        no word wrap (bankml never wraps)
+  /set noformat          no format (bankml's is run's -j/--grammar)
+/set wordwrap, /set format json, /set think and /set nothink are not supported by bankml.
+`
+
+const chatHelpShow = `Available commands:
+  /show info         show details for this model
+  /show license      show the model's license
+  /show parameters   show the model's parameters and the ones set with /set parameter
+  /show system       show the system message
+  /show template     show the chat template
+/show modelfile is not supported by bankml.
+`
+
+const chatHelpParameters = `Available parameters (Ollama's names):
+  /set parameter seed <int>                  random number seed
+  /set parameter num_predict <int>           max number of tokens to predict
+  /set parameter top_k <int>                 pick from top k num of tokens
+  /set parameter top_p <float>               pick token based on sum of probabilities
+  /set parameter min_p <float>               pick token based on top token probability * min_p
+  /set parameter typical_p <float>           locally typical sampling
+  /set parameter num_ctx <int>               the context a turn may fill (at most the run's)
+  /set parameter temperature <float>         set creativity level
+  /set parameter repeat_penalty <float>      how strongly to penalize repetitions
+  /set parameter repeat_last_n <int>         how far back to look for repetitions
+  /set parameter presence_penalty <float>    penalize tokens already present
+  /set parameter frequency_penalty <float>   penalize tokens by their frequency
+  /set parameter stop <string> <string> ...  set the stop strings
+`
+
+const chatHelpShortcuts = `Available keyboard shortcuts:
+  Ctrl + a            move to the beginning of the line (Home)
+  Ctrl + e            move to the end of the line (End)
+  Alt + Left/Right    move one word left or right
+  Ctrl + k            delete the text after the cursor
+  Ctrl + u            delete the text before the cursor
+  Ctrl + w            delete the word before the cursor
+  Ctrl + l            clear the screen
+  Up, Down            the history
+  Ctrl + c            stop the model from responding; at the prompt, end the conversation
+  Ctrl + d            end the conversation (/bye) on an empty line
+`

@@ -7,14 +7,11 @@ package main
 import (
 	"fmt"
 	"io"
-	"slices"
 	"sort"
 	"strings"
 
 	"github.com/alecthomas/kong"
-	"github.com/ollama/ollama/api"
 
-	"github.com/bankml/bankml/chat"
 	"github.com/bankml/bankml/sample"
 	"github.com/bankml/bankml/serve"
 )
@@ -47,9 +44,12 @@ type runSettings struct {
 	nPredict int                 // -n, else the model's num_predict
 	// modelNPredict: nPredict is the model's num_predict
 	modelNPredict bool
-	nCtx          int      // the context a prompt and its answer may fill: the engine's, or num_ctx cut to it
-	numCtx        bool     // nCtx is the model's num_ctx (-c not given)
-	stops         []string // -r, else the model's stop strings
+	nCtx          int        // the context a prompt and its answer may fill: the engine's, or num_ctx cut to it
+	numCtx        bool       // nCtx is the model's num_ctx (-c not given)
+	stops         []string   // -r, else the model's stop strings
+	stopsBy       string     // what gave stops: "-r", or "NAME:TAG\'s stop"
+	engineCtx     int        // the engine's context (-c, else the training context), which num_ctx is cut to
+	about         modelAbout // what --chat's /show info prints
 }
 
 // settings are the run's settings with the engine's context nCtx and the model's PARAMETERs ms (as
@@ -57,15 +57,18 @@ type runSettings struct {
 // "num_ctx") sets to the context. A line on info names the settings the model gives, and which flags override
 // them; the PARAMETERs bankml does not apply are named as serve names them.
 func (r *runCmd) settings(d serve.ModelDefaults, ref string, ms serve.RunSettings, nCtx int, sp *sample.Params, info io.Writer) runSettings {
-	s := runSettings{model: d, ref: ref, nPredict: r.NPredict, nCtx: nCtx, stops: r.ReversePrompt}
+	s := runSettings{model: d, ref: ref, nPredict: r.NPredict, nCtx: nCtx, stops: r.ReversePrompt, engineCtx: nCtx}
 	if ms.Given["num_predict"] && !r.given["n-predict"] {
 		s.nPredict, s.modelNPredict = ms.NPredict, true
 	}
 	if ms.Given["num_ctx"] && !r.given["ctx-size"] {
 		s.nCtx, s.numCtx = min(ms.NumCtx, nCtx), true // as serve cuts a request's num_ctx to its slot's context
 	}
+	if len(s.stops) > 0 {
+		s.stopsBy = "-r"
+	}
 	if ms.Given["stop"] && !r.given["reverse-prompt"] {
-		s.stops = ms.Stop
+		s.stops, s.stopsBy = ms.Stop, ref+"'s stop"
 	}
 	if ms.RepeatLastNCtx && !r.given["repeat-last-n"] {
 		sp.PenaltyLastN = int32(s.nCtx)
@@ -128,19 +131,4 @@ func optionText(v any) string {
 		return "[" + strings.Join(q, " ") + "]"
 	}
 	return fmt.Sprint(v)
-}
-
-// conversation is how a chat starts: the --system message, under the model's SYSTEM and MESSAGEs as serve's
-// Ollama API puts them (serve.ModelDefaults.Conversation: the MESSAGEs first, the model's SYSTEM before them
-// when --system is not given).
-func (s runSettings) conversation(system string) []chat.Message {
-	var msgs []api.Message
-	if system != "" {
-		msgs = append(msgs, api.Message{Role: "system", Content: system})
-	}
-	var out []chat.Message
-	for _, m := range s.model.Conversation(msgs) {
-		out = append(out, chat.Message{Role: m.Role, Content: m.Content})
-	}
-	return slices.Clip(out)
 }
