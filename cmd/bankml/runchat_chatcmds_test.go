@@ -184,3 +184,62 @@ func TestRunRefusesSpecialWithAStoredModelsStop(t *testing.T) {
 		})
 	}
 }
+
+// TestChatCommandsOnAStoredModel: on a stored model, /show prints its Modelfile's settings (PARAMETERs as
+// Ollama's /api/show lists them, SYSTEM, LICENSE), a turn its Modelfile's stop ends names that stop, and /set
+// system puts the system message where Ollama's does: after the model's MESSAGEs, in place of its SYSTEM, as
+// --system does.
+func TestChatCommandsOnAStoredModel(t *testing.T) {
+	_, models := storeEnv(t)
+	t.Setenv("BANKML_MIRROR", models)
+	mf := filepath.Join(t.TempDir(), "Modelfile")
+	if err := os.WriteFile(mf, []byte("FROM stories260K\nPARAMETER stop \"He\"\nPARAMETER num_predict 8\nSYSTEM You tell short stories.\n"+
+		"LICENSE \"\"\"Free for all.\"\"\"\nMESSAGE user Hello\nMESSAGE assistant Once upon a time\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, e := bankml(t, "create", "teller", "-f", mf); code != 0 {
+		t.Fatalf("create: %d %s", code, e)
+	}
+	chat := func(stdin string, args ...string) (int, []chatTurn, string) {
+		var o, e bytes.Buffer
+		var turns []chatTurn
+		code := run(append([]string{"run", "teller", "--chat", "-t", "1"}, args...), strings.NewReader(stdin), &o, &e, func(cl *cli) {
+			cl.Run.onTurn = func(tn chatTurn) { turns = append(turns, tn) }
+		})
+		return code, turns, e.String()
+	}
+	_, want, e := chat("Hi.\n", "--system", "Be kind.")
+	if len(want) != 1 {
+		t.Fatalf("the --system run answered %d turns; stderr:\n%s", len(want), e)
+	}
+	for _, c := range []struct {
+		name   string
+		stdin  string
+		turn   int      // when not 0, the turn (from 1) whose prompt must be the --system run's
+		stderr []string // in standard error
+	}{
+		{name: "/show parameters lists the Modelfile's as Ollama's /api/show does", stdin: "/show parameters\n",
+			stderr: []string{"Model defined parameters:\n  num_predict                    8\n  stop                           \"He\"\n"}},
+		{name: "/show system shows the model's SYSTEM", stdin: "/show system\n", stderr: []string{"You tell short stories.\n"}},
+		{name: "/show license shows the model's LICENSE", stdin: "/show license\n", stderr: []string{"Free for all."}},
+		{name: "/show info adds the Modelfile's settings", stdin: "/show info\n",
+			stderr: []string{"  Parameters\n    num_predict         8\n    stop                \"He\"\n", "  System\n    You tell short stories.\n", "  License\n    Free for all.\n"}},
+		{name: "a turn the Modelfile's stop ends names it", stdin: "Hi.\n", stderr: []string{`stopped: the stop string "He" (teller:latest's stop)`}},
+		{name: "/set system goes after the MESSAGEs in place of the SYSTEM, as --system", stdin: "/set system Be kind.\nHi.\n", turn: 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, turns, stderr := chat(c.stdin)
+			if code != 0 {
+				t.Fatalf("exit %d; stderr:\n%s", code, stderr)
+			}
+			for _, w := range c.stderr {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr does not say %q:\n%s", w, stderr)
+				}
+			}
+			if c.turn > 0 && (len(turns) < c.turn || !slices.Equal(turns[c.turn-1].Prompt, want[0].Prompt)) {
+				t.Errorf("turn %d's prompt is not the --system run's (%d turns)", c.turn, len(turns))
+			}
+		})
+	}
+}
