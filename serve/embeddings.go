@@ -552,9 +552,10 @@ func (a *ollamaAPI) ollamaEmbedInputs(texts []string) [][]int32 {
 // strings; each vector L2-normalized (Ollama's normalize), cut to dimensions and normalized again when
 // dimensions is smaller (a negative dimensions, or one past the model's n_embd, which Ollama ignores, is a
 // 400 naming it); {"model", "embeddings", "total_duration", "load_duration", "prompt_eval_count",
-// "bankml_receipt"}. An input longer than the engine takes (engine.EmbedLimit: the slot context, and the
-// physical batch -ub) is truncated as Ollama truncates it (ollamaTruncate) unless truncate is false, which
-// makes it a 400 with the engine's reason, as Ollama answers its runner's refusal.
+// "bankml_receipt"}. An input longer than the route embeds (ollamaEmbedLimit: the engine's limit, cut to the
+// num_ctx of the options or the model's PARAMETERs) is truncated as Ollama truncates it (ollamaTruncate)
+// unless truncate is false, which makes it Ollama's 400 "the input length exceeds the context length"
+// (inputTooLong), as it is for an input the cut leaves too long.
 func (a *ollamaAPI) handleEmbed(w http.ResponseWriter, r *http.Request) {
 	var req api.EmbedRequest
 	x := a.start(w, r, &req, func() string { return req.Model })
@@ -573,6 +574,11 @@ func (a *ollamaAPI) handleEmbed(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	set, ok := a.settings(w, req.Options)
+	if !ok {
+		return
+	}
+	limit, what := a.ollamaEmbedLimit(set)
 	var texts []string
 	switch in := req.Input.(type) {
 	case string:
@@ -606,18 +612,23 @@ func (a *ollamaAPI) handleEmbed(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	inputs := a.ollamaEmbedInputs(texts)
-	if req.Truncate == nil || *req.Truncate { // Ollama's default: truncate
-		for i, in := range inputs {
-			if len(in) <= a.engine().EmbedLimit() {
-				continue
-			}
-			cut, err := a.ollamaTruncate(texts[i])
+	truncate := req.Truncate == nil || *req.Truncate // Ollama's default: truncate
+	for i, in := range inputs {
+		if len(in) <= limit {
+			continue
+		}
+		if truncate {
+			cut, err := a.ollamaTruncate(texts[i], limit)
 			if err != nil {
 				ollamaError(w, http.StatusBadRequest, err.Error())
 				return
 			}
-			inputs[i] = cut
+			if inputs[i] = cut; len(cut) <= limit {
+				continue
+			}
 		}
+		ollamaError(w, http.StatusBadRequest, inputTooLong(fmt.Sprintf("input %d", i), len(inputs[i]), what))
+		return
 	}
 	res, ok := a.s.embedAll(w, r, inputs, writeOllamaAPIError)
 	if !ok {
@@ -655,19 +666,44 @@ func (a *ollamaAPI) handleEmbed(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
+// ollamaInputTooLong is Ollama's answer to an embedding input longer than its runner's context (its runners'
+// errorInputTooLong, which EmbedHandler passes on as a 400).
+const ollamaInputTooLong = "the input length exceeds the context length"
+
+// inputTooLong is Ollama's refusal of an input (which: "input 1", "the prompt") of n tokens past the limit
+// ollamaEmbedLimit words as what, with the numbers after Ollama's words.
+func inputTooLong(which string, n int, what string) string {
+	return fmt.Sprintf("%s: %s has %d tokens, more than %s", ollamaInputTooLong, which, n, what)
+}
+
+// ollamaEmbedLimit is the most tokens one input of Ollama's embedding routes may have, and the words that
+// name it: the engine's limit (engine.EmbedLimit: the slot context and, for most models, the physical batch
+// -ub), cut to the num_ctx of the request's options or of the model's PARAMETERs when one is given, as Ollama
+// loads its runner with num_ctx and cuts to min(num_ctx, the model's context) (EmbedHandler).
+func (a *ollamaAPI) ollamaEmbedLimit(set ollamaSettings) (int, string) {
+	limit := a.engine().EmbedLimit()
+	if set.NumCtx > 0 && set.NumCtx < limit {
+		return set.NumCtx, set.numCtxWords()
+	}
+	if limit < a.engine().NCtx() {
+		return limit, fmt.Sprintf("the %d tokens the server embeds at once (its physical batch, -ub)", limit)
+	}
+	return limit, fmt.Sprintf("the server's slot context of %d tokens", limit)
+}
+
 // ollamaTruncate is the input Ollama's EmbedHandler embeds instead of a text its runner refuses for its
 // length (server/routes.go, v0.17.4, embedWithRetry): the text tokenized without special tokens (parsing
-// them, as its Tokenize); the room ctxLen, the longest input the engine takes (engine.EmbedLimit: Ollama's
-// min(num_ctx, the model's context length), bankml's also the physical batch, -ub), less one when the tokens
+// them, as its Tokenize); the room ctxLen, limit (ollamaEmbedLimit: Ollama's min(num_ctx, the model's
+// context length), bankml's also the physical batch, -ub), less one when the tokens
 // do not start with tokenizer.ggml.bos_token_id and one when they do not end with tokenizer.ggml.eos_token_id
 // (0 when absent; Ollama asks add_bos_token and add_eos_token under the architecture's prefix, where no GGUF
 // has them, so it always leaves that room); the first ctxLen tokens turned back into text piece by piece
 // (llama_token_to_piece with special tokens rendered, Ollama's Detokenize) and tokenized again as every
 // input is. Ollama's errors: tokens that already fit the room ("cannot be truncated further") and no room.
-func (a *ollamaAPI) ollamaTruncate(text string) ([]int32, error) {
+func (a *ollamaAPI) ollamaTruncate(text string, limit int) ([]int32, error) {
 	tok, f := a.s.m.Tokenizer, a.s.m.File
 	toks := tok.Tokenize(text, false, true)
-	ctxLen := a.engine().EmbedLimit()
+	ctxLen := limit
 	bos, _ := f.GetUint64("tokenizer.ggml.bos_token_id")
 	eos, _ := f.GetUint64("tokenizer.ggml.eos_token_id")
 	if len(toks) > 0 && uint64(toks[0]) != bos {
@@ -691,7 +727,9 @@ func (a *ollamaAPI) ollamaTruncate(text string) ([]int32, error) {
 
 // handleEmbeddings is Ollama's old POST /api/embeddings (EmbeddingsHandler): {"model", "prompt"} →
 // {"embedding": [...]}, the runner's vector as it is (no normalisation), as float64; an empty prompt
-// gives an empty embedding.
+// gives an empty embedding. A prompt longer than the route embeds (ollamaEmbedLimit, num_ctx included, as
+// Ollama's runner is loaded with it) is never truncated: Ollama's "the input length exceeds the context
+// length", as a 400 where Ollama's EmbeddingsHandler makes every runner error a 500.
 func (a *ollamaAPI) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 	var req api.EmbeddingRequest
 	x := a.start(w, r, &req, func() string { return req.Model })
@@ -706,11 +744,19 @@ func (a *ollamaAPI) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 		Embedding []float64 `json:"embedding"`
 		Receipt   *Receipt  `json:"bankml_receipt,omitempty"`
 	}
+	set, ok := a.settings(w, req.Options)
+	if !ok {
+		return
+	}
 	if req.Prompt == "" {
 		writeJSON(w, http.StatusOK, embeddingAnswer{Embedding: []float64{}})
 		return
 	}
 	inputs := a.ollamaEmbedInputs([]string{req.Prompt})
+	if limit, what := a.ollamaEmbedLimit(set); len(inputs[0]) > limit {
+		ollamaError(w, http.StatusBadRequest, inputTooLong("the prompt", len(inputs[0]), what))
+		return
+	}
 	res, ok := a.s.embedAll(w, r, inputs, writeOllamaAPIError)
 	if !ok {
 		return

@@ -480,7 +480,8 @@ func TestTheEmbeddingLimitIsThePhysicalBatchAndApiEmbedTruncatesPastIt(t *testin
 			"input (" + strconv.Itoa(n1100) + " tokens) is too large to process. increase the physical batch size (current batch size: 1024)", 0},
 		{"/api/embed truncates by default", qwen, "/api/embed", ollama(qwen, q600, ""), 200, `"embeddings"`, -1},
 		{"/api/embed truncates with truncate true", qwen, "/api/embed", ollama(qwen, q600, `,"truncate":true`), 200, `"embeddings"`, -1},
-		{"/api/embed with truncate false refuses", qwen, "/api/embed", ollama(qwen, q600, `,"truncate":false`), 400, "is too large to process", 0},
+		{"/api/embed with truncate false refuses in Ollama's words", qwen, "/api/embed", ollama(qwen, q600, `,"truncate":false`), 400,
+			"the input length exceeds the context length: input 0 has " + strconv.Itoa(n600) + " tokens, more than the 512 tokens the server embeds at once (its physical batch, -ub)", 0},
 		{"/api/embed keeps the first tokens and adds the specials again", bert, "/api/embed", ollama(bert, b600, ""), 200, `"embeddings"`, 512},
 		// The synthetic bert has no tokenizer.ggml.bos_token_id or eos_token_id: Ollama takes both as 0, [PAD]
 		// here, and leaves no room for a BOS or EOS before a text starting and ending with it.
