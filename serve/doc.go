@@ -18,7 +18,9 @@
 // (server-schema.cpp), error bodies (format_error_response), SSE framing, the API-key middleware, 404 for
 // unknown paths and wrong methods alike, "Field 'name': ..." wording, /metrics names; OpenAI's shapes as
 // llama-server produces them, text that is not UTF-8 as its JSON carries it (utf8.go). The Ollama routes follow
-// Ollama's (ollama_api.go).
+// Ollama's (ollama_api.go). A stored model's Modelfile settings (Options.Defaults) apply to the Ollama routes and,
+// as Ollama's openai middleware hands them to the same handlers, to /v1/chat/completions and /v1/completions
+// beneath the request's fields (modeldefaults.go); llama-server's own routes answer without them.
 //
 // Deliberate differences. Cross-origin reads follow Ollama (loopback and app origins only, DNS rebinding
 // refused; cors.go). Wrong types, malformed JSON, out-of-range numbers and ids outside the vocabulary are a 400

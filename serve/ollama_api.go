@@ -149,20 +149,8 @@ func (a *ollamaAPI) settings(w http.ResponseWriter, opts map[string]any) (ollama
 		ollamaError(w, http.StatusBadRequest, optionMessage(err))
 		return s, false
 	}
-	if n := a.engine().NCtx(); s.NumCtx > n {
-		// Ollama clamps a num_ctx past what its runner has to the runner's context (optionsForPrompt in
-		// server/routes.go), and one past the model's training context when it loads the runner, with a
-		// warning (llm/server.go: "requested context size too large for model"). bankml's slots keep the
-		// context the server started with: the request gets it, and the log says so.
-		a.s.log.Warn("ollama: requested context size too large for the server: using the slot's context", "num_ctx", s.NumCtx, "n_ctx_slot", n)
-		s.NumCtx = n
-	}
-	if s.RepeatLastNCtx { // Ollama's repeat_last_n -1: num_ctx, the request's context
-		s.Sampling.PenaltyLastN = int32(a.engine().NCtx())
-		if s.NumCtx > 0 {
-			s.Sampling.PenaltyLastN = int32(s.NumCtx)
-		}
-	}
+	s.NumCtxFromModel = s.NumCtx > 0 && opts["num_ctx"] == nil
+	a.s.fitSettings(&s)
 	if !s.HasNPredict {
 		s.NPredict = slotLimit(a.s.nPredict) // -n below -1: one token, as on llama-server's routes
 	}
@@ -547,18 +535,15 @@ func (a *ollamaAPI) run(w http.ResponseWriter, r *http.Request, job *ollamaJob, 
 	eng := a.engine()
 	req := engine.Request{Prompt: job.prompt, Sampling: job.settings.Sampling, NPredict: job.settings.NPredict,
 		Stop: job.settings.Stop, CachePrompt: true, Slot: -1}
-	if n := job.settings.NumCtx; n > 0 {
+	if job.settings.NumCtx > 0 {
 		toks, err := eng.Tokenize(job.prompt)
 		if err != nil {
 			ollamaError(w, http.StatusBadRequest, err.Error())
 			return
 		}
-		if len(toks) >= n {
-			ollamaError(w, http.StatusBadRequest, fmt.Sprintf("the prompt has %d tokens, which does not fit %s", len(toks), job.settings.numCtxWords()))
+		if req.NPredict, err = job.settings.fitPrompt(len(toks), req.NPredict); err != nil {
+			ollamaError(w, http.StatusBadRequest, err.Error())
 			return
-		}
-		if left := n - len(toks); req.NPredict < 0 || req.NPredict > left {
-			req.NPredict = left
 		}
 	}
 	ctx := r.Context()

@@ -25,6 +25,8 @@ type ollamaSettings struct {
 	Stop        []string // stop strings, cut exactly (engine.Request.Stop)
 	NumCtx      int      // num_ctx: 0 when not given; else at least 4, prompt + answer must fit in it
 	NumCtxGiven int      // num_ctx as the request gave it (its fraction dropped), for the errors that quote it
+	// NumCtxFromModel: num_ctx is the model's Modelfile PARAMETER, not the request's option (numCtxWords).
+	NumCtxFromModel bool
 	// RepeatLastNCtx: repeat_last_n was -1, which Ollama defines as num_ctx (docs/modelfile.md's table:
 	// "-1 = num_ctx"); Sampling.PenaltyLastN is 0 until ollamaAPI.settings sets it to the request's context.
 	RepeatLastNCtx bool
@@ -35,6 +37,9 @@ type ollamaSettings struct {
 // another (raised to Ollama's smallest, cut to the slot's context), the one it took and why.
 func (s ollamaSettings) numCtxWords() string {
 	w := fmt.Sprintf("the request's num_ctx of %d", s.NumCtxGiven)
+	if s.NumCtxFromModel {
+		w = fmt.Sprintf("the model's num_ctx of %d (its Modelfile's PARAMETER)", s.NumCtxGiven)
+	}
 	switch {
 	case s.NumCtx == s.NumCtxGiven:
 	case s.NumCtxGiven < ollamaMinNumCtx:

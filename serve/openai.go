@@ -44,11 +44,38 @@ type oaiCall struct {
 }
 
 // decodeOAI reads an OpenAI body into an engine request: the prompt (the chat template applied to messages,
-// or the completion prompt tokenized), the sampling parameters and the common fields.
+// or the completion prompt tokenized), the sampling parameters and the common fields. A stored model's
+// Modelfile settings (Options.Defaults) come beneath the request's own fields, as Ollama's /v1 routes apply
+// them: its PARAMETERs (oaiModelSettings: stop, num_predict, num_ctx, the sampling options but those
+// oaiOwnOptions names) for what the request does not set, and for a chat its SYSTEM and MESSAGEs
+// (oaiWithModelMessages). A raw /v1/completions prompt takes no SYSTEM or MESSAGE: llama-server's route applies
+// no chat template to it (Ollama's does).
 func (s *Server) decodeOAI(body []byte, k kind) (*oaiCall, error) {
 	req, c, err := s.decodeCommon(body)
 	if err != nil {
 		return nil, err
+	}
+	model, fromModel, err := s.oaiModelSettings(k)
+	if err != nil {
+		return nil, err
+	}
+	start := s.base
+	if fromModel {
+		start = model.Sampling
+		if !present(c.Stop) {
+			req.Stop = model.Stop
+		}
+		if _, v := c.nPredict(); v == nil && model.HasNPredict {
+			req.NPredict = model.NPredict
+		}
+	}
+	// fit cuts the answer to the model's num_ctx (prompt and answer in it), as the Ollama routes do.
+	fit := func(toks []int32) error {
+		var err error
+		if req.NPredict, err = model.fitPrompt(len(toks), req.NPredict); err != nil {
+			return badRequest("%v", err)
+		}
+		return nil
 	}
 	call := &oaiCall{kind: k, stream: deref(c.Stream, false), id: "chatcmpl-" + randomString()}
 	if c.StreamOptions != nil {
@@ -75,7 +102,7 @@ func (s *Server) decodeOAI(body []byte, k kind) (*oaiCall, error) {
 		case f.TopLogprobs != nil:
 			return nil, badRequest("top_logprobs requires logprobs to be set to true")
 		}
-		res, err := s.render(body)
+		res, err := s.render(s.oaiWithModelMessages(body))
 		if err != nil {
 			return nil, err
 		}
@@ -83,9 +110,12 @@ func (s *Server) decodeOAI(body []byte, k kind) (*oaiCall, error) {
 		if err != nil {
 			return nil, badRequest("%v", err)
 		}
+		if err := fit(toks); err != nil {
+			return nil, err
+		}
 		req.Prompt = engine.Prompt{Tokens: toks}
 		call.answer = &answerState{parser: res.Parser}
-		if req.Sampling, err = s.decodeSampling(body, nProbs); err != nil {
+		if req.Sampling, err = s.decodeSamplingOver(start, body, nProbs); err != nil {
 			return nil, err
 		}
 		if err := s.chatConstraints(body, &req, res); err != nil {
@@ -138,8 +168,11 @@ func (s *Server) decodeOAI(body []byte, k kind) (*oaiCall, error) {
 		if err != nil {
 			return nil, err
 		}
+		if err := fit(toks); err != nil {
+			return nil, err
+		}
 		req.Prompt = engine.Prompt{Tokens: toks}
-		if req.Sampling, err = s.decodeSampling(body, nProbs); err != nil {
+		if req.Sampling, err = s.decodeSamplingOver(start, body, nProbs); err != nil {
 			return nil, err
 		}
 		if err := s.completionConstraints(body, &req.Sampling); err != nil {

@@ -63,9 +63,15 @@ func baseParams(m *admit.Model) sample.Params {
 // naming the field ("Field 'top_k': ..." as llama-server words a bad value). nProbs is the n_probs the
 // route computed (logprobs/top_logprobs), or nil to take the body's n_probs.
 func (s *Server) decodeSampling(body []byte, nProbs *int32) (sample.Params, error) {
-	f := samplingFields{Params: s.base}
-	f.Params.Samplers = append([]sample.Type(nil), s.base.Samplers...)
-	f.Params.DrySequenceBreakers = append([]string(nil), s.base.DrySequenceBreakers...)
+	return s.decodeSamplingOver(s.base, body, nProbs)
+}
+
+// decodeSamplingOver is decodeSampling over start, not the server's base parameters, as what a field not given
+// keeps (the OpenAI routes: a stored model's PARAMETERs, oaiModelSettings); the limits still fall back to base.
+func (s *Server) decodeSamplingOver(start sample.Params, body []byte, nProbs *int32) (sample.Params, error) {
+	f := samplingFields{Params: start}
+	f.Params.Samplers = append([]sample.Type(nil), start.Samplers...)
+	f.Params.DrySequenceBreakers = append([]string(nil), start.DrySequenceBreakers...)
 	if err := json.Unmarshal(body, &f); err != nil {
 		return sample.Params{}, jsonError(body, err)
 	}

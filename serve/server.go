@@ -103,7 +103,7 @@ type Options struct {
 	Grace        time.Duration // 0: DefaultGrace
 	Timeout      time.Duration // each socket read and write of an exchange (-to/--timeout; withIOTimeouts); 0: DefaultTimeout
 	Version      string        // bankml's version, for receipts, /props and /api/version
-	Defaults     ModelDefaults // a stored model's Modelfile settings, applied to the Ollama API (modeldefaults.go)
+	Defaults     ModelDefaults // a stored model's Modelfile settings, applied to the Ollama API and the OpenAI routes (modeldefaults.go)
 	Match        string        // the reference CPU variant the answers are exact against (quant.ResolveMatch), for receipts and /props; "": BANKML_MATCH's (quant.MatchFromEnv)
 	Log          *slog.Logger  // nil: discard
 	// CORSOrigins are origins whose pages may read answers besides the loopback and app origins always
