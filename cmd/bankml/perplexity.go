@@ -22,9 +22,9 @@ import (
 
 type perplexityCmd struct {
 	Model     string      `arg:"" optional:"" name:"MODEL" help:"A GGUF model file (or -m/--model FNAME), or a model NAME[:TAG] from the store, pulled from bankml's catalog on first use (pinned by its manifest)."`
-	ModelFlag pathArg     `short:"m" name:"model" placeholder:"FNAME" help:"Path to a GGUF model file, as llama-perplexity's -m/--model, instead of MODEL."`
-	File      pathArg     `arg:"" name:"FILE" optional:"" help:"Text file to score, or give it as -f/--file (one trailing newline is dropped, as llama-perplexity's -f does)."`
-	FileFlag  pathArg     `short:"f" name:"file" placeholder:"FNAME" help:"Text file to score, as llama-perplexity's -f/--file, instead of FILE."`
+	ModelFlag string      `short:"m" name:"model" type:"path" placeholder:"FNAME" help:"Path to a GGUF model file, as llama-perplexity's -m/--model, instead of MODEL."`
+	File      string      `arg:"" name:"FILE" type:"path" optional:"" help:"Text file to score, or give it as -f/--file (one trailing newline is dropped, as llama-perplexity's -f does)."`
+	FileFlag  string      `short:"f" name:"file" type:"path" placeholder:"FNAME" help:"Text file to score, as llama-perplexity's -f/--file, instead of FILE."`
 	Ctx       int         `short:"c" name:"ctx-size" default:"512" help:"Tokens per chunk (llama-perplexity's -c, default 512), at least 3: the second half of each chunk is scored, less its first token."`
 	Batch     int         `short:"b" name:"batch-size" default:"2048" help:"Tokens per decode (llama-perplexity's -b), at least 1; capped at the chunk size (each chunk is its own sequence)."`
 	Chunks    int         `name:"chunks" default:"-1" help:"Score at most this many chunks (-1: all; 0 is refused)."`
@@ -51,12 +51,12 @@ func (e engineEval) NVocab() int { return e.e.Model().HP.NVocab }
 // (bankml perplexity -m MODEL.gguf FILE.txt).
 func (p *perplexityCmd) Validate() (err error) {
 	if p.ModelFlag != "" && p.Model != "" && p.File == "" && p.FileFlag == "" {
-		p.Model, p.File = "", pathArg(kong.ExpandPath(p.Model))
+		p.Model, p.File = "", kong.ExpandPath(p.Model)
 	}
-	if p.Model, err = resolveModel(p.Model, string(p.ModelFlag)); err != nil {
+	if p.Model, err = resolveModel(p.Model, p.ModelFlag); err != nil {
 		return err
 	}
-	switch file, flag := string(p.File), string(p.FileFlag); {
+	switch file, flag := p.File, p.FileFlag; {
 	case file == "" && flag == "":
 		return errors.New(`expected "<FILE>" or -f/--file FNAME: the text file to score`)
 	case file != "" && flag != "" && file != flag && !sameFile(file, flag):
@@ -85,7 +85,7 @@ func (p *perplexityCmd) Run(stdout io.Writer, stderr errWriter) error {
 	if _, err := quant.LevelFromEnv(); err != nil {
 		return fmt.Errorf("perplexity: %w", err)
 	}
-	text, err := os.ReadFile(string(p.File))
+	text, err := os.ReadFile(p.File)
 	if err != nil {
 		return fmt.Errorf("perplexity: %w", err)
 	}

@@ -14,7 +14,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/alecthomas/kong"
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
@@ -27,8 +26,8 @@ import (
 // quantizeCmd is `bankml quantize IN.gguf OUT.gguf --type T`: a float (or quantized) model to ternary, streamed
 // one tensor at a time (package ternary).
 type quantizeCmd struct {
-	In         pathArg     `arg:"" name:"IN.gguf" help:"Model to convert (any tensor type bankml reads)."`
-	Out        pathArg     `arg:"" name:"OUT.gguf" optional:"" help:"File to write, through a temporary file beside it (not needed with --dry-run)."`
+	In         string      `arg:"" name:"IN.gguf" type:"path" help:"Model to convert (any tensor type bankml reads)."`
+	Out        string      `arg:"" name:"OUT.gguf" type:"path" optional:"" help:"File to write, through a temporary file beside it (not needed with --dry-run)."`
 	Positional []string    `arg:"" name:"llama-quantize-args" optional:"" help:"Not taken: llama-quantize's positional TYPE and NTHREADS (IN [OUT] TYPE [NTHREADS]) are refused with bankml's spelling, --type TYPE -t NTHREADS."`
 	Type       string      `name:"type" required:"" help:"Target: tq2_0, tq1_0 or q2_0 (ggml's absmax encoders, byte-identical to llama.cpp's), or ptqtp (K trit-planes per matrix, Fucina's PTQTP); in any case, as llama-quantize, which also takes tq1_0, tq2_0 and q2_0 as their ftype numbers 36, 37 and 41."`
 	Planes     int         `name:"planes" help:"ptqtp: trit-planes per matrix, 1 to 3 (default 2)."`
@@ -62,7 +61,7 @@ func quantizeType(v string) (string, bool) {
 // reads --type in any case or as its ftype number, and refuses llama-quantize's positional forms, IN OUT TYPE
 // [NTHREADS] and IN TYPE [NTHREADS], with bankml's spelling of what was typed.
 func (c *quantizeCmd) Validate() error {
-	if err := notDirectory("IN.gguf", string(c.In)); err != nil {
+	if err := notDirectory("IN.gguf", c.In); err != nil {
 		return err
 	}
 	hint := func(form, ty string, nthreads []string) error {
@@ -73,7 +72,7 @@ func (c *quantizeCmd) Validate() error {
 		return fmt.Errorf("llama-quantize's positional form %s is not taken: write %s", form, s)
 	}
 	if c.Type == "" && c.Out != "" {
-		if ty, ok := quantizeType(filepath.Base(string(c.Out))); ok {
+		if ty, ok := quantizeType(filepath.Base(c.Out)); ok {
 			return hint("IN TYPE [NTHREADS] (which writes ggml-model-TYPE.gguf beside IN)", ty, c.Positional)
 		}
 	}
@@ -93,30 +92,10 @@ func (c *quantizeCmd) Validate() error {
 	return nil
 }
 
-// pathArg is a file argument or flag as kong's type:"path" reads it (made absolute, ~/ expanded, "-" kept), except
-// that an empty value is refused: kong's path mapper would make it the current directory.
-type pathArg string
-
-// Decode implements kong.MapperValue.
-func (p *pathArg) Decode(ctx *kong.DecodeContext) error {
-	var s string
-	if err := ctx.Scan.PopValueInto("file", &s); err != nil {
-		return err
-	}
-	if s == "" {
-		return errors.New("the file name is empty")
-	}
-	if s != "-" {
-		s = kong.ExpandPath(s)
-	}
-	*p = pathArg(s)
-	return nil
-}
-
 // Run plans the conversion, prints the plan (--dry-run) or streams the model to OUT with a progress bar on a
 // terminal, a line per converted tensor and a summary.
 func (c *quantizeCmd) Run(stdout io.Writer, stderr errWriter) error {
-	in, out := string(c.In), string(c.Out)
+	in, out := c.In, c.Out
 	opt, desc, err := c.options()
 	if err != nil {
 		return err
