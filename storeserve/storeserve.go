@@ -430,17 +430,23 @@ func (r *Router) load(ctx context.Context, ref string) (*loaded, error) {
 		return nil, err
 	}
 	blob := r.o.Store.BlobPath(man.Model.SHA256)
-	if _, err := os.Stat(blob); err != nil {
+	if err := r.o.Store.CheckBlob(man); errors.Is(err, os.ErrNotExist) {
 		// Ollama answers a manifest whose blob is gone as a model not found (its getModel's fs.ErrNotExist).
 		r.log.Warn("model file missing: the model is answered as not found until it is pulled again", "model", man.Ref(), "path", blob, "err", err)
 		return nil, &notFoundError{ref}
+	} else if err != nil {
+		// A file cut short or damaged since it was pulled: no retry mends it (a 500, Ollama's answer to a model
+		// that fails to load, not the 503 of a busy server); the message says what is wrong without the path.
+		r.log.Error("model file damaged: pull the model again", "model", man.Ref(), "path", blob, "err", err)
+		msg := strings.TrimPrefix(err.Error(), "store: "+man.Ref()+": ")
+		return nil, &httpError{http.StatusInternalServerError, fmt.Sprintf("model '%s' cannot be loaded: %s", man.Ref(), r.scrub(strings.ReplaceAll(msg, " "+blob, "")))}
 	}
 	// The server's -ctk/-ctv against the model's heads, from the file's header: refused before any model is
 	// evicted for it and before its file is hashed.
 	if err := checkCacheTypes(blob, r.o.Serve.CacheTypes); err != nil {
 		k, v := cacheTypeNames(r.o.Serve.CacheTypes)
 		r.log.Warn("model refused: the server's KV cache types do not fit it", "model", man.Ref(), "err", err)
-		return nil, &httpError{http.StatusBadRequest, fmt.Sprintf("model '%s' cannot run with this server's KV cache types (-ctk %s -ctv %s): %s", man.Ref(), k, v, strings.TrimPrefix(err.Error(), "model: "))}
+		return nil, &httpError{http.StatusBadRequest, fmt.Sprintf("model '%s' cannot run with this server's KV cache types (-ctk %s -ctv %s): %s", man.Ref(), k, v, err)}
 	}
 	if err := r.makeRoom(ctx, key(ref), man.Model.Size); err != nil {
 		return nil, err
