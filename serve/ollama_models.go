@@ -59,12 +59,23 @@ func (m ollamaModel) details() api.ModelDetails {
 		n += uint64(m.File.Tensors[i].NElements())
 	}
 	d.ParameterSize = format.HumanNumber(n)
-	if ft, ok := m.File.GetUint64("general.file_type"); ok {
-		if name, ok := ollamaFileTypes[ft]; ok {
-			d.QuantizationLevel = name
+	d.QuantizationLevel = QuantizationLevel(m.File)
+	return d
+}
+
+// QuantizationLevel is the name Ollama gives the file's general.file_type
+// (its details.quantization_level, the quantization row of `ollama run`'s
+// /show info): llama.h's llama_ftype name ("Q4_K_M", "TQ1_0", ...), or
+// "unknown" when f is nil or the key is absent or not one llama.h names.
+func QuantizationLevel(f *gguf.File) string {
+	if f != nil {
+		if ft, ok := f.GetUint64("general.file_type"); ok {
+			if name, ok := ollamaFileTypes[ft]; ok {
+				return name
+			}
 		}
 	}
-	return d
+	return "unknown"
 }
 
 // handleTags is GET (and HEAD) /api/tags: the one model.

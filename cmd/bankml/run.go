@@ -331,13 +331,14 @@ func isTerminal(r io.Reader) bool {
 
 // aboutModel is what run --chat's /show info and /show license print of the model m (stored: its manifest, nil
 // for a file): as Ollama's showInfo prints a model (the parameter count as format.HumanNumber of the tensors'
-// elements, as serve's /api/show details give it).
+// elements and the file type's name, as serve's /api/show details give them).
 func aboutModel(m *admit.Model, stored *store.Manifest) modelAbout {
 	var n uint64
 	for i := range m.File.Tensors {
 		n += uint64(m.File.Tensors[i].NElements())
 	}
-	a := modelAbout{arch: m.File.Architecture(), params: format.HumanNumber(n), ctxLength: m.Model.HP.NCtxTrain, embdLength: m.Model.HP.NEmbd}
+	a := modelAbout{arch: m.File.Architecture(), params: format.HumanNumber(n), ctxLength: m.Model.HP.NCtxTrain, embdLength: m.Model.HP.NEmbd,
+		quant: serve.QuantizationLevel(m.File)}
 	if stored != nil {
 		a.license = stored.License
 	}

@@ -732,6 +732,7 @@ type modelAbout struct {
 	params     string   // the parameter count as Ollama prints it (format.HumanNumber of the tensors' elements)
 	ctxLength  int      // the training context ({arch}.context_length)
 	embdLength int      // {arch}.embedding_length
+	quant      string   // general.file_type's name as Ollama's details.quantization_level gives it (serve.QuantizationLevel)
 	license    []string // a stored model's LICENSEs
 }
 
@@ -1017,8 +1018,9 @@ func parameterLines(opts map[string]any) []string {
 	return out
 }
 
-// showInfo is /show info: the model's table as Ollama's showInfo prints it (its quantization row left out:
-// bankml's files mix tensor types), then the Modelfile's parameters, system message and license.
+// showInfo is /show info: the model's table as Ollama's showInfo prints it (architecture, parameters, context
+// length, embedding length, quantization: general.file_type's name, "unknown" when the file has none), then the
+// Modelfile's parameters, system message and license.
 func (s *chatSession) showInfo(w io.Writer) {
 	section := func(name string, rows [][2]string) {
 		if len(rows) == 0 {
@@ -1036,7 +1038,8 @@ func (s *chatSession) showInfo(w io.Writer) {
 	}
 	a := s.about
 	section("Model", [][2]string{{"architecture", a.arch}, {"parameters", a.params},
-		{"context length", fmt.Sprint(a.ctxLength)}, {"embedding length", fmt.Sprint(a.embdLength)}})
+		{"context length", fmt.Sprint(a.ctxLength)}, {"embedding length", fmt.Sprint(a.embdLength)},
+		{"quantization", a.quant}})
 	var params [][2]string
 	for _, l := range parameterLines(s.model.Options) {
 		k, v, _ := strings.Cut(l, " ")
