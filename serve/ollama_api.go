@@ -140,8 +140,8 @@ func unsupportedFields(format json.RawMessage, truncate, shift *bool, topLogprob
 // settings maps the options (parseOllamaOptions), clamps a num_ctx past the server's context to it (with a
 // warning in the log, as Ollama clamps it to its runner's), takes repeat_last_n -1 as the request's context (num_ctx when given, else the slot's, as Ollama's -1 = num_ctx), gives a request
 // without num_predict the server's -n (Options.NPredict: as an Ollama Modelfile's num_predict is the default
-// a request's options override, server/routes.go:122), and logs, in one line at WARN (Ollama warns of each
-// name it does not know, api/types.go:976), the options given that are not applied.
+// a request's options override, server/routes.go:122), and logs the options given that are not applied
+// (logUnapplied).
 func (a *ollamaAPI) settings(w http.ResponseWriter, opts map[string]any) (ollamaSettings, bool) {
 	s, err := parseOllamaOptions(a.s.withDefaults(opts), a.base())
 	if err != nil {
@@ -154,10 +154,19 @@ func (a *ollamaAPI) settings(w http.ResponseWriter, opts map[string]any) (ollama
 	if !s.HasNPredict {
 		s.NPredict = slotLimit(a.s.nPredict) // -n below -1: one token, as on llama-server's routes
 	}
-	if len(s.Ignored) > 0 {
-		a.s.log.Warn("ollama: options not applied", "options", strings.Join(s.Ignored, ", "))
-	}
+	a.s.logUnapplied(s)
 	return s, true
+}
+
+// logUnapplied logs, in one line at WARN (Ollama warns of each name it does not know, api/types.go:976), the
+// options set holds that bankml does not apply (ollamaSettings.Ignored: num_gpu, num_thread, names Ollama does
+// not know, ...), nothing when there are none. Each request logs them once, as its options are read: the Ollama
+// routes the request's options over the model's PARAMETERs (settings), the OpenAI routes the model's
+// PARAMETERs (decodeOAI).
+func (s *Server) logUnapplied(set ollamaSettings) {
+	if len(set.Ignored) > 0 {
+		s.log.Warn("ollama: options not applied", "options", strings.Join(set.Ignored, ", "))
+	}
 }
 
 // optionMessage is the 400's message for an option parseOllamaOptions refused: Ollama's own words for a value

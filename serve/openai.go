@@ -48,7 +48,8 @@ type oaiCall struct {
 // Modelfile settings (Options.Defaults) come beneath the request's own fields, as Ollama's /v1 routes apply
 // them: its PARAMETERs (oaiModelSettings: stop, num_predict, num_ctx, the sampling options but those
 // oaiOwnOptions names) for what the request does not set, and for a chat its SYSTEM and MESSAGEs
-// (oaiWithModelMessages). A raw /v1/completions prompt takes no SYSTEM or MESSAGE: llama-server's route applies
+// (oaiWithModelMessages). The PARAMETERs bankml does not apply are logged once, as the Ollama routes log them
+// (logUnapplied). A raw /v1/completions prompt takes no SYSTEM or MESSAGE: llama-server's route applies
 // no chat template to it (Ollama's does).
 func (s *Server) decodeOAI(body []byte, k kind) (*oaiCall, error) {
 	req, c, err := s.decodeCommon(body)
@@ -59,6 +60,7 @@ func (s *Server) decodeOAI(body []byte, k kind) (*oaiCall, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.logUnapplied(model) // the PARAMETERs bankml does not apply (num_gpu, ...), as the Ollama routes log them
 	start := s.base
 	if fromModel {
 		start = model.Sampling
