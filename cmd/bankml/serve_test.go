@@ -157,8 +157,8 @@ func TestServeRefusesACacheTypeTheHeadsDoNotFitBeforeAnyWork(t *testing.T) {
 		kv   []string
 		msg  string
 	}{
-		{"a q8_0 K cache", []string{"-ctk", "q8_0"}, "model: K cache type q8_0 with block size 32 does not divide n_embd_head_k=8"},
-		{"a q4_0 V cache", []string{"--cache-type-v", "q4_0"}, "model: V cache type q4_0 with block size 32 does not divide n_embd_head_v=8"},
+		{"a q8_0 K cache", []string{"-ctk", "q8_0"}, "K cache type q8_0 with block size 32 does not divide n_embd_head_k=8"},
+		{"a q4_0 V cache", []string{"--cache-type-v", "q4_0"}, "V cache type q4_0 with block size 32 does not divide n_embd_head_v=8"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			history := filepath.Join(t.TempDir(), "history")
