@@ -1,7 +1,6 @@
 package train
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -61,22 +60,60 @@ type Config struct {
 	Mode     Mode    `json:"mode"` // of every matrix: token_embd, the seven projections per layer, output
 }
 
-// Validate checks the shape; a ternary model needs every matrix a whole number of 256-weight TQ2_0 blocks wide.
+// Validate checks the shape; a ternary model needs every matrix a whole number of 256-weight TQ2_0 blocks wide. As
+// Options.Validate, an error names each size by the flag of bankml train that sets it, a size below its least in the
+// CLI's range wording ("train: --n-head: value 0 out of range [1, inf)") and sizes that do not fit together by
+// both flags and why ("train: --n-embd 256 is not a multiple of --n-head 7: each head takes n_embd/n_head
+// dimensions"); Vocab (the teacher's vocabulary), RMSEps, RopeBase and Mode, which no flag of bankml train sets,
+// by their names in the GGUF file or the field.
 func (c Config) Validate() error {
-	if c.Vocab < 2 || c.Embd < 2 || c.Layers < 1 || c.Heads < 1 || c.KVHeads < 1 || c.FF < 1 || c.Seq < 2 {
-		return fmt.Errorf("train: config %+v: every size must be positive (vocab ≥ 2, seq ≥ 2)", c)
+	for _, f := range []struct {
+		name  string
+		v, lo int
+		note  string
+	}{
+		{"vocabulary size", c.Vocab, 2, "the teacher's n_vocab"},
+		{"--n-embd", c.Embd, 2, ""},
+		{"--n-layer", c.Layers, 1, ""},
+		{"--n-head", c.Heads, 1, ""},
+		{"--n-head-kv", c.KVHeads, 1, ""},
+		{"--n-ff", c.FF, 1, ""},
+		{"--seq", c.Seq, 2, "a token and the one after it at least"},
+	} {
+		if f.v < f.lo {
+			note := ""
+			if f.note != "" {
+				note = " (" + f.note + ")"
+			}
+			return fmt.Errorf("train: %s: value %d out of range [%d, inf)%s", f.name, f.v, f.lo, note)
+		}
 	}
-	if c.Embd%c.Heads != 0 || c.Heads%c.KVHeads != 0 || (c.Embd/c.Heads)%2 != 0 {
-		return fmt.Errorf("train: %d heads of %d KV heads over n_embd %d: want n_embd a multiple of the heads, the heads a multiple of the KV heads and an even head size", c.Heads, c.KVHeads, c.Embd)
+	switch {
+	case c.Embd%c.Heads != 0:
+		return fmt.Errorf("train: --n-embd %d is not a multiple of --n-head %d: each head takes n_embd/n_head dimensions", c.Embd, c.Heads)
+	case c.Heads%c.KVHeads != 0:
+		return fmt.Errorf("train: --n-head %d is not a multiple of --n-head-kv %d: each K/V head serves n_head/n_head_kv heads", c.Heads, c.KVHeads)
+	case c.HeadDim()%2 != 0:
+		return fmt.Errorf("train: --n-embd %d over --n-head %d is a head size of %d, which is odd: rotary embedding turns the head's dimensions in pairs", c.Embd, c.Heads, c.HeadDim())
 	}
-	if !(c.RMSEps > 0) || !(c.RopeBase > 0) {
-		return errors.New("train: rms_eps and rope_base must be positive")
+	if !(c.RMSEps > 0) || math.IsInf(c.RMSEps, 1) {
+		return fmt.Errorf("train: rms_eps: value %g out of range (0, inf)", c.RMSEps)
+	}
+	if !(c.RopeBase > 0) || math.IsInf(c.RopeBase, 1) {
+		return fmt.Errorf("train: rope_base: value %g out of range (0, inf)", c.RopeBase)
 	}
 	if c.Mode < ModeFloat || c.Mode > ModeFrozen {
-		return fmt.Errorf("train: mode %d", c.Mode)
+		return fmt.Errorf("train: mode %d: want %s, %s or %s", int(c.Mode), ModeFloat, ModeTernary, ModeFrozen)
 	}
-	if c.Mode == ModeTernary && (c.Embd%quant.QK_K != 0 || c.FF%quant.QK_K != 0) {
-		return fmt.Errorf("train: a ternary model needs n_embd (%d) and n_ff (%d) multiples of %d (TQ2_0 blocks)", c.Embd, c.FF, quant.QK_K)
+	if c.Mode == ModeTernary {
+		for _, f := range []struct {
+			flag string
+			v    int
+		}{{"--n-embd", c.Embd}, {"--n-ff", c.FF}} {
+			if f.v%quant.QK_K != 0 {
+				return fmt.Errorf("train: %s %d is not a multiple of %d: a ternary model's matrices are whole TQ2_0 blocks of %d weights (--mode float takes any size)", f.flag, f.v, quant.QK_K, quant.QK_K)
+			}
+		}
 	}
 	return nil
 }
