@@ -8,9 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+
+	"github.com/alecthomas/kong"
 
 	"github.com/bankml/bankml/ledger"
 )
@@ -23,9 +27,9 @@ type ledgerCmd struct {
 }
 
 type ledgerVerifyCmd struct {
-	Dir  string  `arg:"" name:"DIR" help:"The ledger folder (serve's --history DIR)." type:"path"`
-	Root string  `help:"A head published earlier (GET /bankml/ledger's root, hex): the first --size entries must still have this RFC 6962 root (the only way to catch a changed or removed last entry)."`
-	Size *uint64 `help:"The entry count of the head given by --root (at least 1); --root and --size are given together."`
+	Dir  string      `arg:"" name:"DIR" help:"The ledger folder (serve's --history DIR)." type:"path"`
+	Root string      `help:"A head published earlier (GET /bankml/ledger's root, hex): the first --size entries must still have this RFC 6962 root (the only way to catch a changed or removed last entry)."`
+	Size *entryCount `help:"The entry count of the head given by --root (at least 1); --root and --size are given together."`
 
 	Key          string   `name:"key" placeholder:"PUB" help:"The operator's public key (FILE.pub, FILE.pem, the private key file, or a verifier key inline): also audit the transparency log the history is committed to, whose checkpoints it signs."`
 	Log          string   `name:"log" placeholder:"WHERE" help:"The transparency log: its tlog-tiles URL (http://HOST/bankml/ledger/), a folder, or mysql:DSN (default with --key: DIR/log, serve's POSIX log)."`
@@ -274,12 +278,44 @@ func hashArg(flag, v string) (ledger.Hash, error) {
 	return h, nil
 }
 
+// entryCount is ledger verify's --size: a count of entries, read as kong reads an unsigned flag (decimal, or
+// 0x, 0o, 0b and _ as Go writes integers) but refused in outOfRange's words, as --size 0 is (checkHeadFlags):
+// a negative count is out of [1, inf), one past 2^64-1 out of [1, 18446744073709551615] (no ledger holds more
+// entries), and a value that is no integer is named as not one, never kong's "expected a valid 64 bit uint".
+type entryCount uint64
+
+// sizeNote is what --size's range means, on each of its refusals.
+const sizeNote = "the entry count of the head given by --root: a published head has at least one entry"
+
+// Decode implements kong.MapperValue.
+func (n *entryCount) Decode(ctx *kong.DecodeContext) error {
+	t, err := ctx.Scan.PopValue("size")
+	if err != nil {
+		return err
+	}
+	s := fmt.Sprint(t.Value) // kong gives a string, or a number from a config
+	v, err := strconv.ParseUint(s, 0, 64)
+	switch {
+	case err == nil:
+		*n = entryCount(v)
+		return nil
+	case errors.Is(err, strconv.ErrRange):
+		return rangeMessage("--size", s, fmt.Sprintf("[1, %d]", uint64(math.MaxUint64)), sizeNote)
+	}
+	if digits, neg := strings.CutPrefix(s, "-"); neg {
+		if _, err := strconv.ParseUint(digits, 0, 64); err == nil || errors.Is(err, strconv.ErrRange) {
+			return rangeMessage("--size", s, "[1, inf)", sizeNote)
+		}
+	}
+	return fmt.Errorf("--size: value %q is not an integer", s)
+}
+
 // checkHeadFlags refuses a head given by halves or with no entries: --root without --size, --size without
 // --root, and --size 0 (no published head has no entries: its root would prove nothing), each named.
 func (c *ledgerVerifyCmd) checkHeadFlags() error {
 	switch {
 	case c.Size != nil && *c.Size == 0:
-		return outOfRange("--size", 0, 1, inf, "the entry count of the head given by --root: a published head has at least one entry")
+		return outOfRange("--size", 0, 1, inf, sizeNote)
 	case c.Root != "" && c.Size == nil:
 		return errors.New("--root needs --size: the entry count of the head whose root it is")
 	case c.Root == "" && c.Size != nil:
@@ -296,7 +332,7 @@ func (c *ledgerVerifyCmd) checkHead(leaves []ledger.Hash) error {
 	if c.Size == nil {
 		return nil
 	}
-	size := *c.Size
+	size := uint64(*c.Size)
 	if uint64(len(leaves)) < size {
 		return fmt.Errorf("%w: the ledger has %d entries, the head given has %d: entries were removed", ledger.ErrCorrupt, len(leaves), size)
 	}

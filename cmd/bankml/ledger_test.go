@@ -146,7 +146,7 @@ func TestAHashOrSizeFlagThatIsNoHashIsAUsageErrorNotTampering(t *testing.T) {
 		{"a root one hex digit short", []string{"ledger", "verify", dir, "--root", head.Root[:63], "--size", "3"}, 1,
 			`bankml: ledger verify: --root "` + head.Root[:63] + `": not a SHA-256 hash: want 64 hex digits`},
 		{"a size that is no count", []string{"ledger", "verify", dir, "--root", head.Root, "--size", "-1"}, 1,
-			`bankml: ledger verify: --size: expected a valid 64 bit uint but got "-1" (see bankml ledger verify --help)`},
+			`bankml: ledger verify: --size: value -1 out of range [1, inf) (the entry count of the head given by --root: a published head has at least one entry)`},
 		{"a timeout of no time", []string{"receipt", "verify", receipt, "--timeout", "0"}, 1,
 			`bankml: receipt verify: --timeout: value 0 out of range [1, 9223372036] (seconds to wait for the log)`},
 		{"a negative timeout", []string{"receipt", "verify", receipt, "--timeout", "-5"}, 1,

@@ -245,8 +245,11 @@ func parseErrorLine(err error, app *kong.Application, first string, args []strin
 		help = "bankml " + cmd + " --help" // a subcommand's own flags and arguments
 	}
 	if pe != nil && pe.Context != nil {
-		if m, ok := negativeArg(pe.Context, err, args); ok {
-			return fmt.Sprintf("bankml: %s: %s; see %s)", cmd, m, help)
+		if m, note, ok := negativeArg(pe.Context, err, args); ok {
+			if note != "" {
+				return fmt.Sprintf("bankml: %s: %s (%s; see %s)", cmd, m, note, help)
+			}
+			return fmt.Sprintf("bankml: %s: %s (see %s)", cmd, m, help)
 		}
 		if m, ok := unknownCommand(pe.Context, err.Error()); ok {
 			if cmd != "" {
@@ -292,27 +295,40 @@ func unknownCommand(ctx *kong.Context, msg string) (string, bool) {
 	return m, true
 }
 
-// negativeArg words kong's "unknown flag -1" where the command still takes a numeric argument: kong reads a
-// negative number as a flag, but the user gave a value below the argument's range. The argument is the first one
-// not given yet that is a count (an unsigned integer, such as ledger prove's I: range [0, inf), its help the
-// note) or has a range tag (detokenize's IDS, with its rangenote), or a list given already that takes more
-// (detokenize FILE 5 -1), so a number is named as what it would be even before an argument missing in front of
-// it (ledger prove -1 says I, not DIR). It returns "NAME: value -N out of range R (NOTE" (the caller closes the
-// parenthesis after the pointer to the command's help), or false when err is something else.
-func negativeArg(ctx *kong.Context, err error, args []string) (string, bool) {
+// negativeArg words kong's "unknown flag -1" where the command takes arguments: kong reads a negative number as a
+// flag, but the user gave it where an argument goes. The argument is the first one not given yet that is a count
+// (an unsigned integer, such as ledger prove's I: range [0, inf), its help the note) or has a range tag
+// (detokenize's IDS, with its rangenote), or a list given already that takes more (detokenize FILE 5 -1), so a
+// number is named as what it would be even before an argument missing in front of it (ledger prove -1 says I, not
+// DIR): "NAME: value -N out of range R", the note apart. Where no such argument is left, the first argument not
+// given yet of another kind is named (tokenize -1: "FILE: value -1 is read as a flag, and there is no flag -1",
+// with how a file of that name is given when it is a path); where every argument is given, the number is kong's
+// "unexpected argument -1", as a word there is. ok is false when err is something else or the command takes no
+// arguments (kong's "unknown flag" stands).
+func negativeArg(ctx *kong.Context, err error, args []string) (msg, note string, ok bool) {
 	digit, ok := strings.CutPrefix(err.Error(), "unknown flag -")
 	if !ok || digit == "" || digit[0] < '0' || digit[0] > '9' {
-		return "", false
+		return "", "", false
 	}
 	node := ctx.Selected()
-	if node == nil {
-		return "", false
+	if node == nil || len(node.Positional) == 0 {
+		return "", "", false
 	}
-	var next *kong.Positional
-	r, note := "", ""
+	value := "-" + digit[:1]
+	for _, a := range args { // the argument kong split into one-letter flags: the first negative number there
+		if n, found := strings.CutPrefix(a, value); found && strings.Trim(n, "0123456789") == "" {
+			value = a
+			break
+		}
+	}
+	var next, other *kong.Positional
+	r := ""
 	for _, p := range node.Positional {
 		if p.Set && p.Target.Kind() != reflect.Slice {
 			continue
+		}
+		if other == nil {
+			other = p
 		}
 		if r = p.Tag.Get("range"); r != "" {
 			next, note = p, p.Tag.Get("rangenote")
@@ -329,27 +345,27 @@ func negativeArg(ctx *kong.Context, err error, args []string) (string, bool) {
 			break
 		}
 	}
-	if next == nil {
-		return "", false
-	}
-	value := "-" + digit[:1]
-	for _, a := range args { // the argument kong split into one-letter flags: the first negative number there
-		if n, found := strings.CutPrefix(a, value); found && strings.Trim(n, "0123456789") == "" {
-			value = a
-			break
+	switch {
+	case next != nil:
+		return fmt.Sprintf("%s: value %s out of range %s", next.Name, value, r), note, true
+	case other != nil:
+		if other.Tag.Type == "path" {
+			note = fmt.Sprintf("a file named %s is given as ./%s", value, value)
 		}
+		return fmt.Sprintf("%s: value %s is read as a flag, and there is no flag %s", other.Name, value, value), note, true
 	}
-	return fmt.Sprintf("%s: value %s out of range %s (%s", next.Name, value, r, note), true
+	return "unexpected argument " + value, "", true
 }
 
-// flagFirst drops kong's "--flag: " before a mapper's error that names the flag itself with its short form
-// ("--threads: -t/--threads: value 513 out of range …" reads "-t/--threads: value 513 out of range …").
+// flagFirst drops kong's "--flag: " before a mapper's error that names the flag itself, with its short form or
+// without ("--threads: -t/--threads: value 513 out of range …" reads "-t/--threads: value 513 out of range …",
+// "--size: --size: value -1 …" reads "--size: value -1 …").
 func flagFirst(msg string) string {
 	flag, rest, ok := strings.Cut(msg, ": ")
 	if !ok || !strings.HasPrefix(flag, "--") {
 		return msg
 	}
-	if named, _, ok := strings.Cut(rest, ": "); ok && strings.HasSuffix(named, "/"+flag) {
+	if named, _, ok := strings.Cut(rest, ": "); ok && (named == flag || strings.HasSuffix(named, "/"+flag)) {
 		return rest
 	}
 	return msg

@@ -486,7 +486,7 @@ func TestAUsageErrorOfASubcommandPointsAtItsOwnHelp(t *testing.T) {
 		{"an index that is no number", []string{"ledger", "prove", dir, "x"},
 			`bankml: ledger prove: <I>: expected a valid 64 bit uint but got "x" (see bankml ledger prove --help)`},
 		{"a size that is no count", []string{"ledger", "verify", dir, "--size", "-1"},
-			`bankml: ledger verify: --size: expected a valid 64 bit uint but got "-1" (see bankml ledger verify --help)`},
+			`bankml: ledger verify: --size: value -1 out of range [1, inf) (the entry count of the head given by --root: a published head has at least one entry)`},
 		{"an unknown flag of receipt verify", []string{"receipt", "verify", "x.json", "--nope"},
 			"bankml: receipt verify: unknown flag --nope (see bankml receipt verify --help)"},
 		{"key show without its file", []string{"key", "show"},
