@@ -124,7 +124,9 @@ func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error 
 	if _, err := quant.LevelFromEnv(); err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
-	if _, err := r.resolve("run", info); err != nil {
+	// --match is checked here (a usage error, before the file is read); its info line waits until the model is
+	// admitted and its engine made, so a model that is not pulled or not admitted prints only its error.
+	if _, err := r.resolve("run", nil); err != nil {
 		return err
 	}
 	if !r.Chat && (r.System != "" || r.SingleTurn) {
@@ -222,6 +224,9 @@ func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error 
 		return cannotRun(fmt.Errorf("run: %w", err))
 	}
 	defer e.Close()
+	if _, err := r.resolve("run", info); err != nil { // its info line, now that the model is ready to run
+		return err
+	}
 	if r.Chat {
 		return r.chat(e, m.Template, sp, set, stdin, stdout, stderr, info)
 	}
