@@ -53,7 +53,8 @@ type Inputs struct {
 	ToolChoice ToolChoice
 
 	// NamedTool is the function an OpenAI tool_choice {"type": "function", "function": {"name": ...}} names:
-	// the prompt shows every tool, the parser and grammar allow calls of that one only, and a call is required.
+	// the prompt shows every tool, the parser and grammar allow calls of that one only, and a call is required
+	// as with ToolChoiceRequired (the autoparser's grammar: content without the call marker may come first).
 	// llama-server reads such a tool_choice as "auto" (json_value's default for a non-string); bankml honours
 	// the constraint instead (a deliberate difference).
 	NamedTool string
