@@ -27,7 +27,8 @@ import (
 // each vector its own input's alone), pooled as the server's --pooling says; llama-server's routes normalize
 // the pooled vectors with common_embd_normalize (embed.Normalize, embd_normalize, default 2), Ollama's
 // /api/embed with its own L2 normalisation (embed.NormalizeOllama). Without --embeddings (llama-server's
-// flag; an encoder model turns it on by itself) the routes answer llama-server's 501.
+// flag; an encoder model turns it on by itself) the routes answer llama-server's 501, Ollama's too unless
+// Options.OllamaEmbeddings (the store server's: Ollama's embedding routes need no flag).
 
 // embdNormalizeDefault is llama-server's params.embd_normalize: euclidean.
 const embdNormalizeDefault = 2
@@ -562,7 +563,7 @@ func (a *ollamaAPI) handleEmbed(w http.ResponseWriter, r *http.Request) {
 	if x == nil {
 		return
 	}
-	if !a.s.embeddingsOn() {
+	if !a.s.embeddingsOn() && !a.s.opt.OllamaEmbeddings {
 		ollamaError(w, http.StatusNotImplemented, errNoEmbeddings.Message)
 		return
 	}
@@ -736,7 +737,7 @@ func (a *ollamaAPI) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 	if x == nil {
 		return
 	}
-	if !a.s.embeddingsOn() {
+	if !a.s.embeddingsOn() && !a.s.opt.OllamaEmbeddings {
 		ollamaError(w, http.StatusNotImplemented, errNoEmbeddings.Message)
 		return
 	}

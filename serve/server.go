@@ -76,6 +76,10 @@ type Options struct {
 	// --pooling (none, mean, cls, last, rank; "": the model's).
 	Embeddings, Reranking bool
 	Pooling               string
+	// OllamaEmbeddings makes Ollama's /api/embed and /api/embeddings answer without Embeddings, as Ollama's
+	// do for any model (its EmbedHandler asks no capability); llama-server's and OpenAI's embedding routes
+	// keep llama-server's gate. The store server (package storeserve) sets it.
+	OllamaEmbeddings bool
 
 	// CacheTypes are the KV cache's data types (-ctk/--cache-type-k, -ctv/--cache-type-v; engine.Options).
 	CacheTypes model.CacheTypes
