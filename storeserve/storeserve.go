@@ -5,8 +5,8 @@
 // # Design record
 //
 // What. A Router holds one serve.Server per loaded model (own engine, slots, metrics, receipts) and forwards
-// each request, body unchanged, to the server of the model its JSON "model" (Ollama's "name") names, compared
-// case-insensitively. A model not loaded is looked up in the store and never pulled (Ollama's 404; only POST
+// each request, body unchanged, to the server of the model its JSON "model" (Ollama's "name") names, or a GET's
+// ?model=NAME (llama-server's router's query parameter), compared case-insensitively. A model not loaded is looked up in the store and never pulled (Ollama's 404; only POST
 // /api/pull, /api/create FROM and bankml pull download), its header checked against -ctk/-ctv (a 400 before
 // any eviction or hash), admitted as bankml serve admits one and kept for keep_alive after its last request
 // (default 5 minutes; 0: unloaded once idle; negative: kept). Loads run outside the router's lock and are
@@ -15,7 +15,9 @@
 // (its request's context bounding it) while the least recently used busy model drains: it takes no new
 // requests, and is evicted once its last one ends. The
 // router answers the store's routes itself (routes.go: Ollama's /api/tags, show, ps, pull, create, copy,
-// delete; llama-server's /models, /models/load, /models/unload; /health; /metrics under a model label). A
+// delete; llama-server's /models, /models/load, /models/unload; /health; /metrics under a model label),
+// a model's facts from its file's header (serve.ShowFacts), no model loaded. Ollama's embedding routes need
+// no --embeddings, as Ollama's (serve.Options.OllamaEmbeddings). A
 // request no model server would take gets a model server's answer before any load; serve.Guards and
 // serve.LogRequests stand in front. Before each request a loaded model's manifest is read again: one the
 // store no longer names (rm, a pull or cp over it, its file gone) is dropped, unloaded when idle, and the
@@ -100,6 +102,9 @@ type Router struct {
 	// r.loaded, a load ended. makeRoom and the requests of a draining model wait on it.
 	changed chan struct{}
 	handler http.Handler // the routes behind the Host check, the origin policy and the API key (routes)
+	// detailsOf are the Ollama details of the store's files (sha256 → api.ModelDetails), read from each
+	// file's header once (details).
+	detailsOf sync.Map
 }
 
 type loaded struct {
@@ -154,6 +159,10 @@ func New(o Options) (*Router, error) {
 	if o.Serve.Metrics == nil {
 		o.Serve.Metrics = serve.NewMetrics()
 	}
+	// Ollama's /api/embed and /api/embeddings take any model without a flag; llama-server's and OpenAI's
+	// embedding routes keep --embeddings' gate (Serve.Embeddings), as llama-server's router passes its
+	// flags to every model's server.
+	o.Serve.OllamaEmbeddings = true
 	r := &Router{o: o, log: o.Log, loaded: map[string]*loaded{}, loads: map[string]*loadCall{}, metrics: o.Serve.Metrics, changed: make(chan struct{})}
 	if r.log == nil {
 		r.log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -430,16 +439,8 @@ func (r *Router) load(ctx context.Context, ref string) (*loaded, error) {
 		return nil, err
 	}
 	blob := r.o.Store.BlobPath(man.Model.SHA256)
-	if err := r.o.Store.CheckBlob(man); errors.Is(err, os.ErrNotExist) {
-		// Ollama answers a manifest whose blob is gone as a model not found (its getModel's fs.ErrNotExist).
-		r.log.Warn("model file missing: the model is answered as not found until it is pulled again", "model", man.Ref(), "path", blob, "err", err)
-		return nil, &notFoundError{ref}
-	} else if err != nil {
-		// A file cut short or damaged since it was pulled: no retry mends it (a 500, Ollama's answer to a model
-		// that fails to load, not the 503 of a busy server); the message says what is wrong without the path.
-		r.log.Error("model file damaged: pull the model again", "model", man.Ref(), "path", blob, "err", err)
-		msg := strings.TrimPrefix(err.Error(), "store: "+man.Ref()+": ")
-		return nil, &httpError{http.StatusInternalServerError, fmt.Sprintf("model '%s' cannot be loaded: %s", man.Ref(), r.scrub(strings.ReplaceAll(msg, " "+blob, "")))}
+	if err := r.checkBlob(man, "loaded"); err != nil {
+		return nil, err
 	}
 	// The server's -ctk/-ctv against the model's heads, from the file's header: refused before any model is
 	// evicted for it and before its file is hashed.
@@ -470,6 +471,24 @@ func (r *Router) load(ctx context.Context, ref string) (*loaded, error) {
 	}
 	now := time.Now()
 	return &loaded{ref: man.Ref(), sha256: man.Model.SHA256, m: m, srv: srv, size: man.Model.Size, at: now, used: now, keep: r.o.KeepAlive}, nil
+}
+
+// checkBlob checks man's model file in the store (store.CheckBlob) for a route that needs it: a file that is
+// gone is a *notFoundError (Ollama answers a manifest whose blob is gone as a model not found: its getModel's
+// fs.ErrNotExist), one cut short or damaged since it was pulled an *httpError 500 ("model 'x' cannot be
+// <done>: ..."; no retry mends it: Ollama's answer to a model that fails to load, not the 503 of a busy
+// server) saying what is wrong without the path (the log has it).
+func (r *Router) checkBlob(man *store.Manifest, done string) error {
+	blob := r.o.Store.BlobPath(man.Model.SHA256)
+	if err := r.o.Store.CheckBlob(man); errors.Is(err, os.ErrNotExist) {
+		r.log.Warn("model file missing: the model is answered as not found until it is pulled again", "model", man.Ref(), "path", blob, "err", err)
+		return &notFoundError{man.Ref()}
+	} else if err != nil {
+		r.log.Error("model file damaged: pull the model again", "model", man.Ref(), "path", blob, "err", err)
+		msg := strings.TrimPrefix(err.Error(), "store: "+man.Ref()+": ")
+		return &httpError{http.StatusInternalServerError, fmt.Sprintf("model '%s' cannot be %s: %s", man.Ref(), done, r.scrub(strings.ReplaceAll(msg, " "+blob, "")))}
+	}
+	return nil
 }
 
 // checkCacheTypes is model.CheckFileCacheTypes on the file at path, from its header alone. A file that does
@@ -717,8 +736,9 @@ type modelRequest struct {
 	Messages  []any         `json:"messages"`
 }
 
-// forward serves a request for one model: it reads the body, finds the model and hands the request, body
-// unchanged, to that model's server.
+// forward serves a request for one model: it reads the body, finds the model (the body's "model", or Ollama's
+// "name"; a GET's ?model=NAME, as llama-server's router takes it) and hands the request, body unchanged, to
+// that model's server.
 func (r *Router) forward(w http.ResponseWriter, req *http.Request) {
 	ollama := strings.HasPrefix(req.URL.Path, "/api/")
 	body, bodyErr := serve.ReadBody(w, req, maxBody)
@@ -726,19 +746,31 @@ func (r *Router) forward(w http.ResponseWriter, req *http.Request) {
 		writeErr(w, ollama, bodyErr.HTTPStatus(), bodyErr.Message)
 		return
 	}
+	// llama-server's router takes a GET's model from the query (?model=NAME: its proxy_get), a GET having no
+	// body; one sent with a GET is read as a POST's is, the query's model first.
+	get := req.Method == http.MethodGet || req.Method == http.MethodHead
+	hint := ""
+	if get {
+		hint = "; a GET names it in the query: " + req.URL.Path + "?model=NAME"
+	}
 	var mr modelRequest
 	// A body that does not decode is refused here, before any model is named: a partial decode could read
 	// as Ollama's unload request (keep_alive set, the messages not reached) and unload a model.
-	if err := json.Unmarshal(body, &mr); err != nil {
-		writeErr(w, ollama, http.StatusBadRequest, "invalid request: "+err.Error())
-		return
+	if !get || len(bytes.TrimSpace(body)) > 0 {
+		if err := json.Unmarshal(body, &mr); err != nil {
+			writeErr(w, ollama, http.StatusBadRequest, "invalid request: "+err.Error())
+			return
+		}
+	}
+	if q := req.URL.Query().Get("model"); get && q != "" {
+		mr.Model = q
 	}
 	name := mr.Model
 	if name == "" {
 		name = mr.Name
 	}
 	if name == "" {
-		writeErr(w, ollama, http.StatusBadRequest, "model is required: this server serves the store's models (GET /api/tags or /models lists them)")
+		writeErr(w, ollama, http.StatusBadRequest, "model is required: this server serves the store's models (GET /api/tags or /models lists them)"+hint)
 		return
 	}
 	var keep *time.Duration
