@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -70,7 +71,7 @@ func (s *Server) handleProps(w http.ResponseWriter, r *http.Request) {
 		"default_generation_settings": map[string]any{"params": params, "n_ctx": s.nCtx()},
 		"total_slots":                 s.opt.Parallel,
 		"model_alias":                 s.name,
-		"model_path":                  s.m.Path,
+		"model_path":                  cmp.Or(s.opt.ModelPath, s.m.Path),
 		"modalities":                  map[string]bool{"vision": false, "video": false, "audio": false},
 		"endpoint_slots":              true,
 		"endpoint_props":              false,

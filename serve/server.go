@@ -60,6 +60,9 @@ type Options struct {
 	// and every answer's "model"; /v1/models' aliases lists the set. Empty: the file's base name
 	// (Model.Name), bankml's default (llama-server's is the path as given).
 	Alias []string
+	// ModelPath is /props' model_path; empty: the model file as admitted (admit.Model.Path). The store server
+	// names its files without the store's folder (<store>/blobs/sha256-HEX), as it names them elsewhere.
+	ModelPath string
 
 	// BatchSize bounds the prompt rows of one step over all slots; 0: engine's default.
 	BatchSize int

@@ -1,6 +1,7 @@
 package storeserve_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -33,5 +34,26 @@ func TestAStoredFileCutShortIsA500SayingWhatIsWrong(t *testing.T) {
 				t.Fatalf("%d %s\nwant 500 containing %q and no %s", st, b, want, f.s.Root)
 			}
 		})
+	}
+}
+
+// TestPropsNamesTheModelFileWithoutTheStoresFolder: GET /props?model=NAME forwards to the model's server,
+// whose model_path is the stored file named as the store server names its files (<store>/blobs/sha256-HEX),
+// never the server's folder.
+func TestPropsNamesTheModelFileWithoutTheStoresFolder(t *testing.T) {
+	f := newFixture(t, storeserve.Options{})
+	man, err := f.s.Get("tiny:q8_0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, b := f.do(t, "GET", "/props?model=tiny:q8_0", "")
+	var props struct {
+		ModelPath string `json:"model_path"`
+	}
+	if err := json.Unmarshal(b, &props); st != 200 || err != nil {
+		t.Fatalf("%d %s: %v", st, b, err)
+	}
+	if want := "<store>" + strings.TrimPrefix(f.s.BlobPath(man.Model.SHA256), f.s.Root); props.ModelPath != want || strings.Contains(string(b), f.s.Root) {
+		t.Fatalf("model_path %q, want %q (and no %s in the answer)", props.ModelPath, want, f.s.Root)
 	}
 }

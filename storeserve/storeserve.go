@@ -460,6 +460,7 @@ func (r *Router) load(ctx context.Context, ref string) (*loaded, error) {
 	}
 	so := r.o.Serve
 	so.Alias = []string{man.Ref()}
+	so.ModelPath = r.scrub(blob)
 	so.Defaults = Defaults(man)
 	srv, err := serve.New(m, so)
 	if err != nil {
