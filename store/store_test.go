@@ -57,7 +57,7 @@ func TestPullOfACatalogNameFromAMirrorServerWritesAPinnedManifest(t *testing.T) 
 		t.Fatalf("blob sha256 %s", sum)
 	}
 	// A second pull asks the source again, as ollama pull re-reads the manifest: with the server gone it fails
-	// (store_storemsgs_test.go has the cases).
+	// (errors_test.go has the cases).
 	srv.Close()
 	if _, err := s.Pull(context.Background(), "stories260K:latest", opts(srv.URL)); err == nil {
 		t.Fatalf("second pull from a server that is gone passed")

@@ -5,11 +5,11 @@ import (
 	"testing"
 )
 
-// TestLeftoverUsageErrorsNameTheProblem: ledger verify's --size -1 (and one that is no integer) was kong's
+// TestRangeAndArgumentErrorsNameTheProblem: ledger verify's --size -1 (and one that is no integer) was kong's
 // "expected a valid 64 bit uint but got "-1"" where --size 0 is said in the range wording; tokenize -1 was
 // "unknown flag -1, did you mean one of "-h", "-p"?" where its FILE goes; and train --n-head 7 did not say which
 // flags disagree. Each now names the flag or argument, the value and what it takes.
-func TestLeftoverUsageErrorsNameTheProblem(t *testing.T) {
+func TestRangeAndArgumentErrorsNameTheProblem(t *testing.T) {
 	dir, head := writeLedger(t, 3)
 	model := storiesPath(t)
 	out := t.TempDir()
