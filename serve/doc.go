@@ -23,8 +23,8 @@
 // beneath the request's fields (modeldefaults.go); llama-server's own routes answer without them.
 //
 // Deliberate differences. Cross-origin reads follow Ollama (loopback and app origins only, DNS rebinding
-// refused; cors.go). Wrong types, malformed JSON, out-of-range numbers and ids outside the vocabulary are a 400
-// naming the field; a body over the limit a 413, a full queue a 429. Fields and samplers bankml does not
+// refused; cors.go). Wrong types, malformed JSON, out-of-range numbers, ids outside the vocabulary and an empty
+// chat messages array (OpenAI's rule; llama-server generates from it) are a 400 naming the field; a body over the limit a 413, a full queue a 429. Fields and samplers bankml does not
 // reproduce exactly are refused by name, never approximated. Constraints fail closed: where llama-server would
 // loosen or drop one, a 400 names the problem; a named tool_choice is honoured. No loading state.
 //

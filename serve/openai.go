@@ -97,6 +97,12 @@ func (s *Server) decodeOAI(body []byte, k kind) (*oaiCall, error) {
 		if !present(f.Messages) {
 			return nil, badRequest("'messages' is required")
 		}
+		// llama-server renders an empty list (the bare generation prompt) and generates until the context is
+		// full; OpenAI refuses it, and so does bankml (docs/serve.md).
+		var list []json.RawMessage
+		if json.Unmarshal(f.Messages, &list) == nil && len(list) == 0 {
+			return nil, badRequest("Field 'messages': must hold at least one message, got an empty array")
+		}
 		switch {
 		case deref(f.Logprobs, false):
 			n := deref(f.TopLogprobs, 20) // llama-server's default when logprobs is true
