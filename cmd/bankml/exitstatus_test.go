@@ -92,10 +92,11 @@ func TestEveryCommandGivesTheSameExitStatusForTheSameFault(t *testing.T) {
 		{"pull of a GGUF cut inside its header is 2", []string{"pull", truncated}, "", 2, "truncated.gguf is not a whole GGUF file (gguf: truncated"},
 		{"create from a GGUF cut inside its tensor data is 2", []string{"create", "x", "-f", write("Modelfile.cut", "FROM "+cut+"\n")}, "", 2, "cut.gguf is not a whole GGUF file"},
 		{"run of a GGUF cut inside its tensor data is 2", []string{"run", cut, "-p", "hi"}, "", 2, "past the end"},
-		// create: a Modelfile that cannot be used is 2; the store's I/O (reading the Modelfile, writing the
+		// create: a Modelfile bankml refuses is the user's input, 1 as a bad flag value
+		// (TestCreateModelfileRefusalsExitOneServemisc); the store's I/O (reading the Modelfile, writing the
 		// manifest) is 1, as on every command.
-		{"create with a TEMPLATE is 2", []string{"create", "x", "-f", write("Modelfile.template", "FROM "+model+"\nTEMPLATE {{ .Prompt }}\n")}, "", 2, "TEMPLATE is refused"},
-		{"create with a bad PARAMETER is 2", []string{"create", "x", "-f", write("Modelfile.param", "FROM "+model+"\nPARAMETER temperature hot\n")}, "", 2, "PARAMETER temperature hot"},
+		{"create with a TEMPLATE is 1", []string{"create", "x", "-f", write("Modelfile.template", "FROM "+model+"\nTEMPLATE {{ .Prompt }}\n")}, "", 1, "TEMPLATE is refused"},
+		{"create with a bad PARAMETER is 1", []string{"create", "x", "-f", write("Modelfile.param", "FROM "+model+"\nPARAMETER temperature hot\n")}, "", 1, "PARAMETER temperature hot"},
 		{"create whose Modelfile cannot be read is 1", []string{"create", "x", "-f", dir}, "", 1, "is a directory"},
 		{"create whose manifest cannot be written is 1", []string{"create", "x", "--models", badStore, "-f", write("Modelfile.ok", "FROM "+model+"\n")}, "", 1, "not a directory"},
 		// A cache type bankml does not take is a bad flag value (1); one the model's heads do not fit cannot run (2).

@@ -321,8 +321,11 @@ func (c *createCmd) Run(stdout io.Writer, stderr errWriter) error {
 	})
 	if err != nil {
 		err = fmt.Errorf("create: %w", err)
-		if errors.Is(err, store.ErrModelfile) { // the Modelfile cannot be used: 2
-			return cannotRun(err)
+		if errors.Is(err, store.ErrModelfile) {
+			// The Modelfile is the command's input, as its flags are: a line that does not parse, a bad or
+			// unknown PARAMETER, a command bankml does not take (TEMPLATE, ADAPTER, ...) is a usage error, 1,
+			// as a bad flag value or a cache type bankml does not take (docs/cli.md, "Exit status").
+			return err
 		}
 		// Its FROM file or model refused for its bytes (no GGUF, a wrong digest): 2, as pull; a FROM that names
 		// nothing (as run NAME and pull NAME) and the store's I/O (reading, copying, writing the manifest): 1.
