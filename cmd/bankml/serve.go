@@ -17,6 +17,7 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/bankml/bankml/admit"
+	"github.com/bankml/bankml/embed"
 	"github.com/bankml/bankml/engine"
 	"github.com/bankml/bankml/ledger"
 	"github.com/bankml/bankml/model"
@@ -172,6 +173,15 @@ func (c *serveCmd) Run(stderr errWriter) error {
 	if _, err := quant.LevelFromEnv(); err != nil { // a usage error (exit 1), not a model refused (exit 2)
 		return fmt.Errorf("serve: %w", err)
 	}
+	if c.Reranking && c.Pooling != "" && c.Pooling != "rank" { // a usage error, before anything is created
+		return fmt.Errorf("serve: --reranking needs pooling rank, not --pooling %s", c.Pooling)
+	}
+	// The proof flags and the key are checked before anything is created on disk (the model pulled into the
+	// store, the history folder).
+	proof, err := c.checkProof()
+	if err != nil {
+		return err
+	}
 	match, err := c.resolve("serve", stderr)
 	if err != nil {
 		return err
@@ -225,6 +235,9 @@ func (c *serveCmd) Run(stderr errWriter) error {
 		return err
 	}
 	defer m.Close()
+	if err := c.checkPooling(m.Model); err != nil { // before the history folder is created (engine.New checks it again)
+		return cannotRun(err)
+	}
 
 	var l *ledger.Ledger
 	if c.History != "" {
@@ -240,7 +253,7 @@ func (c *serveCmd) Run(stderr errWriter) error {
 		}
 		fmt.Fprintf(stderr, "history: %s, %d entries, root %s\n", c.History, opened.Size, opened.Root)
 	}
-	signer, tlog, err := c.openProof(l, stderr, log)
+	signer, tlog, err := c.openProof(proof, l, stderr, log)
 	if err != nil {
 		return err
 	}
@@ -278,6 +291,26 @@ func (c *serveCmd) Run(stderr errWriter) error {
 		return err
 	}
 	fmt.Fprintln(stderr, "stopped")
+	return nil
+}
+
+// checkPooling refuses a --pooling (or --reranking's pooling rank) the model cannot pool with, as engine.New
+// would once the history is open: a ranking head missing for rank (exit 2, the flag does not fit this model).
+func (c *serveCmd) checkPooling(mdl *model.Model) error {
+	flag, pool := "--pooling "+c.Pooling, c.Pooling
+	if c.Reranking {
+		flag, pool = "--reranking", "rank"
+	}
+	if pool == "" {
+		return nil
+	}
+	p, err := embed.ParsePooling(pool)
+	if err == nil {
+		_, err = mdl.Pooling(p)
+	}
+	if err != nil {
+		return fmt.Errorf("serve: %s: %w", flag, err)
+	}
 	return nil
 }
 

@@ -24,31 +24,63 @@ type proofFlags struct {
 	CheckpointInterval time.Duration `name:"checkpoint-interval" default:"1s" help:"How often the log's checkpoint is signed and published (a receipt's leaf can be proved once one covers it; at least 1s with --history-db)."`
 }
 
-// openProof loads the operator key and opens the transparency log beside the history l (nil: none kept),
-// adding to the log every history entry it does not have yet (a history kept before the log existed is so
-// migrated; an append a crash or a database outage interrupted is so completed), and says what it did on
-// stderr. A history behind its log (cut after the log committed its lines) is refused (ledger.ErrBehindLog)
-// before its partial last line, if any, is cut. The caller closes the log (closeLog) before the history.
-func (c *serveCmd) openProof(l *ledger.Ledger, stderr errWriter, log *slog.Logger) (*provenance.Signer, *ledger.Log, error) {
+// proofSetup is what checkProof read before anything is created on disk: the operator key (nil: none) and the
+// witness group of --witness-policy (nil: none).
+type proofSetup struct {
+	signer    *provenance.Signer
+	witnesses *tessera.WitnessGroup
+}
+
+// checkProof refuses the proof flags' combinations that cannot work and loads what they name (the operator
+// key, the witness policy), so that a refused flag or key leaves nothing behind: Run calls it before the model
+// is pulled or admitted and before the history folder is created.
+func (c *serveCmd) checkProof() (proofSetup, error) {
 	p := c.Proof
 	switch {
 	case p.HistoryDB != "" && c.History == "":
-		return nil, nil, errors.New("serve: --history-db needs --history DIR: the private lines stay in DIR/history.jsonl, the database holds their commitments")
+		return proofSetup{}, errors.New("serve: --history-db needs --history DIR: the private lines stay in DIR/history.jsonl, the database holds their commitments")
 	case p.HistoryDB != "" && p.Key == "":
-		return nil, nil, errors.New("serve: --history-db needs --key: the log's checkpoints are signed by the operator key")
+		return proofSetup{}, errors.New("serve: --history-db needs --key: the log's checkpoints are signed by the operator key")
 	case p.WitnessPolicy != "" && (c.History == "" || p.Key == ""):
-		return nil, nil, errors.New("serve: --witness-policy needs --history and --key (witnesses cosign the log's checkpoints)")
+		return proofSetup{}, errors.New("serve: --witness-policy needs --history and --key (witnesses cosign the log's checkpoints)")
 	}
+	var ps proofSetup
 	if p.Key == "" {
+		return ps, nil
+	}
+	var err error
+	if ps.signer, err = provenance.LoadSigner(p.Key); err != nil {
+		return proofSetup{}, fmt.Errorf("serve: --key: %w", err)
+	}
+	if p.WitnessPolicy != "" {
+		b, err := os.ReadFile(p.WitnessPolicy)
+		if err != nil {
+			return proofSetup{}, fmt.Errorf("serve: --witness-policy: %w", err)
+		}
+		wg, err := tessera.NewWitnessGroupFromPolicy(b)
+		if err != nil {
+			return proofSetup{}, fmt.Errorf("serve: --witness-policy %s: %w", p.WitnessPolicy, err)
+		}
+		ps.witnesses = &wg
+	}
+	return ps, nil
+}
+
+// openProof opens the transparency log beside the history l (nil: none kept) with the key and witnesses
+// checkProof loaded, adding to the log every history entry it does not have yet (a history kept before the
+// log existed is so migrated; an append a crash or a database outage interrupted is so completed), and says
+// what it did on stderr. A history behind its log (cut after the log committed its lines) is refused
+// (ledger.ErrBehindLog) before its partial last line, if any, is cut. The caller closes the log (closeLog)
+// before the history.
+func (c *serveCmd) openProof(ps proofSetup, l *ledger.Ledger, stderr errWriter, log *slog.Logger) (*provenance.Signer, *ledger.Log, error) {
+	p := c.Proof
+	signer := ps.signer
+	if signer == nil {
 		fmt.Fprintln(stderr, "receipts: unsigned (no --key)")
 		if l != nil {
 			fmt.Fprintln(stderr, "history: local only (no --key: no transparency log)")
 		}
 		return nil, nil, nil
-	}
-	signer, err := provenance.LoadSigner(p.Key)
-	if err != nil {
-		return nil, nil, fmt.Errorf("serve: --key: %w", err)
 	}
 	fmt.Fprintf(stderr, "receipts: signed by %s (key id %s)\n", signer.Name(), signer.KeyID())
 	if l == nil {
@@ -58,18 +90,7 @@ func (c *serveCmd) openProof(l *ledger.Ledger, stderr errWriter, log *slog.Logge
 	if err != nil {
 		return nil, nil, fmt.Errorf("serve: %w", err)
 	}
-	o := ledger.LogOptions{CheckpointInterval: p.CheckpointInterval, Log: log}
-	if p.WitnessPolicy != "" {
-		b, err := os.ReadFile(p.WitnessPolicy)
-		if err != nil {
-			return nil, nil, fmt.Errorf("serve: --witness-policy: %w", err)
-		}
-		wg, err := tessera.NewWitnessGroupFromPolicy(b)
-		if err != nil {
-			return nil, nil, fmt.Errorf("serve: --witness-policy %s: %w", p.WitnessPolicy, err)
-		}
-		o.Witnesses = &wg
-	}
+	o := ledger.LogOptions{CheckpointInterval: p.CheckpointInterval, Log: log, Witnesses: ps.witnesses}
 	klog.SetSlogLogger(log.With("component", "tessera")) // tessera logs through klog
 	var g *ledger.Log
 	where := ""
