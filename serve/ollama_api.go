@@ -56,8 +56,9 @@ type ollamaJob struct {
 	stream   bool
 	settings ollamaSettings
 	prompt   engine.Prompt
-	rendered string       // the prompt text (for _debug_render_only)
+	rendered string       // the prompt text (for _debug_render_only and /api/generate's context)
 	answer   *answerState // the chat template's parser of the answer (nil for a raw prompt)
+	context  bool         // /api/generate not raw: the final answer carries Ollama's context
 }
 
 // ollamaPiece is what one line of an answer carries: content, thinking (the reasoning the template's parser
@@ -428,7 +429,7 @@ func (a *ollamaAPI) handleGenerate(w http.ResponseWriter, r *http.Request) {
 		case req.Template != "":
 			msg = "template: Ollama's Go templates are not supported; the model's chat template is used"
 		case len(req.Context) > 0:
-			msg = "context: the deprecated context field is not supported; use /api/chat"
+			msg = "context: a request's context (Ollama's deprecated field) is not supported; send the conversation to /api/chat instead"
 		case len(req.Images) > 0:
 			msg = "images: images are not supported"
 		case req.Raw && req.System != "":
@@ -456,7 +457,7 @@ func (a *ollamaAPI) handleGenerate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	job := &ollamaJob{x: x, model: req.Model, stream: req.Stream == nil || *req.Stream,
-		settings: settings}
+		settings: settings, context: !req.Raw}
 	switch {
 	case req.Raw || !a.model.HasTemplate:
 		if req.System != "" {
@@ -644,12 +645,28 @@ func (a *ollamaAPI) run(w http.ResponseWriter, r *http.Request, job *ollamaJob, 
 		f.DoneReason, f.Metrics, f.Receipt = res.FinishReason, m, &rc
 	case *ollamaGenerateAnswer:
 		f.DoneReason, f.Metrics, f.Receipt = res.FinishReason, m, &rc
+		if job.context {
+			f.Context = a.generateContext(job.rendered, res.Text)
+		}
 	}
 	if stream != nil {
 		_ = stream.line(final)
 	} else {
 		writeOllamaJSON(w, http.StatusOK, final)
 	}
+}
+
+// generateContext is Ollama's context of an /api/generate answer (GenerateHandler, not in raw mode): the
+// rendered prompt and the whole generated text (thinking included, before the answer's parse) tokenized
+// again as one text, without BOS and with special tokens parsed (Ollama's Tokenize: add_special false,
+// parse_special true), so not necessarily the ids the model ran.
+func (a *ollamaAPI) generateContext(prompt, answer string) []int {
+	toks := a.s.m.Tokenizer.Tokenize(prompt+answer, false, true)
+	out := make([]int, len(toks))
+	for i, t := range toks {
+		out[i] = int(t)
+	}
+	return out
 }
 
 // ollamaMetrics are Ollama's counts and durations (ns) of an answer:
