@@ -266,7 +266,7 @@ func TestGracefulShutdown(t *testing.T) {
 // array ("Expected 'messages' to be an array"), 400 invalid_request_error with exactly that message.
 // llama-server takes an empty array (the template renders the generation prompt alone, and the answer runs to
 // the end of the context; test_compat_anthropic.py's test_anthropic_empty_messages goes through the same
-// parse): bankml's /v1/chat/completions refuses it as OpenAI does (TestEmptyMessagesServemisc), and
+// parse): bankml's /v1/chat/completions refuses it as OpenAI does (TestAnEmptyMessagesArrayIsRefusedByName), and
 // /apply-template, which generates nothing, renders it.
 func TestTheMessagesFieldIsCheckedAsLlamaServerChecksIt(t *testing.T) {
 	ts := newTestServer(t, storiesPath(t), AdmitOptions{}, Options{})

@@ -57,8 +57,9 @@ var ErrNotFound = errors.New("not found")
 var ErrNotGGUF = errors.New("not a GGUF file")
 
 // ErrModelfile is wrapped by Create's error when the Modelfile itself cannot be used: it does not parse, it
-// has no FROM or two, a command bankml refuses (TEMPLATE, ADAPTER, …) or a bad PARAMETER. The model cannot be
-// made this way (bankml exits 2), where an error reading or writing files is I/O (exit 1).
+// has no FROM or two, a command bankml refuses (TEMPLATE, ADAPTER, …) or a bad PARAMETER: the user's input, as
+// a bad flag value (bankml create exits 1), where a FROM file that is no GGUF (ErrNotGGUF) is a model that cannot
+// be used (exit 2).
 var ErrModelfile = errors.New("the Modelfile is refused")
 
 // modelfileError reads as err and wraps both err and ErrModelfile.

@@ -93,7 +93,7 @@ func TestEveryCommandGivesTheSameExitStatusForTheSameFault(t *testing.T) {
 		{"create from a GGUF cut inside its tensor data is 2", []string{"create", "x", "-f", write("Modelfile.cut", "FROM "+cut+"\n")}, "", 2, "cut.gguf is not a whole GGUF file"},
 		{"run of a GGUF cut inside its tensor data is 2", []string{"run", cut, "-p", "hi"}, "", 2, "past the end"},
 		// create: a Modelfile bankml refuses is the user's input, 1 as a bad flag value
-		// (TestCreateModelfileRefusalsExitOneServemisc); the store's I/O (reading the Modelfile, writing the
+		// (TestCreateExitsOneForAModelfileItRefuses); the store's I/O (reading the Modelfile, writing the
 		// manifest) is 1, as on every command.
 		{"create with a TEMPLATE is 1", []string{"create", "x", "-f", write("Modelfile.template", "FROM "+model+"\nTEMPLATE {{ .Prompt }}\n")}, "", 1, "TEMPLATE is refused"},
 		{"create with a bad PARAMETER is 1", []string{"create", "x", "-f", write("Modelfile.param", "FROM "+model+"\nPARAMETER temperature hot\n")}, "", 1, "PARAMETER temperature hot"},

@@ -6,10 +6,10 @@ import (
 	"testing"
 )
 
-// TestEmptyMessagesServemisc: an empty messages array on /v1/chat/completions is a 400 naming the field (OpenAI
+// TestAnEmptyMessagesArrayIsRefusedByName: an empty messages array on /v1/chat/completions is a 400 naming the field (OpenAI
 // refuses it; llama-server renders the bare generation prompt and generates until the context is full), while
 // /api/chat answers it as Ollama's ChatHandler does, a load-only answer with done_reason "load".
-func TestEmptyMessagesServemisc(t *testing.T) {
+func TestAnEmptyMessagesArrayIsRefusedByName(t *testing.T) {
 	ts := newTestServer(t, storiesPath(t), AdmitOptions{}, Options{})
 	for _, tc := range []struct {
 		name, path, body string
@@ -38,11 +38,11 @@ func TestEmptyMessagesServemisc(t *testing.T) {
 	}
 }
 
-// TestCompletionStreamUsageServemisc: a streamed /v1/completions answer carries usage on its finish_reason chunk
+// TestACompletionStreamCarriesUsageOnItsFinishChunk: a streamed /v1/completions answer carries usage on its finish_reason chunk
 // whether or not stream_options.include_usage is set, and never sends a chunk with empty choices, as
 // llama-server's to_json_oaicompat (the final result of a text completion, streamed or not) does; only chat
 // streams add OpenAI's separate usage chunk.
-func TestCompletionStreamUsageServemisc(t *testing.T) {
+func TestACompletionStreamCarriesUsageOnItsFinishChunk(t *testing.T) {
 	ts := newTestServer(t, storiesPath(t), AdmitOptions{}, Options{})
 	for _, tc := range []struct {
 		name, path, body string

@@ -7,10 +7,10 @@ import (
 	"testing"
 )
 
-// TestServeRefusalsCreateNothingServemisc: every refusal of serve's flags and key comes before anything is
+// TestServeRefusalsCreateNothingOnDisk: every refusal of serve's flags and key comes before anything is
 // created on disk: the --history folder does not exist after a refused --key, --witness-policy, --history-db,
 // --reranking with another --pooling, or a pooling the model cannot pool with.
-func TestServeRefusalsCreateNothingServemisc(t *testing.T) {
+func TestServeRefusalsCreateNothingOnDisk(t *testing.T) {
 	model := storiesPath(t) // no ranking head
 	dir := t.TempDir()
 	key := filepath.Join(dir, "op.key")

@@ -9,10 +9,10 @@ import (
 	"github.com/bankml/bankml/pull"
 )
 
-// TestCreateModelfileRefusalsExitOneServemisc: every Modelfile create refuses is the user's input error and
+// TestCreateExitsOneForAModelfileItRefuses: every Modelfile create refuses is the user's input error and
 // exits 1, as a bad flag value and a FROM that names nothing do (docs/cli.md, "Exit status"); only a FROM file
 // that cannot be used (no GGUF) is 2.
-func TestCreateModelfileRefusalsExitOneServemisc(t *testing.T) {
+func TestCreateExitsOneForAModelfileItRefuses(t *testing.T) {
 	model := storiesPath(t)
 	dir := t.TempDir()
 	t.Setenv("BANKML_MODELS", filepath.Join(dir, "store"))

@@ -9,11 +9,11 @@ import (
 	"testing"
 )
 
-// TestGenerateContextServemisc: /api/generate's final answer (not streamed, or the last line of a stream)
+// TestGeneratesFinalAnswerCarriesOllamasContext: /api/generate's final answer (not streamed, or the last line of a stream)
 // carries Ollama's context, the rendered prompt and the generated text tokenized again without BOS and with
 // special tokens parsed (GenerateHandler's r.Tokenize(prompt+answer)), unless raw; a request's context is
 // refused naming the field.
-func TestGenerateContextServemisc(t *testing.T) {
+func TestGeneratesFinalAnswerCarriesOllamasContext(t *testing.T) {
 	ts := newTestServer(t, storiesPath(t), AdmitOptions{}, Options{})
 	type line struct {
 		Done     bool   `json:"done"`
