@@ -65,3 +65,36 @@ func TestRunPrintsTheMatchInfoLineOnlyForAModelReadyToRun(t *testing.T) {
 		}
 	})
 }
+
+// TestServePrintsTheMatchInfoLineOnlyForAModelReadyToServe: serve NAME printed the same info line before it
+// pulled and admitted the model; it now comes after the admission, so a refused model prints only its error.
+func TestServePrintsTheMatchInfoLineOnlyForAModelReadyToServe(t *testing.T) {
+	m, err := quant.ResolveMatch("auto")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Note == "" {
+		t.Skipf("ggml's pick on this CPU (%s) is modelled: serve prints no info line here", m.Auto)
+	}
+	const line = "serve: info: "
+	dir, models := storeEnv(t)
+	noMirror := filepath.Join(t.TempDir(), "no-mirror")
+	t.Run("a pull from a mirror without the model prints only its error", func(t *testing.T) {
+		code, _, stderr := bankml(t, "serve", "stories260K", "--port", "0", "--from", noMirror)
+		if code != 1 || !strings.Contains(stderr, "is no folder") || strings.Contains(stderr, line) {
+			t.Fatalf("exit %d, stderr\n%s\nwant exit 1, the mirror's error and no %q line", code, stderr, line)
+		}
+	})
+	t.Run("a stored model whose file is cut short prints only its error", func(t *testing.T) {
+		if code, _, e := bankml(t, "pull", "stories260K", "--from", models); code != 0 {
+			t.Fatalf("pull: %d %q", code, e)
+		}
+		if err := os.Truncate(filepath.Join(dir, "blobs", "sha256-"+storiesSHA256), 600000); err != nil {
+			t.Fatal(err)
+		}
+		code, _, stderr := bankml(t, "serve", "stories260K", "--port", "0")
+		if code != 2 || !strings.Contains(stderr, "has 600000 bytes") || strings.Contains(stderr, line) {
+			t.Fatalf("exit %d, stderr\n%s\nwant exit 2, the file's error and no %q line", code, stderr, line)
+		}
+	})
+}

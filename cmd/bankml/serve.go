@@ -182,7 +182,7 @@ func (c *serveCmd) Run(stderr errWriter) error {
 	if err != nil {
 		return err
 	}
-	match, err := c.resolve("serve", stderr)
+	match, err := c.resolve("serve", nil) // a bad --match is a usage error; its info line comes with the model
 	if err != nil {
 		return err
 	}
@@ -200,6 +200,9 @@ func (c *serveCmd) Run(stderr errWriter) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if c.Model == "" {
+		if _, err := c.resolve("serve", stderr); err != nil { // the info line, for every model it will load
+			return err
+		}
 		return c.serveStore(ctx, addr, match.Variant.String(), log, stderr)
 	}
 
@@ -237,6 +240,9 @@ func (c *serveCmd) Run(stderr errWriter) error {
 	defer m.Close()
 	if err := c.checkPooling(m.Model); err != nil { // before the history folder is created (engine.New checks it again)
 		return cannotRun(err)
+	}
+	if _, err := c.resolve("serve", stderr); err != nil { // the info line, now that the model is admitted
+		return err
 	}
 
 	var l *ledger.Ledger
