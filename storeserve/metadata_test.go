@@ -43,7 +43,8 @@ func (f *fixture) do(t *testing.T, method, path, body string) (int, []byte) {
 
 // TestAGETRouteNamesItsModelInTheQueryAsLlamaServersRouter: llama-server's router takes a GET's model from
 // ?model=NAME (its proxy_get); the store server does too, and a GET without one is the clear 400 the POST
-// routes give, saying how a GET names its model, never a JSON decoding error about a body a GET has not.
+// routes give, saying how a GET names its model, never a JSON decoding error about a body a GET has not
+// (but for /props, which without a model is the router's own, as llama-server's).
 func TestAGETRouteNamesItsModelInTheQueryAsLlamaServersRouter(t *testing.T) {
 	f := newFixture(t, storeserve.Options{})
 	const required = "model is required: this server serves the store's models (GET /api/tags or /models lists them)"
@@ -58,8 +59,10 @@ func TestAGETRouteNamesItsModelInTheQueryAsLlamaServersRouter(t *testing.T) {
 		{name: "HEAD /props answers as its GET", method: "HEAD", path: "/props?model=stories260K", status: 200},
 		{name: "the query's model comes before a body's", method: "GET", path: "/props?model=tiny:q8_0", body: `{"model":"stories260K"}`, status: 200, want: `"model_alias":"tiny:q8_0"`},
 		{name: "a body sent with a GET still names the model", method: "GET", path: "/props", body: `{"model":"stories260K"}`, status: 200, want: `"model_alias":"stories260K:latest"`},
-		{name: "GET /props without a model is a 400 saying how to name one", method: "GET", path: "/props", status: 400,
-			want: required + "; a GET names it in the query: /props?model=NAME"},
+		{name: "GET /props without a model is the router's own, as llama-server's get_router_props", method: "GET", path: "/props", status: 200,
+			want: `"role":"router"`},
+		{name: "the router's /props says no model limit as max_instances 0", method: "GET", path: "/props", status: 200,
+			want: `"max_instances":0`},
 		{name: "GET /slots without a model is the same 400", method: "GET", path: "/slots", status: 400,
 			want: required + "; a GET names it in the query: /slots?model=NAME"},
 		{name: "an empty ?model= is no model", method: "GET", path: "/slots?model=", status: 400, want: required},

@@ -1,6 +1,7 @@
 package storeserve
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -58,6 +59,7 @@ func (r *Router) routes() error {
 	mux.Get("/api/version", version)
 	mux.Head("/api/version", version)
 	// llama-server's router endpoints
+	mux.Get("/props", r.handleProps)
 	mux.Get("/models", r.handleModels)
 	mux.Get("/v1/models", r.handleModels)
 	mux.Post("/models/load", r.handleLoad)
@@ -563,3 +565,30 @@ func catalogDigest(name string) (string, error) {
 
 // checkParameters checks PARAMETERs as bankml serve checks a request's Ollama options.
 var checkParameters = serve.CheckModelfileParameters
+
+// handleProps is llama-server's router GET /props (server-models.cpp get_router_props): a request with
+// ?model=NAME (or a body, read as forward reads it) is that model's /props; without either, the router's own properties —
+// role "router", max_instances (--max-models, 0: no limit), models_autoload (a request loads its model) — and
+// the placeholders llama-server gives there so that its web UI does not break (model_path "none", empty
+// default_generation_settings).
+func (r *Router) handleProps(w http.ResponseWriter, req *http.Request) {
+	body, err := serve.ReadBody(w, req, maxBody)
+	if err != nil {
+		writeErr(w, false, err.HTTPStatus(), err.Message)
+		return
+	}
+	if req.URL.Query().Get("model") != "" || len(bytes.TrimSpace(body)) > 0 { // forward reads and checks both
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		r.forward(w, req)
+		return
+	}
+	writeJSON(w, 200, map[string]any{
+		"role":                        "router",
+		"max_instances":               r.o.MaxModels,
+		"models_autoload":             true,
+		"model_alias":                 "bankml",
+		"model_path":                  "none",
+		"default_generation_settings": map[string]any{"params": map[string]any{}, "n_ctx": 0},
+		"build_info":                  r.o.Serve.Version,
+	})
+}
