@@ -125,7 +125,8 @@ func (m *Model) NewContextTypes(nCtx, threads int, types CacheTypes) (*Context, 
 // reference's split-KV attention depends on its thread count; the context
 // mirrors a reference running on as many threads as r has workers (see
 // SetAttnThreads). It refuses a size below 1 or above 2^30, or a context
-// whose full KV cache would exceed the machine's memory, naming the bytes
+// whose full KV cache would exceed the memory the process may use (the
+// machine's RAM, or its cgroup's memory limit when lower), naming the bytes
 // needed. No KV memory is allocated until the first decode.
 func (r *Runner) NewContext(nCtx int) (*Context, error) {
 	return r.NewContextTypes(nCtx, CacheTypes{})
@@ -169,15 +170,20 @@ func (r *Runner) NewContextTypes(nCtx int, types CacheTypes) (*Context, error) {
 func (c *Context) CacheTypes() CacheTypes { return c.types }
 
 // checkContext refuses a context size outside [1, 2^30] or one whose full
-// KV cache exceeds the machine's memory.
+// KV cache exceeds the memory this process may use: the machine's RAM or,
+// when lower, its cgroup's memory limit (a container's; memoryBound).
 func (m *Model) checkContext(nCtx int) error {
 	if nCtx < 1 || nCtx > maxCtx {
 		return fmt.Errorf("model: context size %d outside [1, %d]", nCtx, maxCtx)
 	}
 	nCells := (nCtx + kvPad - 1) / kvPad * kvPad
-	if kvBytes := m.kvBytes(nCells); physicalMemory() != 0 && kvBytes > physicalMemory() {
-		return fmt.Errorf("model: a KV cache of %d cells needs %.1f GiB, more than this machine's %.1f GiB", nCtx,
-			float64(kvBytes)/(1<<30), float64(physicalMemory())/(1<<30))
+	kvBytes := m.kvBytes(nCells)
+	if avail, limitFile := memoryBound(); avail != 0 && kvBytes > avail {
+		bound := fmt.Sprintf("this machine's %.1f GiB", float64(avail)/(1<<30))
+		if limitFile != "" {
+			bound = fmt.Sprintf("the cgroup memory limit of %.1f GiB (%s)", float64(avail)/(1<<30), limitFile)
+		}
+		return fmt.Errorf("model: a KV cache of %d cells needs %.1f GiB, more than %s", nCtx, float64(kvBytes)/(1<<30), bound)
 	}
 	return nil
 }
