@@ -81,6 +81,7 @@ func TestChartRendersValidKubernetesObjectsUnderKubeconformStrict(t *testing.T) 
 		set  []string
 	}{
 		{"the defaults", nil},
+		{"a ServiceMonitor on a cluster with the Prometheus Operator", []string{"--set", "serviceMonitor.enabled=true", "--api-versions", "monitoring.coreos.com/v1/ServiceMonitor"}},
 		{"a mirror, an existing claim and no ServiceMonitor", []string{"--set", "mirror=http://mirror.example/models,persistence.existingClaim=models,serviceMonitor.enabled=false"}},
 		{"no persistence and a pinned image digest", []string{"--set", "persistence.enabled=false,image.digest=sha256:" + strings.Repeat("ab", 32)}},
 	} {
