@@ -19,11 +19,16 @@ var consoleFiles embed.FS
 const consoleCSP = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' blob: data:; " +
 	"base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
-// mountConsole serves the console at /console/ (GET /console redirects there). It is not at "/", where
+// mountConsole serves the console at /console/ (MountConsole).
+func (s *Server) mountConsole(r chi.Router) { MountConsole(r) }
+
+// MountConsole serves the console at /console/ (GET /console redirects there) on r. It is not at "/", where
 // llama-server serves its web UI, because bankml's "/" is Ollama's root ("Ollama is running"), which Ollama
 // clients probe to find a server. Like llama-server's web UI files, the console's files need no API key
-// (RequireAPIKey); the API calls it makes do.
-func (s *Server) mountConsole(r chi.Router) {
+// (RequireAPIKey); the API calls it makes do. They need no model either: the store server (package
+// storeserve) serves them itself, as llama-server's router serves its web UI, and the page, finding a
+// router at GET /props (role "router"), lets the user pick a model and names it in each call.
+func MountConsole(r chi.Router) {
 	sub, err := fs.Sub(consoleFiles, "console")
 	if err != nil { // the embedded folder exists at build time
 		panic(err)

@@ -52,6 +52,9 @@ func (r *Router) routes() error {
 		writeJSON(w, 200, map[string]string{"version": serveOllamaVersion})
 	}
 	mux.Get("/metrics", r.metrics.Handler().ServeHTTP) // every model's, under a model label
+	// The console's static files need no model (llama-server's router serves its web UI itself); the page
+	// finds the router at GET /props and names the model the user picks in each of its calls.
+	serve.MountConsole(mux)
 	mux.Get("/health", health)
 	mux.Get("/v1/health", health)
 	mux.Get("/", root)

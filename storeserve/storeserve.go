@@ -13,12 +13,11 @@
 // shared by concurrent requests for one model. Idle models are evicted least recently used first until
 // MaxModels and MaxMemory (bytes of mapped model files) allow a load; with only busy ones left the load waits
 // (its request's context bounding it) while the least recently used busy model drains: it takes no new
-// requests, and is evicted once its last one ends. The
-// router answers the store's routes itself (routes.go: Ollama's /api/tags, show, ps, pull, create, copy,
-// delete; llama-server's /models, /models/load, /models/unload; /health; /metrics under a model label),
-// a model's facts from its file's header (serve.ShowFacts), no model loaded. Ollama's embedding routes need
-// no --embeddings, as Ollama's (serve.Options.OllamaEmbeddings). A
-// request no model server would take gets a model server's answer before any load; serve.Guards and
+// requests, and is evicted once its last one ends. The router answers the store's routes itself (routes.go:
+// Ollama's /api/tags, show, ps, pull, create, copy, delete; llama-server's /models, /models/load,
+// /models/unload; /health; /metrics under a model label; the console's files, its page picking a model), a
+// model's facts from its file's header (serve.ShowFacts), no model loaded. Ollama's embedding routes need no
+// --embeddings, as Ollama's (serve.Options.OllamaEmbeddings). A request no model server would take gets a model server's answer before any load; serve.Guards and
 // serve.LogRequests stand in front. Before each request a loaded model's manifest is read again: one the
 // store no longer names (rm, a pull or cp over it, its file gone) is dropped, unloaded when idle, and the
 // request resolved afresh. Error bodies name models, never server paths (scrub).
