@@ -1,6 +1,8 @@
 // console.js: chat with the model (streamed) and check every answer's proof in this browser (verify.js).
 // State kept here: the pinned keys and the last verified checkpoint in localStorage, the API key in
 // sessionStorage, the conversation in memory only (Export proofs downloads it as a file).
+// On the store server (`bankml serve` without a model: GET /props says role "router") the user picks a model
+// from GET /v1/models, and every call names it: ?model= on a GET, "model" in a POST's body.
 'use strict';
 
 (() => {
@@ -12,8 +14,10 @@
   };
   const messages = []; // the conversation sent to the model: {role, content}
   const proofs = []; // what Export proofs writes: per answer, the request, answer, receipt, proof, checks
-  let modelName = '';
-  let props = null;
+  let modelName = ''; // the model every request names
+  let router = false; // the server is the store server: a model is picked here and named in every call
+  let props = null; // the model's /props
+  let sending = false; // a request is under way
 
   function headers() {
     const h = { 'Content-Type': 'application/json' };
@@ -21,8 +25,13 @@
     if (k) h.Authorization = 'Bearer ' + k;
     return h;
   }
-  async function getJSON(path) {
-    const r = await fetch(path, { headers: headers(), cache: 'no-store' });
+  // withModel names the picked model in a GET's query on the store server, which routes a GET by it.
+  function withModel(path) {
+    if (!router || !modelName) return path;
+    return path + (path.includes('?') ? '&' : '?') + 'model=' + encodeURIComponent(modelName);
+  }
+  async function getJSON(path, own) {
+    const r = await fetch(own ? path : withModel(path), { headers: headers(), cache: 'no-store' });
     const body = await r.text();
     if (!r.ok) {
       const err = new Error(`${path}: ${r.status} ${body.slice(0, 200)}`);
@@ -33,6 +42,8 @@
   }
   const sleep = (ms) => new Promise((res) => setTimeout(res, ms));
   const short = (h) => (h && h.length > 16 ? h.slice(0, 16) + '…' : h || '');
+  // unsignedWhy says how to get signed receipts: --key, which the store server does not take yet.
+  const unsignedWhy = () => (router ? 'the store server takes no --key yet: bankml serve NAME --key FILE signs them' : 'start it with --key');
   function setText(id, text, ok) {
     const el = $(id);
     el.textContent = text;
@@ -47,7 +58,8 @@
     if (!pinned && !served) {
       setText('key-name', 'none: this server signs nothing', false);
       setText('key-id', '');
-      setText('key-trust', 'receipts are unsigned', false);
+      setText('key-trust', 'receipts are unsigned (' + unsignedWhy() + ')', false);
+      setText('log-origin', 'none: a server without --key keeps no transparency log');
       return null;
     }
     if (!pinned && served) {
@@ -79,7 +91,7 @@
   // refreshLog fetches and verifies the latest checkpoint, checks it is consistent with the last one this
   // browser verified, and shows the log's size and root. Returns the checkpoint or throws.
   async function refreshLog(key, witness) {
-    const r = await fetch('/bankml/ledger/checkpoint', { headers: headers(), cache: 'no-store' });
+    const r = await fetch(withModel('/bankml/ledger/checkpoint'), { headers: headers(), cache: 'no-store' });
     if (r.status === 404) {
       setText('log-origin', 'no transparency log on this server');
       return null;
@@ -118,10 +130,40 @@
     store.set('checkpoint', JSON.stringify({ origin: cp.origin, size: cp.size, root: V.hex(cp.root) }));
   }
 
+  // loadModels lists the store server's models in the picker and picks one: the one picked before, else
+  // the page's ?model=, else the first loaded, else the first. Returns false when the store has none.
+  async function loadModels() {
+    const list = (await getJSON('/v1/models', true)).data || [];
+    const sel = $('model-select');
+    sel.replaceChildren(...list.map((m) => {
+      const o = document.createElement('option');
+      o.value = m.id;
+      o.textContent = m.id + (m.status && m.status.value === 'loaded' ? ' (loaded)' : '');
+      return o;
+    }));
+    $('model-pick').hidden = false;
+    const ids = list.map((m) => m.id);
+    const find = (name) => (name ? ids.find((id) => id.toLowerCase() === name.toLowerCase()) : undefined);
+    const loaded = list.find((m) => m.status && m.status.value === 'loaded');
+    modelName = find(modelName) || find(new URLSearchParams(location.search).get('model')) || (loaded && loaded.id) || ids[0] || '';
+    sel.value = modelName;
+    return modelName !== '';
+  }
+
   async function loadStatus() {
     try {
-      props = await getJSON('/props');
-      modelName = props.model_alias || '';
+      const own = await getJSON('/props', true);
+      router = own.role === 'router';
+      if (router && !(await loadModels())) {
+        props = null;
+        modelName = '';
+        $('send').disabled = true;
+        setText('model-name', 'none: the store holds no model (bankml pull NAME)', false);
+        return;
+      }
+      props = router ? await getJSON('/props') : own;
+      if (!router) modelName = props.model_alias || '';
+      $('send').disabled = sending;
       const b = props.bankml || {};
       setText('model-name', modelName);
       setText('model-sha', b.model_sha256 || '');
@@ -145,7 +187,12 @@
   // stream posts the chat request and yields the text as it arrives; it returns {text, receipt}.
   async function stream(body, onText) {
     const r = await fetch('/v1/chat/completions', { method: 'POST', headers: headers(), body, cache: 'no-store' });
-    if (!r.ok) throw new Error(`the server answered ${r.status}: ${(await r.text()).slice(0, 300)}`);
+    if (!r.ok) {
+      const t = await r.text();
+      let e = null;
+      try { e = JSON.parse(t).error; } catch { /* not JSON: the text itself */ }
+      throw new Error(e && e.message ? `the server answered ${r.status} ${e.type || ''}: ${e.message}` : `the server answered ${r.status}: ${t.slice(0, 300)}`);
+    }
     const reader = r.body.getReader();
     const dec = new TextDecoder();
     let buf = '';
@@ -215,8 +262,9 @@
       check('model', modelOK, `sha256 ${short(receipt.model_sha256)}${sameModel ? '' : ' (not the model /props names)'}, ${receipt.pinned ? 'pinned' : 'UNPINNED'}, guard ${receipt.guard}`);
       let key = null;
       try { key = store.get('key') ? await V.parseVKey(store.get('key')) : null; } catch (e) { check('signature', false, e.message); }
+      // An unsigned receipt is not a failed check: nothing was signed to check (as with no transparency log).
       if (!receipt.signed) {
-        check('signature', false, 'the receipt is not signed (the server has no --key)');
+        check('signature', null, 'the server signs no receipts (' + unsignedWhy() + ')');
       } else if (!key) {
         check('signature', false, 'no operator key pinned');
       } else {
@@ -235,8 +283,13 @@
         check('consistency', null, 'no transparency log');
       }
     }
-    card.dataset.verdict = failures.length ? 'failed' : 'verified';
-    card.querySelector('.verdict').textContent = failures.length ? 'FAILED — ' + failures[0] : 'verified';
+    // An unsigned receipt, all else passing: "unsigned", not "verified" — the hashes match the receipt, but
+    // nothing proves who wrote it (a proxy could change both).
+    const unsigned = record.checks.signature && record.checks.signature.ok === null;
+    card.dataset.verdict = failures.length ? 'failed' : unsigned ? 'unsigned' : 'verified';
+    card.querySelector('.verdict').textContent = failures.length ? 'FAILED — ' + failures[0]
+      : unsigned ? `not checked — the server signs no receipts (${unsignedWhy()}): the hashes match the receipt, but nothing proves who wrote it`
+        : 'verified';
     record.verdict = card.dataset.verdict;
   }
 
@@ -281,32 +334,74 @@
     }
   }
 
+  // busy disables what would change the conversation while a request runs.
+  function busy(on) {
+    sending = on;
+    for (const id of ['send', 'new-chat', 'model-select']) $(id).disabled = on;
+  }
+
+  // send posts the conversation with the new message and checks the answer. A request that fails (the
+  // server refuses it, or the stream breaks) takes the message back out of the conversation — so that the
+  // next request is not refused again and never holds two user turns in a row — and puts its text back in
+  // the box to edit; the card shows the error.
   async function send(ev) {
     ev.preventDefault();
     const prompt = $('prompt').value;
     if (!prompt.trim()) return;
-    $('send').disabled = true;
+    busy(true);
     const card = $('answer-template').content.firstElementChild.cloneNode(true);
     card.querySelector('.prompt-text').textContent = prompt;
     $('chat').appendChild(card);
-    messages.push({ role: 'user', content: prompt });
+    const turn = { role: 'user', content: prompt };
+    messages.push(turn);
     const body = JSON.stringify({
       model: modelName, messages, stream: true,
       max_tokens: Math.max(1, parseInt($('max-tokens').value, 10) || 256),
     });
+    $('prompt').value = '';
     const out = card.querySelector('.answer-text');
+    let answer;
     try {
-      const { text, receipt } = await stream(body, (t) => { out.textContent = t; });
-      out.textContent = text;
-      messages.push({ role: 'assistant', content: text });
-      await verifyAnswer(card, body, text, receipt);
+      answer = await stream(body, (t) => { out.textContent = t; });
+    } catch (e) {
+      const i = messages.indexOf(turn);
+      if (i >= 0) messages.splice(i, 1);
+      const typed = $('prompt').value;
+      $('prompt').value = typed.trim() ? prompt + '\n' + typed : prompt;
+      card.dataset.verdict = 'error';
+      card.querySelector('.verdict').textContent = 'NOT ANSWERED — ' + (e.message || e) +
+        ' (the message is left out of the conversation and back in the box to edit)';
+      card.querySelector('.checks').remove();
+      card.querySelector('.receipt').remove();
+      busy(false);
+      return;
+    }
+    out.textContent = answer.text;
+    messages.push({ role: 'assistant', content: answer.text });
+    try {
+      await verifyAnswer(card, body, answer.text, answer.receipt);
     } catch (e) {
       card.dataset.verdict = 'failed';
       card.querySelector('.verdict').textContent = 'FAILED — ' + (e.message || e);
     } finally {
-      $('prompt').value = '';
-      $('send').disabled = false;
+      busy(false);
     }
+  }
+
+  // newChat clears the conversation; the proofs of its answers stay for Export proofs.
+  function newChat() {
+    messages.length = 0;
+    $('chat').replaceChildren();
+  }
+
+  // pickModel starts a new chat with the model picked (store server).
+  function pickModel() {
+    modelName = $('model-select').value;
+    const u = new URL(location.href);
+    u.searchParams.set('model', modelName);
+    history.replaceState(null, '', u);
+    newChat();
+    loadStatus();
   }
 
   function exportProofs() {
@@ -344,6 +439,8 @@
   document.addEventListener('DOMContentLoaded', () => {
     $('composer').addEventListener('submit', send);
     $('export').addEventListener('click', exportProofs);
+    $('new-chat').addEventListener('click', newChat);
+    $('model-select').addEventListener('change', pickModel);
     $('save-settings').addEventListener('click', saveSettings);
     $('forget').addEventListener('click', forget);
     if (!window.isSecureContext || !crypto.subtle) {
