@@ -19,13 +19,16 @@
 // with a warning naming it; one bankml cannot honour (-hf) is a usage error naming it.
 //
 // Exit status: 0 on success, 1 on an I/O or usage error, 2 when the model or file cannot be used (the reason is
-// printed; guard also 3), 70 on an internal error (a panic: a bug, please report it).
+// printed; guard also 3), 130 when Ctrl-C interrupted the command ("bankml: CMD: interrupted": a command that
+// catches the signal returns its context's context.Canceled), 70 on an internal error (a panic: a bug, please
+// report it).
 //
 // Determinism. The commands add no arithmetic of their own: an answer is the engine's, a function of the
 // request and the model (a fixed --seed for sampled text).
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -161,7 +164,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, opts ...func(
 	exit := -1
 	parser, err := kong.New(&c,
 		kong.Name("bankml"),
-		kong.Description("Run GGUF language models on the CPU, proven bit-exact against llama.cpp.\n\nExit status: 0 success, 1 I/O or usage error, 2 the model cannot be run (the reason is printed), 70 internal error."),
+		kong.Description("Run GGUF language models on the CPU, proven bit-exact against llama.cpp.\n\nExit status: 0 success, 1 I/O or usage error, 2 the model cannot be run (the reason is printed), 70 internal error, 130 interrupted (Ctrl-C)."),
 		kong.UsageOnError(),
 		kong.NamedMapper("path", newPathMapper()),
 		kong.Help(flagsFirst),
@@ -200,6 +203,13 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, opts ...func(
 		return 1
 	}
 	if err := ctx.Run(); err != nil {
+		if errors.Is(err, context.Canceled) {
+			// Ctrl-C (or SIGTERM, SIGHUP where the command catches them) stopped the command: 130, as a shell
+			// reports a command SIGINT ended and as run --chat and llama-cli exit, with one short line (the
+			// command removed what it was writing).
+			fmt.Fprintf(stderr, "bankml: %s: interrupted\n", commandName(ctx))
+			return 130
+		}
 		fmt.Fprintln(stderr, "bankml:", err)
 		var ee *exitError
 		if errors.As(err, &ee) {
@@ -208,6 +218,17 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, opts ...func(
 		return 1
 	}
 	return 0
+}
+
+// commandName is the command ctx selected, with its subcommands ("quantize", "ledger verify").
+func commandName(ctx *kong.Context) string {
+	var names []string
+	for _, p := range ctx.Path {
+		if p.Command != nil {
+			names = append(names, p.Command.Name)
+		}
+	}
+	return strings.Join(names, " ")
 }
 
 // parseErrorLine is the line of a usage error kong's parse found (err) in args, args[0] being first: prefixed
