@@ -47,7 +47,7 @@ func (c *synthCmd) Run(stdout io.Writer) error {
 	shape.Classifier = c.Classifier
 	cfg := synth.Config{Arch: c.Arch, Shape: shape, Seed: c.Seed}
 	if cfg.Weight, err = synth.ParseType(c.Type); err != nil {
-		return fmt.Errorf("--type: %w", err)
+		return synthFlagError("--type", err)
 	}
 	cfg.Embd, cfg.Output = cfg.Weight, cfg.Weight
 	for _, f := range []struct {
@@ -56,7 +56,7 @@ func (c *synthCmd) Run(stdout io.Writer) error {
 	}{{"--type-embd", c.TypeEmbd, &cfg.Embd}, {"--type-output", c.TypeOutput, &cfg.Output}} {
 		if f.value != "" {
 			if *f.t, err = synth.ParseType(f.value); err != nil {
-				return fmt.Errorf("%s: %w", f.flag, err)
+				return synthFlagError(f.flag, err)
 			}
 		}
 	}
@@ -71,8 +71,11 @@ func (c *synthCmd) Run(stdout io.Writer) error {
 			return err
 		}
 	default:
+		if err := notDirectory("synth: --vocab", c.Vocab); err != nil {
+			return err // a usage error (1), as a directory given for any file
+		}
 		if cfg.Vocab, err = synth.VocabFromGGUF(c.Vocab); err != nil {
-			return fmt.Errorf("--vocab: %w", err)
+			return vocabError(err)
 		}
 	}
 	cfg.Description = fmt.Sprintf("bankml synth --arch %s --preset %s --type %s --type-embd %s --type-output %s --vocab %s --seed %d",
@@ -92,6 +95,33 @@ func (c *synthCmd) Run(stdout io.Writer) error {
 	_, err = fmt.Fprintf(stdout, "%s: %d bytes, %s %s %s, %s vocabulary, seed %d, %.1fs\n", c.Out, size, c.Arch, c.Preset,
 		strings.ToUpper(cfg.Weight.String()), c.Vocab, c.Seed, time.Since(start).Seconds())
 	return err
+}
+
+// synthFlagError is a bad value of flag (--type, --type-embd, --type-output) as package synth refused it, worded
+// "synth: FLAG: what is wrong" (the library's own "synth: bad configuration: " dropped, so the command's name
+// comes first and once); it wraps err, and is a usage error (exit 1).
+func synthFlagError(flag string, err error) error {
+	msg := strings.TrimPrefix(err.Error(), synth.ErrConfig.Error()+": ")
+	return &namedError{msg: "synth: " + flag + ": " + strings.TrimPrefix(msg, "synth: "), err: err}
+}
+
+// vocabError is --vocab FILE's error from synth.VocabFromGGUF, worded "synth: --vocab: FILE: what is wrong", with
+// the exit statuses of every command that reads a GGUF file (openGGUF): 1 when the file cannot be read (missing,
+// unreadable), 2 when it reads but is no valid GGUF file or holds no vocabulary.
+func vocabError(err error) error {
+	msg := err.Error()
+	for _, p := range []string{"synth: vocabulary: ", "synth: vocabulary "} {
+		if rest, ok := strings.CutPrefix(msg, p); ok {
+			msg = rest
+			break
+		}
+	}
+	err = &namedError{msg: "synth: --vocab: " + msg, err: err}
+	var pe *os.PathError
+	if errors.As(err, &pe) && !errors.Is(err, gguf.ErrTruncated) {
+		return err
+	}
+	return cannotRun(err)
 }
 
 // tokenizerDir returns --tokenizer, or the first default folder that holds a Qwen3 tokenizer.
