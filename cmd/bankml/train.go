@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"reflect"
 	"strings"
 
 	"github.com/bankml/bankml/admit"
@@ -25,7 +27,7 @@ type trainCmd struct {
 	HeldOut  string `name:"heldout" default:"perplexity/testdata/heldout-stories.txt" help:"Text kept out of the training set: stories sharing 12 tokens in a row with it are dropped." type:"path"`
 	Manifest string `name:"manifest" help:"Provenance manifest (FORK.json), or the teacher's sha256, to pin it against."`
 
-	Mode    string `name:"mode" default:"ternary" enum:"ternary,ste,float" help:"How every matrix trains: ternary (BitNet b1.58 straight-through) or float."`
+	Mode    string `name:"mode" default:"ternary" enum:"ternary,ste,float" help:"How every matrix trains: ternary (BitNet b1.58's straight-through estimator; ste is another name for it, as package train reads it) or float."`
 	Embd    int    `name:"n-embd" default:"256" help:"Width of the student (a multiple of 256 for ternary)."`
 	Layers  int    `name:"n-layer" default:"2" help:"Blocks."`
 	Heads   int    `name:"n-head" default:"8" help:"Attention heads."`
@@ -153,13 +155,44 @@ func (c *trainCmd) Run(stderr errWriter) error {
 	if err := j.Config.Validate(); err != nil {
 		return err
 	}
-	teacher, err := openModel("train", c.Teacher, nil, admit.Options{Manifest: c.Manifest, Pin: admit.AllowUnpinned}, stderr, stderr)
+	// The teacher and the held-out text, once the flags are checked and before the teacher is admitted (hashed)
+	// and stories are drawn: both defaults are relative to the current folder (the repository's root), so a run
+	// started elsewhere is told which flag, and a missing held-out text is not found only after the admission.
+	for _, f := range []struct{ flag, field, path string }{{"--teacher", "Teacher", c.Teacher}, {"--heldout", "HeldOut", c.HeldOut}} {
+		if err := inputFile(f.flag, f.field, f.path); err != nil {
+			return fmt.Errorf("train: %w", err)
+		}
+	}
+	teacher, err := openModel("train: --teacher", c.Teacher, nil, admit.Options{Manifest: c.Manifest, Pin: admit.AllowUnpinned}, stderr, stderr)
 	if err != nil {
 		return err
 	}
 	defer teacher.Close()
 	j.Teacher = teacher.File
 	return j.Run(ctx)
+}
+
+// inputFile refuses path, the value of flag (trainCmd's field field), when it names no file: missing, a folder, or
+// not to be read; a missing default names the default as written, relative to the current folder.
+func inputFile(flag, field, path string) error {
+	st, err := os.Stat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		msg := fmt.Sprintf("%s %s: no such file", flag, path)
+		if sf, ok := reflect.TypeFor[trainCmd]().FieldByName(field); ok {
+			if def := sf.Tag.Get("default"); def != "" {
+				if abs, aerr := filepath.Abs(def); aerr == nil && abs == path {
+					msg += fmt.Sprintf(" (the default, %s, is relative to the current folder: run from the repository's root or give %s FILE)", def, flag)
+				}
+			}
+		}
+		return errors.New(msg)
+	case err != nil:
+		return fmt.Errorf("%s: %w", flag, err)
+	case st.IsDir():
+		return fmt.Errorf("%s %s: is a folder, not a file", flag, path)
+	}
+	return nil
 }
 
 func (c *trainCmd) runES(ctx context.Context, stderr errWriter, level quant.Level) error {
