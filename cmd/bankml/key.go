@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/bankml/bankml/ledger"
 	"github.com/bankml/bankml/provenance"
@@ -32,11 +33,16 @@ type keyInfo struct {
 	KeyID           string `json:"key_id"`
 	VerifierKey     string `json:"vkey"`
 	CosignatureVKey string `json:"cosignature_vkey"` // the key as a witness signs with it (cosignature/v1)
+	Note            string `json:"note,omitempty"`   // key show of a PEM key: where its name came from, or that it has none
 }
 
+// infoOf is the public forms of p. A key id is the signed-note key hash of the key under its name (the key_id a
+// receipt carries), so a key without a name (read from PEM) has no key id either: key_id, vkey and
+// cosignature_vkey are then empty, never the hash under the empty name.
 func infoOf(p provenance.PublicKey) keyInfo {
-	k := keyInfo{KeyName: p.Name, KeyID: provenance.KeyID(p.Name, p.Key)}
+	k := keyInfo{KeyName: p.Name}
 	if p.Name != "" {
+		k.KeyID = provenance.KeyID(p.Name, p.Key)
 		k.VerifierKey = p.VerifierKey()
 		k.CosignatureVKey, _ = ledger.WitnessVerifierKey(k.VerifierKey)
 	}
@@ -74,14 +80,53 @@ func (c *keyNewCmd) Run(stdout io.Writer) error {
 
 type keyShowCmd struct {
 	File string `arg:"" name:"FILE" help:"A private key file, a .pub verifier key or a .pem public key." type:"path"`
+	Name string `name:"name" help:"The name of a PEM key (a PEM file carries none; its key_id is computed under it). Default: the name in FILE.pub or the private FILE beside FILE.pem when they hold the same key. A key file that names its key must name it NAME."`
 }
 
+// Run prints the key's public forms. A PEM key has no name, and its key id (the one receipts carry, the key hash
+// under the key's name) cannot be computed without one: the name is --name, else the one of the verifier key or
+// private key that bankml key new wrote beside FILE.pem when it holds the same key (the note says which file);
+// with neither, key_id and the verifier keys are empty and the note says why.
 func (c *keyShowCmd) Run(stdout io.Writer) error {
 	pub, err := readAnyKey(c.File)
 	if err != nil {
 		return fmt.Errorf("key show: %w", err)
 	}
-	return writeJSON(stdout, infoOf(pub))
+	note := ""
+	switch {
+	case c.Name != "" && pub.Name != "" && c.Name != pub.Name:
+		return fmt.Errorf("key show: --name %q: %s names its key %q (--name names a PEM key, which has no name)", c.Name, c.File, pub.Name)
+	case c.Name != "" && pub.Name == "":
+		if !utf8.ValidString(c.Name) || strings.IndexFunc(c.Name, unicode.IsSpace) >= 0 || strings.Contains(c.Name, "+") {
+			return fmt.Errorf("key show: --name %q: a key name is UTF-8 without spaces or '+' (a log origin such as example.com/bankml)", c.Name)
+		}
+		pub.Name, note = c.Name, "a PEM public key carries no name: key_name is --name's"
+	case pub.Name == "":
+		if name, from := siblingKeyName(c.File, pub); name != "" {
+			pub.Name, note = name, "a PEM public key carries no name: key_name is "+from+"'s, which holds the same key"
+		} else {
+			note = "a PEM public key carries no name, and its key_id (the one receipts carry) is the key's hash under its name: give --name NAME, or show FILE.pub"
+		}
+	}
+	k := infoOf(pub)
+	k.Note = note
+	return writeJSON(stdout, k)
+}
+
+// siblingKeyName is the name of pub, a key read from the PEM file path, found in the files bankml key new writes
+// beside it (BASE.pub, then the private BASE, for path BASE.pem) when one holds the same key, and that file; ""
+// when none does.
+func siblingKeyName(path string, pub provenance.PublicKey) (name, from string) {
+	base, ok := strings.CutSuffix(path, provenance.PEMSuffix)
+	if !ok {
+		return "", ""
+	}
+	for _, f := range []string{base + provenance.PubSuffix, base} {
+		if p, err := readAnyKey(f); err == nil && p.Name != "" && p.Key.Equal(pub.Key) {
+			return p.Name, f
+		}
+	}
+	return "", ""
 }
 
 // readAnyKey reads a public key from a private key file, a verifier key file or a PEM file.
