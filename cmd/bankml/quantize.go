@@ -36,7 +36,7 @@ type quantizeCmd struct {
 	GroupSize  int         `name:"group-size" help:"ptqtp: weights per group: 256 (TQ2_0 planes, the default; Fucina's format) or 64 (Q2_0 planes, bankml only)."`
 	Include    []string    `name:"include" placeholder:"GLOB" help:"Convert only the eligible matrices whose name matches GLOB (repeatable, comma-separated; a glob over the whole name such as 'blk.*.ffn_down.weight', or a plain substring such as ffn_down); replaces the default, which keeps token_embd and output.weight. Each pattern's match count is printed."`
 	Exclude    []string    `name:"exclude" placeholder:"GLOB" help:"Keep the matrices whose name matches GLOB (repeatable, comma-separated; as --include)."`
-	WarnRelErr float64     `name:"warn-rel-err" default:"0.5" placeholder:"X" help:"Flag a converted tensor whose relative reconstruction error (Frobenius) passes X (0 disables the flag)."`
+	WarnRelErr float64     `name:"warn-rel-err" default:"0.5" placeholder:"X" help:"Flag a converted tensor whose relative reconstruction error (Frobenius) passes X (default 0.5; 0 disables the flag)."`
 	DryRun     bool        `name:"dry-run" help:"Print the per-tensor plan and write nothing."`
 	Threads    threadCount `name:"threads" short:"t" default:"${nproc}" help:"Worker threads (the output does not depend on them); 0 or less takes the number of logical CPUs, as llama.cpp; at most 512, ggml's GGML_MAX_N_THREADS)."`
 	Force      bool        `name:"force" help:"Overwrite OUT if it exists (a regular file only)."`
