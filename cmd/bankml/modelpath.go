@@ -26,8 +26,7 @@ func (c *pinCmd) Validate() error { return notDirectory("FILE", c.File) }
 // Validate (kong's hook after parsing) refuses a directory as FILE.
 func (c *inspectCmd) Validate() error { return notDirectory("FILE", c.File) }
 
-// Validate (kong's hook after parsing) refuses a directory as MODEL.
-func (c *tokenizeCmd) Validate() error { return notDirectory("MODEL", c.Model) }
+// tokenize's Validate (tokenize.go) refuses a directory as MODEL or -m/--model.
 
 // Validate (kong's hook after parsing) refuses a directory as MODEL.
 func (c *detokenizeCmd) Validate() error { return notDirectory("MODEL", c.Model) }

@@ -20,7 +20,7 @@ func TestAnEmptyPathIsRefusedNotReadAsTheCurrentFolder(t *testing.T) {
 		{"pin's FILE", []string{"pin", ""}, "bankml: pin: <FILE>: the file name is empty"},
 		{"synth's OUT.gguf", []string{"synth", ""}, "bankml: synth: <OUT.gguf>: the file name is empty"},
 		{"key new's FILE", []string{"key", "new", ""}, "bankml: key new: <FILE>: the file name is empty"},
-		{"tokenize's FILE", []string{"tokenize", "", "hi"}, "bankml: tokenize: <FILE>: the file name is empty"},
+		{"tokenize's FILE (optional beside -m)", []string{"tokenize", "", "-p", "hi"}, "bankml: tokenize: [<FILE>]: the file name is empty"},
 		{"ledger verify's DIR", []string{"ledger", "verify", ""}, "bankml: ledger verify: <DIR>: the file name is empty"},
 		{"receipt verify's --answer", []string{"receipt", "verify", "r.json", "--answer", ""}, "bankml: receipt verify: --answer: the file name is empty"},
 		{"run's -m", []string{"run", "-m", "", "-p", "hi"}, "bankml: run: --model: the file name is empty"},

@@ -2,23 +2,31 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 
 	"github.com/bankml/bankml/tokenizer"
 )
 
-// tokenizeCmd prints a text's tokens as llama.cpp's llama-tokenize (tools/tokenize) does.
+// tokenizeCmd prints a text's tokens as llama.cpp's llama-tokenize (tools/tokenize) does. It takes
+// llama-tokenize's flags: -m/--model for the file, -p/--prompt, -f/--file and --stdin for the text (resolved by
+// one path, text), --log-disable (bankml tokenize writes no log).
 type tokenizeCmd struct {
-	Model     string   `arg:"" name:"FILE" help:"Path to a GGUF file (only its vocabulary is read)." type:"path"`
-	Prompt    *rawText `short:"p" name:"prompt" help:"Text to tokenize; read from standard input when absent (all of it, byte for byte)."`
-	NoSpecial bool     `name:"no-special" aliases:"no-parse-special" help:"Do not parse special-token text such as <|im_start|> (llama-tokenize --no-parse-special)."`
-	IDsOnly   bool     `name:"ids-only" aliases:"ids" help:"Print only the ids, as a list like [1, 2, 3] (llama-tokenize --ids)."`
-	NoBOS     bool     `name:"no-bos" help:"Do not add BOS (and EOS) even if the model adds them."`
-	NoEscape  bool     `name:"no-escape" help:"Take the text as is; by default the escapes \\n \\r \\t \\' \\\" \\\\ and \\xHH are processed, as llama-tokenize does."`
-	ShowCount bool     `name:"show-count" help:"Also print the number of tokens."`
+	Model      string   `arg:"" optional:"" name:"FILE" help:"Path to a GGUF file (only its vocabulary is read), or give it as -m/--model." type:"path"`
+	ModelFlag  string   `short:"m" name:"model" placeholder:"FNAME" help:"Path to a GGUF file, as llama-tokenize's -m/--model, instead of FILE." type:"path"`
+	Prompt     *rawText `short:"p" name:"prompt" help:"Text to tokenize; read from standard input when neither -p, -f nor --stdin is given (all of it, byte for byte)."`
+	File       string   `short:"f" name:"file" placeholder:"FNAME" help:"Read the text from a file, byte for byte (a trailing newline is kept: it is a token), as llama-tokenize's -f/--file; it counts over -p." type:"path"`
+	Stdin      bool     `name:"stdin" help:"Read the text from standard input, as llama-tokenize's --stdin; it counts over -p and -f."`
+	NoSpecial  bool     `name:"no-special" aliases:"no-parse-special" help:"Do not parse special-token text such as <|im_start|> (llama-tokenize --no-parse-special)."`
+	IDsOnly    bool     `name:"ids-only" aliases:"ids" help:"Print only the ids, as a list like [1, 2, 3] (llama-tokenize --ids)."`
+	NoBOS      bool     `name:"no-bos" help:"Do not add BOS (and EOS) even if the model adds them."`
+	NoEscape   bool     `name:"no-escape" help:"Take the text as is; by default the escapes \\n \\r \\t \\' \\\" \\\\ and \\xHH are processed (in -p, -f and standard input alike), as llama-tokenize does."`
+	ShowCount  bool     `name:"show-count" help:"Also print the number of tokens."`
+	LogDisable bool     `name:"log-disable" help:"Accepted for llama-tokenize's --log-disable: bankml tokenize writes no log, so it changes nothing."`
 }
 
 // detokenizeCmd prints the text of token ids.
@@ -121,18 +129,9 @@ func (c *tokenizeCmd) Run(stdin io.Reader, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var text string
-	if c.Prompt != nil {
-		text = string(*c.Prompt)
-	} else {
-		b, err := io.ReadAll(stdin)
-		if err != nil {
-			return fmt.Errorf("tokenize: reading standard input: %w", err)
-		}
-		text = string(b)
-	}
-	if !c.NoEscape {
-		text = processEscapes(text)
+	text, err := c.text(stdin)
+	if err != nil {
+		return err
 	}
 	ids := tok.Tokenize(text, tok.AddBOS() && !c.NoBOS, !c.NoSpecial)
 	w := bufio.NewWriter(stdout)
@@ -159,6 +158,53 @@ func (c *tokenizeCmd) Run(stdin io.Reader, stdout io.Writer) error {
 		return fmt.Errorf("tokenize: %w", err)
 	}
 	return nil
+}
+
+// Validate (kong's hook after parsing) takes the file from FILE or llama-tokenize's -m/--model FNAME: one of
+// them, or both naming the same file; neither, two different files, or a directory is a usage error naming them
+// (a directory as FILE is named MODEL, as detokenize names it).
+func (c *tokenizeCmd) Validate() error {
+	path, label := c.Model, "MODEL"
+	switch {
+	case path == "" && c.ModelFlag == "":
+		return errors.New(`expected "<FILE>" or -m/--model FNAME: the GGUF file whose vocabulary is read`)
+	case path != "" && c.ModelFlag != "" && path != c.ModelFlag && !sameFile(path, c.ModelFlag):
+		return fmt.Errorf("the model is given twice, as FILE %q and as -m/--model %q: give one", path, c.ModelFlag)
+	case path == "":
+		path, label = c.ModelFlag, "-m/--model"
+	}
+	if err := notDirectory(label, path); err != nil {
+		return err
+	}
+	c.Model = path
+	return nil
+}
+
+// text is the text to tokenize, from one source as llama-tokenize picks it: --stdin over -f over -p (whatever
+// their order), standard input when none is given (llama-tokenize refuses that); -f's file and standard input
+// byte for byte. The escapes are processed unless --no-escape, whatever the source.
+func (c *tokenizeCmd) text(stdin io.Reader) (string, error) {
+	var text string
+	switch {
+	case c.Stdin || (c.File == "" && c.Prompt == nil):
+		b, err := io.ReadAll(stdin)
+		if err != nil {
+			return "", fmt.Errorf("tokenize: reading standard input: %w", err)
+		}
+		text = string(b)
+	case c.File != "":
+		b, err := os.ReadFile(c.File)
+		if err != nil {
+			return "", fmt.Errorf("tokenize: -f/--file: %w", err)
+		}
+		text = string(b)
+	default:
+		text = string(*c.Prompt)
+	}
+	if !c.NoEscape {
+		text = processEscapes(text)
+	}
+	return text, nil
 }
 
 // parseIDs reads token ids separated by white space or commas, ignoring [ and ]; an id that is not a number or is
