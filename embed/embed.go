@@ -1,5 +1,6 @@
 // Package embed post-processes embedding vectors as llama-server and Ollama
-// return them: L2 and p-norm normalisation, pooling names.
+// return them: L2 and p-norm normalisation, pooling names, and the cosine
+// similarity llama-embedding prints.
 //
 // # Design record
 //
@@ -10,12 +11,16 @@
 // (server/routes.go), the float32 L2 normalisation of /api/embed. The pooling
 // itself (none, mean, cls, last, rank) is part of the model's graph (package
 // model, src/llama-graph.cpp build_pooling); ParsePooling reads its names as
-// llama-server's --pooling does.
+// llama-server's --pooling does. SimilarityCos is common_embd_similarity_cos,
+// the cosine similarity llama-embedding prints (its matrix, json+).
 //
 // Determinism: pure functions. Normalize's sums run in float64 in index
 // order with each square rounded to float32 first, its p-norm through
 // fmath.Pow (glibc's pow), exactly as the compiled libllama-common computes
-// them (TestNormalizeMatchesReference).
+// them (TestNormalizeMatchesReference). SimilarityCos rounds each product to
+// float32 and sums in float64 in index order, as the compiled
+// common_embd_similarity_cos does (no fused multiply-add there;
+// TestSimilarityCosMatchesReference).
 package embed
 
 import (
@@ -129,4 +134,28 @@ func NormalizeOllama(v []float32) error {
 		v[i] *= norm
 	}
 	return nil
+}
+
+// SimilarityCos is common_embd_similarity_cos(a, b, n) (common/common.cpp),
+// the cosine similarity llama-embedding prints in its matrix, with the
+// reference's arithmetic: each product rounded to float32, then summed in
+// float64 in index order (no fused multiply-add: the compiled
+// libllama-common has none there), the quotient sum/(sqrt(sum1)*sqrt(sum2))
+// in float64 rounded to float32. Two zero vectors are 1, one zero vector 0.
+// The length is len(a) (b is as long or longer).
+func SimilarityCos(a, b []float32) float32 {
+	var sum, sum1, sum2 float64
+	for i, x := range a {
+		y := b[i]
+		sum += float64(x * y)
+		sum1 += float64(x * x)
+		sum2 += float64(y * y)
+	}
+	if sum1 == 0 || sum2 == 0 {
+		if sum1 == 0 && sum2 == 0 {
+			return 1
+		}
+		return 0
+	}
+	return float32(sum / (math.Sqrt(sum1) * math.Sqrt(sum2)))
 }
