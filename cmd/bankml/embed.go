@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,7 +13,9 @@ import (
 	"github.com/bankml/bankml/admit"
 	"github.com/bankml/bankml/embed"
 	"github.com/bankml/bankml/engine"
+	"github.com/bankml/bankml/gguf"
 	"github.com/bankml/bankml/store"
+	"github.com/bankml/bankml/tokenizer"
 )
 
 // embedCmd is `bankml embed MODEL`: the embeddings of one or more texts, as llama.cpp's llama-embedding
@@ -23,14 +26,17 @@ import (
 // of at most -b tokens: llama-embedding raises n_batch to -c when -c is larger and, its attention type being
 // unspecified (not causal), sets n_ubatch = n_batch, so -ub changes nothing there (it warns here); a text past
 // it is refused as llama-embedding refuses it, naming -b. -f FNAME gives the texts from a file (llamaflags.go).
+// With --pooling rank, a text holding --cls-separator (default a tab) is a query and its document, tokenized as
+// llama-embedding pairs them (rankTokens). The output is llama-embedding's (printEmbeddings).
 type embedCmd struct {
 	Model     string      `arg:"" optional:"" name:"MODEL" help:"A GGUF model file (or -m/--model FNAME), or a model NAME[:TAG] from the store, pulled from bankml's catalog on first use (pinned by its manifest)."`
 	ModelFlag string      `short:"m" name:"model" placeholder:"FNAME" help:"Path to a GGUF model file, as llama-embedding's -m/--model, instead of MODEL." type:"path"`
 	Prompt    *rawText    `short:"p" name:"prompt" help:"The texts, separated by --embd-separator (read from standard input when absent); llama-embedding's -f/--file FNAME gives a file's text instead (one trailing newline dropped; the last of -p and -f counts)."`
 	Separator string      `name:"embd-separator" default:"\n" help:"Separator of the texts in the prompt, as llama-embedding's --embd-separator (default a newline)."`
+	ClsSep    string      `name:"cls-separator" default:"\t" placeholder:"STRING" help:"Separator of a query and its document(s) in one text, with --pooling rank, as llama-embedding's --cls-separator (default a tab): the text is split on it and scored as the pair, through the model's rerank template (tokenizer.chat_template.rerank, {query} and {document}) or else joined by its EOS and SEP tokens' text."`
 	Pooling   string      `name:"pooling" enum:",none,mean,cls,last,rank" default:"" placeholder:"{none,mean,cls,last,rank}" help:"Pooling, as llama-embedding's --pooling (default: the model's {arch}.pooling_type)."`
 	Normalize int         `name:"embd-normalize" default:"2" help:"Normalisation of each vector, as llama-embedding's --embd-normalize: -1 none, 0 max absolute (int16 range), 2 euclidean, p > 2 the p-norm."`
-	Format    string      `name:"embd-output-format" enum:",array,json" default:"" help:"Output: \"\" one line per vector (its first and last values), array ([[...],...]), or json ({\"object\": \"list\", \"data\": [...]}); array and json print every value exactly (Go's shortest round-trip form, where llama-embedding prints %1.7f)."`
+	Format    string      `name:"embd-output-format" enum:",array,json,json+" default:"" help:"Output: \"\" llama-embedding's text (one line per vector, and the cosine similarity matrix of several texts), array ([[...],...]), json ({\"object\": \"list\", \"data\": [...]}), or json+ (json and, for several texts, \"cosineSimilarity\": the matrix, %.2f as llama-embedding prints it); array and json print every value exactly (Go's shortest round-trip form, where llama-embedding prints %1.7f)."`
 	Threads   threadCount `short:"t" name:"threads" default:"${nproc}" help:"Number of threads (default: the number of logical CPUs)."`
 	Ctx       int         `short:"c" name:"ctx-size" aliases:"ctx" default:"0" help:"Context size in tokens (0: the model's training context)."`
 	Batch     int         `short:"b" name:"batch-size" default:"2048" help:"Batch size, as llama-embedding's -b/--batch-size: the most tokens one text may have, each text evaluated as one micro-batch (raised to -c when -c is larger, as llama-embedding does)."`
@@ -98,8 +104,16 @@ func (c *embedCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) erro
 		return cannotRun(fmt.Errorf("embed: %w", err))
 	}
 	defer e.Close()
+	rank := e.Pooling() == embed.PoolingRank
+	if rank && c.ClsSep == "" { // llama-embedding's split_lines never ends on an empty separator
+		return errors.New(`embed: --cls-separator "" is empty: with --pooling rank a text is split on it; give a non-empty separator (the default is a tab)`)
+	}
 	inputs := make([][]int32, len(texts))
 	for i, t := range texts {
+		if rank && strings.Contains(t, c.ClsSep) {
+			inputs[i] = rankTokens(am.File, tok, strings.Split(t, c.ClsSep))
+			continue
+		}
 		inputs[i] = tok.Tokenize(t, true, true)
 	}
 	res, err := e.Embed(context.Background(), inputs)
@@ -123,7 +137,6 @@ func (c *embedCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) erro
 		}
 		vecs = append(vecs, r.Pooled)
 	}
-	rank := e.Pooling() == embed.PoolingRank
 	for i, v := range vecs {
 		if !rank {
 			out := make([]float32, len(v))
@@ -131,15 +144,65 @@ func (c *embedCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) erro
 			vecs[i] = out
 		}
 	}
-	return printEmbeddings(stdout, vecs, c.Format, rank, c.Normalize)
+	return printEmbeddings(stdout, vecs, texts, c.Format, e.Pooling(), c.Normalize)
 }
 
-// printEmbeddings writes vecs as llama-embedding lays them out: "embedding N: " and the first and last
-// three values with %9.6f (%6.0f for --embd-normalize 0; every value of at most 16 when several, all of
-// one), or "rerank score N: %8.3f"; or exactly, as a JSON array of arrays or an OpenAI-like list.
-func printEmbeddings(w io.Writer, vecs [][]float32, format string, rank bool, norm int) error {
+// rankTokens is llama-embedding's tokens of a text that --cls-separator splits into pairs, under --pooling
+// rank: with the model's tokenizer.chat_template.rerank, that template with {query} replaced by the first
+// part and {document} by the second; else the parts joined by the text of the EOS token (when the vocabulary
+// adds EOS) and of the SEP token (when it adds SEP); tokenized with the special tokens added and parsed.
+func rankTokens(f *gguf.File, tok tokenizer.Tokenizer, pairs []string) []int32 {
+	if tmpl, ok := f.GetString("tokenizer.chat_template.rerank"); ok {
+		p := strings.ReplaceAll(tmpl, "{query}", pairs[0])
+		p = strings.ReplaceAll(p, "{document}", pairs[1])
+		return tok.Tokenize(p, true, true)
+	}
+	var join string
+	if eos := tok.EOS(); tok.AddEOS() && eos >= 0 {
+		join += tok.TokenText(eos)
+	}
+	if sep, add := sepToken(f, tok.NVocab()); add && sep >= 0 {
+		join += tok.TokenText(sep)
+	}
+	return tok.Tokenize(strings.Join(pairs, join), true, true)
+}
+
+// sepToken is the vocabulary's SEP token (-1 when none) and llama_vocab_get_add_sep, as llama_vocab loads
+// them: WordPiece (bert) has SEP 102 and adds it, the jina-v1-en, jina-v2-code and roberta-bpe pre-tokenizers
+// add it, and the file's tokenizer.ggml.seperator_token_id (within the vocabulary) and add_sep_token override
+// (serve's rerank reads them the same way).
+func sepToken(f *gguf.File, nVocab int) (int32, bool) {
+	sep, add := int32(-1), false
+	model, _ := f.GetString("tokenizer.ggml.model")
+	pre, _ := f.GetString("tokenizer.ggml.pre")
+	if model == "bert" && nVocab > 102 {
+		sep, add = 102, true
+	} else if model == "bert" {
+		add = true
+	}
+	if model == "gpt2" && (pre == "jina-v1-en" || pre == "jina-v2-code" || pre == "roberta-bpe") {
+		add = true
+	}
+	if v, ok := f.GetUint64("tokenizer.ggml.seperator_token_id"); ok && v < uint64(nVocab) {
+		sep = int32(v)
+	}
+	if v, ok := f.GetBool("tokenizer.ggml.add_sep_token"); ok {
+		add = v
+	}
+	return sep, add
+}
+
+// printEmbeddings writes vecs as llama-embedding (examples/embedding) prints them. With no format, its text
+// byte for byte: a blank line; "embedding N: " and the values with "%9.6f " ("%6.0f " for --embd-normalize 0),
+// with --pooling none every token row's first three, " ... " and last three; with rank "rerank score N:
+// %8.3f"; else every value of one text, the first 16 of each of several, then the cosine similarity matrix
+// (embed.SimilarityCos, "%6.2f ") under the texts' first 6 bytes ("%6.6s "), each row ending in its text's
+// first 10 bytes; and a blank line. Otherwise every value exactly, as a JSON array of arrays (array) or an
+// OpenAI-like list (json), json+ adding "cosineSimilarity", the matrix of every vector with each other
+// (%.2f as llama-embedding prints them), when there are several texts.
+func printEmbeddings(w io.Writer, vecs [][]float32, texts []string, format string, pooling embed.Pooling, norm int) error {
 	switch format {
-	case "array", "json":
+	case "array", "json", "json+":
 		arrs := make([][]float64, len(vecs))
 		for i, v := range vecs {
 			arrs[i] = make([]float64, len(v))
@@ -148,7 +211,7 @@ func printEmbeddings(w io.Writer, vecs [][]float32, format string, rank bool, no
 			}
 		}
 		var out any = arrs
-		if format == "json" {
+		if format != "array" {
 			type item struct {
 				Object    string    `json:"object"`
 				Index     int       `json:"index"`
@@ -158,10 +221,21 @@ func printEmbeddings(w io.Writer, vecs [][]float32, format string, rank bool, no
 			for i, a := range arrs {
 				data[i] = item{"embedding", i, a}
 			}
+			var sim [][]json.RawMessage
+			if format == "json+" && len(texts) > 1 {
+				sim = make([][]json.RawMessage, len(vecs))
+				for i := range vecs {
+					sim[i] = make([]json.RawMessage, len(vecs))
+					for j := range vecs {
+						sim[i][j] = json.RawMessage(fmt.Sprintf("%.2f", embed.SimilarityCos(vecs[i], vecs[j])))
+					}
+				}
+			}
 			out = struct {
-				Object string `json:"object"`
-				Data   []item `json:"data"`
-			}{"list", data}
+				Object           string              `json:"object"`
+				Data             []item              `json:"data"`
+				CosineSimilarity [][]json.RawMessage `json:"cosineSimilarity,omitempty"`
+			}{"list", data, sim}
 		}
 		b, err := json.Marshal(out)
 		if err != nil {
@@ -174,31 +248,60 @@ func printEmbeddings(w io.Writer, vecs [][]float32, format string, rank bool, no
 	if norm == 0 {
 		num = "%6.0f "
 	}
-	for j, v := range vecs {
-		if rank {
-			if _, err := fmt.Fprintf(w, "rerank score %d: %8.3f\n", j, v[0]); err != nil {
-				return err
-			}
-			continue
-		}
-		var b strings.Builder
-		fmt.Fprintf(&b, "embedding %d: ", j)
-		if len(v) > 6 {
-			for _, x := range v[:3] {
-				fmt.Fprintf(&b, num, x)
+	b := bufio.NewWriter(w)
+	b.WriteString("\n")
+	switch pooling {
+	case embed.PoolingNone:
+		for j, v := range vecs {
+			fmt.Fprintf(b, "embedding %d: ", j)
+			for _, x := range v[:min(3, len(v))] {
+				fmt.Fprintf(b, num, x)
 			}
 			b.WriteString(" ... ")
-			for _, x := range v[len(v)-3:] {
-				fmt.Fprintf(&b, num, x)
+			for _, x := range v[max(len(v)-3, 0):] {
+				fmt.Fprintf(b, num, x)
 			}
-		} else {
-			for _, x := range v {
-				fmt.Fprintf(&b, num, x)
-			}
+			b.WriteString("\n")
 		}
-		if _, err := fmt.Fprintln(w, b.String()); err != nil {
-			return err
+	case embed.PoolingRank:
+		for j, v := range vecs {
+			fmt.Fprintf(b, "rerank score %d: %8.3f\n", j, v[0])
+		}
+	default:
+		for j, v := range vecs {
+			fmt.Fprintf(b, "embedding %d: ", j)
+			if len(texts) > 1 {
+				v = v[:min(16, len(v))]
+			}
+			for _, x := range v {
+				fmt.Fprintf(b, num, x)
+			}
+			b.WriteString("\n")
+		}
+		if len(texts) > 1 {
+			b.WriteString("\ncosine similarity matrix:\n\n")
+			for _, t := range texts {
+				b.WriteString(cString(t, 6, 6) + " ")
+			}
+			b.WriteString("\n")
+			for i := range vecs {
+				for j := range vecs {
+					fmt.Fprintf(b, "%6.2f ", embed.SimilarityCos(vecs[i], vecs[j]))
+				}
+				b.WriteString(cString(texts[i], 1, 10) + "\n")
+			}
 		}
 	}
-	return nil
+	b.WriteString("\n")
+	return b.Flush()
+}
+
+// cString is C's printf("%W.Ps", s) of a std::string's c_str(): at most prec bytes of s, up to its first NUL,
+// right-aligned in width bytes.
+func cString(s string, width, prec int) string {
+	if i := strings.IndexByte(s, 0); i >= 0 {
+		s = s[:i]
+	}
+	s = s[:min(len(s), prec)]
+	return strings.Repeat(" ", max(width-len(s), 0)) + s
 }
