@@ -32,6 +32,7 @@ type embedCmd struct {
 	Model     string      `arg:"" optional:"" name:"MODEL" help:"A GGUF model file (or -m/--model FNAME), or a model NAME[:TAG] from the store, pulled from bankml's catalog on first use (pinned by its manifest)."`
 	ModelFlag string      `short:"m" name:"model" placeholder:"FNAME" help:"Path to a GGUF model file, as llama-embedding's -m/--model, instead of MODEL." type:"path"`
 	Prompt    *rawText    `short:"p" name:"prompt" help:"The texts, separated by --embd-separator (read from standard input when absent); llama-embedding's -f/--file FNAME gives a file's text instead (one trailing newline dropped; the last of -p and -f counts)."`
+	Escape    bool        `short:"e" name:"escape" negatable:"" default:"true" help:"Process the escapes \\n \\r \\t \\' \\\" \\\\ and \\xHH in the texts (-p, -f or standard input) before they are split, as llama-embedding's -e/--escape, on by default (so -p 'query\\tdocument' holds a tab); --no-escape takes them as they are."`
 	Separator string      `name:"embd-separator" default:"\n" help:"Separator of the texts in the prompt, as llama-embedding's --embd-separator (default a newline)."`
 	ClsSep    string      `name:"cls-separator" default:"\t" placeholder:"STRING" help:"Separator of a query and its document(s) in one text, with --pooling rank, as llama-embedding's --cls-separator (default a tab): the text is split on it and scored as the pair, through the model's rerank template (tokenizer.chat_template.rerank, {query} and {document}) or else joined by its EOS and SEP tokens' text."`
 	Pooling   string      `name:"pooling" enum:",none,mean,cls,last,rank" default:"" placeholder:"{none,mean,cls,last,rank}" help:"Pooling, as llama-embedding's --pooling (default: the model's {arch}.pooling_type)."`
@@ -85,6 +86,9 @@ func (c *embedCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) erro
 			return fmt.Errorf("embed: reading the texts from standard input: %w", err)
 		}
 		text = strings.TrimSuffix(string(b), "\n")
+	}
+	if c.Escape { // common_params_parse escapes params.prompt (common/arg.cpp), -f's text too
+		text = processEscapes(text)
 	}
 	texts := strings.Split(text, c.Separator)
 	var err error

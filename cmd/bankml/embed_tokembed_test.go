@@ -137,7 +137,8 @@ func TestEmbedPrintsLlamaEmbeddingsTextAndJSONPlus(t *testing.T) {
 
 // TestEmbedSplitsRankTextsOnClsSeparator: with --pooling rank, a text holding --cls-separator (llama-embedding's,
 // default a tab) is split into a query and a document joined by the vocabulary's EOS and SEP text (a bert
-// reranker: [SEP]) and scored as the pair; the separator is any string; an empty one is refused.
+// reranker: [SEP]) and scored as the pair; the separator is any string; an empty one is refused. -p's escapes are
+// processed first (llama-embedding's -e, on by default), so -p 'query\tdocument' holds a tab.
 func TestEmbedSplitsRankTextsOnClsSeparator(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "rerank.gguf")
 	if code, _, stderr := runCLI("synth", path, "--arch", "bert", "--preset", "tiny", "--type", "q8_0", "--pooling", "rank", "--classifier", "1",
@@ -150,13 +151,16 @@ func TestEmbedSplitsRankTextsOnClsSeparator(t *testing.T) {
 		t.Fatalf("the pair and the whole text score alike (%v): the test cannot tell them apart", pair)
 	}
 	for _, tc := range []struct {
-		name   string
-		args   []string
-		want   [][]float32
-		code   int
-		stderr string
+		name    string
+		args    []string
+		want    [][]float32
+		notWant [][]float32 // when want is nil
+		code    int
+		stderr  string
 	}{
 		{name: "a tab splits the query from the document by default", args: []string{"-p", "what is a panda?\tpandas eat bamboo"}, want: pair},
+		{name: "-p's escape \\t is a tab, as llama-embedding's -e (on by default) makes it", args: []string{"-p", `what is a panda?\tpandas eat bamboo`}, want: pair},
+		{name: "--no-escape keeps -p's \\t as it is: no tab, the text scored whole", args: []string{"-p", `what is a panda?\tpandas eat bamboo`, "--no-escape"}, notWant: pair},
 		{name: "--cls-separator sets another separator", args: []string{"-p", "what is a panda?<#seq#>pandas eat bamboo", "--cls-separator", "<#seq#>"}, want: pair},
 		{name: "a text without the separator is scored whole", args: []string{"-p", "what is a panda? pandas eat bamboo", "--cls-separator", "<#seq#>"}, want: whole},
 		{name: "an empty --cls-separator is refused naming it", args: []string{"-p", "x\ty", "--cls-separator", ""}, code: 1,
@@ -170,8 +174,12 @@ func TestEmbedSplitsRankTextsOnClsSeparator(t *testing.T) {
 				}
 				return
 			}
-			if got := embedArray(t, append([]string{path, "-t", "1"}, tc.args...)...); fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			got := embedArray(t, append([]string{path, "-t", "1"}, tc.args...)...)
+			if tc.want != nil && fmt.Sprint(got) != fmt.Sprint(tc.want) {
 				t.Fatalf("scores %v, want %v", got, tc.want)
+			}
+			if tc.notWant != nil && fmt.Sprint(got) == fmt.Sprint(tc.notWant) {
+				t.Fatalf("scores %v, the pair's: the text was split", got)
 			}
 		})
 	}
