@@ -3,11 +3,14 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/bankml/bankml/embed"
+	"github.com/bankml/bankml/internal/reference"
+	"github.com/bankml/bankml/internal/reftest"
 	"github.com/bankml/bankml/internal/testdata"
 )
 
@@ -182,5 +185,42 @@ func TestEmbedSplitsRankTextsOnClsSeparator(t *testing.T) {
 				t.Fatalf("scores %v, the pair's: the text was split", got)
 			}
 		})
+	}
+}
+
+// TestEmbedRankPairsScoreAsTheReference: a bert reranker's score of "query<TAB>document" under --pooling rank
+// is, bit for bit, the reference's rank-pooled value of the tokens llama-embedding makes of it: the parts
+// joined by "[SEP]" (the vocabulary adds SEP, not EOS), tokenized with special tokens added and parsed.
+func TestEmbedRankPairsScoreAsTheReference(t *testing.T) {
+	lib := reftest.Lib(t)
+	path := filepath.Join(t.TempDir(), "rerank.gguf")
+	if code, _, stderr := runCLI("synth", path, "--arch", "bert", "--preset", "tiny", "--type", "q8_0", "--pooling", "rank", "--classifier", "1",
+		"--vocab", testdata.Model(t, "vocab/ggml-vocab-bert-bge.gguf")); code != 0 {
+		t.Fatalf("synth: %s", stderr)
+	}
+	rm, err := lib.LoadModel(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rm.Close()
+	query := "what is a panda?"
+	docs := []string{"hi", "The giant panda is a bear species endemic to China.", "a"}
+	var texts []string
+	for _, d := range docs {
+		texts = append(texts, query+"\t"+d)
+	}
+	got := embedArray(t, path, "-t", "1", "-p", strings.Join(texts, "\n"))
+	for i, d := range docs {
+		toks, err := rm.Tokenize(query+"[SEP]"+d, true, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := rm.Embed(toks, reference.PoolingRank, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got[i]) == 0 || math.Float32bits(got[i][0]) != math.Float32bits(e.Pooled[0]) {
+			t.Errorf("document %d: score %v, reference %v", i, got[i], e.Pooled[0])
+		}
 	}
 }
