@@ -21,7 +21,7 @@ import (
 // embedCmd is `bankml embed MODEL`: the embeddings of one or more texts, as llama.cpp's llama-embedding
 // (examples/embedding) computes them: each text a sequence of its own (add_special and parse_special), pooled
 // with --pooling (default: the model's), every vector normalized with --embd-normalize (common_embd_normalize:
-// 2 euclidean, 0 max-absolute, -1 none, p > 2 the p-norm; a rank score is printed as it is), through the
+// 2 euclidean, 0 max-absolute, -1 none, any other integer the p-norm; a rank score is printed as it is), through the
 // engine's Embed (the texts share forward passes, each vector its text's alone). Each text is one micro-batch
 // of at most -b tokens: llama-embedding raises n_batch to -c when -c is larger and, its attention type being
 // unspecified (not causal), sets n_ubatch = n_batch, so -ub changes nothing there (it warns here); a text past
@@ -36,7 +36,7 @@ type embedCmd struct {
 	Separator string      `name:"embd-separator" default:"\n" help:"Separator of the texts in the prompt, as llama-embedding's --embd-separator (default a newline)."`
 	ClsSep    string      `name:"cls-separator" default:"\t" placeholder:"STRING" help:"Separator of a query and its document(s) in one text, with --pooling rank, as llama-embedding's --cls-separator (default a tab): the text is split on it and scored as the pair, through the model's rerank template (tokenizer.chat_template.rerank, {query} and {document}) or else joined by its EOS and SEP tokens' text."`
 	Pooling   string      `name:"pooling" enum:",none,mean,cls,last,rank" default:"" placeholder:"{none,mean,cls,last,rank}" help:"Pooling, as llama-embedding's --pooling (default: the model's {arch}.pooling_type)."`
-	Normalize int         `name:"embd-normalize" default:"2" help:"Normalisation of each vector, as llama-embedding's --embd-normalize: -1 none, 0 max absolute (int16 range), 2 euclidean, p > 2 the p-norm."`
+	Normalize int         `name:"embd-normalize" default:"2" help:"Normalisation of each vector, as llama-embedding's --embd-normalize: -1 none, 0 max absolute (int16 range), 2 euclidean, any other integer p (1, 3 and above, -2 and below) the p-norm."`
 	Format    string      `name:"embd-output-format" enum:",array,json,json+" default:"" help:"Output: \"\" llama-embedding's text (one line per vector, and the cosine similarity matrix of several texts), array ([[...],...]), json ({\"object\": \"list\", \"data\": [...]}), or json+ (json and, for several texts, \"cosineSimilarity\": the matrix, %.2f as llama-embedding prints it); array and json print every value exactly (Go's shortest round-trip form, where llama-embedding prints %1.7f)."`
 	Threads   threadCount `short:"t" name:"threads" default:"${nproc}" help:"Number of threads (default: the number of logical CPUs)."`
 	Ctx       int         `short:"c" name:"ctx-size" aliases:"ctx" default:"0" help:"Context size in tokens (0: the model's training context)."`
