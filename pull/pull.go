@@ -136,18 +136,7 @@ func Fetch(ctx context.Context, src Source, dir string, o Options) (string, erro
 	if src.Name == "" {
 		src.Name = baseName(src.URL)
 	}
-	if o.Retries <= 0 {
-		o.Retries = 5
-	}
-	if o.Backoff <= 0 {
-		o.Backoff = 500 * time.Millisecond
-	}
-	if o.FreeSpace == nil {
-		o.FreeSpace = diskFree
-	}
-	if o.Client == nil {
-		o.Client = &http.Client{Transport: http.DefaultTransport}
-	}
+	o = o.withDefaults()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
@@ -217,6 +206,24 @@ func Fetch(ctx context.Context, src Source, dir string, o Options) (string, erro
 	return final, nil
 }
 
+// withDefaults is o with its zero fields set as Fetch and Probe use them: 5 retries 500 ms apart, the disk's
+// free space, a client of the default transport.
+func (o Options) withDefaults() Options {
+	if o.Retries <= 0 {
+		o.Retries = 5
+	}
+	if o.Backoff <= 0 {
+		o.Backoff = 500 * time.Millisecond
+	}
+	if o.FreeSpace == nil {
+		o.FreeSpace = diskFree
+	}
+	if o.Client == nil {
+		o.Client = &http.Client{Transport: http.DefaultTransport}
+	}
+	return o
+}
+
 // Probe asks the source of a file the store already holds whether it still serves it, without downloading it:
 // a local file or a mirror folder's file is looked up, an http(s) source asked for its first byte (a Range
 // request, redirects followed), retried as Fetch retries. Errors are Fetch's for the same source: one that
@@ -227,15 +234,7 @@ func Probe(ctx context.Context, src Source, o Options) error {
 	if src.Name == "" {
 		src.Name = baseName(src.URL)
 	}
-	if o.Retries <= 0 {
-		o.Retries = 5
-	}
-	if o.Backoff <= 0 {
-		o.Backoff = 500 * time.Millisecond
-	}
-	if o.Client == nil {
-		o.Client = &http.Client{Transport: http.DefaultTransport}
-	}
+	o = o.withDefaults()
 	from := src.URL
 	if o.Mirror != "" {
 		from = mirrorPath(o.Mirror, src.Name)

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -15,6 +14,7 @@ import (
 	"github.com/bankml/bankml/admit"
 	"github.com/bankml/bankml/gguf"
 	"github.com/bankml/bankml/internal/synth"
+	"github.com/bankml/bankml/internal/synthcache"
 	"github.com/bankml/bankml/internal/testdata"
 	"github.com/bankml/bankml/serve"
 	"github.com/bankml/bankml/store"
@@ -82,24 +82,17 @@ func TestAGETRouteNamesItsModelInTheQueryAsLlamaServersRouter(t *testing.T) {
 	}
 }
 
-// qwen3File writes a tiny synthetic model with Qwen3's vocabulary and chat template (tools and thinking).
+// qwen3File is a tiny synthetic model with Qwen3's vocabulary and chat template (tools and thinking), kept
+// between runs by internal/synthcache.
 func qwen3File(t *testing.T) string {
 	t.Helper()
-	v, err := synth.Qwen3Vocab(filepath.Join(testdata.ModelsDir(t), "qwen3"), synth.Qwen3NVocab)
-	if err != nil {
-		t.Fatal(err)
-	}
 	shape, err := synth.Preset("tiny")
 	if err != nil {
 		t.Fatal(err)
 	}
 	shape.NLayer = 1
-	path := filepath.Join(t.TempDir(), "qwen3.gguf")
-	cfg := synth.Config{Arch: synth.ArchQwen3, Shape: shape, Weight: gguf.Q4_0, Embd: gguf.Q4_0, Output: gguf.Q4_0, Vocab: v}
-	if _, err := synth.WriteFile(path, cfg); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return synthcache.File(t, "storeserve-qwen3", synth.Config{Arch: synth.ArchQwen3, Shape: shape,
+		Weight: gguf.Q4_0, Embd: gguf.Q4_0, Output: gguf.Q4_0, Vocab: synthcache.Qwen3Vocab(t)})
 }
 
 // singleShow is the single-model server's (bankml serve FILE) answers to /api/show and /api/tags for path.
