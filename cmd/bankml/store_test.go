@@ -98,11 +98,11 @@ func TestCreateFromAModelfileThroughTheCommandLine(t *testing.T) {
 		t.Fatalf("create: %d %q %q", code, out, e)
 	}
 	os.WriteFile(mf, []byte("FROM stories260K\nTEMPLATE {{ .Prompt }}\n"), 0o644)
-	if code, _, e := bankml(t, "create", "tmpl", "-f", mf); code != 2 || !strings.Contains(e, "TEMPLATE is refused") {
+	if code, _, e := bankml(t, "create", "tmpl", "-f", mf); code != 1 || !strings.Contains(e, "TEMPLATE is refused") { // a bad Modelfile is the user's input: 1
 		t.Fatalf("TEMPLATE: %d %q", code, e)
 	}
 	os.WriteFile(mf, []byte("FROM stories260K\nPARAMETER mirostat 2\nPARAMETER repeat_last_n -5\n"), 0o644)
-	if code, _, e := bankml(t, "create", "bad", "-f", mf); code != 2 || !strings.Contains(e, "repeat_last_n") {
+	if code, _, e := bankml(t, "create", "bad", "-f", mf); code != 1 || !strings.Contains(e, "repeat_last_n") {
 		t.Fatalf("a parameter serve refuses: %d %q", code, e)
 	}
 	if code, out, _ := bankml(t, "show", "brief", "--modelfile"); code != 0 || !strings.Contains(out, "PARAMETER temperature 0.7") || !strings.Contains(out, `SYSTEM """Be brief."""`) {
