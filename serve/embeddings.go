@@ -18,6 +18,7 @@ import (
 
 	"github.com/bankml/bankml/embed"
 	"github.com/bankml/bankml/engine"
+	"github.com/bankml/bankml/gguf"
 )
 
 // The embedding and reranking routes: llama-server's POST /v1/embeddings (OpenAI's shape), /embedding and
@@ -501,21 +502,28 @@ func (s *Server) rerankTokens(query, doc string) []int32 {
 	return out
 }
 
-// sepToken is the vocabulary's SEP token and add_sep flag as llama_vocab loads them: WordPiece (bert)
-// defaults to 102 and true, the jina-v1-en, jina-v2-code and roberta-bpe pre-tokenizers add SEP, and the
-// file's tokenizer.ggml.seperator_token_id and add_sep_token override.
-func (s *Server) sepToken() (int32, bool) {
-	f := s.m.File
+// sepToken is SepToken of the served model.
+func (s *Server) sepToken() (int32, bool) { return SepToken(s.m.File, s.m.Tokenizer.NVocab()) }
+
+// SepToken is the vocabulary's SEP token (-1 when none) and llama_vocab_get_add_sep, as llama_vocab loads them
+// from f, a file of nVocab tokens: WordPiece (bert) has SEP 102 (within the vocabulary) and adds it, the
+// jina-v1-en, jina-v2-code and roberta-bpe pre-tokenizers add it, and the file's
+// tokenizer.ggml.seperator_token_id (within the vocabulary) and add_sep_token override. Rerank here and
+// bankml embed's rank pairs read it.
+func SepToken(f *gguf.File, nVocab int) (int32, bool) {
 	sep, add := int32(-1), false
 	model, _ := f.GetString("tokenizer.ggml.model")
 	pre, _ := f.GetString("tokenizer.ggml.pre")
 	if model == "bert" {
-		sep, add = 102, true
+		add = true
+		if nVocab > 102 {
+			sep = 102
+		}
 	}
 	if model == "gpt2" && (pre == "jina-v1-en" || pre == "jina-v2-code" || pre == "roberta-bpe") {
 		add = true
 	}
-	if v, ok := f.GetUint64("tokenizer.ggml.seperator_token_id"); ok && v < uint64(s.m.Tokenizer.NVocab()) {
+	if v, ok := f.GetUint64("tokenizer.ggml.seperator_token_id"); ok && v < uint64(nVocab) {
 		sep = int32(v)
 	}
 	if v, ok := f.GetBool("tokenizer.ggml.add_sep_token"); ok {

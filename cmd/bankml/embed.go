@@ -14,6 +14,7 @@ import (
 	"github.com/bankml/bankml/embed"
 	"github.com/bankml/bankml/engine"
 	"github.com/bankml/bankml/gguf"
+	"github.com/bankml/bankml/serve"
 	"github.com/bankml/bankml/store"
 	"github.com/bankml/bankml/tokenizer"
 )
@@ -165,35 +166,10 @@ func rankTokens(f *gguf.File, tok tokenizer.Tokenizer, pairs []string) []int32 {
 	if eos := tok.EOS(); tok.AddEOS() && eos >= 0 {
 		join += tok.TokenText(eos)
 	}
-	if sep, add := sepToken(f, tok.NVocab()); add && sep >= 0 {
+	if sep, add := serve.SepToken(f, tok.NVocab()); add && sep >= 0 {
 		join += tok.TokenText(sep)
 	}
 	return tok.Tokenize(strings.Join(pairs, join), true, true)
-}
-
-// sepToken is the vocabulary's SEP token (-1 when none) and llama_vocab_get_add_sep, as llama_vocab loads
-// them: WordPiece (bert) has SEP 102 and adds it, the jina-v1-en, jina-v2-code and roberta-bpe pre-tokenizers
-// add it, and the file's tokenizer.ggml.seperator_token_id (within the vocabulary) and add_sep_token override
-// (serve's rerank reads them the same way).
-func sepToken(f *gguf.File, nVocab int) (int32, bool) {
-	sep, add := int32(-1), false
-	model, _ := f.GetString("tokenizer.ggml.model")
-	pre, _ := f.GetString("tokenizer.ggml.pre")
-	if model == "bert" && nVocab > 102 {
-		sep, add = 102, true
-	} else if model == "bert" {
-		add = true
-	}
-	if model == "gpt2" && (pre == "jina-v1-en" || pre == "jina-v2-code" || pre == "roberta-bpe") {
-		add = true
-	}
-	if v, ok := f.GetUint64("tokenizer.ggml.seperator_token_id"); ok && v < uint64(nVocab) {
-		sep = int32(v)
-	}
-	if v, ok := f.GetBool("tokenizer.ggml.add_sep_token"); ok {
-		add = v
-	}
-	return sep, add
 }
 
 // printEmbeddings writes vecs as llama-embedding (examples/embedding) prints them. With no format, its text
