@@ -22,6 +22,12 @@ func tileTQ2_0AVX2(codes, scales *byte, nb int, qs *byte, d *float32, nbs *int32
 //go:noescape
 func tileQ2_0AVX512(codes, scales *byte, nb int, qs *byte, dy *float32, nsum *int32, k int, nc int, out *float32, gfni int)
 
+// tileQ2_0AVX512Col4 is tileQ2_0AVX512 at nc = 4 (the same bits), its four
+// columns' instructions interleaved.
+//
+//go:noescape
+func tileQ2_0AVX512Col4(codes, scales *byte, nb int, qs *byte, dy *float32, nsum *int32, k int, out *float32, gfni int)
+
 // q2GFNI is tileQ2_0AVX512's gfni argument on this CPU: 1 where it has
 // GFNI at 512 bits (Ice Lake and Zen 4 on; Cascade Lake's AVX-512 has
 // VNNI without it), so that the planes are decoded by one affine map each.
@@ -44,6 +50,10 @@ func tileQ2_0(l Level, codes, scales []byte, nb int, a *q8Act, c0, nc int, out [
 	switch l {
 	case LevelAVX512:
 		i := c0 * a.k / QK8_0
+		if nc == 4 {
+			tileQ2_0AVX512Col4(&codes[0], &scales[0], nb, &a.qs[c0*a.k], &a.dy[i], &a.nsum[i], a.k, &out[0], q2GFNI)
+			return
+		}
 		tileQ2_0AVX512(&codes[0], &scales[0], nb, &a.qs[c0*a.k], &a.dy[i], &a.nsum[i], a.k, nc, &out[0], q2GFNI)
 	case LevelAVX2:
 		if nc > 1 {
