@@ -23,7 +23,7 @@ func tileTQ2_0AVX2(codes, scales *byte, nb int, qs *byte, d *float32, nbs *int32
 func tileQ2_0AVX512(codes, scales *byte, nb int, qs *byte, dy *float32, nsum *int32, k int, nc int, out *float32, gfni int)
 
 // tileQ2_0AVX512Col4 is tileQ2_0AVX512 at nc = 4 (the same bits), its four
-// columns' instructions interleaved.
+// columns' instructions interleaved; tileQ2_0 runs every four columns by it.
 //
 //go:noescape
 func tileQ2_0AVX512Col4(codes, scales *byte, nb int, qs *byte, dy *float32, nsum *int32, k int, out *float32, gfni int)
@@ -49,11 +49,18 @@ func tileQ2_0(l Level, codes, scales []byte, nb int, a *q8Act, c0, nc int, out [
 	_ = scales[32*nb-1]
 	switch l {
 	case LevelAVX512:
-		i := c0 * a.k / QK8_0
-		if nc == 4 {
+		// Four columns at a time by the interleaved tile (faster per
+		// column than the general one at every count from four: each call
+		// decodes the planes again, but its chains keep both ports busy),
+		// the one to three left by the general tile.
+		for ; nc >= 4; c0, nc, out = c0+4, nc-4, out[64:] {
+			i := c0 * a.k / QK8_0
 			tileQ2_0AVX512Col4(&codes[0], &scales[0], nb, &a.qs[c0*a.k], &a.dy[i], &a.nsum[i], a.k, &out[0], q2GFNI)
+		}
+		if nc == 0 {
 			return
 		}
+		i := c0 * a.k / QK8_0
 		tileQ2_0AVX512(&codes[0], &scales[0], nb, &a.qs[c0*a.k], &a.dy[i], &a.nsum[i], a.k, nc, &out[0], q2GFNI)
 	case LevelAVX2:
 		if nc > 1 {

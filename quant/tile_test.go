@@ -115,7 +115,7 @@ func TestTilesMatchPlainKernels(t *testing.T) {
 			{gguf.Q2_0, QK2_0, BlockQ2_0Size, VecDotQ2_0Q8_0},
 			{gguf.Q1_0, QK1_0, BlockQ1_0Size, VecDotQ1_0Q8_0},
 		} {
-			for _, shape := range [][3]int{{1, 256, 1}, {37, 512, 3}, {16, 4096, 1}, {33, 1024, 5}, {40, 1024, 6}, {40, 512, 3}} {
+			for _, shape := range [][3]int{{1, 256, 1}, {37, 512, 3}, {16, 4096, 1}, {33, 1024, 5}, {40, 1024, 6}, {40, 512, 3}, {24, 512, 11}} {
 				rows, cols, n := shape[0], shape[1], shape[2]
 				nb := cols / tc.qk
 				w := randLowbitBlocks(r, rows*nb, tc.bs)
