@@ -16,6 +16,13 @@ func tileQ2_0AVX2Cols(codes, scales *byte, nb int, qs *byte, dy *float32, nsum *
 //go:noescape
 func tileTQ2_0AVX2Cols(codes, scales *byte, nb int, qs *byte, d *float32, nbs *int32, k int, nc int, acc *float32, out *float32)
 
+// tileTQ2_0AVX512Col4 is tileTQ2_0NAVX512 at nc = 4 (the same bits), its
+// four columns' instructions interleaved; tileTQ2_0 runs every four columns
+// by it.
+//
+//go:noescape
+func tileTQ2_0AVX512Col4(codes, scales *byte, nb int, qs *byte, d *float32, nbs *int32, k int, acc *float32, out *float32)
+
 //go:noescape
 func tileTQ2_0AVX2(codes, scales *byte, nb int, qs *byte, d *float32, nbs *int32, out *float32)
 
@@ -274,6 +281,13 @@ func tileTQ2_0(l Level, codes, scales []byte, nb int, a *q8KAct, c0, nc int, out
 	_ = scales[32*nb-1]
 	switch l {
 	case LevelAVX512:
+		// Four columns at a time by the interleaved tile, the one to
+		// three left by the general (two or more) or one-column tile.
+		for ; nc >= 4; c0, nc, out = c0+4, nc-4, out[64:] {
+			_ = acc[512-1]
+			i := c0 * a.k / QK_K
+			tileTQ2_0AVX512Col4(&codes[0], &scales[0], nb, &a.qs[i*QK_K], &a.d[i], &a.nb[8*i], a.k, &acc[0], &out[0])
+		}
 		if nc >= 2 {
 			_ = acc[128*nc-1]
 			i := c0 * a.k / QK_K

@@ -82,6 +82,60 @@ label: \
 	JNZ  label
 
 
+// Step s of lanes l and l+1 for four columns (TQ2PAIR4): plane s of lane l
+// (activation dword 4l+32s) and of lane l+1 (4l+4+32s), column by column.
+#define TQ2STEP4(l, s, p, q) \
+	VPDPBUSD.BCST (4*l+32*s)(R9), p, Z17 \
+	VPDPBUSD.BCST (4*l+32*s)(AX), p, Z18 \
+	VPDPBUSD.BCST (4*l+32*s)(R12), p, Z19 \
+	VPDPBUSD.BCST (4*l+32*s)(R14), p, Z20 \
+	VPDPBUSD.BCST (4*l+4+32*s)(R9), q, Z21 \
+	VPDPBUSD.BCST (4*l+4+32*s)(AX), q, Z22 \
+	VPDPBUSD.BCST (4*l+4+32*s)(R12), q, Z23 \
+	VPDPBUSD.BCST (4*l+4+32*s)(R14), q, Z24
+
+// acc = fma(y.d*x.d, float(L), acc) for the lane accumulator at off(DX):
+// the reference's fma(float(L), y.d*x.d, acc), its product commuted.
+#define TQ2ACC4(off, dd, t) \
+	VCVTDQ2PS t, t \
+	VFMADD213PS off(DX), dd, t \
+	VMOVUPS t, off(DX)
+
+// Lanes l and l+1 of a block for four columns (tileTQ2_0AVX512Col4): the
+// sixteen code planes decoded once, the columns' eight vpdpbusd chains
+// (column c's qs at R9, AX, R12, R14, its -bsums at R11, CX, R13, R15)
+// interleaved op by op, then each lane's accumulator in acc (column c at
+// 512c bytes, y.d*x.d in Z25+c).
+#define TQ2PAIR4(l) \
+	PLANES2(64*l, Z0, Z1, Z2, Z3) \
+	PLANES2(512+64*l, Z4, Z5, Z6, Z7) \
+	PLANES2(64*l+64, Z8, Z9, Z10, Z11) \
+	PLANES2(512+64*l+64, Z12, Z13, Z14, Z15) \
+	VPBROADCASTD (4*l)(R11), Z17 \
+	VPBROADCASTD (4*l)(CX), Z18 \
+	VPBROADCASTD (4*l)(R13), Z19 \
+	VPBROADCASTD (4*l)(R15), Z20 \
+	VPBROADCASTD (4*l+4)(R11), Z21 \
+	VPBROADCASTD (4*l+4)(CX), Z22 \
+	VPBROADCASTD (4*l+4)(R13), Z23 \
+	VPBROADCASTD (4*l+4)(R15), Z24 \
+	TQ2STEP4(l, 0, Z0, Z8) \
+	TQ2STEP4(l, 1, Z1, Z9) \
+	TQ2STEP4(l, 2, Z2, Z10) \
+	TQ2STEP4(l, 3, Z3, Z11) \
+	TQ2STEP4(l, 4, Z4, Z12) \
+	TQ2STEP4(l, 5, Z5, Z13) \
+	TQ2STEP4(l, 6, Z6, Z14) \
+	TQ2STEP4(l, 7, Z7, Z15) \
+	TQ2ACC4(64*l, Z25, Z17) \
+	TQ2ACC4(512+64*l, Z26, Z18) \
+	TQ2ACC4(1024+64*l, Z27, Z19) \
+	TQ2ACC4(1536+64*l, Z28, Z20) \
+	TQ2ACC4(64*l+64, Z25, Z21) \
+	TQ2ACC4(512+64*l+64, Z26, Z22) \
+	TQ2ACC4(1024+64*l+64, Z27, Z23) \
+	TQ2ACC4(1536+64*l+64, Z28, Z24)
+
 // func tileTQ2_0AVX512(codes, scales *byte, nb int, qs *byte, d *float32, nbs *int32, out *float32)
 TEXT ·tileTQ2_0AVX512(SB), NOSPLIT, $0-56
 	MOVQ codes+0(FP), SI
@@ -209,3 +263,81 @@ nfin:
 	VZEROUPPER
 	RET
 
+
+// func tileTQ2_0AVX512Col4(codes, scales *byte, nb int, qs *byte, d *float32, nbs *int32, k int, acc *float32, out *float32)
+//
+// tileTQ2_0NAVX512 at exactly four columns, the same arithmetic op by op:
+// y.d*x.d of each column in a register, and the four columns' instructions
+// interleaved so that their eight vpdpbusd chains (eight deep) sit side by
+// side in the scheduler (as tileQ2_0AVX512Col4). acc: scratch for 512
+// floats; out: 64.
+TEXT ·tileTQ2_0AVX512Col4(SB), NOSPLIT, $0-72
+	MOVQ codes+0(FP), SI
+	MOVQ scales+8(FP), DI
+	MOVQ nb+16(FP), R8
+	MOVQ qs+24(FP), R9
+	MOVQ d+32(FP), R10
+	MOVQ nbs+40(FP), R11
+	MOVQ k+48(FP), BX
+	MOVQ acc+56(FP), DX
+	VPBROADCASTD tq2mask3<>(SB), Z31
+
+	MOVQ DX, AX
+	MOVQ $32, CX
+	VPXORD Z29, Z29, Z29
+c4zero:
+	VMOVUPS Z29, (AX)
+	ADDQ $64, AX
+	DECQ CX
+	JNZ  c4zero
+
+c4block:
+	PF1024(2048, SI)
+	PREFETCHT1 64(DI)
+	VCVTPH2PS (DI), Z16
+	// y.d*x.d per row and column (column stride of d: k/256 floats).
+	MOVQ BX, R15
+	SHRQ $6, R15
+	VMULPS.BCST (R10), Z16, Z25
+	LEAQ (R10)(R15*1), AX
+	VMULPS.BCST (AX), Z16, Z26
+	LEAQ (AX)(R15*1), AX
+	VMULPS.BCST (AX), Z16, Z27
+	LEAQ (AX)(R15*1), AX
+	VMULPS.BCST (AX), Z16, Z28
+	// The columns' qs (stride k bytes) and -bsums (stride k/32 int32s).
+	LEAQ (R9)(BX*1), AX
+	LEAQ (AX)(BX*1), R12
+	LEAQ (R12)(BX*1), R14
+	MOVQ BX, R15
+	SHRQ $3, R15
+	LEAQ (R11)(R15*1), CX
+	LEAQ (CX)(R15*1), R13
+	LEAQ (R13)(R15*1), R15
+
+	TQ2PAIR4(0)
+	TQ2PAIR4(2)
+	TQ2PAIR4(4)
+	TQ2PAIR4(6)
+
+	ADDQ $1024, SI
+	ADDQ $32, DI
+	ADDQ $256, R9
+	ADDQ $4, R10
+	ADDQ $32, R11
+	DECQ R8
+	JNZ  c4block
+
+	MOVQ out+64(FP), AX
+	HSUM8AT(DX, AX)
+	ADDQ $512, DX
+	ADDQ $64, AX
+	HSUM8AT(DX, AX)
+	ADDQ $512, DX
+	ADDQ $64, AX
+	HSUM8AT(DX, AX)
+	ADDQ $512, DX
+	ADDQ $64, AX
+	HSUM8AT(DX, AX)
+	VZEROUPPER
+	RET
