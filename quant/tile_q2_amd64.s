@@ -15,8 +15,8 @@ DATA q2gfm<>+8(SB)/8, $0x1020000000000000
 DATA q2gfm<>+16(SB)/8, $0x4080000000000000
 GLOBL q2gfm<>(SB), RODATA|NOPTR, $24
 
-// Step i of four columns' sixteen chains (Q2COL4): the eight vpdpbusd of
-// plane i (sub-block 0) and plane 8+i (sub-block 1), column by column.
+// Step i of the four columns' eight chains (tileQ2_0AVX512Col4): the
+// vpdpbusd of plane i (sub-block 0) and plane 8+i (sub-block 1) per column.
 #define Q2STEP4(i, p0, p1) \
 	VPDPBUSD.BCST (4*i)(R9), p0, Z20 \
 	VPDPBUSD.BCST (4*i)(AX), p0, Z17 \
@@ -173,7 +173,7 @@ next:
 // tileQ2_0AVX512 at exactly four columns (the batch of four streams), the
 // same arithmetic op by op: the columns' sumf stay in registers (Z23..Z26,
 // stored after the last block), and the four columns' instructions come
-// interleaved, so that their sixteen vpdpbusd chains (eight deep, latency
+// interleaved, so that their eight vpdpbusd chains (eight deep, latency
 // ~5 each) sit side by side in the scheduler instead of one column's two
 // filling it while the others wait behind them. Column c's qs, dy at R9,
 // R10 (c = 0), AX, CX (1), R14, R15 (2), R12, R13 (3); nsum at dy+R11.
