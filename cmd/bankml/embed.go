@@ -64,6 +64,9 @@ func (c *embedCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) erro
 	if err := checkCtxSize(c.Ctx); err != nil { // a usage error (1), before any file is read
 		return fmt.Errorf("embed: %w", err)
 	}
+	if c.Separator == "" { // llama-embedding's split_lines never ends on an empty separator
+		return errors.New(`embed: --embd-separator "" is empty: the prompt is split into texts on it; give a non-empty separator (the default is a newline)`)
+	}
 	if err := checkRanges(intRange{"-b/--batch-size", c.Batch, 1, math.MaxInt32, "tokens: the most one text may have"}); err != nil {
 		return fmt.Errorf("embed: %w", err)
 	}

@@ -111,6 +111,8 @@ func TestEmbedTakesLlamaEmbeddingsBatchAndFileFlags(t *testing.T) {
 		{"past the context refused naming -c", []string{"-p", long, "-c", "256"}, 1, "text 0: 541 tokens do not fit the context of 256 tokens (-c/--ctx-size", false},
 		{"-b 0 is out of range", []string{"-p", "hi", "-b", "0"}, 1, "embed: -b/--batch-size: value 0 out of range [1, 2147483647]", false},
 		{"-f of a missing file", []string{"-f", filepath.Join(dir, "missing.txt")}, 1, "embed: -f: failed to read the prompt file", false},
+		{"an empty --embd-separator is refused naming it, where llama-embedding's split never ends", []string{"-p", "hi", "--embd-separator", ""}, 1,
+			`bankml: embed: --embd-separator "" is empty: the prompt is split into texts on it; give a non-empty separator (the default is a newline)`, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append([]string{"embed", model, "--pooling", "mean", "--embd-output-format", "array"}, tc.args...)
