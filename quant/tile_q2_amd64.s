@@ -15,6 +15,24 @@ DATA q2gfm<>+8(SB)/8, $0x1020000000000000
 DATA q2gfm<>+16(SB)/8, $0x4080000000000000
 GLOBL q2gfm<>(SB), RODATA|NOPTR, $24
 
+// A block's sixteen code planes into Z0-Z15 (vector v = 2s+g, plane n =
+// (v >> 2n) & 3): by GFNI when the flag at gfni is non-zero, else by shifts
+// and masks; shifts and planes are the function's labels for the two ways.
+#define Q2PLANES16(gfni, shifts, planes) \
+	CMPQ gfni, $0 \
+	JEQ  shifts \
+	PLANES2G(0, Z0, Z1, Z2, Z3) \
+	PLANES2G(64, Z4, Z5, Z6, Z7) \
+	PLANES2G(128, Z8, Z9, Z10, Z11) \
+	PLANES2G(192, Z12, Z13, Z14, Z15) \
+	JMP  planes \
+shifts: \
+	PLANES2(0, Z0, Z1, Z2, Z3) \
+	PLANES2(64, Z4, Z5, Z6, Z7) \
+	PLANES2(128, Z8, Z9, Z10, Z11) \
+	PLANES2(192, Z12, Z13, Z14, Z15) \
+planes:
+
 // Step i of the four columns' eight chains (tileQ2_0AVX512Col4): the
 // vpdpbusd of plane i (sub-block 0) and plane 8+i (sub-block 1) per column.
 #define Q2STEP4(i, p0, p1) \
@@ -63,20 +81,7 @@ zero:
 block:
 	PF256T0(2048, SI)
 	PREFETCHT1 256(DI)
-	// Sixteen code planes: vector v = 2s+g, plane n = (v >> 2n) & 3.
-	CMPQ gfni+72(FP), $0
-	JEQ  shifts
-	PLANES2G(0, Z0, Z1, Z2, Z3)
-	PLANES2G(64, Z4, Z5, Z6, Z7)
-	PLANES2G(128, Z8, Z9, Z10, Z11)
-	PLANES2G(192, Z12, Z13, Z14, Z15)
-	JMP  planes
-shifts:
-	PLANES2(0, Z0, Z1, Z2, Z3)
-	PLANES2(64, Z4, Z5, Z6, Z7)
-	PLANES2(128, Z8, Z9, Z10, Z11)
-	PLANES2(192, Z12, Z13, Z14, Z15)
-planes:
+	Q2PLANES16(gfni+72(FP), shifts, planes)
 	VCVTPH2PS (DI), Z16    // the sixteen rows' d
 
 	MOVQ R9, AX            // qs of column 0 at this block
@@ -198,19 +203,7 @@ TEXT ·tileQ2_0AVX512Col4(SB), NOSPLIT, $0-72
 block4:
 	PF256T0(2048, SI)
 	PREFETCHT1 256(DI)
-	CMPQ gfni+64(FP), $0
-	JEQ  shifts4
-	PLANES2G(0, Z0, Z1, Z2, Z3)
-	PLANES2G(64, Z4, Z5, Z6, Z7)
-	PLANES2G(128, Z8, Z9, Z10, Z11)
-	PLANES2G(192, Z12, Z13, Z14, Z15)
-	JMP  planes4
-shifts4:
-	PLANES2(0, Z0, Z1, Z2, Z3)
-	PLANES2(64, Z4, Z5, Z6, Z7)
-	PLANES2(128, Z8, Z9, Z10, Z11)
-	PLANES2(192, Z12, Z13, Z14, Z15)
-planes4:
+	Q2PLANES16(gfni+64(FP), shifts4, planes4)
 	VCVTPH2PS (DI), Z16    // the sixteen rows' d
 
 	LEAQ (R9)(DX*1), AX
