@@ -168,18 +168,21 @@ func prefetchL2(p *byte, n int)
 const q1PrefetchVisits = 2
 
 // q1LUTCols reports how many columns one tileQ1_0LUTGroups call takes at
-// level l when at least n are left: two at LevelAVX512
-// (tileQ1_0L2AVX512, which loads and shifts each block's code words once
-// for both), else one.
+// level l when at least n are left: four or two at LevelAVX512
+// (tileQ1_0L4AVX512, tileQ1_0L2AVX512, which load and shift each block's
+// code words once for all of them), else one.
 func q1LUTCols(l Level, n int) int {
-	if l == LevelAVX512 && n >= 2 {
+	switch {
+	case l == LevelAVX512 && n >= 4:
+		return 4
+	case l == LevelAVX512 && n >= 2:
 		return 2
 	}
 	return 1
 }
 
-// tileQ1_0LUTGroups computes out[16(g-lo)+r] (and, for nc = 2, out[16(hi-lo)
-// + 16(g-lo)+r] for column c+1) = row r of packed group g of p against
+// tileQ1_0LUTGroups computes out[16(g-lo)+r] (and, for nc of 2 or 4,
+// out[16(hi-lo)i + 16(g-lo)+r] for column c+i) = row r of packed group g of p against
 // column c (tables in a.lut, q8Act.fillLUT), for the groups [lo, hi) of
 // one band (q1Band), at l (LevelAVX512 or LevelAVX2: hasQ1LUT; nc =
 // q1LUTCols): chunk by chunk (q1Chunk blocks), each chunk on every group
@@ -206,11 +209,12 @@ func tileQ1_0LUTGroups(l Level, p *packed, a *q8Act, c, nc, lo, hi, end int, sta
 	if lo/q1Band != (hi-1)/q1Band {
 		panic(fmt.Sprintf("quant: tileQ1_0LUTGroups on groups %d..%d across a band", lo, hi-1))
 	}
-	if nc != 1 && (nc != 2 || l != LevelAVX512) {
+	if nc != 1 && (nc != 2 && nc != 4 || l != LevelAVX512) {
 		panic(fmt.Sprintf("quant: tileQ1_0LUTGroups on %d columns at %s", nc, l))
 	}
 	lut := a.lut[(c-a.lutC0)*4*a.k : (c-a.lutC0+nc)*4*a.k]
 	lutB := lut[len(lut)-4*a.k:] // column c+1's tables when nc = 2
+	lutStride := 4 * a.k * 4      // bytes from a column's tables to the next's
 	// A band's segments are contiguous, in visit order, and so are the
 	// bands of a share: the segment q1PrefetchVisits visits ahead is that
 	// many segments further, short of the share's end (end*nb*sb when
@@ -225,11 +229,12 @@ func tileQ1_0LUTGroups(l Level, p *packed, a *q8Act, c, nc, lo, hi, end int, sta
 	for ch := range nch {
 		b0 := ch * q1Chunk
 		off0, n := p.q1SegOff(lo, ch)
-		// At two columns the chunk runs in two parts (blocks [0, step) and
-		// [step, n)), each on every group in turn, so that the part's tables
-		// of both columns (16 KiB) stay in L1 while the groups read them.
+		// At two or four columns the chunk runs in two parts (blocks [0,
+		// step) and [step, n)), each on every group in turn, so that the
+		// part's tables of the columns (16 or 32 KiB) stay in L1 while the
+		// groups read them.
 		step := n
-		if nc == 2 {
+		if nc > 1 {
 			step = (n + 1) / 2
 		}
 		for bs := 0; bs < n; bs += step {
@@ -243,7 +248,9 @@ func tileQ1_0LUTGroups(l Level, p *packed, a *q8Act, c, nc, lo, hi, end int, sta
 				var o, oB *float32
 				if ch == nch-1 && bs+bn == n {
 					o = &out[16*(g-lo)]
-					oB = &out[16*ng+16*(g-lo)]
+					if nc > 1 {
+						oB = &out[16*ng+16*(g-lo)]
+					}
 				}
 				pf := off + q1PrefetchVisits*n*sb
 				if pf+n*sb > limit {
@@ -252,6 +259,8 @@ func tileQ1_0LUTGroups(l Level, p *packed, a *q8Act, c, nc, lo, hi, end int, sta
 				codes, scales := &p.data[off+256*bs], &p.data[off+256*n+32*bs]
 				pfc, pfs := &p.data[pf+256*bs], &p.data[pf+256*n+32*bs]
 				switch {
+				case nc == 4:
+					tileQ1_0L4AVX512(codes, scales, bn, &lut[512*(b0+bs)], lutStride, &acc[512*(g-lo)], first, o, 4*16*ng, pfc, pfs)
 				case nc == 2:
 					tileQ1_0L2AVX512(codes, scales, bn, &lut[512*(b0+bs)], &lutB[512*(b0+bs)], &acc[256*(g-lo)], first, o, oB, pfc, pfs)
 				case l == LevelAVX512:
@@ -359,6 +368,12 @@ func dotQ1_0Plain(w []byte, a *q8Act, c, nb int) float32 {
 	off := int(uintptr(unsafe.Pointer(&nq[0])) - uintptr(unsafe.Pointer(&q[0])))
 	return dotQ1_0PlainAVX512(&w[0], nb, &q[0], off, &dy8[0])
 }
+
+// tileQ1_0L4AVX512 is tileQ1_0L2AVX512 for four columns (the same bits):
+// tables at lut + c*lutStride bytes, results at out + c*outStride bytes.
+//
+//go:noescape
+func tileQ1_0L4AVX512(codes, scales *byte, nb int, lut *float32, lutStride int, acc *float32, first int, out *float32, outStride int, pfc, pfs *byte)
 
 //go:noescape
 func tileQ1_0L2AVX512(codes, scales *byte, nb int, lutA, lutB *float32, acc *float32, first int, outA, outB *float32, pfc, pfs *byte)

@@ -10,6 +10,132 @@
 DATA q1ones<>+0(SB)/4, $0x01010101
 GLOBL q1ones<>(SB), RODATA|NOPTR, $4
 
+// Lanes 2m and 2m+1 of a block for four columns (tileQ1_0L4AVX512): the
+// four sub-blocks' words loaded m bytes further and shifted once, then per
+// column LUTPAIR's lookups and sums, the columns interleaved op by op
+// (column c's tables at AX, BX, CX, DX; its two lanes' accumulators in
+// Z(2c), Z(2c+1); d in Z12).
+#define LUTQUAD(m, lo, hi) \
+	VMOVDQU32 (0+m)(SI), Z8 \
+	VMOVDQU32 (64+m)(SI), Z9 \
+	VMOVDQU32 (128+m)(SI), Z10 \
+	VMOVDQU32 (192+m)(SI), Z11 \
+	VPSRLD $4, Z8, Z13 \
+	VPSRLD $4, Z9, Z14 \
+	VPSRLD $4, Z10, Z15 \
+	VPSRLD $4, Z11, Z28 \
+	VPERMPS (lo)(AX), Z8, Z16 \
+	VPERMPS (hi)(AX), Z13, Z17 \
+	VPERMPS (lo)(BX), Z8, Z18 \
+	VPERMPS (hi)(BX), Z13, Z19 \
+	VPERMPS (lo)(CX), Z8, Z20 \
+	VPERMPS (hi)(CX), Z13, Z21 \
+	VPERMPS (lo)(DX), Z8, Z22 \
+	VPERMPS (hi)(DX), Z13, Z23 \
+	VPERMPS (lo+512)(AX), Z9, Z24 \
+	VADDPS Z24, Z16, Z16 \
+	VPERMPS (hi+512)(AX), Z14, Z25 \
+	VADDPS Z25, Z17, Z17 \
+	VPERMPS (lo+512)(BX), Z9, Z26 \
+	VADDPS Z26, Z18, Z18 \
+	VPERMPS (hi+512)(BX), Z14, Z27 \
+	VADDPS Z27, Z19, Z19 \
+	VPERMPS (lo+512)(CX), Z9, Z29 \
+	VADDPS Z29, Z20, Z20 \
+	VPERMPS (hi+512)(CX), Z14, Z30 \
+	VADDPS Z30, Z21, Z21 \
+	VPERMPS (lo+512)(DX), Z9, Z31 \
+	VADDPS Z31, Z22, Z22 \
+	VPERMPS (hi+512)(DX), Z14, Z24 \
+	VADDPS Z24, Z23, Z23 \
+	VPERMPS (lo+1024)(AX), Z10, Z25 \
+	VADDPS Z25, Z16, Z16 \
+	VPERMPS (hi+1024)(AX), Z15, Z26 \
+	VADDPS Z26, Z17, Z17 \
+	VPERMPS (lo+1024)(BX), Z10, Z27 \
+	VADDPS Z27, Z18, Z18 \
+	VPERMPS (hi+1024)(BX), Z15, Z29 \
+	VADDPS Z29, Z19, Z19 \
+	VPERMPS (lo+1024)(CX), Z10, Z30 \
+	VADDPS Z30, Z20, Z20 \
+	VPERMPS (hi+1024)(CX), Z15, Z31 \
+	VADDPS Z31, Z21, Z21 \
+	VPERMPS (lo+1024)(DX), Z10, Z24 \
+	VADDPS Z24, Z22, Z22 \
+	VPERMPS (hi+1024)(DX), Z15, Z25 \
+	VADDPS Z25, Z23, Z23 \
+	VPERMPS (lo+1536)(AX), Z11, Z26 \
+	VADDPS Z26, Z16, Z16 \
+	VPERMPS (hi+1536)(AX), Z28, Z27 \
+	VADDPS Z27, Z17, Z17 \
+	VPERMPS (lo+1536)(BX), Z11, Z29 \
+	VADDPS Z29, Z18, Z18 \
+	VPERMPS (hi+1536)(BX), Z28, Z30 \
+	VADDPS Z30, Z19, Z19 \
+	VPERMPS (lo+1536)(CX), Z11, Z31 \
+	VADDPS Z31, Z20, Z20 \
+	VPERMPS (hi+1536)(CX), Z28, Z24 \
+	VADDPS Z24, Z21, Z21 \
+	VPERMPS (lo+1536)(DX), Z11, Z25 \
+	VADDPS Z25, Z22, Z22 \
+	VPERMPS (hi+1536)(DX), Z28, Z26 \
+	VADDPS Z26, Z23, Z23 \
+	VFMADD231PS Z16, Z12, Z0 \
+	VFMADD231PS Z17, Z12, Z1 \
+	VFMADD231PS Z18, Z12, Z2 \
+	VFMADD231PS Z19, Z12, Z3 \
+	VFMADD231PS Z20, Z12, Z4 \
+	VFMADD231PS Z21, Z12, Z5 \
+	VFMADD231PS Z22, Z12, Z6 \
+	VFMADD231PS Z23, Z12, Z7
+
+// Lanes lo/64 and hi/64 of four columns (tileQ1_0L4AVX512): their eight
+// accumulators loaded from acc (R9; column c at 512c bytes), or zeroed
+// when first != 0; the walk's cursors set to the call's first block.
+#define LUTQUADSTART(lo, hi, zero, start) \
+	MOVQ  first+48(FP), R13 \
+	TESTQ R13, R13 \
+	JNZ   zero \
+	VMOVUPS (512*0+lo)(R9), Z0 \
+	VMOVUPS (512*0+hi)(R9), Z1 \
+	VMOVUPS (512*1+lo)(R9), Z2 \
+	VMOVUPS (512*1+hi)(R9), Z3 \
+	VMOVUPS (512*2+lo)(R9), Z4 \
+	VMOVUPS (512*2+hi)(R9), Z5 \
+	VMOVUPS (512*3+lo)(R9), Z6 \
+	VMOVUPS (512*3+hi)(R9), Z7 \
+	JMP   start \
+zero: \
+	ACC8ZERO(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7) \
+start: \
+	MOVQ codes+0(FP), SI \
+	MOVQ scales+8(FP), DI \
+	MOVQ nb+16(FP), R8 \
+	MOVQ lut+24(FP), AX \
+	LEAQ (AX)(R12*1), BX \
+	LEAQ (BX)(R12*1), CX \
+	LEAQ (CX)(R12*1), DX
+
+// The next block (flags from DECQ R8).
+#define LUTQUADNEXT \
+	ADDQ $256, SI \
+	ADDQ $32, DI \
+	ADDQ $2048, AX \
+	ADDQ $2048, BX \
+	ADDQ $2048, CX \
+	ADDQ $2048, DX \
+	DECQ R8
+
+#define LUTQUADSTORE(lo, hi) \
+	VMOVUPS Z0, (512*0+lo)(R9) \
+	VMOVUPS Z1, (512*0+hi)(R9) \
+	VMOVUPS Z2, (512*1+lo)(R9) \
+	VMOVUPS Z3, (512*1+hi)(R9) \
+	VMOVUPS Z4, (512*2+lo)(R9) \
+	VMOVUPS Z5, (512*2+hi)(R9) \
+	VMOVUPS Z6, (512*3+lo)(R9) \
+	VMOVUPS Z7, (512*3+hi)(R9)
+
 // The eight lane accumulators a0..a7 (lane j of a tile's 16 rows) loaded
 // from, zeroed, or stored to the 512 bytes at off(r), and their
 // hsum_float_8, (a0+a4 + a2+a6) + (a1+a5 + a3+a7), left in a0.
@@ -317,5 +443,72 @@ l2fin:
 	MOVQ   outB+64(FP), CX
 	HSUM8(Z20, Z21, Z22, Z23, Z24, Z25, Z26, Z27)
 	VMOVUPS Z20, (CX)
+	VZEROUPPER
+	RET
+
+// func tileQ1_0L4AVX512(codes, scales *byte, nb int, lut *float32, lutStride int, acc *float32, first int, out *float32, outStride int, pfc, pfs *byte)
+//
+// tileQ1_0LAVX512 for four columns at once, column c's tables at lut +
+// c*lutStride bytes: the same per-lane arithmetic, lane pair by lane pair
+// over the call's blocks (each lane's accumulator only ever meets its own
+// lane's sums, in block order), so that a block's code words are loaded and
+// shifted once for the four columns and their chains come interleaved. acc
+// holds 512 floats (column c's eight lane accumulators at 512c bytes); out
+// nil stores them back, else column c's sixteen results go to out +
+// c*outStride bytes. Prefetches as tileQ1_0LAVX512, in the first pass.
+TEXT ·tileQ1_0L4AVX512(SB), NOSPLIT, $0-88
+	MOVQ pfc+72(FP), R10
+	MOVQ pfs+80(FP), R11
+	MOVQ acc+40(FP), R9
+	MOVQ lutStride+32(FP), R12
+	// Lanes 0 and 1.
+	LUTQUADSTART(0, 64, q4z0, q4s0)
+q4b0:
+	PFQ1NEXT(R10, R11)
+	VCVTPH2PS (DI), Z12
+	LUTQUAD(0, 0, 64)
+	LUTQUADNEXT
+	JNZ  q4b0
+	LUTQUADSTORE(0, 64)
+	// Lanes 2 and 3.
+	LUTQUADSTART(128, 192, q4z1, q4s1)
+q4b1:
+	VCVTPH2PS (DI), Z12
+	LUTQUAD(1, 128, 192)
+	LUTQUADNEXT
+	JNZ  q4b1
+	LUTQUADSTORE(128, 192)
+	// Lanes 4 and 5.
+	LUTQUADSTART(256, 320, q4z2, q4s2)
+q4b2:
+	VCVTPH2PS (DI), Z12
+	LUTQUAD(2, 256, 320)
+	LUTQUADNEXT
+	JNZ  q4b2
+	LUTQUADSTORE(256, 320)
+	// Lanes 6 and 7.
+	LUTQUADSTART(384, 448, q4z3, q4s3)
+q4b3:
+	VCVTPH2PS (DI), Z12
+	LUTQUAD(3, 384, 448)
+	LUTQUADNEXT
+	JNZ  q4b3
+	LUTQUADSTORE(384, 448)
+
+	MOVQ  out+56(FP), AX
+	TESTQ AX, AX
+	JZ    q4done
+	MOVQ  outStride+64(FP), BX
+	HSUM8AT(R9, AX)
+	ADDQ  $512, R9
+	ADDQ  BX, AX
+	HSUM8AT(R9, AX)
+	ADDQ  $512, R9
+	ADDQ  BX, AX
+	HSUM8AT(R9, AX)
+	ADDQ  $512, R9
+	ADDQ  BX, AX
+	HSUM8AT(R9, AX)
+q4done:
 	VZEROUPPER
 	RET

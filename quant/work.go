@@ -680,15 +680,18 @@ func (j *matJob) doPackedQ1LUT(worker, lo, hi int) {
 	j.doPackedQ1LUTRange(worker, lo, hi, hi, true)
 }
 
+// q1LUTMaxCols is the most columns q1LUTCols gives at any level.
+const q1LUTMaxCols = 4
+
 // doPackedQ1LUTRange is doPackedQ1LUT on groups [lo, hi) whose walk may
 // prefetch up to group end (>= hi: the rest of the caller's share), from
 // the claim's first segments on when start.
 func (j *matJob) doPackedQ1LUTRange(worker, lo, hi, end int, start bool) {
 	w, rows := j.w, j.m.Rows
 	p := j.m.packedRows()
-	scr := grow(w.scr[worker], 32*q1Band+256*q1Band)
+	scr := grow(w.scr[worker], (16+128)*q1LUTMaxCols*q1Band)
 	w.scr[worker] = scr
-	tile, acc := scr[:32*q1Band], scr[32*q1Band:]
+	tile, acc := scr[:16*q1LUTMaxCols*q1Band], scr[16*q1LUTMaxCols*q1Band:]
 	for g0 := lo; g0 < hi; {
 		g1 := min(hi, (g0/q1Band+1)*q1Band)
 		ng := g1 - g0
