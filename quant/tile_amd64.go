@@ -214,7 +214,7 @@ func tileQ1_0LUTGroups(l Level, p *packed, a *q8Act, c, nc, lo, hi, end int, sta
 	}
 	lut := a.lut[(c-a.lutC0)*4*a.k : (c-a.lutC0+nc)*4*a.k]
 	lutB := lut[len(lut)-4*a.k:] // column c+1's tables when nc = 2
-	lutStride := 4 * a.k * 4      // bytes from a column's tables to the next's
+	lutStride := 4 * a.k * 4     // bytes from a column's tables to the next's
 	// A band's segments are contiguous, in visit order, and so are the
 	// bands of a share: the segment q1PrefetchVisits visits ahead is that
 	// many segments further, short of the share's end (end*nb*sb when
