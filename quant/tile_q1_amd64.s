@@ -10,20 +10,26 @@
 DATA q1ones<>+0(SB)/4, $0x01010101
 GLOBL q1ones<>(SB), RODATA|NOPTR, $4
 
+// The four sub-blocks' code words of lanes 2m and 2m+1, loaded m bytes
+// further (Z8-Z11: lane 2m's nibble indices), and shifted right by 4 (Z13,
+// Z14, Z15, Z28: lane 2m+1's), for LUTPAIR2 and LUTQUAD.
+#define LUTWORDS(m) \
+	VMOVDQU32 (m)(SI), Z8 \
+	VMOVDQU32 (64+m)(SI), Z9 \
+	VMOVDQU32 (128+m)(SI), Z10 \
+	VMOVDQU32 (192+m)(SI), Z11 \
+	VPSRLD    $4, Z8, Z13 \
+	VPSRLD    $4, Z9, Z14 \
+	VPSRLD    $4, Z10, Z15 \
+	VPSRLD    $4, Z11, Z28
+
 // Lanes 2m and 2m+1 of a block for four columns (tileQ1_0L4AVX512): the
 // four sub-blocks' words loaded m bytes further and shifted once, then per
 // column LUTPAIR's lookups and sums, the columns interleaved op by op
 // (column c's tables at AX, BX, CX, DX; its two lanes' accumulators in
 // Z(2c), Z(2c+1); d in Z12).
 #define LUTQUAD(m, lo, hi) \
-	VMOVDQU32 (0+m)(SI), Z8 \
-	VMOVDQU32 (64+m)(SI), Z9 \
-	VMOVDQU32 (128+m)(SI), Z10 \
-	VMOVDQU32 (192+m)(SI), Z11 \
-	VPSRLD $4, Z8, Z13 \
-	VPSRLD $4, Z9, Z14 \
-	VPSRLD $4, Z10, Z15 \
-	VPSRLD $4, Z11, Z28 \
+	LUTWORDS(m) \
 	VPERMPS (lo)(AX), Z8, Z16 \
 	VPERMPS (hi)(AX), Z13, Z17 \
 	VPERMPS (lo)(BX), Z8, Z18 \
@@ -349,14 +355,7 @@ lpf:
 // column LUTPAIR's lookups and sums: column A's tables at AX into a0, a1,
 // column B's at BX into b0, b1.
 #define LUTPAIR2(m, lo, hi, a0, a1, b0, b1) \
-	VMOVDQU32   (m)(SI), Z8 \
-	VMOVDQU32   (64+m)(SI), Z9 \
-	VMOVDQU32   (128+m)(SI), Z10 \
-	VMOVDQU32   (192+m)(SI), Z11 \
-	VPSRLD      $4, Z8, Z13 \
-	VPSRLD      $4, Z9, Z14 \
-	VPSRLD      $4, Z10, Z15 \
-	VPSRLD      $4, Z11, Z28 \
+	LUTWORDS(m) \
 	VPERMPS     (lo)(AX), Z8, Z16 \
 	VPERMPS     (hi)(AX), Z13, Z18 \
 	VPERMPS     (lo)(BX), Z8, Z29 \
