@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strconv"
 	"strings"
 
 	"github.com/bankml/bankml/admit"
@@ -22,8 +23,10 @@ import (
 // embedCmd is `bankml embed MODEL`: the embeddings of one or more texts, as llama.cpp's llama-embedding
 // (examples/embedding) computes them: each text a sequence of its own (add_special and parse_special), pooled
 // with --pooling (default: the model's), every vector normalized with --embd-normalize (common_embd_normalize:
-// 2 euclidean, 0 max-absolute, -1 none, any other integer the p-norm; a rank score is printed as it is), through the
-// engine's Embed (the texts share forward passes, each vector its text's alone). Each text is one micro-batch
+// 2 euclidean, 0 max-absolute, -1 none, any other integer the p-norm; a rank text's scores too, as
+// llama-embedding's batch_decode normalizes whatever llama_get_embeddings_seq gives, so a one-label reranker's
+// score is ±1 or 0 unless --embd-normalize -1), through the engine's Embed (the texts share forward passes,
+// each vector its text's alone). Each text is one micro-batch
 // of at most -b tokens: llama-embedding raises n_batch to -c when -c is larger and, its attention type being
 // unspecified (not causal), sets n_ubatch = n_batch, so -ub changes nothing there (it warns here); a text past
 // it is refused as llama-embedding refuses it, naming -b. -f FNAME gives the texts from a file (llamaflags.go).
@@ -37,8 +40,8 @@ type embedCmd struct {
 	Separator string      `name:"embd-separator" default:"\n" help:"Separator of the texts in the prompt, as llama-embedding's --embd-separator (default a newline)."`
 	ClsSep    string      `name:"cls-separator" default:"\t" placeholder:"STRING" help:"Separator of a query and its document(s) in one text, with --pooling rank, as llama-embedding's --cls-separator (default a tab): the text is split on it and scored as the pair, through the model's rerank template (tokenizer.chat_template.rerank, {query} and {document}) or else joined by its EOS and SEP tokens' text."`
 	Pooling   string      `name:"pooling" enum:",none,mean,cls,last,rank" default:"" placeholder:"{none,mean,cls,last,rank}" help:"Pooling, as llama-embedding's --pooling (default: the model's {arch}.pooling_type)."`
-	Normalize int         `name:"embd-normalize" default:"2" help:"Normalisation of each vector, as llama-embedding's --embd-normalize: -1 none, 0 max absolute (int16 range), 2 euclidean, any other integer p (1, 3 and above, -2 and below) the p-norm."`
-	Format    string      `name:"embd-output-format" enum:",array,json,json+" default:"" help:"Output: \"\" llama-embedding's text (one line per vector, and the cosine similarity matrix of several texts), array ([[...],...]), json ({\"object\": \"list\", \"data\": [...]}), or json+ (json and, for several texts, \"cosineSimilarity\": the matrix, %.2f as llama-embedding prints it); array and json print every value exactly (Go's shortest round-trip form, where llama-embedding prints %1.7f)."`
+	Normalize int         `name:"embd-normalize" default:"2" help:"Normalisation of each vector, as llama-embedding's --embd-normalize: -1 none, 0 max absolute (int16 range), 2 euclidean, any other integer p (1, 3 and above, -2 and below) the p-norm. With --pooling rank it normalizes each text's scores too, as llama-embedding does: give -1 for the model's scores as they are (with 2, a one-label reranker's score becomes 1, -1 or 0)."`
+	Format    string      `name:"embd-output-format" enum:",array,json,json+,raw" default:"" help:"Output: \"\" llama-embedding's text (one line per vector, and the cosine similarity matrix of several texts), array ([[...],...]), json ({\"object\": \"list\", \"data\": [...]}), json+ (json and, for several texts, \"cosineSimilarity\": the matrix, %.2f as llama-embedding prints it), or raw (one vector per line, its values separated by spaces, %1.7f (%1.0f with --embd-normalize 0) as llama-embedding prints them, then a blank line); array and json print every value exactly (Go's shortest round-trip form, where llama-embedding prints %1.7f)."`
 	Threads   threadCount `short:"t" name:"threads" default:"${nproc}" help:"Number of threads (default: the number of logical CPUs)."`
 	Ctx       int         `short:"c" name:"ctx-size" aliases:"ctx" default:"0" help:"Context size in tokens (0: the model's training context)."`
 	Batch     int         `short:"b" name:"batch-size" default:"2048" help:"Batch size, as llama-embedding's -b/--batch-size: the most tokens one text may have, each text evaluated as one micro-batch (raised to -c when -c is larger, as llama-embedding does)."`
@@ -136,23 +139,41 @@ func (c *embedCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) erro
 	}
 	var vecs [][]float32
 	for _, r := range res {
-		if r.Pooled == nil {
+		switch {
+		case r.Pooled == nil:
 			d := m.HP.NEmbd
 			for i := 0; i < len(r.Rows); i += d {
 				vecs = append(vecs, r.Rows[i:i+d])
 			}
-			continue
+		case rank: // llama_get_embeddings_seq gives a rank text's n_cls_out scores
+			vecs = append(vecs, r.Pooled[:min(len(r.Pooled), m.HP.NClsOut)])
+		default:
+			vecs = append(vecs, r.Pooled)
 		}
-		vecs = append(vecs, r.Pooled)
 	}
 	for i, v := range vecs {
-		if !rank {
-			out := make([]float32, len(v))
-			embed.Normalize(out, v, c.Normalize)
-			vecs[i] = out
+		out := make([]float32, len(v))
+		embed.Normalize(out, v, c.Normalize)
+		vecs[i] = out
+	}
+	var labels []string
+	if rank {
+		labels = clsLabels(m.HP.NClsOut, m.HP.ClsLabels)
+	}
+	return printEmbeddings(stdout, vecs, texts, c.Format, e.Pooling(), c.Normalize, labels)
+}
+
+// clsLabels is llama-embedding's name of each of a ranking head's n scores: the model's
+// {arch}.classifier.output_labels entry, or its index where the entry is missing or empty.
+func clsLabels(n int, names []string) []string {
+	labels := make([]string, n)
+	for i := range labels {
+		labels[i] = strconv.Itoa(i)
+		if i < len(names) && names[i] != "" {
+			labels[i] = names[i]
 		}
 	}
-	return printEmbeddings(stdout, vecs, texts, c.Format, e.Pooling(), c.Normalize)
+	return labels
 }
 
 // rankTokens is llama-embedding's tokens of a text that --cls-separator splits into pairs, under --pooling
@@ -177,13 +198,18 @@ func rankTokens(f *gguf.File, tok tokenizer.Tokenizer, pairs []string) []int32 {
 
 // printEmbeddings writes vecs as llama-embedding (examples/embedding) prints them. With no format, its text
 // byte for byte: a blank line; "embedding N: " and the values with "%9.6f " ("%6.0f " for --embd-normalize 0),
-// with --pooling none every token row's first three, " ... " and last three; with rank "rerank score N:
-// %8.3f"; else every value of one text, the first 16 of each of several, then the cosine similarity matrix
-// (embed.SimilarityCos, "%6.2f ") under the texts' first 6 bytes ("%6.6s "), each row ending in its text's
-// first 10 bytes; and a blank line. Otherwise every value exactly, as a JSON array of arrays (array) or an
-// OpenAI-like list (json), json+ adding "cosineSimilarity", the matrix of every vector with each other
-// (%.2f as llama-embedding prints them), when there are several texts.
-func printEmbeddings(w io.Writer, vecs [][]float32, texts []string, format string, pooling embed.Pooling, norm int) error {
+// with --pooling none every token row's first three, " ... " and last three; with rank, for each text and
+// each of the ranking head's labels (one a score), "rerank score N: %8.3f", followed by " [LABEL]" when
+// there are several; else every value of one text, the first 16 of each of several, then the cosine
+// similarity matrix (embed.SimilarityCos, "%6.2f ") under the texts' first 6 bytes ("%6.6s "), each row
+// ending in its text's first 10 bytes; and a blank line. With raw (print_raw_embeddings), one line per
+// vector (a rank text's scores, a token row with --pooling none), its values "%1.7f" ("%1.0f" for
+// --embd-normalize 0) separated by one space, then a blank line. Otherwise every value exactly, as a JSON
+// array of arrays (array) or an OpenAI-like list (json), json+ adding "cosineSimilarity", the matrix of
+// every vector with each other (%.2f as llama-embedding prints them), when there are several texts. Numbers
+// are printed as C's printf prints them (cFloat). labels names a ranking head's scores (clsLabels): with
+// rank, each vector holds len(labels) of them.
+func printEmbeddings(w io.Writer, vecs [][]float32, texts []string, format string, pooling embed.Pooling, norm int, labels []string) error {
 	switch format {
 	case "array", "json", "json+":
 		arrs := make([][]float64, len(vecs))
@@ -210,7 +236,7 @@ func printEmbeddings(w io.Writer, vecs [][]float32, texts []string, format strin
 				for i := range vecs {
 					sim[i] = make([]json.RawMessage, len(vecs))
 					for j := range vecs {
-						sim[i][j] = json.RawMessage(fmt.Sprintf("%.2f", embed.SimilarityCos(vecs[i], vecs[j])))
+						sim[i][j] = json.RawMessage(cFloat(0, 2, embed.SimilarityCos(vecs[i], vecs[j])))
 					}
 				}
 			}
@@ -227,28 +253,51 @@ func printEmbeddings(w io.Writer, vecs [][]float32, texts []string, format strin
 		_, err = fmt.Fprintf(w, "%s\n", b)
 		return err
 	}
-	num := "%9.6f "
-	if norm == 0 {
-		num = "%6.0f "
-	}
 	b := bufio.NewWriter(w)
+	if format == "raw" {
+		prec := 7 // print_raw_embeddings: "%1.7f", "%1.0f" with --embd-normalize 0, a space between
+		if norm == 0 {
+			prec = 0
+		}
+		for _, v := range vecs {
+			for i, x := range v {
+				if i > 0 {
+					b.WriteString(" ")
+				}
+				b.WriteString(cFloat(1, prec, x))
+			}
+			b.WriteString("\n")
+		}
+		b.WriteString("\n")
+		return b.Flush()
+	}
+	width, prec := 9, 6 // "%9.6f ", "%6.0f " with --embd-normalize 0
+	if norm == 0 {
+		width, prec = 6, 0
+	}
 	b.WriteString("\n")
 	switch pooling {
 	case embed.PoolingNone:
 		for j, v := range vecs {
 			fmt.Fprintf(b, "embedding %d: ", j)
 			for _, x := range v[:min(3, len(v))] {
-				fmt.Fprintf(b, num, x)
+				b.WriteString(cFloat(width, prec, x) + " ")
 			}
 			b.WriteString(" ... ")
 			for _, x := range v[max(len(v)-3, 0):] {
-				fmt.Fprintf(b, num, x)
+				b.WriteString(cFloat(width, prec, x) + " ")
 			}
 			b.WriteString("\n")
 		}
 	case embed.PoolingRank:
 		for j, v := range vecs {
-			fmt.Fprintf(b, "rerank score %d: %8.3f\n", j, v[0])
+			for i, x := range v[:min(len(labels), len(v))] {
+				fmt.Fprintf(b, "rerank score %d: %s", j, cFloat(8, 3, x))
+				if len(labels) > 1 {
+					b.WriteString(" [" + labels[i] + "]")
+				}
+				b.WriteString("\n")
+			}
 		}
 	default:
 		for j, v := range vecs {
@@ -257,7 +306,7 @@ func printEmbeddings(w io.Writer, vecs [][]float32, texts []string, format strin
 				v = v[:min(16, len(v))]
 			}
 			for _, x := range v {
-				fmt.Fprintf(b, num, x)
+				b.WriteString(cFloat(width, prec, x) + " ")
 			}
 			b.WriteString("\n")
 		}
@@ -269,7 +318,7 @@ func printEmbeddings(w io.Writer, vecs [][]float32, texts []string, format strin
 			b.WriteString("\n")
 			for i := range vecs {
 				for j := range vecs {
-					fmt.Fprintf(b, "%6.2f ", embed.SimilarityCos(vecs[i], vecs[j]))
+					b.WriteString(cFloat(6, 2, embed.SimilarityCos(vecs[i], vecs[j])) + " ")
 				}
 				b.WriteString(cString(texts[i], 1, 10) + "\n")
 			}
@@ -277,6 +326,27 @@ func printEmbeddings(w io.Writer, vecs [][]float32, texts []string, format strin
 	}
 	b.WriteString("\n")
 	return b.Flush()
+}
+
+// cFloat is C's printf("%W.Pf", x) of a float (promoted to double): Go's %W.Pf, which rounds the exact
+// value half to even as glibc does, except that NaN is "nan" ("-nan" with its sign bit set) and infinity
+// "inf" or "-inf", as glibc prints them, right-aligned in width bytes.
+func cFloat(width, prec int, x float32) string {
+	f := float64(x)
+	var s string
+	switch {
+	case math.IsNaN(f) && math.Signbit(f):
+		s = "-nan"
+	case math.IsNaN(f):
+		s = "nan"
+	case math.IsInf(f, 1):
+		s = "inf"
+	case math.IsInf(f, -1):
+		s = "-inf"
+	default:
+		return fmt.Sprintf("%*.*f", width, prec, x)
+	}
+	return strings.Repeat(" ", max(width-len(s), 0)) + s
 }
 
 // cString is C's printf("%W.Ps", s) of a std::string's c_str(): at most prec bytes of s, up to its first NUL,

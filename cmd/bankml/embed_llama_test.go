@@ -140,7 +140,8 @@ func TestEmbedPrintsLlamaEmbeddingsTextAndJSONPlus(t *testing.T) {
 
 // TestEmbedSplitsRankTextsOnClsSeparator: with --pooling rank, a text holding --cls-separator (llama-embedding's,
 // default a tab) is split into a query and a document joined by the vocabulary's EOS and SEP text (a bert
-// reranker: [SEP]) and scored as the pair; the separator is any string; an empty one is refused. -p's escapes are
+// reranker: [SEP]) and scored as the pair (compared unnormalized, --embd-normalize -1); the separator is any
+// string; an empty one is refused. -p's escapes are
 // processed first (llama-embedding's -e, on by default), so -p 'query\tdocument' holds a tab.
 func TestEmbedSplitsRankTextsOnClsSeparator(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "rerank.gguf")
@@ -148,8 +149,8 @@ func TestEmbedSplitsRankTextsOnClsSeparator(t *testing.T) {
 		"--vocab", testdata.Model(t, "vocab/ggml-vocab-bert-bge.gguf")); code != 0 {
 		t.Fatalf("synth: %s", stderr)
 	}
-	pair := embedArray(t, path, "-t", "1", "-p", "what is a panda?[SEP]pandas eat bamboo")
-	whole := embedArray(t, path, "-t", "1", "-p", "what is a panda? pandas eat bamboo")
+	pair := embedArray(t, path, "-t", "1", "--embd-normalize", "-1", "-p", "what is a panda?[SEP]pandas eat bamboo")
+	whole := embedArray(t, path, "-t", "1", "--embd-normalize", "-1", "-p", "what is a panda? pandas eat bamboo")
 	if fmt.Sprint(pair) == fmt.Sprint(whole) {
 		t.Fatalf("the pair and the whole text score alike (%v): the test cannot tell them apart", pair)
 	}
@@ -177,7 +178,7 @@ func TestEmbedSplitsRankTextsOnClsSeparator(t *testing.T) {
 				}
 				return
 			}
-			got := embedArray(t, append([]string{path, "-t", "1"}, tc.args...)...)
+			got := embedArray(t, append([]string{path, "-t", "1", "--embd-normalize", "-1"}, tc.args...)...)
 			if tc.want != nil && fmt.Sprint(got) != fmt.Sprint(tc.want) {
 				t.Fatalf("scores %v, want %v", got, tc.want)
 			}
@@ -189,8 +190,8 @@ func TestEmbedSplitsRankTextsOnClsSeparator(t *testing.T) {
 }
 
 // TestEmbedRankPairsScoreAsTheReference: a bert reranker's score of "query<TAB>document" under --pooling rank
-// is, bit for bit, the reference's rank-pooled value of the tokens llama-embedding makes of it: the parts
-// joined by "[SEP]" (the vocabulary adds SEP, not EOS), tokenized with special tokens added and parsed.
+// is, bit for bit, the reference's rank-pooled value of the tokens llama-embedding makes of it (compared
+// unnormalized, --embd-normalize -1, as llama.cpp's ci/run.sh runs its reranker): the parts joined by "[SEP]" (the vocabulary adds SEP, not EOS), tokenized with special tokens added and parsed.
 func TestEmbedRankPairsScoreAsTheReference(t *testing.T) {
 	lib := reftest.Lib(t)
 	path := filepath.Join(t.TempDir(), "rerank.gguf")
@@ -209,7 +210,7 @@ func TestEmbedRankPairsScoreAsTheReference(t *testing.T) {
 	for _, d := range docs {
 		texts = append(texts, query+"\t"+d)
 	}
-	got := embedArray(t, path, "-t", "1", "-p", strings.Join(texts, "\n"))
+	got := embedArray(t, path, "-t", "1", "--embd-normalize", "-1", "-p", strings.Join(texts, "\n"))
 	for i, d := range docs {
 		toks, err := rm.Tokenize(query+"[SEP]"+d, true, true)
 		if err != nil {
