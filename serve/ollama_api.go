@@ -428,12 +428,10 @@ func (a *ollamaAPI) handleGenerate(w http.ResponseWriter, r *http.Request) {
 			msg = "suffix: fill-in-the-middle is not supported"
 		case req.Template != "":
 			msg = "template: Ollama's Go templates are not supported; the model's chat template is used"
-		case len(req.Context) > 0:
-			msg = "context: a request's context (Ollama's deprecated field) is not supported; send the conversation to /api/chat instead"
 		case len(req.Images) > 0:
 			msg = "images: images are not supported"
-		case req.Raw && req.System != "":
-			msg = "raw mode does not support template, system, or context"
+		case req.Raw && (req.System != "" || len(req.Context) > 0):
+			msg = "raw mode does not support template, system, or context" // Ollama's words
 		}
 		if msg != "" {
 			ollamaError(w, http.StatusBadRequest, msg)
@@ -452,6 +450,11 @@ func (a *ollamaAPI) handleGenerate(w http.ResponseWriter, r *http.Request) {
 		})
 		return
 	}
+	contextText, err := a.contextText(req.Context)
+	if err != nil {
+		writeOllamaAPIError(w, err)
+		return
+	}
 	settings, ok := a.settings(w, req.Options)
 	if !ok {
 		return
@@ -468,7 +471,9 @@ func (a *ollamaAPI) handleGenerate(w http.ResponseWriter, r *http.Request) {
 			ollamaError(w, http.StatusBadRequest, "think: needs the model's chat template (not raw)")
 			return
 		}
-		job.prompt, job.rendered = engine.Prompt{Text: req.Prompt}, req.Prompt
+		// raw has no context (refused above); a model without a chat template renders the prompt alone, as
+		// Ollama's default template {{ .Prompt }}, after the context's text
+		job.prompt, job.rendered = engine.Prompt{Text: contextText + req.Prompt}, contextText+req.Prompt
 		if err := a.rawFormat(job, req.Format); err != nil {
 			writeOllamaAPIError(w, err)
 			return
@@ -482,7 +487,9 @@ func (a *ollamaAPI) handleGenerate(w http.ResponseWriter, r *http.Request) {
 		if system != "" {
 			msgs = append(msgs, api.Message{Role: "system", Content: system})
 		}
-		msgs = append(msgs, a.s.opt.Defaults.Messages...)
+		if req.Context == nil { // the model's MESSAGEs start a conversation, not a continued one (GenerateHandler)
+			msgs = append(msgs, a.s.opt.Defaults.Messages...)
+		}
 		msgs = append(msgs, api.Message{Role: "user", Content: req.Prompt})
 		res, err := a.chatPrompt(req.Model, msgs, ollamaConstraints{format: req.Format, think: req.Think})
 		if err == nil {
@@ -491,6 +498,12 @@ func (a *ollamaAPI) handleGenerate(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			writeOllamaAPIError(w, err)
 			return
+		}
+		if contextText != "" {
+			// The context's text goes before the rendered prompt, and is tokenized with it (special tokens
+			// parsed, as Ollama's runner parses the whole prompt); BOS, when the vocabulary adds it, stays first.
+			job.prompt.Segments = append([]chat.Segment{{Text: contextText, Special: true}}, job.prompt.Segments...)
+			job.rendered = contextText + job.rendered
 		}
 	}
 	if req.DebugRenderOnly {
@@ -502,6 +515,25 @@ func (a *ollamaAPI) handleGenerate(w http.ResponseWriter, r *http.Request) {
 		return &ollamaGenerateAnswer{GenerateResponse: api.GenerateResponse{Model: req.Model,
 			CreatedAt: time.Now().UTC(), Response: p.Content, Thinking: p.Thinking, Done: done}}
 	})
+}
+
+// contextText is the text a request's context (the ids of an earlier answer's context) puts before the prompt,
+// as Ollama v0.17.4's GenerateHandler (server/routes.go) does when not raw: r.Detokenize(req.Context), which
+// the llama runner (llm/server.go, llamaServer.Detokenize) makes of each id's piece with control tokens' texts
+// (llama_token_to_piece with special true), concatenated. The whole prompt, this text first, is then
+// tokenized as one (BOS first when the vocabulary adds it, special tokens parsed), so the ids evaluated
+// are not necessarily the context's. An id outside the vocabulary, which Ollama's detokenizer indexes
+// unchecked, is a 400 naming it. nil and [] give "".
+func (a *ollamaAPI) contextText(ids []int) (string, error) {
+	tok := a.s.m.Tokenizer
+	var b strings.Builder
+	for i, id := range ids {
+		if id < 0 || id >= tok.NVocab() {
+			return "", badRequest("context[%d]: token id %d outside the vocabulary [0, %d)", i, id, tok.NVocab())
+		}
+		b.Write(tok.TokenToPiece(int32(id), true))
+	}
+	return b.String(), nil
 }
 
 // rawFormat constrains a raw prompt's answer to Ollama's format as /completion's json_schema does ("json":

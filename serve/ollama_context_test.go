@@ -11,8 +11,8 @@ import (
 
 // TestGeneratesFinalAnswerCarriesOllamasContext: /api/generate's final answer (not streamed, or the last line of a stream)
 // carries Ollama's context, the rendered prompt and the generated text tokenized again without BOS and with
-// special tokens parsed (GenerateHandler's r.Tokenize(prompt+answer)), unless raw; a request's context is
-// refused naming the field.
+// special tokens parsed (GenerateHandler's r.Tokenize(prompt+answer)), unless raw. A request's own context:
+// TestGenerateHonoursARequestsContextAsOllama.
 func TestGeneratesFinalAnswerCarriesOllamasContext(t *testing.T) {
 	ts := newTestServer(t, storiesPath(t), AdmitOptions{}, Options{})
 	type line struct {
@@ -53,8 +53,6 @@ func TestGeneratesFinalAnswerCarriesOllamasContext(t *testing.T) {
 			body: `{"model": "stories260K", "prompt": "Once upon a time", "options": {"num_predict": 6, "temperature": 0}}`, status: 200},
 		{name: "a raw answer carries no context, as Ollama's",
 			body: `{"model": "stories260K", "prompt": "Once upon a time", "raw": true, "stream": false, "options": {"num_predict": 6, "temperature": 0}}`, status: 200, raw: true},
-		{name: "a request's context is refused naming the field",
-			body: `{"model": "stories260K", "prompt": "and then", "context": [1, 2, 3], "stream": false}`, status: 400, errPart: "context: a request's context"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st, b := ts.post(t, "/api/generate", []byte(tc.body))
