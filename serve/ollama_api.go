@@ -519,8 +519,10 @@ func (a *ollamaAPI) handleGenerate(w http.ResponseWriter, r *http.Request) {
 
 // contextText is the text a request's context (the ids of an earlier answer's context) puts before the prompt,
 // as Ollama v0.17.4's GenerateHandler (server/routes.go) does when not raw: r.Detokenize(req.Context), which
-// the llama runner (llm/server.go, llamaServer.Detokenize) makes of each id's piece with control tokens' texts
-// (llama_token_to_piece with special true), concatenated. The whole prompt, this text first, is then
+// its llama.cpp runner (llm/server.go, llamaServer.Detokenize) makes of each id's piece with control tokens'
+// texts (llama_token_to_piece with special true), concatenated. (Architectures Ollama runs on its own engine,
+// qwen3 among them, decode with its Go tokenizer instead: the same text but for rare tokens, the unknown
+// token's piece for one; bankml's pieces are llama.cpp's everywhere.) The whole prompt, this text first, is then
 // tokenized as one (BOS first when the vocabulary adds it, special tokens parsed), so the ids evaluated
 // are not necessarily the context's. An id outside the vocabulary, which Ollama's detokenizer indexes
 // unchecked, is a 400 naming it. nil and [] give "".
