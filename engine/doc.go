@@ -3,7 +3,9 @@
 //
 // # Design record
 //
-// What. An Engine owns one model.Runner and Parallel slots (--parallel), each a model.Context. Generate waits in
+// What. An Engine owns one model.Runner and Parallel slots (--parallel), each a model.Context made on first use;
+// New first checks that the weights and every slot's full KV cache fit the memory bound (model.Model.CheckMemory,
+// llama.cpp's loader failing to allocate its cache at start, as a named refusal). Generate waits in
 // a bounded queue ([ErrQueueFull] past QueueSize), picks a slot as get_available_slot does (longest cached
 // prefix above slot_prompt_similarity 0.1, else the least recently used), hands its prompt and then each
 // sampled token to the scheduler, samples with its own fresh sample.Chain and applies the stop rules. The

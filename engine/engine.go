@@ -127,6 +127,11 @@ type Options struct {
 	// 0: model.NUbatch (512, llama.cpp's default -ub). Generation is not
 	// affected: prompts run in micro-batches of model.NUbatch.
 	EmbedUBatch int
+	// MemoryBound is the memory New checks the model's weights and every
+	// slot's full KV cache against (model.Model.CheckMemory); nil: the
+	// process's (model.ProcessMemory: the machine's RAM or its cgroup's
+	// limit).
+	MemoryBound model.MemoryBound
 }
 
 // Engine serves completions over Parallel slots of one model. Its methods
@@ -193,7 +198,11 @@ type waiter struct {
 // Parallel slots' contexts (each a *model.Context with its own KV cache)
 // are made on first use. The context size per slot is m.ContextSize(o.NCtx)
 // (llama-server's rule). Errors: negative options, an unknown CacheReuse, a
-// tokenizer whose vocabulary size differs from the model's.
+// tokenizer whose vocabulary size differs from the model's, and a model
+// whose weights and Parallel full KV caches (at CacheTypes) exceed the
+// memory the process may use (model.Model.CheckMemory, checked once here
+// for every slot: their contexts are made on first use without a check of
+// their own), naming the bytes and the flags to change (-c, -np, -ctk/-ctv).
 func New(m *model.Model, tok tokenizer.Tokenizer, tmpl *chat.Template, o Options) (*Engine, error) {
 	if m == nil || tok == nil {
 		return nil, errors.New("engine: New needs a model and its tokenizer")
@@ -236,6 +245,11 @@ func New(m *model.Model, tok tokenizer.Tokenizer, tmpl *chat.Template, o Options
 		return nil, fmt.Errorf("engine: %w", err)
 	}
 	if err := m.CheckCacheTypes(o.CacheTypes); err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	// One check for every slot, before anything is allocated: the weights
+	// and Parallel full caches at the slots' types must fit together.
+	if err := m.CheckMemory(n, o.Parallel, o.CacheTypes, o.MemoryBound); err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
 	pool, err := embed.ParsePooling(o.Pooling)

@@ -36,7 +36,8 @@ const NUbatch = 512
 // pool when 4×n_ctx_train cells do not fit the machine's free memory, which
 // can make a slot smaller than n_ctx_train on a small machine (for Bonsai-8B
 // shapes the full pool is 24 GB of f16 KV); bankml's cache grows with use
-// instead, and NewContext refuses a context whose full cache cannot fit.
+// instead, and NewContext (one context) and the engine (all its slots) refuse
+// caches that cannot all fill up beside the weights (CheckMemory).
 func (m *Model) ContextSize(nCtx int) (size int, capped bool, err error) {
 	if err := CheckContextSize(nCtx); err != nil {
 		return 0, false, err
@@ -94,18 +95,24 @@ type Context struct {
 // rule) with a Runner of its own on threads workers (started here, stopped
 // by Close; results do not depend on the pool's size): the context of a
 // program that runs one sequence. Runner.NewContext makes contexts that
-// share one. Its errors are Runner.NewContext's.
+// share one. Its errors are NewContextTypes' (f16 K and V).
 func (m *Model) NewContext(nCtx, threads int) (*Context, error) {
 	return m.NewContextTypes(nCtx, threads, CacheTypes{})
 }
 
 // NewContextTypes is NewContext with the cache's data types (see
-// Runner.NewContextTypes).
+// Runner.NewContextTypes). Besides Runner.NewContextTypes' errors, it
+// refuses a context whose full KV cache at those types, with the model's
+// weights, exceeds the memory the process may use (CheckMemory with one
+// slot), naming the bytes needed.
 func (m *Model) NewContextTypes(nCtx, threads int, types CacheTypes) (*Context, error) {
-	if err := m.checkContext(nCtx); err != nil {
+	if err := checkNCtx(nCtx); err != nil {
 		return nil, err
 	}
 	if err := checkCacheTypes(m.HP.HeadDim, types.norm()); err != nil {
+		return nil, err
+	}
+	if err := m.CheckMemory(nCtx, 1, types, nil); err != nil {
 		return nil, err
 	}
 	r, err := m.NewRunner(threads)
@@ -124,10 +131,10 @@ func (m *Model) NewContextTypes(nCtx, threads int, types CacheTypes) (*Context, 
 // NewContext makes an empty context of nCtx positions evaluated by r. The
 // reference's split-KV attention depends on its thread count; the context
 // mirrors a reference running on as many threads as r has workers (see
-// SetAttnThreads). It refuses a size below 1 or above 2^30, or a context
-// whose full KV cache would exceed the memory the process may use (the
-// machine's RAM, or its cgroup's memory limit when lower), naming the bytes
-// needed. No KV memory is allocated until the first decode.
+// SetAttnThreads). It refuses a size below 1 or above 2^30. It does not
+// check memory: the owner of a Runner's contexts checks them all at once
+// (Model.CheckMemory: the engine for its slots; Model.NewContext for its
+// one). No KV memory is allocated until the first decode.
 func (r *Runner) NewContext(nCtx int) (*Context, error) {
 	return r.NewContextTypes(nCtx, CacheTypes{})
 }
@@ -147,7 +154,7 @@ func (r *Runner) NewContext(nCtx int) (*Context, error) {
 // encoder has no KV cache in llama.cpp: its types change nothing.
 func (r *Runner) NewContextTypes(nCtx int, types CacheTypes) (*Context, error) {
 	m := r.m
-	if err := m.checkContext(nCtx); err != nil {
+	if err := checkNCtx(nCtx); err != nil {
 		return nil, err
 	}
 	types = types.norm()
@@ -169,21 +176,10 @@ func (r *Runner) NewContextTypes(nCtx int, types CacheTypes) (*Context, error) {
 // CacheTypes are the data types of c's K and V cells.
 func (c *Context) CacheTypes() CacheTypes { return c.types }
 
-// checkContext refuses a context size outside [1, 2^30] or one whose full
-// KV cache exceeds the memory this process may use: the machine's RAM or,
-// when lower, its cgroup's memory limit (a container's; memoryBound).
-func (m *Model) checkContext(nCtx int) error {
+// checkNCtx refuses a context size outside [1, 2^30].
+func checkNCtx(nCtx int) error {
 	if nCtx < 1 || nCtx > maxCtx {
 		return fmt.Errorf("model: context size %d outside [1, %d]", nCtx, maxCtx)
-	}
-	nCells := (nCtx + kvPad - 1) / kvPad * kvPad
-	kvBytes := m.kvBytes(nCells)
-	if avail, limitFile := memoryBound(); avail != 0 && kvBytes > avail {
-		bound := fmt.Sprintf("this machine's %.1f GiB", float64(avail)/(1<<30))
-		if limitFile != "" {
-			bound = fmt.Sprintf("the cgroup memory limit of %.1f GiB (%s)", float64(avail)/(1<<30), limitFile)
-		}
-		return fmt.Errorf("model: a KV cache of %d cells needs %.1f GiB, more than %s", nCtx, float64(kvBytes)/(1<<30), bound)
 	}
 	return nil
 }
@@ -194,10 +190,9 @@ func (m *Model) kvBytes(cells int) uint64 {
 }
 
 // kvBytesTypes is the size of K and V of types t for cells cells over all
-// layers.
+// layers (Hparams.KVCacheBytes' formula).
 func (m *Model) kvBytesTypes(cells int, t CacheTypes) uint64 {
-	nkv := m.HP.NHeadKV * m.HP.HeadDim
-	return uint64(m.HP.NLayer) * uint64(cells) * uint64(rowBytes(t.K, nkv)+rowBytes(t.V, nkv))
+	return m.HP.kvBytes(uint64(cells), t)
 }
 
 // KVBytes is the memory the context's KV cache holds now, in bytes.

@@ -20,7 +20,8 @@
 //
 // Deliberate differences. The tiled attention kernel groups rows by KV head, not in Q tiles; at the SIMD levels
 // Q1_0/Q2_0/TQ2_0 projections are packed into quant's sixteen-row layout; Q/K/V and gate/up quantize their shared
-// input once; the KV cache grows as cells are used. None changes a bit.
+// input once; the KV cache grows as cells are used (CheckMemory refuses up front caches that could not all fill up
+// beside the weights). None changes a bit.
 //
 // Determinism. Logits are a pure function of the token sequence, of the micro-batch each row belongs to (a Span)
 // and, for split-KV decodes only, of the mirrored reference thread count, as the reference's are; never of the

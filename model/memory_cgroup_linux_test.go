@@ -94,7 +94,7 @@ func TestAContextOverTheCgroupLimitIsRefused(t *testing.T) {
 		want string // "" = made
 	}{
 		{name: "a context whose KV cache exceeds the cgroup's 1 GiB is refused, naming the limit's file", gib: 2,
-			want: "more than the cgroup memory limit of 1.0 GiB (" + limit + ")"},
+			want: "more than the cgroup memory limit of 1.00 GiB (" + limit + ")"},
 		{name: "a context whose KV cache fits the cgroup's 1 GiB is made", gib: 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -121,15 +121,11 @@ func releasePages(b []byte, maps [][2]uintptr) {
 	if len(b) == 0 {
 		return
 	}
-	start := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
-	end := start + uintptr(len(b))
-	inside := false
-	for _, m := range maps {
-		inside = inside || (m[0] <= start && end <= m[1])
-	}
-	if !inside {
+	if !inMaps(b, maps) {
 		return
 	}
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	end := start + uintptr(len(b))
 	ps := uintptr(syscall.Getpagesize())
 	lo := (start + ps - 1) &^ (ps - 1)
 	hi := end &^ (ps - 1)
