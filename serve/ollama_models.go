@@ -35,9 +35,12 @@ type ollamaModel struct {
 }
 
 // ollamaFileTypes are the names Ollama gives llama.cpp's general.file_type
-// values (enum llama_ftype in llama.h, without LLAMA_FTYPE_MOSTLY_).
+// values (enum llama_ftype in llama.h, without LLAMA_FTYPE_MOSTLY_). 0
+// (LLAMA_FTYPE_ALL_F32, llama.cpp's "all F32") is not among them: Ollama's
+// fs/ggml KV.FileType takes only a value above 0, and reads 0 as it reads
+// an absent key, FileTypeUnknown ("unknown").
 var ollamaFileTypes = map[uint64]string{
-	0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 7: "Q8_0", 8: "Q5_0", 9: "Q5_1", 10: "Q2_K", 11: "Q3_K_S",
+	1: "F16", 2: "Q4_0", 3: "Q4_1", 7: "Q8_0", 8: "Q5_0", 9: "Q5_1", 10: "Q2_K", 11: "Q3_K_S",
 	12: "Q3_K_M", 13: "Q3_K_L", 14: "Q4_K_S", 15: "Q4_K_M", 16: "Q5_K_S", 17: "Q5_K_M", 18: "Q6_K",
 	19: "IQ2_XXS", 20: "IQ2_XS", 21: "Q2_K_S", 22: "IQ3_XS", 23: "IQ3_XXS", 24: "IQ1_S", 25: "IQ4_NL",
 	26: "IQ3_S", 27: "IQ3_M", 28: "IQ2_S", 29: "IQ2_M", 30: "IQ4_XS", 31: "IQ1_M", 32: "BF16",
@@ -72,7 +75,8 @@ func Details(f *gguf.File) api.ModelDetails {
 // QuantizationLevel is the name Ollama gives the file's general.file_type
 // (its details.quantization_level, the quantization row of `ollama run`'s
 // /show info): llama.h's llama_ftype name ("Q4_K_M", "TQ1_0", ...), or
-// "unknown" when f is nil or the key is absent or not one llama.h names.
+// "unknown" when f is nil, the key is absent, 0 (all F32: Ollama reads 0 as
+// no file type) or not one llama.h names.
 func QuantizationLevel(f *gguf.File) string {
 	if f != nil {
 		if ft, ok := f.GetUint64("general.file_type"); ok {
