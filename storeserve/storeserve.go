@@ -11,7 +11,7 @@
 // any eviction or hash), admitted as bankml serve admits one and kept for keep_alive after its last request
 // (default 5 minutes; 0: unloaded once idle; negative: kept). Loads run outside the router's lock and are
 // shared by concurrent requests for one model. Idle models are evicted least recently used first until
-// MaxModels and MaxMemory (bytes of mapped model files) allow a load; with only busy ones left the load waits
+// MaxModels and MaxMemory (bytes of each model's file and its slots' full KV caches) allow a load; with only busy ones left the load waits
 // (its request's context bounding it) while the least recently used busy model drains: it takes no new
 // requests, and is evicted once its last one ends. The router answers the store's routes itself (routes.go:
 // Ollama's /api/tags, show, ps, pull, create, copy, delete; llama-server's /models, /models/load,
@@ -26,9 +26,9 @@
 // eviction of idle runners, "unload" on keep_alive 0) and its store API (server/routes.go); llama-server's
 // router mode (tools/server: GET /models with each model's status, POST /models/load and /models/unload).
 //
-// Deliberate differences. Memory is budgeted by model file size (the weights bankml maps), not by a
-// measured footprint; KV caches grow with use and are not counted. Ollama's /api/pull digests name its
-// layers; bankml's one layer is the GGUF file, named by its sha256.
+// Deliberate differences. Memory is budgeted from the header (file size plus the slots' full KV caches at
+// -ctk/-ctv: model.Hparams.KVCacheBytes), not measured. Ollama's /api/pull digests name its layers; bankml's
+// one layer is the GGUF file, named by its sha256.
 //
 // Determinism. A model's answers are its serve.Server's (package serve's contract); loading and eviction
 // change when a request waits, never what it is answered.
@@ -42,6 +42,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"os"
 	"sort"
@@ -80,7 +81,7 @@ type Options struct {
 	// NoKeepAlive unloads a model as soon as it is idle (bankml serve --keep-alive 0), KeepAlive aside.
 	NoKeepAlive bool
 	MaxModels   int   // models loaded at once; 0: no limit (negative: New refuses it)
-	MaxMemory   int64 // bytes of model files loaded at once; 0: no limit (negative: New refuses it)
+	MaxMemory   int64 // bytes of loaded models at once, each its file plus its slots' full KV caches; 0: no limit (negative: New refuses it)
 	// Admit admits a model file against its pin; nil: admit.Open with the manifest's sha256 and
 	// Serve.CacheTypes (the full admission: guard, architecture, cache types, pin, load). Before it, the
 	// router refuses cache types the file's heads do not fit (a 400), from the header.
@@ -448,7 +449,13 @@ func (r *Router) load(ctx context.Context, ref string) (*loaded, error) {
 		r.log.Warn("model refused: the server's KV cache types do not fit it", "model", man.Ref(), "err", err)
 		return nil, &httpError{http.StatusBadRequest, fmt.Sprintf("model '%s' cannot run with this server's KV cache types (-ctk %s -ctv %s): %s", man.Ref(), k, v, err)}
 	}
-	if err := r.makeRoom(ctx, key(ref), man.Model.Size); err != nil {
+	kv, kvWhat := r.kvBytes(blob)
+	size := man.Model.Size
+	if kv > 0 {
+		size = satAdd(size, kv)
+		kvWhat = fmt.Sprintf(" (its file's %d and %s)", man.Model.Size, kvWhat)
+	}
+	if err := r.makeRoom(ctx, key(ref), size, kvWhat); err != nil {
 		return nil, err
 	}
 	r.log.Info("loading model", "model", man.Ref(), "sha256", man.Model.SHA256)
@@ -470,7 +477,45 @@ func (r *Router) load(ctx context.Context, ref string) (*loaded, error) {
 		return nil, &httpError{http.StatusInternalServerError, fmt.Sprintf("model '%s' cannot be served with this server's settings: %s", man.Ref(), r.scrubModel(err.Error(), blob, man))}
 	}
 	now := time.Now()
-	return &loaded{ref: man.Ref(), sha256: man.Model.SHA256, m: m, srv: srv, size: man.Model.Size, at: now, used: now, keep: r.o.KeepAlive}, nil
+	return &loaded{ref: man.Ref(), sha256: man.Model.SHA256, m: m, srv: srv, size: size, at: now, used: now, keep: r.o.KeepAlive}, nil
+}
+
+// kvBytes is the memory of the full KV caches of the slots this server gives the model file at path (the
+// Serve options' -np slots of serve.SlotContext's tokens at -ctk/-ctv: model.Hparams.KVCacheBytes, the formula
+// of the engine's own memory check), from its header alone, as Ollama's scheduler counts a model's KV cache
+// for its context and parallel requests before it loads it; what says it in words for an error. 0 when the
+// header does not read, names an architecture bankml does not run, or the settings leave a slot no context:
+// admission or serve.New then refuses the model with the reason.
+func (r *Router) kvBytes(path string) (n int64, what string) {
+	f, err := gguf.Open(path)
+	if err != nil {
+		return 0, ""
+	}
+	defer f.Close()
+	hp, err := model.FileHparams(f)
+	if err != nil {
+		return 0, ""
+	}
+	slots := max(r.o.Serve.Parallel, 1)
+	nCtx, err := serve.SlotContext(r.o.Serve.NCtx, slots, hp.NCtxTrain)
+	if err != nil {
+		return 0, ""
+	}
+	kv := hp.KVCacheBytes(nCtx, slots, r.o.Serve.CacheTypes)
+	k, v := cacheTypeNames(r.o.Serve.CacheTypes)
+	what = fmt.Sprintf("the KV caches' %d: -np %d of %d tokens at -ctk %s -ctv %s", kv, slots, nCtx, k, v)
+	if kv > math.MaxInt64 {
+		return math.MaxInt64, what
+	}
+	return int64(kv), what
+}
+
+// satAdd is a+b for non-negative a and b, or math.MaxInt64 when that overflows.
+func satAdd(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }
 
 // checkBlob checks man's model file in the store (store.CheckBlob) for a route that needs it: a file that is
@@ -561,15 +606,20 @@ func (r *Router) scrubModel(msg, blob string, man *store.Manifest) string {
 	return r.scrub(man.Named(msg, blob, fmt.Sprintf("the file of %s (sha256 %s)", man.Ref(), man.Model.SHA256)))
 }
 
-// makeRoom evicts idle models, least recently used first, until one more model of size bytes fits
+// makeRoom evicts idle models, least recently used first, until one more model of size bytes (its file and
+// its slots' full KV caches; parts says them for the error, "" for none) fits
 // MaxModels and MaxMemory (counting the loads already granted room, not those waiting for it). With only busy models in the way it waits, as Ollama's
 // scheduler does, while the least recently used of them drains (no new requests; evicted once idle), until
 // ctx ends (its error) or the router closes (a 503).
-func (r *Router) makeRoom(ctx context.Context, k string, size int64) error {
+func (r *Router) makeRoom(ctx context.Context, k string, size int64, parts string) error {
 	if r.o.MaxMemory > 0 && size > r.o.MaxMemory {
 		// No eviction can make room: a retry would not help, so not a 503 (Ollama answers a model larger
 		// than its memory with a 500 naming both sizes).
-		return &httpError{http.StatusInternalServerError, fmt.Sprintf("the model's %d bytes exceed this server's --max-memory of %d bytes: it cannot be loaded here", size, r.o.MaxMemory)}
+		hint := ""
+		if parts != "" {
+			hint = " (a smaller -c, -np or -ctk/-ctv shrinks the KV caches)"
+		}
+		return &httpError{http.StatusInternalServerError, fmt.Sprintf("the model's %d bytes%s exceed this server's --max-memory of %d bytes: it cannot be loaded here%s", size, parts, r.o.MaxMemory, hint)}
 	}
 	var victims []*loaded
 	evict := func() {

@@ -159,9 +159,10 @@ func TestMaxModelsEvictsTheLeastRecentlyUsedIdleModel(t *testing.T) {
 	}
 }
 
-func TestMaxMemoryCountsModelFileBytes(t *testing.T) {
-	// stories260K is 1185376 bytes, its Q8_0 379168: both fit 1.6 MB, not 1.5 MB.
-	f := newFixture(t, storeserve.Options{MaxMemory: 1_500_000})
+func TestMaxMemoryCountsModelFileAndKVBytes(t *testing.T) {
+	// stories260K is 1185376 bytes, its Q8_0 379168, each with a KV cache of 2048 f16 cells (1310720 bytes):
+	// each fits 4 MB, not both (4185984 bytes).
+	f := newFixture(t, storeserve.Options{MaxMemory: 4_000_000})
 	completion(t, f, "tiny:q8_0")
 	completion(t, f, "stories260K")
 	if got := f.r.Loaded(); !reflect.DeepEqual(got, []string{"stories260K:latest"}) {
