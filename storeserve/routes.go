@@ -106,7 +106,8 @@ func decode(w http.ResponseWriter, req *http.Request, ollama bool, v any) bool {
 }
 
 // list is the store's models that read; each one that does not is logged as a warning and left out, as
-// Ollama's /api/tags leaves out a bad manifest.
+// Ollama's /api/tags leaves out a bad manifest. The details of files no listed model names are forgotten
+// (keepDetails).
 func (r *Router) list() ([]*store.Manifest, error) {
 	all, err := r.o.Store.List()
 	var ue *store.UnreadableError
@@ -114,9 +115,39 @@ func (r *Router) list() ([]*store.Manifest, error) {
 		for _, m := range ue.Manifests {
 			r.log.Warn("bad manifest", "model", m.Ref, "error", m.Err)
 		}
-		return all, nil
+		err = nil
+	}
+	if err == nil {
+		r.keepDetails(all)
 	}
 	return all, err
+}
+
+// keepDetails forgets the cached details (detailsOf) of every file no model of live names: a model removed
+// (DELETE /api/delete, bankml rm) or whose name now names another file (a pull, create or copy over it), so
+// that the cache holds the store's files only. A file forgotten by a listing older than its pull is read
+// again when asked for.
+func (r *Router) keepDetails(live []*store.Manifest) {
+	named := make(map[string]bool, len(live))
+	for _, m := range live {
+		named[m.Model.SHA256] = true
+	}
+	r.detailsOf.Range(func(k, _ any) bool {
+		if !named[k.(string)] {
+			r.detailsOf.Delete(k)
+		}
+		return true
+	})
+}
+
+// storeChanged follows a change of the store's models (made by a route, or found by stale): the details of
+// files no model names any more are forgotten. A listing that fails forgets nothing.
+func (r *Router) storeChanged() {
+	all, err := r.o.Store.List()
+	var ue *store.UnreadableError
+	if err == nil || errors.As(err, &ue) {
+		r.keepDetails(all)
+	}
 }
 
 // handleModels is llama-server's router GET /models: every model of the store with its status.
@@ -191,8 +222,9 @@ func (r *Router) handleUnload(w http.ResponseWriter, req *http.Request) {
 }
 
 // details is Ollama's details of m (serve.Details), from its file's header, kept by sha256 (a file's details
-// never change). A file that does not open as GGUF gets the format alone, and a warning in the log: /api/tags
-// lists the model all the same, as Ollama lists a model from its manifest alone.
+// never change) while a model of the store names the file (keepDetails). A file that does not open as GGUF gets
+// the format alone, and a warning in the log: /api/tags lists the model all the same, as Ollama lists a model
+// from its manifest alone.
 func (r *Router) details(m *store.Manifest) api.ModelDetails {
 	if d, ok := r.detailsOf.Load(m.Model.SHA256); ok {
 		return d.(api.ModelDetails)
@@ -426,6 +458,7 @@ func (r *Router) handlePull(w http.ResponseWriter, req *http.Request) {
 		writeErr(w, true, 500, r.scrub(err.Error()))
 		return
 	}
+	r.storeChanged()
 	p.send(api.ProgressResponse{Status: "verifying sha256 digest"})
 	p.send(api.ProgressResponse{Status: "writing manifest"})
 	if stream {
@@ -497,6 +530,7 @@ func (r *Router) handleCreate(w http.ResponseWriter, req *http.Request) {
 		writeErr(w, true, 400, r.scrub(err.Error()))
 		return
 	}
+	r.storeChanged()
 	if stream {
 		w.Header().Set("Content-Type", "application/x-ndjson")
 		w.WriteHeader(200)
@@ -520,6 +554,7 @@ func (r *Router) handleCopy(w http.ResponseWriter, req *http.Request) {
 		writeErr(w, true, 400, r.scrub(err.Error()))
 		return
 	}
+	r.storeChanged()
 	w.WriteHeader(200)
 }
 
@@ -554,6 +589,7 @@ func (r *Router) handleDelete(w http.ResponseWriter, req *http.Request) {
 		writeErr(w, true, 500, r.scrub(err.Error()))
 		return
 	}
+	r.storeChanged()
 	w.WriteHeader(200)
 }
 

@@ -103,7 +103,7 @@ type Router struct {
 	changed chan struct{}
 	handler http.Handler // the routes behind the Host check, the origin policy and the API key (routes)
 	// detailsOf are the Ollama details of the store's files (sha256 → api.ModelDetails), read from each
-	// file's header once (details).
+	// file's header once (details); a file no model names any more is forgotten (keepDetails).
 	detailsOf sync.Map
 }
 
@@ -383,6 +383,7 @@ func (r *Router) drop(l *loaded, why string) {
 	}
 	idle := l.inflight == 0
 	r.mu.Unlock()
+	r.storeChanged()
 	r.log.Info("model dropped", "model", l.ref, "reason", why, "unloaded", idle)
 	if idle {
 		unload(l)
