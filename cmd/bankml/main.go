@@ -19,9 +19,11 @@
 // with a warning naming it; one bankml cannot honour (-hf) is a usage error naming it.
 //
 // Exit status: 0 on success, 1 on an I/O or usage error, 2 when the model or file cannot be used (the reason is
-// printed; guard also 3), 130 when Ctrl-C interrupted the command ("bankml: CMD: interrupted": a command that
-// catches the signal returns its context's context.Canceled), 70 on an internal error (a panic: a bug, please
-// report it).
+// printed; guard also 3), 70 on an internal error (a panic: a bug, please report it), and 128 plus the signal's
+// number when a signal stopped the command, as a shell reports it: 130 for Ctrl-C (SIGINT, "bankml: CMD:
+// interrupted"), 143 for SIGTERM ("bankml: CMD: terminated"), 129 for SIGHUP ("hung up"). A command that
+// catches signals does so through notifyContext (interrupt.go) and returns its context's context.Canceled;
+// run maps that to the status in one place (interruptedStatus).
 //
 // Determinism. The commands add no arithmetic of their own: an answer is the engine's, a function of the
 // request and the model (a fixed --seed for sampled text).
@@ -157,6 +159,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, opts ...func(
 			code = 70
 		}
 	}()
+	caught.Store(0) // no signal has stopped this run's command yet
 	var c cli
 	for _, o := range opts {
 		o(&c)
@@ -164,7 +167,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, opts ...func(
 	exit := -1
 	parser, err := kong.New(&c,
 		kong.Name("bankml"),
-		kong.Description("Run GGUF language models on the CPU, proven bit-exact against llama.cpp.\n\nExit status: 0 success, 1 I/O or usage error, 2 the model cannot be run (the reason is printed), 70 internal error, 130 interrupted (Ctrl-C)."),
+		kong.Description("Run GGUF language models on the CPU, proven bit-exact against llama.cpp.\n\nExit status: 0 success, 1 I/O or usage error, 2 the model cannot be run (the reason is printed), 70 internal error, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM)."),
 		kong.UsageOnError(),
 		kong.NamedMapper("path", newPathMapper()),
 		kong.Help(flagsFirst),
@@ -204,11 +207,12 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, opts ...func(
 	}
 	if err := ctx.Run(); err != nil {
 		if errors.Is(err, context.Canceled) {
-			// Ctrl-C (or SIGTERM, SIGHUP where the command catches them) stopped the command: 130, as a shell
-			// reports a command SIGINT ended and as run --chat and llama-cli exit, with one short line (the
-			// command removed what it was writing).
-			fmt.Fprintf(stderr, "bankml: %s: interrupted\n", commandName(ctx))
-			return 130
+			// A signal stopped the command: 128 plus its number, as a shell reports a command that signal ended
+			// (Ctrl-C 130, as run --chat and llama-cli exit; SIGTERM 143; SIGHUP 129), with one short line
+			// (the command removed what it was writing).
+			code, word := interruptedStatus()
+			fmt.Fprintf(stderr, "bankml: %s: %s\n", commandName(ctx), word)
+			return code
 		}
 		fmt.Fprintln(stderr, "bankml:", err)
 		var ee *exitError

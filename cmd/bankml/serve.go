@@ -8,7 +8,6 @@ import (
 	"math"
 	"net"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
 	"syscall"
@@ -195,9 +194,10 @@ func (c *serveCmd) Run(stderr errWriter) error {
 	}
 	host, _, _ := net.SplitHostPort(addr)
 	log := slog.New(slog.NewTextHandler(stderr, nil))
-	// SIGTERM and SIGINT are caught from the start: during admission they stop the command before it
-	// listens; once it listens they shut it down gracefully (serve.Server.Serve).
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// SIGTERM and SIGINT are caught from the start: during admission they stop the command at once, before it
+	// listens (exit 143 or 130, as every command a signal stops: run's interruptedStatus); once it listens they
+	// shut it down gracefully (serve.Server.Serve, exit 0).
+	ctx, stop := notifyContext(os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if c.Model == "" {
 		if _, err := c.resolve("serve", stderr); err != nil { // the info line, for every model it will load
@@ -230,7 +230,9 @@ func (c *serveCmd) Run(stderr errWriter) error {
 	// The cache types (-ctk/-ctv) and -c/-np are checked against the model from the header, before the file
 	// is hashed and before the history is opened (admitOptions).
 	kv := c.KV.types()
-	m, err := openModel("serve", c.Model, stored, c.admitOptions(pin, &kv), stderr, stderr)
+	m, err := untilStopped(ctx, func() (*admit.Model, error) {
+		return openModel("serve", c.Model, stored, c.admitOptions(pin, &kv), stderr, stderr)
+	}, func(m *admit.Model) { m.Close() })
 	if np := (*admit.NoPinError)(nil); errors.As(err, &np) {
 		return cannotRun(noPinAdvice(np))
 	}
@@ -288,9 +290,9 @@ func (c *serveCmd) Run(stderr errWriter) error {
 		fmt.Fprintf(stderr, "warning: listening on %s, not loopback: anyone who can reach it can use the model%s\n", host,
 			map[bool]string{true: "", false: " (no --api-key)"}[c.APIKey != ""])
 	}
-	if ctx.Err() != nil {
+	if err := ctx.Err(); err != nil { // a signal after admission, before listening: stopped as during it
 		ln.Close()
-		return errors.New("serve: interrupted before listening")
+		return err
 	}
 	fmt.Fprintf(stderr, "listening on http://%s\n", ln.Addr())
 	if err := s.Serve(ctx, ln); err != nil {
@@ -298,6 +300,33 @@ func (c *serveCmd) Run(stderr errWriter) error {
 	}
 	fmt.Fprintln(stderr, "stopped")
 	return nil
+}
+
+// untilStopped returns what admit returns, or ctx's error as soon as ctx is canceled (a signal while serve
+// admits its model: hashing a large file takes seconds, which admission cannot cut short); what admit returns
+// after that is released with release.
+func untilStopped[T any](ctx context.Context, admit func() (T, error), release func(T)) (T, error) {
+	type result struct {
+		v   T
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		v, err := admit()
+		done <- result{v, err}
+	}()
+	select {
+	case r := <-done:
+		return r.v, r.err
+	case <-ctx.Done():
+		go func() {
+			if r := <-done; r.err == nil {
+				release(r.v)
+			}
+		}()
+		var zero T
+		return zero, ctx.Err()
+	}
 }
 
 // checkPooling refuses a --pooling (or --reranking's pooling rank) the model cannot pool with, as engine.New

@@ -1,12 +1,10 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -85,7 +83,7 @@ func (c *synthCmd) Run(stdout io.Writer) error {
 		cfg.Description = strings.Replace(cfg.Description, " --type-output "+strings.ToUpper(cfg.Output.String()), " --tied", 1)
 	}
 	// Ctrl-C, SIGTERM or SIGHUP stop the write and remove the temporary file.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	ctx, stop := notifyContext(os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	start := time.Now()
 	size, err := synth.WriteFileContext(ctx, c.Out, cfg, c.Force)

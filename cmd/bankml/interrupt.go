@@ -1,0 +1,51 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"sync/atomic"
+	"syscall"
+)
+
+// caught is the signal a notifyContext context was last canceled by in this process (0: none since run began);
+// run's exit status reads it through interruptedStatus.
+var caught atomic.Int32
+
+// notifyContext is signal.NotifyContext for a command: a context canceled when one of sigs arrives, and the
+// function that stops catching them. It also records the signal, so that the command's context.Canceled exits
+// with that signal's status (interruptedStatus). Every command that catches a signal catches it here.
+func notifyContext(sigs ...os.Signal) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, sigs...)
+	go func() {
+		select {
+		case s := <-ch:
+			if n, ok := s.(syscall.Signal); ok {
+				caught.Store(int32(n))
+			}
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(ch)
+		cancel()
+	}
+}
+
+// interruptedStatus is the exit status and the word of a command a signal stopped (it returned
+// context.Canceled): 128 plus the signal's number, as a shell reports a process that signal killed, and the
+// shell's word for it: SIGINT (Ctrl-C) 130 "interrupted", SIGTERM 143 "terminated", SIGHUP 129 "hung up".
+// A command that caught no signal through notifyContext was stopped by Ctrl-C: 130.
+func interruptedStatus() (int, string) {
+	n := syscall.Signal(caught.Load())
+	switch n {
+	case syscall.SIGTERM:
+		return 128 + int(n), "terminated"
+	case syscall.SIGHUP:
+		return 128 + int(n), "hung up"
+	}
+	return 128 + int(syscall.SIGINT), "interrupted"
+}

@@ -1,0 +1,155 @@
+//go:build unix
+
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// signalWriter is a command's output that sends the process sig once the output holds after, and then holds
+// that write until the command has caught the signal (and a little longer), so that the signal lands while the
+// command is still in the step that wrote it.
+type signalWriter struct {
+	mu    sync.Mutex
+	buf   bytes.Buffer
+	after string
+	sig   syscall.Signal
+	sent  bool
+}
+
+func (w *signalWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	w.buf.Write(p)
+	send := !w.sent && w.after != "" && strings.Contains(w.buf.String(), w.after)
+	w.sent = w.sent || send
+	w.mu.Unlock()
+	if send {
+		_ = syscall.Kill(os.Getpid(), w.sig)
+		for deadline := time.Now().Add(10 * time.Second); caught.Load() == 0 && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return len(p), nil
+}
+
+func (w *signalWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
+// TestASignalStoppingACommandExitsWithTheShellsStatus: SIGINT, SIGTERM and SIGHUP stopping quantize's or synth's
+// write exit 128 plus the signal's number (130, 143, 129), as a shell reports a process each one killed, with
+// one line naming what stopped it, and leave neither OUT nor its temporary file.
+func TestASignalStoppingACommandExitsWithTheShellsStatus(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.gguf")
+	if code, _, stderr := runCLI("synth", in, "--arch", "qwen3", "--preset", "tiny", "--type", "F32"); code != 0 {
+		t.Fatalf("synth: exit %d %s", code, stderr)
+	}
+	signals := []struct {
+		name string
+		sig  syscall.Signal
+		code int
+		word string
+	}{{"SIGINT", syscall.SIGINT, 130, "interrupted"}, {"SIGTERM", syscall.SIGTERM, 143, "terminated"}, {"SIGHUP", syscall.SIGHUP, 129, "hung up"}}
+	for _, s := range signals {
+		for _, tc := range []struct {
+			name  string
+			args  []string
+			after string // the output after which the signal is sent ("": once the temporary file exists)
+		}{
+			{name: "quantize stopped by " + s.name + " exits with its status",
+				args:  []string{"quantize", in, filepath.Join(dir, "q", "out.gguf"), "--type", "ptqtp", "--planes", "3", "-t", "1"},
+				after: "["},
+			{name: "synth stopped by " + s.name + " exits with its status",
+				args: []string{"synth", filepath.Join(dir, "s", "out.gguf"), "--arch", "qwen3", "--preset", "bonsai-1.7b", "--type", "F16"}},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				outDir := filepath.Dir(tc.args[2])
+				if tc.args[0] == "synth" {
+					outDir = filepath.Dir(tc.args[1])
+				}
+				if err := os.MkdirAll(outDir, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				stdout := &signalWriter{after: tc.after, sig: s.sig}
+				var stderr bytes.Buffer
+				done := make(chan int, 1)
+				go func() { done <- run(tc.args, strings.NewReader(""), stdout, &stderr) }()
+				if tc.after == "" { // the signal once the write has begun (the command catches it by then)
+					deadline := time.Now().Add(time.Minute)
+					for {
+						if left, _ := os.ReadDir(outDir); len(left) > 0 {
+							break
+						}
+						if time.Now().After(deadline) {
+							t.Fatal("no temporary file after a minute")
+						}
+						time.Sleep(time.Millisecond)
+					}
+					if err := syscall.Kill(os.Getpid(), s.sig); err != nil {
+						t.Fatal(err)
+					}
+				}
+				var code int
+				select {
+				case code = <-done:
+				case <-time.After(2 * time.Minute):
+					t.Fatal("the command did not stop")
+				}
+				want := "bankml: " + tc.args[0] + ": " + s.word + "\n"
+				if code != s.code || stderr.String() != want {
+					t.Errorf("exit %d, stderr %q; want %d and %q", code, stderr.String(), s.code, want)
+				}
+				if left, _ := os.ReadDir(outDir); len(left) != 0 {
+					t.Errorf("left %v", left)
+				}
+			})
+		}
+	}
+}
+
+// TestServeStoppedWhileItAdmitsExitsAsEveryCommand: SIGINT or SIGTERM while serve admits its model (before it
+// listens) stops it at once with the status and line every command a signal stops gives (130 "interrupted",
+// 143 "terminated"), not exit 1, and it never listens.
+func TestServeStoppedWhileItAdmitsExitsAsEveryCommand(t *testing.T) {
+	model := storiesPath(t)
+	for _, tc := range []struct {
+		name string
+		sig  syscall.Signal
+		code int
+		want string
+	}{
+		{name: "SIGINT while serve admits its model exits 130 saying interrupted", sig: syscall.SIGINT, code: 130, want: "bankml: serve: interrupted\n"},
+		{name: "SIGTERM while serve admits its model exits 143 saying terminated", sig: syscall.SIGTERM, code: 143, want: "bankml: serve: terminated\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// The signal is sent as admission writes its "admitted:" line, and that write is held until serve
+			// has caught it: admission has not returned yet.
+			stderr := &signalWriter{after: "admitted:", sig: tc.sig}
+			done := make(chan int, 1)
+			go func() {
+				done <- run([]string{"serve", model, "--unpinned", "--listen", "127.0.0.1:0", "-t", "1"}, strings.NewReader(""), &bytes.Buffer{}, stderr)
+			}()
+			var code int
+			select {
+			case code = <-done:
+			case <-time.After(2 * time.Minute):
+				t.Fatal("serve did not stop")
+			}
+			got := stderr.String()
+			if code != tc.code || !strings.HasSuffix(got, "\n"+tc.want) || strings.Contains(got, "listening on") {
+				t.Errorf("exit %d, stderr\n%s\nwant exit %d, ending %q, never listening", code, got, tc.code, tc.want)
+			}
+		})
+	}
+}
