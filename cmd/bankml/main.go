@@ -170,6 +170,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, opts ...func(
 		kong.Description("Run GGUF language models on the CPU, proven bit-exact against llama.cpp.\n\nExit status: 0 success, 1 I/O or usage error, 2 the model cannot be run (the reason is printed), 70 internal error, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM)."),
 		kong.UsageOnError(),
 		kong.NamedMapper("path", newPathMapper()),
+		kong.NamedMapper("model", modelMapper{}),
 		kong.Help(flagsFirst),
 		kong.WithHyphenPrefixedParameters(true), // -n -1, -p "-text"
 		kong.Vars{"nproc": strconv.Itoa(runtime.NumCPU()), "version": versionString()},

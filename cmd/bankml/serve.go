@@ -28,7 +28,7 @@ import (
 // serveCmd is `bankml serve MODEL`: the OpenAI, Ollama and llama-server HTTP APIs over one model (package
 // serve). The model is guarded, pinned and loaded before the port opens.
 type serveCmd struct {
-	Model        string      `arg:"" optional:"" name:"MODEL" help:"A GGUF model file (or -m/--model FNAME), or a model NAME[:TAG] from the store, pulled from bankml's catalog on first use (pinned by its manifest)."`
+	Model        string      `arg:"" optional:"" name:"MODEL" help:"A GGUF model file (or -m/--model FNAME), or a model NAME[:TAG] from the store, pulled from bankml's catalog on first use (pinned by its manifest)." type:"model"`
 	ModelFlag    string      `short:"m" name:"model" placeholder:"FNAME" help:"Path to a GGUF model file, as llama-server's -m/--model, instead of MODEL." type:"path"`
 	Manifest     string      `name:"manifest" help:"Provenance manifest (FORK.json), or the file's sha256 / sha256:<hex> digest, to pin the model against."`
 	Unpinned     bool        `name:"unpinned" help:"Serve a model without a pin; every receipt then says pinned: false."`
