@@ -2,6 +2,7 @@ package train
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,7 +24,7 @@ import (
 // train, checkpoint, draw the curve and export.
 type Job struct {
 	Teacher         *gguf.File // the admitted teacher (its caller closes it)
-	HeldOut         string     // text kept out of the training set (perplexity's held-out stories)
+	HeldOut         string     // text kept out of the training set (perplexity's held-out stories); read on every run: DataPath is reused only when filtered against it
 	Out             string     // directory of the run: checkpoint.bin, loss.csv, loss.svg, the GGUF files
 	DataPath        string     // the training data file (drawn when absent or drawn otherwise; its options in DataPath.json)
 	Config          Config     // the student (Vocab is taken from the teacher)
@@ -38,7 +39,8 @@ type Job struct {
 	Level           quant.Level     // the CPU level of the products
 }
 
-// sampleMeta records how data.tok was drawn, so that a run reuses it only for the same teacher and options.
+// sampleMeta records how data.tok was drawn, so that a run reuses it only for the same teacher, options and
+// held-out text.
 type sampleMeta struct {
 	Teacher  string        `json:"teacher_name"`
 	Sample   SampleOptions `json:"sample"`
@@ -46,6 +48,9 @@ type sampleMeta struct {
 	Dropped  int           `json:"stories_dropped_heldout"`
 	Tokens   int           `json:"tokens"`
 	HeldSpan int           `json:"heldout_span"`
+	// HeldOut is the sha256 of the held-out text the stories were filtered against: data drawn against another
+	// text (or recorded before this field) is drawn again, never reused unchecked.
+	HeldOut string `json:"heldout_sha256"`
 }
 
 // heldSpan is the run of tokens that HeldOutFilter matches.
@@ -168,25 +173,28 @@ func (j *Job) save(tr *Trainer) error {
 	return nil
 }
 
-// data returns the training stream: data.tok in Out when it was drawn with the same options, else drawn now
-// from the teacher through the engine and filtered against the held-out text.
+// data returns the training stream: data.tok in Out when it was drawn with the same options and filtered
+// against the same held-out text (its sha256, which is why the held-out text is read on every run), else drawn
+// now from the teacher through the engine and filtered against the held-out text.
 func (j *Job) data(ctx context.Context, tm *model.Model, tok tokenizer.Tokenizer) (*Data, error) {
 	path, metaPath := j.DataPath, j.DataPath+".json"
+	text, err := os.ReadFile(j.HeldOut)
+	if err != nil {
+		return nil, fmt.Errorf("train: held-out text: %w", err)
+	}
 	name, _ := j.Teacher.GetString("general.name")
-	want := sampleMeta{Teacher: name, Sample: j.Sample, HeldSpan: heldSpan}
+	want := sampleMeta{Teacher: name, Sample: j.Sample, HeldSpan: heldSpan, HeldOut: fmt.Sprintf("%x", sha256.Sum256(text))}
 	want.Sample.Workers = 0 // the stories do not depend on it
 	if b, err := os.ReadFile(metaPath); err == nil {
 		var have sampleMeta
 		if json.Unmarshal(b, &have) == nil && have.Teacher == want.Teacher && have.Sample == want.Sample && have.HeldSpan == heldSpan {
-			if d, err := ReadData(path); err == nil && len(d.Tokens) == have.Tokens {
-				fmt.Fprintf(j.Log, "train: reusing %s (%d stories, %d tokens)\n", path, have.Stories, len(d.Tokens))
+			if have.HeldOut != want.HeldOut {
+				fmt.Fprintf(j.Log, "train: drawing %s again: it was filtered against another held-out text than %s\n", path, j.HeldOut)
+			} else if d, err := ReadData(path); err == nil && len(d.Tokens) == have.Tokens {
+				fmt.Fprintf(j.Log, "train: reusing %s (%d stories, %d tokens, filtered against %s)\n", path, have.Stories, len(d.Tokens), j.HeldOut)
 				return d, nil
 			}
 		}
-	}
-	text, err := os.ReadFile(j.HeldOut)
-	if err != nil {
-		return nil, fmt.Errorf("train: held-out text: %w", err)
 	}
 	heldout := tok.Tokenize(string(text), false, false)
 	if len(heldout) < heldSpan {

@@ -24,7 +24,7 @@ type trainCmd struct {
 	Teacher  string `name:"teacher" default:"../shared/models/stories260K.gguf" help:"The float teacher the training set is sampled from (its top next-token probabilities are the soft targets)." type:"path"`
 	Out      string `name:"out" default:"/tmp/bankml-train" help:"Directory of the run: checkpoint.bin (resumed when present), loss.csv, loss.svg and the exported GGUF files." type:"path"`
 	Data     string `name:"data" help:"The training data file, drawn from the teacher when absent or drawn with other options (default: OUT/data.tok); runs of one data file share it." type:"path"`
-	HeldOut  string `name:"heldout" default:"perplexity/testdata/heldout-stories.txt" help:"Text kept out of the training set: stories sharing 12 tokens in a row with it are dropped." type:"path"`
+	HeldOut  string `name:"heldout" default:"perplexity/testdata/heldout-stories.txt" help:"Text kept out of the training set: stories sharing 12 tokens in a row with it are dropped. Read on every run: an existing data file is reused only when it was filtered against this text (its sha256), else drawn again." type:"path"`
 	Manifest string `name:"manifest" help:"Provenance manifest (FORK.json), or the teacher's sha256, to pin it against."`
 
 	Mode    string `name:"mode" default:"ternary" enum:"ternary,ste,float" help:"How every matrix trains: ternary (BitNet b1.58's straight-through estimator; ste is another name for it, as package train reads it) or float."`
