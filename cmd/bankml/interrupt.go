@@ -15,10 +15,22 @@ var caught atomic.Int32
 // notifyContext is signal.NotifyContext for a command: a context canceled when one of sigs arrives, and the
 // function that stops catching them. It also records the signal, so that the command's context.Canceled exits
 // with that signal's status (interruptedStatus). Every command that catches a signal catches it here.
+//
+// A signal the process was started with ignored stays ignored: signal.Notify would install a handler for it,
+// so that `nohup bankml quantize …` stopped when the terminal closed (SIGHUP), and a command started in the
+// background by a non-interactive shell (SIGINT ignored) stopped on a Ctrl-C meant for the shell.
 func notifyContext(sigs ...os.Signal) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ch := make(chan os.Signal, 1)
-	signal.Notify(ch, sigs...)
+	var caughtSigs []os.Signal
+	for _, s := range sigs {
+		if !signal.Ignored(s) {
+			caughtSigs = append(caughtSigs, s)
+		}
+	}
+	if len(caughtSigs) > 0 {
+		signal.Notify(ch, caughtSigs...)
+	}
 	go func() {
 		select {
 		case s := <-ch:

@@ -5,6 +5,7 @@ package main
 import (
 	"bytes"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -22,6 +23,7 @@ type signalWriter struct {
 	after string
 	sig   syscall.Signal
 	sent  bool
+	nohup bool // the signal is ignored: the write is not held
 }
 
 func (w *signalWriter) Write(p []byte) (int, error) {
@@ -32,6 +34,9 @@ func (w *signalWriter) Write(p []byte) (int, error) {
 	w.mu.Unlock()
 	if send {
 		_ = syscall.Kill(os.Getpid(), w.sig)
+		if w.nohup {
+			return len(p), nil
+		}
 		for deadline := time.Now().Add(10 * time.Second); caught.Load() == 0 && time.Now().Before(deadline); {
 			time.Sleep(time.Millisecond)
 		}
@@ -149,6 +154,81 @@ func TestServeStoppedWhileItAdmitsExitsAsEveryCommand(t *testing.T) {
 			got := stderr.String()
 			if code != tc.code || !strings.HasSuffix(got, "\n"+tc.want) || strings.Contains(got, "listening on") {
 				t.Errorf("exit %d, stderr\n%s\nwant exit %d, ending %q, never listening", code, got, tc.code, tc.want)
+			}
+		})
+	}
+}
+
+// TestTrainStoppedBySIGTERMSavesItsCheckpointAndExits143: SIGTERM (a service manager, a timeout) or SIGHUP
+// while train takes steps stops it as Ctrl-C does, the checkpoint saved first, with the signal's status.
+func TestTrainStoppedBySIGTERMSavesItsCheckpointAndExits143(t *testing.T) {
+	teacher := storiesPath(t)
+	heldout := filepath.Join(t.TempDir(), "heldout.txt")
+	if err := os.WriteFile(heldout, []byte("Once upon a time there was a little girl named Lily. She loved to play outside in the park."), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		sig  syscall.Signal
+		code int
+		want string
+	}{
+		{name: "SIGTERM while train takes steps saves the checkpoint and exits 143", sig: syscall.SIGTERM, code: 143, want: "bankml: train: terminated\n"},
+		{name: "SIGHUP while train takes steps saves the checkpoint and exits 129", sig: syscall.SIGHUP, code: 129, want: "bankml: train: hung up\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := t.TempDir()
+			stderr := &signalWriter{after: "step 1/", sig: tc.sig}
+			done := make(chan int, 1)
+			go func() {
+				done <- run([]string{"train", "--teacher", teacher, "--heldout", heldout, "--out", out,
+					"--stories", "4", "--story-tokens", "24", "--steps", "100000", "--batch", "1", "--seq", "16", "--warmup", "0",
+					"--checkpoint-every", "0", "--mode", "float", "--n-embd", "16", "--n-head", "2", "--n-head-kv", "1",
+					"--n-ff", "32", "--export", "f32", "-t", "1"}, strings.NewReader(""), &bytes.Buffer{}, stderr)
+			}()
+			var code int
+			select {
+			case code = <-done:
+			case <-time.After(2 * time.Minute):
+				t.Fatal("train did not stop")
+			}
+			got := stderr.String()
+			if code != tc.code || !strings.HasSuffix(got, "\n"+tc.want) {
+				t.Errorf("exit %d, stderr ends\n%s\nwant exit %d, ending %q", code, got[max(0, len(got)-300):], tc.code, tc.want)
+			}
+			if _, err := os.Stat(filepath.Join(out, "checkpoint.bin")); err != nil {
+				t.Errorf("no checkpoint: %v", err)
+			}
+		})
+	}
+}
+
+// TestASignalIgnoredAtStartStaysIgnored: a command started with SIGHUP ignored (nohup) runs on when SIGHUP
+// comes (the terminal closed), rather than stopping as it does where SIGHUP is not ignored.
+func TestASignalIgnoredAtStartStaysIgnored(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.gguf")
+	if code, _, stderr := runCLI("synth", in, "--arch", "qwen3", "--preset", "tiny", "--type", "F32"); code != 0 {
+		t.Fatalf("synth: exit %d %s", code, stderr)
+	}
+	signal.Ignore(syscall.SIGHUP)
+	defer signal.Reset(syscall.SIGHUP)
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{name: "quantize under nohup finishes its write after SIGHUP",
+			args: []string{"quantize", in, filepath.Join(dir, "out.gguf"), "--type", "ptqtp", "--planes", "3", "-t", "1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stdout := &signalWriter{after: "[", sig: syscall.SIGHUP, nohup: true}
+			var stderr bytes.Buffer
+			code := run(tc.args, strings.NewReader(""), stdout, &stderr)
+			if code != 0 {
+				t.Fatalf("exit %d, stderr %q; want 0", code, stderr.String())
+			}
+			if _, err := os.Stat(tc.args[2]); err != nil {
+				t.Errorf("no OUT: %v", err)
 			}
 		})
 	}

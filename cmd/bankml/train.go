@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 
 	"github.com/bankml/bankml/admit"
 	"github.com/bankml/bankml/gguf"
@@ -103,7 +103,8 @@ func (c *trainCmd) Run(stderr errWriter) error {
 	); err != nil {
 		return fmt.Errorf("train: %w", err)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	// Ctrl-C, SIGTERM or SIGHUP stop the steps; the checkpoint is saved first (the run resumes from it).
+	ctx, stop := notifyContext(os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	if c.ES != "" {
 		return c.runES(ctx, stderr, level)
