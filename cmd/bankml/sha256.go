@@ -15,18 +15,26 @@ import (
 
 // sha256Cmd prints the sha256 of files, in sha256sum's format.
 type sha256Cmd struct {
-	Files []string `arg:"" name:"FILE" help:"Files to hash." type:"path"`
+	Files []string `arg:"" name:"FILE" help:"Files to hash; - for standard input." type:"path"`
 }
 
-// Run hashes each file and prints "<hex>  <file>" for it. An unreadable file is reported on standard error and
-// the others are still hashed; the exit status is then 1.
-func (c *sha256Cmd) Run(stdout io.Writer, stderr errWriter) error {
+// Run hashes each file and prints "<hex>  <file>" for it; "-" is standard input, as sha256sum reads it. An
+// unreadable file is reported on standard error and the others are still hashed; the exit status is then 1.
+func (c *sha256Cmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error {
 	failed := 0
 	var firstErr error
 	for _, p := range c.Files {
-		bar, done := progressFor(stderr, p)
-		sum, err := provenance.SHA256File(p, bar)
-		done()
+		var sum string
+		var err error
+		if p == "-" {
+			if sum, _, err = provenance.HashReader(stdin, nil); err != nil {
+				err = fmt.Errorf("sha256: standard input: %w", err)
+			}
+		} else {
+			bar, done := progressFor(stderr, p)
+			sum, err = provenance.SHA256File(p, bar)
+			done()
+		}
 		if err != nil {
 			failed++
 			if firstErr == nil {
