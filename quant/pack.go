@@ -111,11 +111,30 @@ func (m *Matrix) ReservePack() error {
 	return nil
 }
 
-// alignedBytes returns n zero bytes starting at a 64-byte boundary.
+// hugePage is the size of a transparent huge page on x86-64 and arm64
+// Linux (2 MiB).
+const hugePage = 2 << 20
+
+// alignedBytes returns n zero bytes starting at a 64-byte boundary. From
+// hugePage bytes on they start at a hugePage boundary and are asked to be
+// backed by transparent huge pages (adviseHugePages), before anything
+// writes them: a decode streams every packed matrix once per forward pass,
+// and with 4 KiB pages each page costs a TLB miss and a page walk on the
+// way (docs/PERFORMANCE.md, "Huge pages for the packed weights"). The
+// advice is only advice: where the kernel or the platform gives no huge
+// pages the bytes are the same.
 func alignedBytes(n int) []byte {
-	b := make([]byte, n+63)
-	off := (64 - int(uintptr(unsafe.Pointer(&b[0]))&63)) & 63
-	return b[off : off+n : off+n]
+	align := 64
+	if n >= hugePage {
+		align = hugePage
+	}
+	b := make([]byte, n+align-1)
+	off := (align - int(uintptr(unsafe.Pointer(&b[0]))&uintptr(align-1))) & (align - 1)
+	b = b[off : off+n : off+n]
+	if align == hugePage {
+		adviseHugePages(b[:n/hugePage*hugePage])
+	}
+	return b
 }
 
 // packMatrix packs rows rows of nb blocks of typ from data (plain ggml rows).
