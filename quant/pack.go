@@ -122,7 +122,8 @@ const hugePage = 2 << 20
 // and with 4 KiB pages each page costs a TLB miss and a page walk on the
 // way (docs/PERFORMANCE.md, "Huge pages for the packed weights"). The
 // advice is only advice: where the kernel or the platform gives no huge
-// pages the bytes are the same.
+// pages the bytes are the same. The advice stays on the range when the
+// matrix is freed and the Go heap reuses it.
 func alignedBytes(n int) []byte {
 	align := 64
 	if n >= hugePage {
