@@ -4,9 +4,12 @@ package main
 
 import (
 	"bytes"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -231,5 +234,52 @@ func TestASignalIgnoredAtStartStaysIgnored(t *testing.T) {
 				t.Errorf("no OUT: %v", err)
 			}
 		})
+	}
+}
+
+// TestAPullStoppedBySIGTERMExitsWithItsStatus: SIGTERM while pull downloads (the mirror has sent part of the file
+// and stalls) ends the download at once with 143 and one line saying so, as quantize's and synth's do, and the
+// model is not in the store.
+func TestAPullStoppedBySIGTERMExitsWithItsStatus(t *testing.T) {
+	_, models := storeEnv(t)
+	file, err := os.ReadFile(filepath.Join(models, "stories260K.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stalled := make(chan struct{})
+	var once sync.Once
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", strconv.Itoa(len(file)))
+		_, _ = w.Write(file[:len(file)/2])
+		w.(http.Flusher).Flush()
+		once.Do(func() { close(stalled) })
+		<-r.Context().Done()
+	}))
+	defer srv.Close()
+	var stdout, stderr bytes.Buffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run([]string{"pull", "stories260K", "--from", srv.URL}, strings.NewReader(""), &stdout, &stderr)
+	}()
+	select {
+	case <-stalled:
+	case <-time.After(time.Minute):
+		t.Fatal("pull did not reach the mirror within a minute")
+	}
+	time.Sleep(50 * time.Millisecond) // the half file read
+	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	var code int
+	select {
+	case code = <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("pull did not stop on SIGTERM")
+	}
+	if want := "bankml: pull: terminated\n"; code != 143 || !strings.HasSuffix(stderr.String(), want) {
+		t.Errorf("exit %d, stderr %q; want 143 and a last line %q", code, stderr.String(), want)
+	}
+	if code, out, _ := bankml(t, "list"); code != 0 || strings.Contains(out, "stories260K") {
+		t.Errorf("after the stopped pull, list: %d %q; want no stories260K", code, out)
 	}
 }

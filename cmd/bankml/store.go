@@ -1,15 +1,14 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -132,7 +131,7 @@ func (c *pullCmd) Run(stdout io.Writer, stderr errWriter) error {
 	if err != nil {
 		return fmt.Errorf("pull: %w", err)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := notifyContext(os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	o := pullOptions(stderr, c.From)
 	o.SHA256, o.Name = c.SHA256, c.Name
@@ -306,7 +305,7 @@ func (c *createCmd) Run(stdout io.Writer, stderr errWriter) error {
 		return fmt.Errorf("create: %w", err)
 	}
 	defer f.Close()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := notifyContext(os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	m, err := s.Create(ctx, c.Model, f, store.CreateOptions{
 		Dir: filepath.Dir(c.File), Path: c.File, Pull: pullOptions(stderr, c.From),

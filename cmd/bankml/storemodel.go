@@ -1,13 +1,12 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/bankml/bankml/catalog"
 	"github.com/bankml/bankml/provenance"
@@ -33,7 +32,7 @@ func storeModel(cmd, arg, manifestFlag string, models storeFlag, from string, st
 	if err != nil {
 		return "", "", nil, fmt.Errorf("%s: %w", cmd, err)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := notifyContext(os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	m, pulled, err := s.Resolve(ctx, arg, pullOptions(stderr, from))
 	var nf *store.NotFoundError

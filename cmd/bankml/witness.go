@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/signal"
 	"strings"
 	"syscall"
 	"time"
@@ -54,7 +53,7 @@ func (c *witnessCmd) Run(stderr errWriter) error {
 	}
 	fmt.Fprintf(stderr, "witness %s: cosignature key %s\n", w.Name(), cosig)
 	fmt.Fprintf(stderr, "listening on http://%s (POST /add-checkpoint)\n", ln.Addr())
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := notifyContext(os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	hs := &http.Server{Handler: w.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second}
 	errc := make(chan error, 1)
