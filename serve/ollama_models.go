@@ -104,7 +104,7 @@ func (a *ollamaAPI) handlePs(w http.ResponseWriter, r *http.Request) {
 	m := a.model
 	writeOllamaJSON(w, http.StatusOK, api.ProcessResponse{Models: []api.ProcessModelResponse{{
 		Name: m.tagged(), Model: m.tagged(), Size: m.Size, Digest: m.SHA256, Details: m.details(),
-		ExpiresAt: m.Loaded.Add(math.MaxInt64), ContextLength: a.engine().NCtx(),
+		ExpiresAt: m.Loaded.Add(math.MaxInt64), ContextLength: a.s.ContextLength(),
 	}}})
 }
 

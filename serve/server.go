@@ -322,6 +322,10 @@ func (s *Server) Close() error {
 	return s.eng.Close()
 }
 
+// ContextLength is the context of each of the server's slots, in tokens (engine.Engine.NCtx: -c's share, or
+// the training context), as Ollama's /api/ps reports a loaded model's context_length (its runner's num_ctx).
+func (s *Server) ContextLength() int { return s.eng.NCtx() }
+
 // Handler is the server's HTTP handler (every route, behind the middleware), without Serve's timeouts
 // (Options.Timeout).
 func (s *Server) Handler() http.Handler { return s.router }

@@ -269,7 +269,7 @@ func (r *Router) handlePs(w http.ResponseWriter, _ *http.Request) {
 		}
 		out.Models = append(out.Models, api.ProcessModelResponse{Name: l.ref, Model: l.ref, Size: l.size,
 			Digest: l.m.SHA256, Details: serve.Details(l.m.File),
-			ExpiresAt: exp, ContextLength: l.m.Model.HP.NCtxTrain})
+			ExpiresAt: exp, ContextLength: l.srv.ContextLength()})
 	}
 	r.mu.Unlock()
 	writeJSON(w, 200, out)
