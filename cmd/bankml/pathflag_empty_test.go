@@ -22,6 +22,8 @@ func TestAnEmptyFileInAListOrAnEmptyModelIsRefusedByName(t *testing.T) {
 			args: []string{"sha256", ""}, want: "bankml: sha256: <FILE> ...: the file name is empty (see bankml sha256 --help)\n"},
 		{name: "sha256 of a list with an empty name in it is refused naming which one",
 			args: []string{"sha256", "a.gguf", ""}, want: "bankml: sha256: <FILE> ...: file name 2 of 2 is empty (see bankml sha256 --help)\n"},
+		{name: "receipt verify of an empty RECEIPT is refused naming it",
+			args: []string{"receipt", "verify", ""}, want: "bankml: receipt verify: <RECEIPT>: the file name is empty (see bankml receipt verify --help)\n"},
 		{name: "serve of an empty MODEL is refused, not read as serving the store",
 			args: []string{"serve", "", "--listen", "127.0.0.1:0"}, want: "bankml: serve: [<MODEL>]: the model is empty: give a GGUF file or a model NAME[:TAG] (see bankml serve --help)\n"},
 	} {

@@ -26,7 +26,7 @@ type receiptCmd struct {
 }
 
 type receiptVerifyCmd struct {
-	Receipt  string   `arg:"" name:"RECEIPT" help:"A file holding the receipt (a bankml_receipt object, an answer carrying one as bankml_receipt, or a streamed answer saved as received: SSE data: lines or Ollama's NDJSON, whose last chunk carries it); - for standard input."`
+	Receipt  string   `arg:"" name:"RECEIPT" type:"path" help:"A file holding the receipt (a bankml_receipt object, an answer carrying one as bankml_receipt, or a streamed answer saved as received: SSE data: lines or Ollama's NDJSON, whose last chunk carries it); - for standard input."`
 	Key      string   `name:"key" placeholder:"PUB" help:"The operator's public key: a file (FILE.pub, FILE.pem, or the private key) or a verifier key inline. Without it the signature is not checked (the verdict says so; with no other check either, ok is false)."`
 	Answer   string   `name:"answer" type:"path" placeholder:"FILE" help:"The answer text exactly as received: its sha256 must be the receipt's response_sha256. Without it the text is not checked (the verdict says NOT CHECKED, exit 1)."`
 	Request  string   `name:"request" type:"path" placeholder:"FILE" help:"The request body exactly as sent: its sha256 must be the receipt's request_sha256."`
