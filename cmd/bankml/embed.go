@@ -216,6 +216,9 @@ func printEmbeddings(w io.Writer, vecs [][]float32, texts []string, format strin
 		for i, v := range vecs {
 			arrs[i] = make([]float64, len(v))
 			for k, x := range v {
+				if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+					return fmt.Errorf("--embd-output-format %s: vector %d holds %s at index %d, which JSON has no number for (the default and raw formats print it as llama-embedding does)", format, i, cFloat(0, 7, x), k)
+				}
 				arrs[i][k] = float64(x)
 			}
 		}

@@ -263,3 +263,31 @@ func TestEmbedPrintsNumbersAsCPrintf(t *testing.T) {
 		})
 	}
 }
+
+// TestEmbedRefusesANonFiniteValueInJSON: a vector holding NaN or an infinity printed as array, json or json+ is
+// an error naming the format, the vector, the value and its index (JSON has no number for them; the default and
+// raw formats print them as llama-embedding does), where json.Marshal's bare "unsupported value: NaN" was all.
+func TestEmbedRefusesANonFiniteValueInJSON(t *testing.T) {
+	nan, inf := float32(math.NaN()), float32(math.Inf(-1))
+	for _, tc := range []struct {
+		name   string
+		format string
+		vecs   [][]float32
+		want   string
+	}{
+		{name: "a NaN in the second vector of an array is named with its index", format: "array",
+			vecs: [][]float32{{0.5, 0.25}, {0.5, nan}}, want: "--embd-output-format array: vector 1 holds nan at index 1, which JSON has no number for"},
+		{name: "an infinity in json is named", format: "json",
+			vecs: [][]float32{{inf, 0}}, want: "--embd-output-format json: vector 0 holds -inf at index 0"},
+		{name: "json+ with a NaN is refused before its similarity matrix", format: "json+",
+			vecs: [][]float32{{1, 0}, {nan, 1}}, want: "--embd-output-format json+: vector 1 holds nan at index 0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b strings.Builder
+			err := printEmbeddings(&b, tc.vecs, make([]string, len(tc.vecs)), tc.format, 1, 2, nil)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || b.Len() != 0 {
+				t.Errorf("err %v, printed %q; want an error containing %q and nothing printed", err, b.String(), tc.want)
+			}
+		})
+	}
+}
