@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -29,6 +30,17 @@ func (s *Server) mountLedger(r chi.Router) {
 	r.Get("/bankml/ledger/key", s.handleLedgerKey)
 	r.Get("/bankml/ledger/"+layout.CheckpointPath, s.handleCheckpoint)
 	r.Get("/bankml/ledger/tile/*", s.handleTile)
+}
+
+// MountLedger adds the /bankml/ledger routes of a history that several Servers share (o.Ledger, o.TLog,
+// o.Signer; o.Log for read errors), answered as one Server answers them: a router in front of those Servers
+// (package storeserve, the store server) serves them once, with no model named or loaded.
+func MountLedger(r chi.Router, o Options) {
+	s := &Server{opt: o, log: o.Log}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	s.mountLedger(r)
 }
 
 // ledgerSummary is GET /bankml/ledger's answer: the local history's head (ledger.Head: size, root, bytes,

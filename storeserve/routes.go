@@ -52,6 +52,9 @@ func (r *Router) routes() error {
 		writeJSON(w, 200, map[string]string{"version": serveOllamaVersion})
 	}
 	mux.Get("/metrics", r.metrics.Handler().ServeHTTP) // every model's, under a model label
+	// The history, its transparency log and the operator key are every model's (Options.Serve.Ledger, TLog,
+	// Signer): their /bankml/ledger routes are answered once, here, as a model's Server answers them.
+	serve.MountLedger(mux, r.o.Serve)
 	// The console's static files need no model (llama-server's router serves its web UI itself); the page
 	// finds the router at GET /props and names the model the user picks in each of its calls.
 	serve.MountConsole(mux)

@@ -15,8 +15,9 @@
 // (its request's context bounding it) while the least recently used busy model drains: it takes no new
 // requests, and is evicted once its last one ends. The router answers the store's routes itself (routes.go:
 // Ollama's /api/tags, show, ps, pull, create, copy, delete; llama-server's /models, /models/load,
-// /models/unload; /health; /metrics under a model label; the console's files, its page picking a model), a
-// model's facts from its file's header (serve.ShowFacts), no model loaded. Ollama's embedding routes need no
+// /models/unload; /health; /metrics under a model label; /bankml/ledger's routes of the history, log and key
+// every model shares (Options.Serve.Ledger, TLog, Signer; serve.MountLedger); the console's files, its page
+// picking a model), a model's facts from its file's header (serve.ShowFacts), no model loaded. Ollama's embedding routes need no
 // --embeddings, as Ollama's (serve.Options.OllamaEmbeddings). A request no model server would take gets a model server's answer before any load; serve.Guards and
 // serve.LogRequests stand in front. Before each request a loaded model's manifest is read again: one the
 // store no longer names (rm, a pull or cp over it, its file gone) is dropped, unloaded when idle, and the
@@ -74,8 +75,11 @@ type Options struct {
 	// Pull is how POST /api/pull, and /api/create's FROM naming a catalog model the store lacks, pull a model.
 	// A request naming a model the store lacks never pulls it.
 	Pull store.PullOptions
-	// Serve configures each model's server (NCtx, Threads, Parallel, history, keys, ...); Alias is set to
-	// the model's NAME:TAG.
+	// Serve configures each model's server (NCtx, Threads, Parallel, ...); Alias is set to the model's
+	// NAME:TAG. Its Ledger, TLog and Signer (the history, its transparency log, the operator key) are
+	// shared by every model loaded: each answer is appended to the one history and its receipt names its
+	// model by model_sha256; the router serves their /bankml/ledger routes once (serve.MountLedger). The
+	// caller owns them: it closes them after Close.
 	Serve     serve.Options
 	KeepAlive time.Duration // 0: DefaultKeepAlive; negative: forever
 	// NoKeepAlive unloads a model as soon as it is idle (bankml serve --keep-alive 0), KeepAlive aside.
@@ -204,7 +208,8 @@ func (r *Router) limits() (keep, models, memory string) {
 // Handler is the router's HTTP handler.
 func (r *Router) Handler() http.Handler { return r.handler }
 
-// Close unloads every model.
+// Close unloads every model. It does not close Options.Serve's Ledger or TLog, which the caller closes
+// after it.
 func (r *Router) Close() error {
 	r.mu.Lock()
 	r.closed = true
