@@ -18,7 +18,6 @@ import (
 	"github.com/bankml/bankml/admit"
 	"github.com/bankml/bankml/embed"
 	"github.com/bankml/bankml/engine"
-	"github.com/bankml/bankml/ledger"
 	"github.com/bankml/bankml/model"
 	"github.com/bankml/bankml/quant"
 	"github.com/bankml/bankml/serve"
@@ -203,7 +202,7 @@ func (c *serveCmd) Run(stderr errWriter) error {
 		if _, err := c.resolve("serve", stderr); err != nil { // the info line, for every model it will load
 			return err
 		}
-		return c.serveStore(ctx, addr, match.Variant.String(), log, stderr)
+		return c.serveStore(ctx, addr, match.Variant.String(), proof, log, stderr)
 	}
 
 	// A model NAME comes from the store (pulled on first use), pinned by its manifest.
@@ -247,23 +246,12 @@ func (c *serveCmd) Run(stderr errWriter) error {
 		return err
 	}
 
-	var l *ledger.Ledger
-	if c.History != "" {
-		var opened ledger.Opened
-		// With a key the history has a transparency log: a partial last line is cut only once the log
-		// shows it did not commit it (openProof, Ledger.Reconcile).
-		if l, opened, err = ledger.OpenWith(c.History, ledger.OpenOptions{KeepPartial: c.Proof.Key != ""}); err != nil {
-			return fmt.Errorf("serve: --history: %w", err)
-		}
-		defer l.Close()
-		if opened.TrimmedBytes > 0 {
-			fmt.Fprintf(stderr, "history: cut off a partial last line of %d bytes (a write a crash interrupted; that exchange was never committed)\n", opened.TrimmedBytes)
-		}
-		fmt.Fprintf(stderr, "history: %s, %d entries, root %s\n", c.History, opened.Size, opened.Root)
-	}
-	signer, tlog, err := c.openProof(proof, l, stderr, log)
+	l, signer, tlog, err := c.openHistory(proof, stderr, log)
 	if err != nil {
 		return err
+	}
+	if l != nil {
+		defer l.Close()
 	}
 	if tlog != nil {
 		defer closeLog(tlog, stderr) // before the history closes

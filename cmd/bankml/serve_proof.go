@@ -66,6 +66,35 @@ func (c *serveCmd) checkProof() (proofSetup, error) {
 	return ps, nil
 }
 
+// openHistory opens what the proof flags ask for, one setup for the single-model server and the store
+// server (whose models all share it): the history --history names (nil: none kept), then, with the key
+// checkProof loaded, the transparency log beside it (openProof), saying on stderr what it opened. The caller
+// closes the log (closeLog), then the history, once every server appending to them is closed.
+func (c *serveCmd) openHistory(ps proofSetup, stderr errWriter, log *slog.Logger) (*ledger.Ledger, *provenance.Signer, *ledger.Log, error) {
+	var l *ledger.Ledger
+	if c.History != "" {
+		var opened ledger.Opened
+		var err error
+		// With a key the history has a transparency log: a partial last line is cut only once the log
+		// shows it did not commit it (openProof, Ledger.Reconcile).
+		if l, opened, err = ledger.OpenWith(c.History, ledger.OpenOptions{KeepPartial: c.Proof.Key != ""}); err != nil {
+			return nil, nil, nil, fmt.Errorf("serve: --history: %w", err)
+		}
+		if opened.TrimmedBytes > 0 {
+			fmt.Fprintf(stderr, "history: cut off a partial last line of %d bytes (a write a crash interrupted; that exchange was never committed)\n", opened.TrimmedBytes)
+		}
+		fmt.Fprintf(stderr, "history: %s, %d entries, root %s\n", c.History, opened.Size, opened.Root)
+	}
+	signer, tlog, err := c.openProof(ps, l, stderr, log)
+	if err != nil {
+		if l != nil {
+			l.Close()
+		}
+		return nil, nil, nil, err
+	}
+	return l, signer, tlog, nil
+}
+
 // openProof opens the transparency log beside the history l (nil: none kept) with the key and witnesses
 // checkProof loaded, adding to the log every history entry it does not have yet (a history kept before the
 // log existed is so migrated; an append a crash or a database outage interrupted is so completed), and says

@@ -39,19 +39,32 @@ func (k *keepAlive) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// serveStore is bankml serve without a model: every model of the store, loaded on demand (storeserve).
-func (c *serveCmd) serveStore(ctx context.Context, addr, match string, log *slog.Logger, stderr errWriter) error {
-	if c.History != "" || c.Proof.Key != "" || len(c.Alias) > 0 || c.Unpinned || c.Manifest != "" {
-		return errors.New("serve: without MODEL (serving the store) --history, --key, -a/--alias, --unpinned and --manifest are not supported yet: every model is pinned by its store manifest and named NAME:TAG")
+// serveStore is bankml serve without a model: every model of the store, loaded on demand (storeserve). The
+// proof flags work as with a model (openHistory, the setup checkProof loaded): one history, one log and one
+// key shared by every model it loads, each receipt naming its model by model_sha256; the history and the log
+// are closed once, after the router (every model's server) is.
+func (c *serveCmd) serveStore(ctx context.Context, addr, match string, proof proofSetup, log *slog.Logger, stderr errWriter) error {
+	if len(c.Alias) > 0 || c.Unpinned || c.Manifest != "" {
+		return errors.New("serve: without MODEL (serving the store) -a/--alias, --unpinned and --manifest do not apply: every model of the store is pinned by its manifest and named NAME:TAG")
 	}
 	s, err := c.open()
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
+	l, signer, tlog, err := c.openHistory(proof, stderr, log)
+	if err != nil {
+		return err
+	}
+	if l != nil {
+		defer l.Close()
+	}
+	if tlog != nil {
+		defer closeLog(tlog, stderr) // after the router's models, before the history
+	}
 	r, err := storeserve.New(storeserve.Options{
 		Store: s, Pull: pullOptions(stderr, c.From),
 		Serve: serve.Options{NCtx: c.Ctx, Threads: int(c.Threads), Parallel: c.Parallel, QueueSize: c.Queue, NPredict: &c.NPredict,
-			APIKey: c.APIKey, CORSOrigins: c.CORSOrigin, Version: version, Log: log, Match: match, Timeout: time.Duration(c.Timeout) * time.Second,
+			APIKey: c.APIKey, CORSOrigins: c.CORSOrigin, Ledger: l, TLog: tlog, Signer: signer, Version: version, Log: log, Match: match, Timeout: time.Duration(c.Timeout) * time.Second,
 			CacheReuse: engine.CacheReuse(c.CacheReuse), SlotSavePath: c.SlotSavePath, CacheRAMMiB: c.CacheRAM,
 			Embeddings: c.Embeddings, Reranking: c.Reranking, Pooling: c.Pooling, CacheTypes: c.KV.types(), UBatch: c.embedUBatch()},
 		KeepAlive: time.Duration(c.StoreServe.KeepAlive), NoKeepAlive: c.StoreServe.KeepAlive == 0, MaxModels: c.StoreServe.MaxModels, MaxMemory: c.StoreServe.MaxMemory, Log: log,

@@ -110,9 +110,9 @@ func TestCreateFromAModelfileThroughTheCommandLine(t *testing.T) {
 	}
 }
 
-func TestServeWithoutAModelRefusesWhatAStoreServerDoesNotSupportYet(t *testing.T) {
+func TestServeWithoutAModelRefusesWhatDoesNotApplyToAStore(t *testing.T) {
 	storeEnv(t)
-	code, _, e := bankml(t, "serve", "--history", t.TempDir(), "--listen", "127.0.0.1:0")
+	code, _, e := bankml(t, "serve", "-a", "x", "--listen", "127.0.0.1:0")
 	if code != 1 || !strings.Contains(e, "without MODEL (serving the store)") {
 		t.Fatalf("exit %d, stderr %q", code, e)
 	}
