@@ -1,11 +1,14 @@
 package storeserve_test
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bankml/bankml/ledger"
 	"github.com/bankml/bankml/provenance"
@@ -81,6 +84,88 @@ func TestTheRouterAnswersTheSharedHistorysRoutesOnceWithoutAModel(t *testing.T) 
 			}
 			if got := len(f.r.Loaded()); got != loaded {
 				t.Fatalf("GET %s changed the loaded models to %v", tc.path, f.r.Loaded())
+			}
+		})
+	}
+}
+
+// TestModelsAnsweringAtOnceAppendToTheSharedHistoryAndLogEachOnce: several models answering at the same time
+// share one history and one transparency log safely (ledger.Ledger and ledger.Log serialise their appends):
+// every answer is one history entry and one distinct leaf, and its receipt names its model's file.
+func TestModelsAnsweringAtOnceAppendToTheSharedHistoryAndLogEachOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		models []string // one request each, all at once
+	}{
+		{name: "two models answering two requests each at once get four distinct leaves", models: []string{"stories260K", "tiny:q8_0", "stories260K", "tiny:q8_0"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			keyPath := t.TempDir() + "/op.key"
+			if _, err := provenance.WriteKeyFiles(keyPath, "bankml.test/router"); err != nil {
+				t.Fatal(err)
+			}
+			signer, err := provenance.LoadSigner(keyPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l, _, err := ledger.Open(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { l.Close() })
+			v, _ := signer.Public().NoteVerifier()
+			g, err := ledger.OpenPOSIXLog(dir+"/log", signer.NoteSigner(), v, ledger.LogOptions{CheckpointInterval: 100 * time.Millisecond, BatchMaxAge: 5 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { g.Close(context.Background()) })
+			f := newFixture(t, storeserve.Options{Serve: serve.Options{Ledger: l, TLog: g, Signer: signer}})
+			type got struct {
+				model, sha string
+				leaf       uint64
+				err        error
+			}
+			out := make(chan got, len(tc.models))
+			for _, m := range tc.models {
+				go func() {
+					resp, err := http.Post(f.srv.URL+"/v1/completions", "application/json",
+						strings.NewReader(`{"model":"`+m+`","prompt":"Once upon a time","max_tokens":4,"temperature":0}`))
+					if err != nil {
+						out <- got{model: m, err: err}
+						return
+					}
+					defer resp.Body.Close()
+					var a struct {
+						Receipt struct {
+							ModelSHA256 string  `json:"model_sha256"`
+							LedgerIndex *uint64 `json:"ledger_index"`
+						} `json:"bankml_receipt"`
+					}
+					if err := json.NewDecoder(resp.Body).Decode(&a); err != nil || resp.StatusCode != 200 || a.Receipt.LedgerIndex == nil {
+						out <- got{model: m, err: fmt.Errorf("status %d, receipt %+v: %v", resp.StatusCode, a.Receipt, err)}
+						return
+					}
+					out <- got{model: m, sha: a.Receipt.ModelSHA256, leaf: *a.Receipt.LedgerIndex}
+				}()
+			}
+			leaves := map[uint64]bool{}
+			for range tc.models {
+				r := <-out
+				if r.err != nil {
+					t.Fatalf("%s: %v", r.model, r.err)
+				}
+				m, err := f.s.Get(r.model)
+				if err != nil || r.sha != m.Model.SHA256 {
+					t.Errorf("%s's receipt names %s, want its file's (%v)", r.model, r.sha, err)
+				}
+				if leaves[r.leaf] || r.leaf >= uint64(len(tc.models)) {
+					t.Errorf("%s's receipt names leaf %d, already named or past %d", r.model, r.leaf, len(tc.models))
+				}
+				leaves[r.leaf] = true
+			}
+			if h := l.Head(); h.Size != uint64(len(tc.models)) || l.Unpublished() != 0 {
+				t.Fatalf("the history holds %d entries (%d unpublished), want %d, all published", h.Size, l.Unpublished(), len(tc.models))
 			}
 		})
 	}
