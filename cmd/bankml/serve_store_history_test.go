@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -71,17 +70,7 @@ func startStoreServer(t *testing.T, args ...string) (url string, stop func()) {
 	go io.Copy(io.Discard, pr)
 	return url, func() {
 		t.Helper()
-		if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
-			t.Fatal(err)
-		}
-		select {
-		case code := <-done:
-			if code != 0 {
-				t.Fatalf("exit %d after SIGTERM", code)
-			}
-		case <-time.After(60 * time.Second):
-			t.Fatal("the store server did not stop on SIGTERM")
-		}
+		stopServe(t, done, 60*time.Second)
 	}
 }
 

@@ -55,6 +55,17 @@ func TestServeAnswersAndStopsOnSIGTERM(t *testing.T) {
 	if err != nil || resp.StatusCode != 200 || !v.Receipt.Pinned || v.Receipt.ModelSHA256 != storiesSHA256 {
 		t.Fatalf("answer %d %+v %v", resp.StatusCode, v, err)
 	}
+	stopServe(t, done, 30*time.Second)
+	rep, err := ledger.Verify(dir)
+	if err != nil || rep.Size != 1 {
+		t.Fatalf("ledger after the run: %+v %v", rep, err)
+	}
+}
+
+// stopServe sends this process SIGTERM and waits up to wait for the serve command running in it (its exit status
+// arriving on done) to shut down gracefully: exit 0.
+func stopServe(t *testing.T, done <-chan int, wait time.Duration) {
+	t.Helper()
 	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -63,11 +74,7 @@ func TestServeAnswersAndStopsOnSIGTERM(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("exit %d after SIGTERM", code)
 		}
-	case <-time.After(30 * time.Second):
+	case <-time.After(wait):
 		t.Fatal("bankml serve did not stop on SIGTERM")
-	}
-	rep, err := ledger.Verify(dir)
-	if err != nil || rep.Size != 1 {
-		t.Fatalf("ledger after the run: %+v %v", rep, err)
 	}
 }

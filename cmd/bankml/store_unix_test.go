@@ -7,9 +7,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"os"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -59,15 +57,5 @@ func TestTheMainJobServesStories260KByName(t *testing.T) {
 	if err != nil || resp.StatusCode != 200 || !v.Receipt.Pinned || v.Receipt.ModelSHA256 != storiesSHA256 || v.Model != "stories260K:latest" {
 		t.Fatalf("answer %d %+v %v", resp.StatusCode, v, err)
 	}
-	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case code := <-done:
-		if code != 0 {
-			t.Fatalf("exit %d after SIGTERM", code)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("bankml serve did not stop on SIGTERM")
-	}
+	stopServe(t, done, 30*time.Second)
 }
