@@ -18,7 +18,9 @@ import (
 	"github.com/bankml/bankml/admit"
 	"github.com/bankml/bankml/embed"
 	"github.com/bankml/bankml/engine"
+	"github.com/bankml/bankml/ledger"
 	"github.com/bankml/bankml/model"
+	"github.com/bankml/bankml/provenance"
 	"github.com/bankml/bankml/quant"
 	"github.com/bankml/bankml/serve"
 	"github.com/bankml/bankml/storeserve"
@@ -256,12 +258,9 @@ func (c *serveCmd) Run(stderr errWriter) error {
 	if tlog != nil {
 		defer closeLog(tlog, stderr) // before the history closes
 	}
-	s, err := serve.New(m, serve.Options{
-		NCtx: c.Ctx, Threads: int(c.Threads), Parallel: c.Parallel, QueueSize: c.Queue, NPredict: &c.NPredict,
-		Alias: alias, Defaults: defaults, APIKey: c.APIKey, CORSOrigins: c.CORSOrigin, Ledger: l, TLog: tlog, Signer: signer, Version: version, Log: log, Match: match.Variant.String(), Timeout: time.Duration(c.Timeout) * time.Second,
-		CacheReuse: engine.CacheReuse(c.CacheReuse), SlotSavePath: c.SlotSavePath, CacheRAMMiB: c.CacheRAM,
-		Embeddings: c.Embeddings, Reranking: c.Reranking, Pooling: c.Pooling, CacheTypes: c.KV.types(), UBatch: c.embedUBatch(),
-	})
+	so := c.serveOptions(l, tlog, signer, log, match.Variant.String())
+	so.Alias, so.Defaults = alias, defaults
+	s, err := serve.New(m, so)
 	if err != nil {
 		return cannotRun(err)
 	}
@@ -376,3 +375,15 @@ func noPinAdvice(np *admit.NoPinError) error {
 // n_ubatch for embeddings (tools/server/server.cpp) and llama_context keeps n_ubatch at most n_batch, so the
 // smaller of the two (serve.New caps it at a decoder's context).
 func (c *serveCmd) embedUBatch() int { return min(c.UBatch, c.Batch) }
+
+// serveOptions are the serve.Options of serve's flags, the history, log and key openHistory gave (nil without
+// --history) and the matched CPU variant: one model's server, or each model's of the store server.
+func (c *serveCmd) serveOptions(l *ledger.Ledger, tlog *ledger.Log, signer *provenance.Signer, log *slog.Logger, match string) serve.Options {
+	return serve.Options{
+		NCtx: c.Ctx, Threads: int(c.Threads), Parallel: c.Parallel, QueueSize: c.Queue, NPredict: &c.NPredict,
+		APIKey: c.APIKey, CORSOrigins: c.CORSOrigin, Ledger: l, TLog: tlog, Signer: signer, Version: version, Log: log, Match: match,
+		Timeout:    time.Duration(c.Timeout) * time.Second,
+		CacheReuse: engine.CacheReuse(c.CacheReuse), SlotSavePath: c.SlotSavePath, CacheRAMMiB: c.CacheRAM,
+		Embeddings: c.Embeddings, Reranking: c.Reranking, Pooling: c.Pooling, CacheTypes: c.KV.types(), UBatch: c.embedUBatch(),
+	}
+}

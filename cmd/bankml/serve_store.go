@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/bankml/bankml/engine"
 	"github.com/bankml/bankml/serve"
 	"github.com/bankml/bankml/storeserve"
 )
@@ -63,10 +62,7 @@ func (c *serveCmd) serveStore(ctx context.Context, addr, match string, proof pro
 	}
 	r, err := storeserve.New(storeserve.Options{
 		Store: s, Pull: pullOptions(stderr, c.From),
-		Serve: serve.Options{NCtx: c.Ctx, Threads: int(c.Threads), Parallel: c.Parallel, QueueSize: c.Queue, NPredict: &c.NPredict,
-			APIKey: c.APIKey, CORSOrigins: c.CORSOrigin, Ledger: l, TLog: tlog, Signer: signer, Version: version, Log: log, Match: match, Timeout: time.Duration(c.Timeout) * time.Second,
-			CacheReuse: engine.CacheReuse(c.CacheReuse), SlotSavePath: c.SlotSavePath, CacheRAMMiB: c.CacheRAM,
-			Embeddings: c.Embeddings, Reranking: c.Reranking, Pooling: c.Pooling, CacheTypes: c.KV.types(), UBatch: c.embedUBatch()},
+		Serve:     c.serveOptions(l, tlog, signer, log, match),
 		KeepAlive: time.Duration(c.StoreServe.KeepAlive), NoKeepAlive: c.StoreServe.KeepAlive == 0, MaxModels: c.StoreServe.MaxModels, MaxMemory: c.StoreServe.MaxMemory, Log: log,
 	})
 	if err != nil {
