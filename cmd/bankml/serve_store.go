@@ -17,7 +17,7 @@ import (
 type storeServeFlags struct {
 	KeepAlive keepAlive `name:"keep-alive" default:"5m" help:"Without MODEL: how long a model stays loaded after its last request (Ollama's keep_alive and OLLAMA_KEEP_ALIVE: a duration such as 10m, or whole seconds such as -1; a request's own keep_alive wins): 0 unloads it once idle, a negative value keeps it loaded."`
 	MaxModels int       `name:"max-models" default:"0" help:"Without MODEL: models loaded at once (0: no limit); the least recently used idle model is unloaded to make room, and with every model busy a request waits for one to finish."`
-	MaxMemory int64     `name:"max-memory" default:"0" placeholder:"BYTES" help:"Without MODEL: bytes of model files loaded at once (0: no limit); the least recently used idle models are unloaded to make room."`
+	MaxMemory int64     `name:"max-memory" default:"0" placeholder:"BYTES" help:"Without MODEL: bytes of models loaded at once, each counted as its file plus its slots' full KV caches at -c/-np/-ctk/-ctv (0: no limit); the least recently used idle models are unloaded to make room."`
 }
 
 // keepAlive is --keep-alive: a Go duration ("10m", "-1s") or, as Ollama's OLLAMA_KEEP_ALIVE reads it, a
