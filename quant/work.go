@@ -621,8 +621,7 @@ func (j *matJob) doPacked(worker, lo, hi int) {
 	if np > 1 {
 		sumLen = 16 * nc
 	}
-	scr := grow(w.scr[worker], 16*nc+128*nc+sumLen)
-	w.scr[worker] = scr
+	scr := w.scratch(worker, 16*nc+128*nc+sumLen)
 	tile, acc, sum := scr[:16*nc], scr[16*nc:16*nc+128*nc], scr[16*nc+128*nc:]
 	for g := lo; g < hi; g++ {
 		r0 := g * packRows
@@ -665,6 +664,18 @@ func (j *matJob) doPacked(worker, lo, hi int) {
 	}
 }
 
+// scratch is worker's tile scratch (Work.scr) of at least n floats, grown
+// only when it is short. The slice headers of all workers share a cache
+// line: a store on every call (one per 16-row group) would move that line
+// between the workers' cores on every group.
+func (w *Work) scratch(worker, n int) []float32 {
+	if s := w.scr[worker]; cap(s) >= n {
+		return s[:n]
+	}
+	w.scr[worker] = make([]float32, n, n+n/4)
+	return w.scr[worker]
+}
+
 // q1LUT reports whether the job's groups run the Q1_0 lookup-table walk
 // (doPackedQ1LUT): one packed Q1_0 plane at a level that has it; planes of
 // Q1_0 run group by group.
@@ -689,8 +700,7 @@ const q1LUTMaxCols = 4
 func (j *matJob) doPackedQ1LUTRange(worker, lo, hi, end int, start bool) {
 	w, rows := j.w, j.m.Rows
 	p := j.m.packedRows()
-	scr := grow(w.scr[worker], (16+128)*q1LUTMaxCols*q1Band)
-	w.scr[worker] = scr
+	scr := w.scratch(worker, (16+128)*q1LUTMaxCols*q1Band)
 	tile, acc := scr[:16*q1LUTMaxCols*q1Band], scr[16*q1LUTMaxCols*q1Band:]
 	for g0 := lo; g0 < hi; {
 		g1 := min(hi, (g0/q1Band+1)*q1Band)
