@@ -2,9 +2,22 @@ package quant
 
 import "golang.org/x/sys/cpu"
 
-// cpuidECX1 returns ECX of CPUID leaf 1 (F16C is bit 29; x/sys/cpu does not
-// report it).
-func cpuidECX1() uint32
+// cpuid returns the registers of CPUID leaf (subleaf 0): leaf 1's ECX has
+// F16C at bit 29 and leaf 0's EBX, EDX, ECX spell the vendor, neither of
+// which x/sys/cpu reports.
+func cpuid(leaf uint32) (eax, ebx, ecx, edx uint32)
+
+// cpuidECX1 is ECX of CPUID leaf 1.
+func cpuidECX1() uint32 {
+	_, _, ecx, _ := cpuid(1)
+	return ecx
+}
+
+// isAMD reports whether CPUID's vendor string is "AuthenticAMD".
+func isAMD() bool {
+	_, ebx, ecx, edx := cpuid(0)
+	return ebx == 0x68747541 && edx == 0x69746e65 && ecx == 0x444d4163 // "Auth" "enti" "cAMD"
+}
 
 func missingFeatures(l Level) []string {
 	var miss []string

@@ -1,9 +1,12 @@
 #include "textflag.h"
 
-// func cpuidECX1() uint32
-TEXT ·cpuidECX1(SB), NOSPLIT, $0-4
-	MOVL $1, AX
+// func cpuid(leaf uint32) (eax, ebx, ecx, edx uint32)
+TEXT ·cpuid(SB), NOSPLIT, $0-24
+	MOVL leaf+0(FP), AX
 	XORL CX, CX
 	CPUID
-	MOVL CX, ret+0(FP)
+	MOVL AX, eax+8(FP)
+	MOVL BX, ebx+12(FP)
+	MOVL CX, ecx+16(FP)
+	MOVL DX, edx+20(FP)
 	RET
