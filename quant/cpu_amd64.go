@@ -40,3 +40,25 @@ func missingFeatures(l Level) []string {
 	}
 	return miss
 }
+
+// l1dBytes is the size of this CPU's level-1 data cache from CPUID (AMD:
+// leaf 0x80000005's ECX[31:24] in KiB; others: leaf 4, subleaf 0, when it
+// describes a data cache: ways × partitions × line × sets), 0 when CPUID
+// does not tell.
+func l1dBytes() int {
+	if isAMD() {
+		if top, _, _, _ := cpuid(0x80000000); top >= 0x80000005 {
+			_, _, ecx, _ := cpuid(0x80000005)
+			return int(ecx>>24) << 10
+		}
+		return 0
+	}
+	if top, _, _, _ := cpuid(0); top >= 4 {
+		eax, ebx, ecx, _ := cpuid(4)
+		if eax&0x1f == 1 { // a data cache
+			ways, parts, line := int(ebx>>22)+1, int(ebx>>12&0x3ff)+1, int(ebx&0xfff)+1
+			return ways * parts * line * (int(ecx) + 1)
+		}
+	}
+	return 0
+}

@@ -3,6 +3,7 @@ package quant
 import (
 	"bufio"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -28,4 +29,23 @@ func TestIsAMDAgreesWithProcCPUInfo(t *testing.T) {
 		return
 	}
 	t.Skip("/proc/cpuinfo names no vendor_id")
+}
+
+// TestL1dBytesAgreesWithSysfs: the L1 data cache size read from CPUID is the
+// one the Linux kernel reports for CPU 0's level-1 data cache.
+func TestL1dBytesAgreesWithSysfs(t *testing.T) {
+	const dir = "/sys/devices/system/cpu/cpu0/cache/index0/"
+	typ, err1 := os.ReadFile(dir + "type")
+	size, err2 := os.ReadFile(dir + "size")
+	if err1 != nil || err2 != nil || strings.TrimSpace(string(typ)) != "Data" {
+		t.Skipf("no level-1 data cache in %s", dir)
+	}
+	s := strings.TrimSpace(string(size))
+	kib, err := strconv.Atoi(strings.TrimSuffix(s, "K"))
+	if err != nil || !strings.HasSuffix(s, "K") {
+		t.Skipf("%ssize is %q", dir, s)
+	}
+	if got := l1dBytes(); got != kib<<10 {
+		t.Fatalf("l1dBytes() = %d; the kernel reports %s", got, s)
+	}
 }

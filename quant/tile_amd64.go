@@ -234,13 +234,12 @@ func tileQ1_0LUTGroups(l Level, p *packed, a *q8Act, c, nc, lo, hi, end int, sta
 	for ch := range nch {
 		b0 := ch * q1Chunk
 		off0, n := p.q1SegOff(lo, ch)
-		// At two or four columns the chunk runs in two parts (blocks [0,
-		// step) and [step, n)), each on every group in turn, so that the
-		// part's tables of the columns (16 or 32 KiB) stay in L1 while the
-		// groups read them.
+		// At two or four columns the chunk runs in parts of step blocks,
+		// each on every group in turn, so that the part's tables of the
+		// columns stay in L1 while the groups read them (q1PartBlocks).
 		step := n
 		if nc > 1 {
-			step = (n + 1) / 2
+			step = min((n+1)/2, q1PartBlocks[nc])
 		}
 		for bs := 0; bs < n; bs += step {
 			bn := min(step, n-bs)
@@ -278,6 +277,26 @@ func tileQ1_0LUTGroups(l Level, p *packed, a *q8Act, c, nc, lo, hi, end int, sta
 		}
 	}
 }
+
+// q1PartBlocks[nc] is the most blocks of a chunk that tileQ1_0LUTGroups
+// runs on every group in turn at nc columns: as many as keep the part's
+// tables (2 KiB a block and column) within two thirds of this CPU's L1d,
+// the rest left to the codes, scales and accumulators it streams (at least
+// one; q1Chunk when CPUID does not tell the L1d's size). Halves of a chunk
+// (four blocks) at four columns fill a 32 KiB L1d (Zen 4) with tables;
+// parts of two blocks ran 4 columns 9-12 % faster there (docs/PERFORMANCE.md,
+// "Zen 4, 2026-12-04") and parts of two were slower on the 48 KiB L1d of
+// Sapphire Rapids, where halves fit.
+var q1PartBlocks = func() (n [q1LUTMaxCols + 1]int) {
+	l1 := l1dBytes()
+	for nc := 1; nc < len(n); nc++ {
+		n[nc] = q1Chunk
+		if l1 > 0 {
+			n[nc] = max(1, min(q1Chunk, l1*2/3/(nc*2048)))
+		}
+	}
+	return n
+}()
 
 //go:noescape
 func tileTQ2_0AVX512(codes, scales *byte, nb int, qs *byte, d *float32, nbs *int32, out *float32)
