@@ -37,8 +37,8 @@ func tileQ2_0AVX512Col4(codes, scales *byte, nb int, qs *byte, dy *float32, nsum
 
 // q2GFNI is tileQ2_0AVX512's gfni argument on this CPU: 1 where it has
 // GFNI at 512 bits (Ice Lake on; Cascade Lake's AVX-512 has VNNI without
-// it) and is an Intel one, so that the planes are decoded by one affine map
-// each. Zen 4 has GFNI too, but there the shifts and masks run the
+// it) and is not an AMD one, so that the planes are decoded by one affine
+// map each. Zen 4 has GFNI too, but there the shifts and masks run the
 // four-column tile 7-10 % faster (docs/PERFORMANCE.md, "Zen 4,
 // 2026-12-04"): its 512-bit affine maps take the pipes the vpdpbusd chains
 // need. Both decodes give the same planes (TestQ2_0TileDecodesAgree).
