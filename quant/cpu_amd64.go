@@ -1,21 +1,22 @@
 package quant
 
-import "golang.org/x/sys/cpu"
+import (
+	"golang.org/x/sys/cpu"
 
-// cpuid returns the registers of CPUID leaf (subleaf 0): leaf 1's ECX has
-// F16C at bit 29 and leaf 0's EBX, EDX, ECX spell the vendor, neither of
-// which x/sys/cpu reports.
-func cpuid(leaf uint32) (eax, ebx, ecx, edx uint32)
+	"github.com/bankml/bankml/internal/cpuvariant"
+)
 
-// cpuidECX1 is ECX of CPUID leaf 1.
+// cpuidECX1 is ECX of CPUID leaf 1 (F16C is bit 29; x/sys/cpu does not
+// report it).
 func cpuidECX1() uint32 {
-	_, _, ecx, _ := cpuid(1)
+	_, _, ecx, _ := cpuvariant.CPUID(1, 0)
 	return ecx
 }
 
-// isAMD reports whether CPUID's vendor string is "AuthenticAMD".
+// isAMD reports whether CPUID's vendor string (leaf 0's EBX, EDX, ECX) is
+// "AuthenticAMD".
 func isAMD() bool {
-	_, ebx, ecx, edx := cpuid(0)
+	_, ebx, ecx, edx := cpuvariant.CPUID(0, 0)
 	return ebx == 0x68747541 && edx == 0x69746e65 && ecx == 0x444d4163 // "Auth" "enti" "cAMD"
 }
 
@@ -47,14 +48,14 @@ func missingFeatures(l Level) []string {
 // does not tell.
 func l1dBytes() int {
 	if isAMD() {
-		if top, _, _, _ := cpuid(0x80000000); top >= 0x80000005 {
-			_, _, ecx, _ := cpuid(0x80000005)
+		if top, _, _, _ := cpuvariant.CPUID(0x80000000, 0); top >= 0x80000005 {
+			_, _, ecx, _ := cpuvariant.CPUID(0x80000005, 0)
 			return int(ecx>>24) << 10
 		}
 		return 0
 	}
-	if top, _, _, _ := cpuid(0); top >= 4 {
-		eax, ebx, ecx, _ := cpuid(4)
+	if top, _, _, _ := cpuvariant.CPUID(0, 0); top >= 4 {
+		eax, ebx, ecx, _ := cpuvariant.CPUID(4, 0)
 		if eax&0x1f == 1 { // a data cache
 			ways, parts, line := int(ebx>>22)+1, int(ebx>>12&0x3ff)+1, int(ebx&0xfff)+1
 			return ways * parts * line * (int(ecx) + 1)
