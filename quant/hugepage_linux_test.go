@@ -55,11 +55,14 @@ func TestPackedBytesGetHugePages(t *testing.T) {
 	// the check runs in a fresh process of this test binary, whose heap
 	// comes fresh from the kernel as a loading model's does.
 	if os.Getenv(hugePageChild) == "" {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestPackedBytesGetHugePages$", "-test.count=1")
+		cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$", "-test.count=1", "-test.v")
 		cmd.Env = append(os.Environ(), hugePageChild+"=1")
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("the check in a fresh process: %v\n%s", err, out)
+		}
+		if !strings.Contains(string(out), "--- PASS: "+t.Name()) {
+			t.Fatalf("the fresh process did not run %s:\n%s", t.Name(), out)
 		}
 		return
 	}
