@@ -36,6 +36,15 @@ type q8Act struct {
 	lut         []float32
 	lutC0, lutN int
 	lutOK       bool // lut holds columns lutC0 .. lutC0+lutN-1
+	// ilut and imeta hold the integer form of the four-column tile
+	// (tileQ1_0I4AVX512) for each whole batch of four of the lut columns
+	// (batch i: columns lutC0+4i .. +3), filled by fillILUT at LevelAVX512:
+	// per batch and Q1_0 block, 2048 int16 (column c's tables at 512c) in
+	// ilut and 16 words in imeta (column c's q1IntScales at 4c: the m
+	// pairs and the float bits of 2^e; word 3 also 1 when all four columns
+	// passed).
+	ilut  []int16
+	imeta []uint32
 }
 
 // fillLUT fills lut with the tables of columns c0 .. c0+nc-1 at level l
@@ -51,6 +60,7 @@ func (a *q8Act) fillLUT(l Level, c0, nc int) {
 	for c := range nc {
 		a.fillLUTCol(l, c0+c, a.lut[4*a.k*c:4*a.k*(c+1)])
 	}
+	a.fillILUT(l, c0, nc)
 	a.lutC0, a.lutN, a.lutOK = c0, nc, true
 }
 

@@ -27,7 +27,9 @@ import (
 //     NEON, so on x86 every output, for one activation column or many, is
 //     one ggml_vec_dot_q1_0_q8_0 call on the plain layout: VecDotQ1_0Q8_0.
 //   - Deliberate differences: none in the float chain; the integer lane sums
-//     are formed in any order (they are exact).
+//     are formed in any order (they are exact). At four columns (AVX-512) a
+//     block whose four Q8_0 scales keep every partial sum of the chain exact
+//     (q1IntScales) has that chain computed in integers: the same bits.
 //   - Determinism: a pure function of one weight row and one activation row.
 
 // QK1_0 is the number of weights in a Q1_0 block.
@@ -177,4 +179,72 @@ func VecDotQ1_0Q8_0(w, a []byte, nb int) float32 {
 		}
 	}
 	return hsum8(&acc)
+}
+
+// q1IntScales reports whether one Q1_0 block's product with a column may
+// run in the integer form (tileQ1_0I4AVX512), and its operands. dy holds
+// the block's four Q8_0 scales (f16 values as float32). Write each non-zero
+// dy_k = s_k*2^u_k with s_k an integer (at most 11 bits), e the least u_k,
+// m_k = s_k*2^(u_k-e) (0 for a zero scale), divided by their common power
+// of two (e raised by it). When Σ m_k <= 32767, every partial sum of the
+// reference's chain blk = float(L_0)*dy_0, blk = fma(float(L_k), dy_k, blk)
+// (VecDotQ1_0Q8_0) is an integer times 2^e of magnitude at most
+// 512*32767 < 2^24, so exact in float32: blk = float32(S)*2^e with
+// S = Σ L_k*m_k, and the reference's acc = fma(d, blk, acc) is
+// fma(d*2^e, float32(S), acc) (the same real product; d*2^e is exact, e
+// between -34 and 5). Then ok, m the four m_k and scale 2^e. A negative,
+// negative-zero, infinite or NaN scale is not ok (the reference's zeros
+// and NaNs would then differ), nor a span too wide for the sum.
+func q1IntScales(dy *[4]float32) (m [4]uint16, scale float32, ok bool) {
+	var s [4]uint32
+	var u [4]int
+	e, any := 0, false
+	for k, v := range dy {
+		if v < 0 || math.Signbit(float64(v)) || math.IsInf(float64(v), 0) || v != v {
+			return m, 0, false
+		}
+		if v == 0 {
+			continue
+		}
+		fr, ex := math.Frexp(float64(v))
+		sig := fr * 2048
+		if sig != math.Trunc(sig) {
+			return m, 0, false // not an f16 value
+		}
+		s[k], u[k] = uint32(sig), ex-11
+		if !any || u[k] < e {
+			e = u[k]
+		}
+		any = true
+	}
+	if !any {
+		return m, 1, true // blk is +0, as float32(0)*2^0
+	}
+	var mk [4]uint32
+	var or uint32
+	for k := range 4 {
+		if s[k] == 0 {
+			continue
+		}
+		sh := u[k] - e
+		if sh > 15 {
+			return m, 0, false
+		}
+		mk[k] = s[k] << sh
+		or |= mk[k]
+	}
+	for or&1 == 0 {
+		or >>= 1
+		e++
+		for k := range mk {
+			mk[k] >>= 1
+		}
+	}
+	if mk[0]+mk[1]+mk[2]+mk[3] > 32767 {
+		return m, 0, false
+	}
+	for k := range 4 {
+		m[k] = uint16(mk[k])
+	}
+	return m, float32(math.Ldexp(1, e)), true
 }

@@ -2,6 +2,7 @@ package quant
 
 import (
 	"fmt"
+	"math"
 	"unsafe"
 
 	"golang.org/x/sys/cpu"
@@ -104,6 +105,58 @@ func q1LUTAVX2(qs *byte, nqsOff int, dy *float32, nsub int, lut *float32)
 //go:noescape
 func q1LUTAVX512(qs *byte, nqsOff int, dy *float32, nsub int, lut *float32)
 
+// tileQ1_0I4AVX512 is tileQ1_0L2AVX512 for four columns (the same bits),
+// the blocks that every column may take in the integer form (q1IntScales)
+// run in it: ilut and meta the batch's q8Act.ilut and imeta at the call's
+// first block, dsc scratch for 64 floats a block, column c's float tables
+// lutStride bytes after column c-1's, its sums at out + c*outStride bytes.
+//
+//go:noescape
+func tileQ1_0I4AVX512(codes, scales *byte, nb int, lut *float32, lutStride int, acc *float32, first int, out *float32, outStride int, pfc, pfs *byte, ilut *int16, meta *uint32, dsc *float32)
+
+// q1ILUTAVX512 writes the int16 tables of nblk Q1_0 blocks of one column
+// (q8Act.ilut's layout, a block's tables 4096 bytes after the last's).
+//
+//go:noescape
+func q1ILUTAVX512(qs *byte, nqsOff int, nblk int, ilut *int16)
+
+// fillILUT fills a.ilut and a.imeta for the whole batches of four among
+// columns c0 .. c0+nc-1 at LevelAVX512 (the level with tileQ1_0I4AVX512);
+// at other levels, or under four columns, it leaves them.
+func (a *q8Act) fillILUT(l Level, c0, nc int) {
+	if l != LevelAVX512 || nc < 4 || a.k%QK1_0 != 0 {
+		return
+	}
+	nblk, nsub := a.k/QK1_0, a.k/QK8_0
+	nbat := nc / 4
+	a.ilut = grow(a.ilut, nbat*nblk*2048)
+	a.imeta = grow(a.imeta, nbat*nblk*16)
+	for bi := range nbat {
+		for ci := range 4 {
+			c := c0 + 4*bi + ci
+			q := &a.qs[c*a.k]
+			off := int(uintptr(unsafe.Pointer(&a.nqs[c*a.k])) - uintptr(unsafe.Pointer(q)))
+			q1ILUTAVX512(q, off, nblk, &a.ilut[bi*nblk*2048+512*ci])
+		}
+		for b := range nblk {
+			meta := a.imeta[(bi*nblk+b)*16 : (bi*nblk+b+1)*16]
+			all := uint32(1)
+			for ci := range 4 {
+				c := c0 + 4*bi + ci
+				m, scale, ok := q1IntScales((*[4]float32)(a.dy[c*nsub+4*b:]))
+				meta[4*ci] = uint32(m[0]) | uint32(m[1])<<16
+				meta[4*ci+1] = uint32(m[2]) | uint32(m[3])<<16
+				meta[4*ci+2] = math.Float32bits(scale)
+				meta[4*ci+3] = 0
+				if !ok {
+					all = 0
+				}
+			}
+			meta[3] = all
+		}
+	}
+}
+
 // fillLUTCol writes column c's Q1_0 lookup tables (see q8Act.lut) to lut
 // (4k floats) at level l.
 func (a *q8Act) fillLUTCol(l Level, c int, lut []float32) {
@@ -174,7 +227,7 @@ const q1PrefetchVisits = 2
 
 // q1LUTCols reports how many columns one tileQ1_0LUTGroups call takes at
 // level l when at least n are left: four or two at LevelAVX512
-// (tileQ1_0L4AVX512, tileQ1_0L2AVX512, which load and shift each block's
+// (tileQ1_0I4AVX512, tileQ1_0L2AVX512, which load and shift each block's
 // code words once for all of them), else one.
 func q1LUTCols(l Level, n int) int {
 	switch {
@@ -195,7 +248,9 @@ func q1LUTCols(l Level, n int) int {
 // (the per-row float chain is unchanged: each group's accumulators carry
 // over between chunks). That is the order of the segments in memory
 // (packed), so a band is read front to back. acc is scratch for
-// 128*nc*q1Band floats.
+// 128*nc*q1Band floats, and at four columns 64*q1Chunk more. Four columns
+// run tileQ1_0I4AVX512 (c-a.lutC0 a multiple of four: the batch's integer
+// tables, q8Act.fillILUT).
 //
 // Each visit prefetches into L2 the segment q1PrefetchVisits visits
 // further, in this band or the next one when that starts below end (the
@@ -211,6 +266,13 @@ func tileQ1_0LUTGroups(l Level, p *packed, a *q8Act, c, nc, lo, hi, end int, sta
 	nch := (nb + q1Chunk - 1) / q1Chunk
 	_ = out[16*ng*nc-1]
 	_ = acc[128*nc*q1Band-1]
+	dsc := acc[128*nc*q1Band:] // tileQ1_0I4AVX512's scratch
+	if nc == 4 {
+		_ = dsc[64*q1Chunk-1]
+		if (c-a.lutC0)%4 != 0 || (c-a.lutC0)/4*nb*2048 >= len(a.ilut) {
+			panic(fmt.Sprintf("quant: tileQ1_0LUTGroups on columns %d..%d without their integer tables (q8Act.fillILUT)", c, c+3))
+		}
+	}
 	if lo/q1Band != (hi-1)/q1Band {
 		panic(fmt.Sprintf("quant: tileQ1_0LUTGroups on groups %d..%d across a band", lo, hi-1))
 	}
@@ -264,7 +326,8 @@ func tileQ1_0LUTGroups(l Level, p *packed, a *q8Act, c, nc, lo, hi, end int, sta
 				pfc, pfs := &p.data[pf+256*bs], &p.data[pf+256*n+32*bs]
 				switch {
 				case nc == 4:
-					tileQ1_0L4AVX512(codes, scales, bn, &lut[512*(b0+bs)], lutStride, &acc[512*(g-lo)], first, o, 4*16*ng, pfc, pfs)
+					ib := (c-a.lutC0)/4*nb + b0 + bs // the batch's block in ilut, imeta
+					tileQ1_0I4AVX512(codes, scales, bn, &lut[512*(b0+bs)], lutStride, &acc[512*(g-lo)], first, o, 4*16*ng, pfc, pfs, &a.ilut[2048*ib], &a.imeta[16*ib], &dsc[0])
 				case nc == 2:
 					tileQ1_0L2AVX512(codes, scales, bn, &lut[512*(b0+bs)], &lutB[512*(b0+bs)], &acc[256*(g-lo)], first, o, oB, pfc, pfs)
 				case l == LevelAVX512:
@@ -395,11 +458,6 @@ func dotQ1_0Plain(w []byte, a *q8Act, c, nb int) float32 {
 	return dotQ1_0PlainAVX512(&w[0], nb, &q[0], off, &dy8[0])
 }
 
-// tileQ1_0L4AVX512 is tileQ1_0L2AVX512 for four columns (the same bits):
-// tables at lut + c*lutStride bytes, results at out + c*outStride bytes.
-//
-//go:noescape
-func tileQ1_0L4AVX512(codes, scales *byte, nb int, lut *float32, lutStride int, acc *float32, first int, out *float32, outStride int, pfc, pfs *byte)
 
 //go:noescape
 func tileQ1_0L2AVX512(codes, scales *byte, nb int, lutA, lutB *float32, acc *float32, first int, outA, outB *float32, pfc, pfs *byte)

@@ -26,6 +26,8 @@ func (a *q8Act) fillLUTCol(l Level, c int, lut []float32) { a.fillLUTColGo(c, lu
 
 func hasQ1LUT(l Level) bool { return false }
 
+func (a *q8Act) fillILUT(l Level, c0, nc int) {}
+
 func q1LUTCols(l Level, n int) int { return 1 }
 
 func tileQ1_0LUTGroups(l Level, p *packed, a *q8Act, c, nc, lo, hi, end int, start bool, acc, out []float32) {

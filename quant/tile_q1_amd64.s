@@ -23,7 +23,8 @@ GLOBL q1ones<>(SB), RODATA|NOPTR, $4
 	VPSRLD    $4, Z10, Z15 \
 	VPSRLD    $4, Z11, Z28
 
-// Lanes 2m and 2m+1 of a block for four columns (tileQ1_0L4AVX512): the
+// Lanes 2m and 2m+1 of a block for four columns (tileQ1_0I4AVX512's float
+// chain, for the blocks it cannot take in integers): the
 // four sub-blocks' words loaded m bytes further and shifted once, then per
 // column LUTPAIR's lookups and sums, the columns interleaved op by op
 // (column c's tables at AX, BX, CX, DX; its two lanes' accumulators in
@@ -95,7 +96,7 @@ GLOBL q1ones<>(SB), RODATA|NOPTR, $4
 	VFMADD231PS Z22, Z12, Z6 \
 	VFMADD231PS Z23, Z12, Z7
 
-// Lanes lo/64 and hi/64 of four columns (tileQ1_0L4AVX512): their eight
+// Lanes lo/64 and hi/64 of four columns (tileQ1_0I4AVX512): their eight
 // accumulators loaded from acc (R9; column c at 512c bytes), or zeroed
 // when first != 0; the walk's cursors set to the call's first block.
 #define LUTQUADSTART(lo, hi, zero, start) \
@@ -445,58 +446,183 @@ l2fin:
 	VZEROUPPER
 	RET
 
-// func tileQ1_0L4AVX512(codes, scales *byte, nb int, lut *float32, lutStride int, acc *float32, first int, out *float32, outStride int, pfc, pfs *byte)
+
+// The integer form of the four-column tile (tileQ1_0I4AVX512). Where a
+// column's block passes q1IntScales, every partial sum of the reference's
+// blk chain is exact, so blk = S * 2^e with S = Σ_k L_k m_k in integers
+// (q1_0.go): per lane, two vpermw of int16 tables (sub-blocks 0 and 1 in
+// one, 2 and 3 in the other: q1ILUTAVX512), one vpmaddwd and one vpdpwssd
+// by the block's (m_0, m_1) and (m_2, m_3), vcvtdq2ps, and the reference's
+// acc = fma(d, blk, acc) as fma(d * 2^e, float(S), acc): the same product.
+
+DATA q1i4pair<>+0(SB)/8, $0x0022000200200000
+DATA q1i4pair<>+8(SB)/8, $0x0026000600240004
+DATA q1i4pair<>+16(SB)/8, $0x002a000a00280008
+DATA q1i4pair<>+24(SB)/8, $0x002e000e002c000c
+DATA q1i4pair<>+32(SB)/8, $0x0032001200300010
+DATA q1i4pair<>+40(SB)/8, $0x0036001600340014
+DATA q1i4pair<>+48(SB)/8, $0x003a001a00380018
+DATA q1i4pair<>+56(SB)/8, $0x003e001e003c001c
+GLOBL q1i4pair<>(SB), RODATA|NOPTR, $64
+
+DATA q1i4nib<>+0(SB)/4, $0x000f000f
+GLOBL q1i4nib<>(SB), RODATA|NOPTR, $4
+
+DATA q1i4hi<>+0(SB)/4, $0x00100000
+GLOBL q1i4hi<>(SB), RODATA|NOPTR, $4
+
+DATA q1i4pairhi<>+0(SB)/8, $0x0023000300210001
+DATA q1i4pairhi<>+8(SB)/8, $0x0027000700250005
+DATA q1i4pairhi<>+16(SB)/8, $0x002b000b00290009
+DATA q1i4pairhi<>+24(SB)/8, $0x002f000f002d000d
+DATA q1i4pairhi<>+32(SB)/8, $0x0033001300310011
+DATA q1i4pairhi<>+40(SB)/8, $0x0037001700350015
+DATA q1i4pairhi<>+48(SB)/8, $0x003b001b00390019
+DATA q1i4pairhi<>+56(SB)/8, $0x003f001f003d001d
+GLOBL q1i4pairhi<>(SB), RODATA|NOPTR, $64
+
+// Lanes 2m and 2m+1's vpermw indices of a block: the four sub-blocks'
+// words (aligned loads), each row's 16 bits of sub-block 0 (2) that hold
+// the pass's nibbles beside those of sub-block 1 (3) (vpermt2w by Z29:
+// q1i4pair, the low halves, for m = 0, 1; q1i4pairhi, the high halves,
+// for m = 2, 3), shifted right per word by sa (lane 2m: 0 or 8) and sb
+// (lane 2m+1: sa+4); then of each word the low four bits (Z30), and 16
+// added to the second (Z31: the upper table). Z8 and Z10 (lane 2m,
+// sub-blocks 0-1 and 2-3), Z13 and Z15 (lane 2m+1). Q1IWORDS0 is sa = 0.
+#define Q1IWORDSLOAD \
+	VMOVDQU32  (SI), Z8 \
+	VMOVDQU32  64(SI), Z9 \
+	VMOVDQU32  128(SI), Z10 \
+	VMOVDQU32  192(SI), Z11 \
+	VPERMT2W   Z9, Z29, Z8 \
+	VPERMT2W   Z11, Z29, Z10
+
+#define Q1IWORDSFIX \
+	VPTERNLOGD $0xea, Z31, Z30, Z8 \
+	VPTERNLOGD $0xea, Z31, Z30, Z13 \
+	VPTERNLOGD $0xea, Z31, Z30, Z10 \
+	VPTERNLOGD $0xea, Z31, Z30, Z15
+
+#define Q1IWORDS0 \
+	Q1IWORDSLOAD \
+	VPSRLW     $4, Z8, Z13 \
+	VPSRLW     $4, Z10, Z15 \
+	Q1IWORDSFIX
+
+#define Q1IWORDS8 \
+	Q1IWORDSLOAD \
+	VPSRLW     $12, Z8, Z13 \
+	VPSRLW     $12, Z10, Z15 \
+	VPSRLW     $8, Z8, Z8 \
+	VPSRLW     $8, Z10, Z10 \
+	Q1IWORDSFIX
+
+// Q1IWORDS' constants: the pass's pair indices (pair) in Z29, q1i4nib in
+// Z30, q1i4hi in Z31 (LUTQUAD's temporaries: loaded again after a block in
+// the float chain).
+#define Q1ICONSTS(pair) \
+	VMOVDQU64    pair<>(SB), Z29 \
+	VPBROADCASTD q1i4nib<>(SB), Z30 \
+	VPBROADCASTD q1i4hi<>(SB), Z31
+
+// One column's two lanes of a block in the integer form: tables at
+// t+ta (lane 2m) and t+tb (lane 2m+1) from R12 (+64: sub-blocks 2-3), the
+// column's (m_0, m_1), (m_2, m_3) at mo(R13), its rows' d * 2^e at do(R14),
+// accumulators a and b.
+#define Q1ICOL(t, ta, tb, mo, do, a, b, l0, l1, l2, l3, m0, m1, d) \
+	VPBROADCASTD (mo)(R13), m0 \
+	VPBROADCASTD (mo+4)(R13), m1 \
+	VMOVUPS      (do)(R14), d \
+	VPERMW       (t+ta)(R12), Z8, l0 \
+	VPERMW       (t+ta+64)(R12), Z10, l1 \
+	VPERMW       (t+tb)(R12), Z13, l2 \
+	VPERMW       (t+tb+64)(R12), Z15, l3 \
+	VPMADDWD     m0, l0, l0 \
+	VPMADDWD     m0, l2, l2 \
+	VPDPWSSD     m1, l1, l0 \
+	VPDPWSSD     m1, l3, l2 \
+	VCVTDQ2PS    l0, l0 \
+	VCVTDQ2PS    l2, l2 \
+	VFMADD231PS  l0, d, a \
+	VFMADD231PS  l2, d, b
+
+// One pass of tileQ1_0I4AVX512 over the call's blocks for lanes 2m and
+// 2m+1 (accumulators at lo, hi of acc, tables at ta = 2lo, tb = 2lo+128):
+// per block the integer form where the block's flag (12(R13)) is set, else
+// LUTQUAD's float chain on the float tables.
+#define Q1IPASS(m, words, pair, lo, hi, zero, start, blk, flt, next) \
+	MOVQ lutStride+32(FP), R12 \
+	LUTQUADSTART(lo, hi, zero, start) \
+	MOVQ ilut+88(FP), R12 \
+	MOVQ meta+96(FP), R13 \
+	MOVQ dsc+104(FP), R14 \
+	Q1ICONSTS(pair) \
+blk: \
+	CMPB 12(R13), $0 \
+	JEQ  flt \
+	words \
+	Q1ICOL(0, 2*lo, 2*lo+128, 0, 0, Z0, Z1, Z9, Z11, Z14, Z16, Z17, Z18, Z19) \
+	Q1ICOL(1024, 2*lo, 2*lo+128, 16, 64, Z2, Z3, Z20, Z21, Z22, Z23, Z24, Z25, Z26) \
+	Q1ICOL(2048, 2*lo, 2*lo+128, 32, 128, Z4, Z5, Z9, Z11, Z14, Z16, Z17, Z18, Z19) \
+	Q1ICOL(3072, 2*lo, 2*lo+128, 48, 192, Z6, Z7, Z20, Z21, Z22, Z23, Z24, Z25, Z26) \
+	JMP  next \
+flt: \
+	VCVTPH2PS (DI), Z12 \
+	LUTQUAD(m, lo, hi) \
+	Q1ICONSTS(pair) \
+next: \
+	ADDQ $4096, R12 \
+	ADDQ $64, R13 \
+	ADDQ $256, R14 \
+	LUTQUADNEXT \
+	JNZ  blk \
+	LUTQUADSTORE(lo, hi)
+
+// func tileQ1_0I4AVX512(codes, scales *byte, nb int, lut *float32, lutStride int, acc *float32, first int, out *float32, outStride int, pfc, pfs *byte, ilut *int16, meta *uint32, dsc *float32)
 //
-// tileQ1_0LAVX512 for four columns at once, column c's tables at lut +
-// c*lutStride bytes: the same per-lane arithmetic, lane pair by lane pair
-// over the call's blocks (each lane's accumulator only ever meets its own
-// lane's sums, in block order), so that a block's code words are loaded and
-// shifted once for the four columns and their chains come interleaved. acc
-// holds 512 floats (column c's eight lane accumulators at 512c bytes); out
-// nil stores them back, else column c's sixteen results go to out +
-// c*outStride bytes. Prefetches as tileQ1_0LAVX512, in the first pass.
-TEXT ·tileQ1_0L4AVX512(SB), NOSPLIT, $0-88
+// tileQ1_0L2AVX512 for four columns (the same bits): column c's float
+// tables lutStride bytes after column c-1's, the accumulators of column c
+// at acc+512c, its sums at out+c*outStride bytes; a call's blocks run lane
+// pair by lane pair, each block whose flag is set (meta, 64 bytes a block: per column
+// c at 16c the words (m_0 | m_1<<16), (m_2 | m_3<<16) and the float 2^e of
+// q1IntScales, and at 12 the flag: every column's block passed) in the
+// integer form, its int16 tables at ilut (4 KiB a block, column c at
+// 1024c: q1ILUTAVX512). dsc is scratch for 64 floats a block.
+TEXT ·tileQ1_0I4AVX512(SB), NOSPLIT, $0-112
 	MOVQ pfc+72(FP), R10
 	MOVQ pfs+80(FP), R11
 	MOVQ acc+40(FP), R9
-	MOVQ lutStride+32(FP), R12
-	// Lanes 0 and 1.
-	LUTQUADSTART(0, 64, q4z0, q4s0)
-q4b0:
+	// Each block's and column's d * 2^e (exact: a power of two times an
+	// f16 value) at dsc, and the prefetches of the blocks a later call reads.
+	MOVQ scales+8(FP), DI
+	MOVQ nb+16(FP), R8
+	MOVQ meta+96(FP), R13
+	MOVQ dsc+104(FP), R14
+i4pro:
 	PFQ1NEXT(R10, R11)
-	VCVTPH2PS (DI), Z12
-	LUTQUAD(0, 0, 64)
-	LUTQUADNEXT
-	JNZ  q4b0
-	LUTQUADSTORE(0, 64)
-	// Lanes 2 and 3.
-	LUTQUADSTART(128, 192, q4z1, q4s1)
-q4b1:
-	VCVTPH2PS (DI), Z12
-	LUTQUAD(1, 128, 192)
-	LUTQUADNEXT
-	JNZ  q4b1
-	LUTQUADSTORE(128, 192)
-	// Lanes 4 and 5.
-	LUTQUADSTART(256, 320, q4z2, q4s2)
-q4b2:
-	VCVTPH2PS (DI), Z12
-	LUTQUAD(2, 256, 320)
-	LUTQUADNEXT
-	JNZ  q4b2
-	LUTQUADSTORE(256, 320)
-	// Lanes 6 and 7.
-	LUTQUADSTART(384, 448, q4z3, q4s3)
-q4b3:
-	VCVTPH2PS (DI), Z12
-	LUTQUAD(3, 384, 448)
-	LUTQUADNEXT
-	JNZ  q4b3
-	LUTQUADSTORE(384, 448)
+	VCVTPH2PS   (DI), Z12
+	VMULPS.BCST 8(R13), Z12, Z16
+	VMULPS.BCST 24(R13), Z12, Z17
+	VMULPS.BCST 40(R13), Z12, Z18
+	VMULPS.BCST 56(R13), Z12, Z19
+	VMOVUPS     Z16, (R14)
+	VMOVUPS     Z17, 64(R14)
+	VMOVUPS     Z18, 128(R14)
+	VMOVUPS     Z19, 192(R14)
+	ADDQ        $32, DI
+	ADDQ        $64, R13
+	ADDQ        $256, R14
+	DECQ        R8
+	JNZ         i4pro
+
+	Q1IPASS(0, Q1IWORDS0, q1i4pair, 0, 64, i4z0, i4s0, i4b0, i4f0, i4n0)
+	Q1IPASS(1, Q1IWORDS8, q1i4pair, 128, 192, i4z1, i4s1, i4b1, i4f1, i4n1)
+	Q1IPASS(2, Q1IWORDS0, q1i4pairhi, 256, 320, i4z2, i4s2, i4b2, i4f2, i4n2)
+	Q1IPASS(3, Q1IWORDS8, q1i4pairhi, 384, 448, i4z3, i4s3, i4b3, i4f3, i4n3)
 
 	MOVQ  out+56(FP), AX
 	TESTQ AX, AX
-	JZ    q4done
+	JZ    i4done
 	MOVQ  outStride+64(FP), BX
 	HSUM8AT(R9, AX)
 	ADDQ  $512, R9
@@ -508,6 +634,55 @@ q4b3:
 	ADDQ  $512, R9
 	ADDQ  BX, AX
 	HSUM8AT(R9, AX)
-q4done:
+i4done:
+	VZEROUPPER
+	RET
+
+// Lane j's sixteen int16 lane sums of one sub-block (LUTLANE's sums,
+// stored by vpmovdw) at toff(DI).
+#define ILUTLANE(qoff, toff, t) \
+	VPBROADCASTD qoff(AX), Z18 \
+	VPBROADCASTD qoff(AX)(R11*1), Z17 \
+	VPBLENDMB    Z18, Z17, K1, Z19 \
+	VPXORD       t, t, t \
+	VPDPBUSD     Z19, Z30, t \
+	VPMOVDW      t, toff(DI)
+
+// Sub-block kk of a block: its activations at qoff, its tables' half at
+// toff = 32kk (lane j at toff + 128j: sub-blocks 0 and 1 share lane j's
+// 64 bytes at 128j, 2 and 3 those at 128j + 64).
+#define ILUTSUB(qoff, toff) \
+	ILUTLANE(qoff+0, toff+0, Z20) \
+	ILUTLANE(qoff+4, toff+128, Z21) \
+	ILUTLANE(qoff+8, toff+256, Z22) \
+	ILUTLANE(qoff+12, toff+384, Z23) \
+	ILUTLANE(qoff+16, toff+512, Z20) \
+	ILUTLANE(qoff+20, toff+640, Z21) \
+	ILUTLANE(qoff+24, toff+768, Z22) \
+	ILUTLANE(qoff+28, toff+896, Z23)
+
+// func q1ILUTAVX512(qs *byte, nqsOff int, nblk int, ilut *int16)
+//
+// The int16 tables of nblk Q1_0 blocks of one column (activations at qs,
+// their int8 negations nqsOff bytes further): per block 1 KiB at ilut,
+// the next block's 4 KiB further (tileQ1_0I4AVX512's layout: four
+// columns' tables per block). Lane j of sub-blocks 2p and 2p+1: 32 words
+// at 128j + 64p, entry n of sub-block 2p at word n, of 2p+1 at 16+n.
+TEXT ·q1ILUTAVX512(SB), NOSPLIT, $0-32
+	MOVQ qs+0(FP), AX
+	MOVQ nqsOff+8(FP), R11
+	MOVQ nblk+16(FP), R8
+	MOVQ ilut+24(FP), DI
+	VPBROADCASTD q1ones<>(SB), Z30
+	KMOVQ q1nib<>(SB), K1
+iblk:
+	ILUTSUB(0, 0)
+	ILUTSUB(32, 32)
+	ILUTSUB(64, 64)
+	ILUTSUB(96, 96)
+	ADDQ $128, AX
+	ADDQ $4096, DI
+	DECQ R8
+	JNZ  iblk
 	VZEROUPPER
 	RET

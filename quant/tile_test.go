@@ -303,3 +303,104 @@ func checkQ1_0Plain(t *testing.T, what string, w []byte, x []float32, rows, cols
 	}
 	return n * rows
 }
+
+// TestQ1_0FourColumnsInBothForms: at four columns and more the Q1_0 walk
+// runs each block in the integer form where all four columns' scales allow
+// it (q1IntScales) and in the float chain elsewhere; with activations whose
+// Q8_0 blocks differ in magnitude by up to 2^9 (and some all zero) in every
+// other Q1_0 block, both kinds of block occur, and every output equals
+// VecDotQ1_0Q8_0
+// (oracle-tested) bit for bit.
+func TestQ1_0FourColumnsInBothForms(t *testing.T) {
+	r := rand.New(rand.NewPCG(93, 94))
+	pool := parallel.New(2)
+	defer pool.Close()
+	const rows, cols, n = 16*9 + 3, 2048, 9
+	m, w, x := randPackedQ1_0(t, r, rows, cols, n)
+	for i := 0; i < len(x); i += QK8_0 {
+		// Blocks of 128 at even positions within a column keep their
+		// magnitudes (the integer form's case); the others get sub-blocks
+		// up to 2^9 apart, or zero.
+		f := float32(1)
+		if i%cols/QK1_0%2 == 1 {
+			f = float32(math.Ldexp(1, -r.IntN(10)))
+			if r.IntN(9) == 0 {
+				f = 0
+			}
+		}
+		for j := i; j < i+QK8_0; j++ {
+			x[j] *= f
+		}
+	}
+	checked := 0
+	for _, l := range Levels() {
+		ws, err := NewWork(l, pool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l == LevelAVX512 {
+			ws.prepareQ8(x, cols, n)
+			ws.q8.fillLUT(l, 0, n)
+			ints, floats := 0, 0
+			for _, meta := range slices.Collect(slices.Chunk(ws.q8.imeta, 16)) {
+				if meta[3] == 1 {
+					ints++
+				} else {
+					floats++
+				}
+			}
+			if ints == 0 || floats == 0 {
+				t.Fatalf("%d blocks in the integer form and %d in the float chain: the data does not reach both", ints, floats)
+			}
+			t.Logf("%s: %d four-column blocks in the integer form, %d in the float chain", l, ints, floats)
+		}
+		out := make([]float32, n*rows)
+		ws.MatMul(m, x, n, out)
+		checked += checkQ1_0Plain(t, l.String(), w, x, rows, cols, n, out)
+	}
+	t.Logf("%d outputs equal to the plain kernel's", checked)
+}
+
+// TestQ1IntScales: the integer form's operands against their definition.
+func TestQ1IntScales(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		dy    [4]float32
+		m     [4]uint16
+		scale float32
+		ok    bool
+	}{
+		{"equal scales reduce to ones", [4]float32{1, 1, 1, 1}, [4]uint16{1, 1, 1, 1}, 1, true},
+		{"scales a power of two apart", [4]float32{0.5, 1, 2, 0.25}, [4]uint16{2, 4, 8, 1}, 0.25, true},
+		{"an odd significand keeps its bits", [4]float32{1.5, 0.75, 3, 0.375}, [4]uint16{12, 6, 24, 3}, 0.125, true},
+		{"zero scales count for nothing", [4]float32{0, 2, 0, 1}, [4]uint16{0, 2, 0, 1}, 1, true},
+		{"all zero is the zero sum", [4]float32{}, [4]uint16{}, 1, true},
+		{"a span of 2^4 with full significands is too wide", [4]float32{2047.0 / 1024, 2047.0 / 1024 / 16, 1, 1}, [4]uint16{}, 0, false},
+		{"a span of 2^15 is too wide", [4]float32{1, 1.0 / 32768, 1, 1}, [4]uint16{}, 0, false},
+		{"a negative zero is refused", [4]float32{float32(math.Copysign(0, -1)), 1, 1, 1}, [4]uint16{}, 0, false},
+		{"an infinite scale is refused", [4]float32{float32(math.Inf(1)), 1, 1, 1}, [4]uint16{}, 0, false},
+		{"a NaN scale is refused", [4]float32{float32(math.NaN()), 1, 1, 1}, [4]uint16{}, 0, false},
+		{"an f16 subnormal", [4]float32{float32(math.Ldexp(1, -24)), float32(math.Ldexp(3, -24)), 0, 0}, [4]uint16{1, 3, 0, 0}, float32(math.Ldexp(1, -24)), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, scale, ok := q1IntScales(&tc.dy)
+			if ok != tc.ok || ok && (m != tc.m || scale != tc.scale) {
+				t.Fatalf("q1IntScales(%v) = %v, %v, %v; want %v, %v, %v", tc.dy, m, scale, ok, tc.m, tc.scale, tc.ok)
+			}
+			if !ok {
+				return
+			}
+			// The definition: dy_k = m_k * scale exactly, Σ m_k <= 32767.
+			sum := 0
+			for k := range 4 {
+				if float64(tc.dy[k]) != float64(m[k])*float64(scale) {
+					t.Fatalf("dy[%d] = %v, m*scale = %v", k, tc.dy[k], float64(m[k])*float64(scale))
+				}
+				sum += int(m[k])
+			}
+			if sum > 32767 {
+				t.Fatalf("Σm = %d", sum)
+			}
+		})
+	}
+}

@@ -700,7 +700,7 @@ const q1LUTMaxCols = 4
 func (j *matJob) doPackedQ1LUTRange(worker, lo, hi, end int, start bool) {
 	w, rows := j.w, j.m.Rows
 	p := j.m.packedRows()
-	scr := w.scratch(worker, (16+128)*q1LUTMaxCols*q1Band)
+	scr := w.scratch(worker, (16+128)*q1LUTMaxCols*q1Band+64*q1Chunk)
 	tile, acc := scr[:16*q1LUTMaxCols*q1Band], scr[16*q1LUTMaxCols*q1Band:]
 	for g0 := lo; g0 < hi; {
 		g1 := min(hi, (g0/q1Band+1)*q1Band)
