@@ -458,6 +458,5 @@ func dotQ1_0Plain(w []byte, a *q8Act, c, nb int) float32 {
 	return dotQ1_0PlainAVX512(&w[0], nb, &q[0], off, &dy8[0])
 }
 
-
 //go:noescape
 func tileQ1_0L2AVX512(codes, scales *byte, nb int, lutA, lutB *float32, acc *float32, first int, outA, outB *float32, pfc, pfs *byte)
