@@ -202,15 +202,20 @@ start: \
 DATA q1nib<>+0(SB)/8, $0xfedcba9876543210
 GLOBL q1nib<>(SB), RODATA|NOPTR, $8
 
-// Lane j's sixteen products of one sub-block: the activation dword at qoff
-// and its negation blended by q1nib (K1), summed by vpdpbusd with ones,
-// converted and multiplied by dy (Z29), stored at toff(DI).
-#define LUTLANE(qoff, toff, t) \
+// Lane j's sixteen lane sums of one sub-block into t (int32): the
+// activation dword at qoff(AX) and its negation (R11 bytes further)
+// blended by q1nib (K1), summed by vpdpbusd with ones (Z30).
+#define LUTSUMS(qoff, t) \
 	VPBROADCASTD qoff(AX), Z18 \
 	VPBROADCASTD qoff(AX)(R11*1), Z17 \
 	VPBLENDMB    Z18, Z17, K1, Z19 \
 	VPXORD       t, t, t \
-	VPDPBUSD     Z19, Z30, t \
+	VPDPBUSD     Z19, Z30, t
+
+// Lane j's sixteen products of one sub-block: LUTSUMS converted and
+// multiplied by dy (Z29), stored at toff(DI).
+#define LUTLANE(qoff, toff, t) \
+	LUTSUMS(qoff, t) \
 	VCVTDQ2PS    t, t \
 	VMULPS       Z29, t, t \
 	VMOVUPS      t, toff(DI)
@@ -641,12 +646,8 @@ i4done:
 // Lane j's sixteen int16 lane sums of one sub-block (LUTLANE's sums,
 // stored by vpmovdw) at toff(DI).
 #define ILUTLANE(qoff, toff, t) \
-	VPBROADCASTD qoff(AX), Z18 \
-	VPBROADCASTD qoff(AX)(R11*1), Z17 \
-	VPBLENDMB    Z18, Z17, K1, Z19 \
-	VPXORD       t, t, t \
-	VPDPBUSD     Z19, Z30, t \
-	VPMOVDW      t, toff(DI)
+	LUTSUMS(qoff, t) \
+	VPMOVDW t, toff(DI)
 
 // Sub-block kk of a block: its activations at qoff, its tables' half at
 // toff = 32kk (lane j at toff + 128j: sub-blocks 0 and 1 share lane j's
