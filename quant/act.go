@@ -36,12 +36,14 @@ type q8Act struct {
 	lut         []float32
 	lutC0, lutN int
 	lutOK       bool // lut holds columns lutC0 .. lutC0+lutN-1
-	// ilut and imeta hold the integer form of the four-column tile
-	// (tileQ1_0I4AVX512) for each whole batch of four of the lut columns
-	// (batch i: columns lutC0+4i .. +3), filled by fillILUT at LevelAVX512:
-	// per batch and Q1_0 block, 2048 int16 (column c's tables at 512c) in
-	// ilut and 16 words in imeta (column c's q1IntScales at 4c: the m
-	// pairs and the float bits of 2^e; word 3 also 1 when all four columns
+	// ilut and imeta hold the integer form of the Q1_0 tiles
+	// (tileQ1_0I4AVX512, tileQ1_0I1AVX512) for the batches of the lut
+	// columns that run it (q1IntWidth; batches as q1LUTCols takes the
+	// columns from lutC0), filled by fillILUT at LevelAVX512. A batch of w
+	// columns starting at column lutC0+r holds, from int16 512*r*nb (nb Q1_0
+	// blocks a column) and word 4*r*nb, per block 512*w int16 (its column
+	// i's tables at 512i) and 4*w words (column i's q1IntScales at 4i: the
+	// m pairs and the float bits of 2^e; word 3 also 1 when all w columns
 	// passed).
 	ilut  []int16
 	imeta []uint32

@@ -27,9 +27,10 @@ import (
 //     NEON, so on x86 every output, for one activation column or many, is
 //     one ggml_vec_dot_q1_0_q8_0 call on the plain layout: VecDotQ1_0Q8_0.
 //   - Deliberate differences: none in the float chain; the integer lane sums
-//     are formed in any order (they are exact). At four columns (AVX-512) a
-//     block whose four Q8_0 scales keep every partial sum of the chain exact
-//     (q1IntScales) has that chain computed in integers: the same bits.
+//     are formed in any order (they are exact). At AVX-512 a block whose
+//     four Q8_0 scales keep every partial sum of the chain exact
+//     (q1IntScales, in every column of the tile's batch) has that chain
+//     computed in integers: the same bits.
 //   - Determinism: a pure function of one weight row and one activation row.
 
 // QK1_0 is the number of weights in a Q1_0 block.

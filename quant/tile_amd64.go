@@ -105,7 +105,7 @@ func q1LUTAVX2(qs *byte, nqsOff int, dy *float32, nsub int, lut *float32)
 //go:noescape
 func q1LUTAVX512(qs *byte, nqsOff int, dy *float32, nsub int, lut *float32)
 
-// tileQ1_0I4AVX512 is tileQ1_0L2AVX512 for four columns (the same bits),
+// tileQ1_0I4AVX512 is tileQ1_0LAVX512 for four columns (its bits per column),
 // the blocks that every column may take in the integer form (q1IntScales)
 // run in it: ilut and meta the batch's q8Act.ilut and imeta at the call's
 // first block, dsc scratch for 64 floats a block, column c's float tables
@@ -114,35 +114,59 @@ func q1LUTAVX512(qs *byte, nqsOff int, dy *float32, nsub int, lut *float32)
 //go:noescape
 func tileQ1_0I4AVX512(codes, scales *byte, nb int, lut *float32, lutStride int, acc *float32, first int, out *float32, outStride int, pfc, pfs *byte, ilut *int16, meta *uint32, dsc *float32)
 
-// q1ILUTAVX512 writes the int16 tables of nblk Q1_0 blocks of one column
-// (q8Act.ilut's layout, a block's tables 4096 bytes after the last's).
+// tileQ1_0I2AVX512 is tileQ1_0I4AVX512 for two columns (the same
+// arguments; ilut and meta with two columns a block, dsc scratch for 32
+// floats a block): tileQ1_0LAVX512's bits per column.
 //
 //go:noescape
-func q1ILUTAVX512(qs *byte, nqsOff int, nblk int, ilut *int16)
+func tileQ1_0I2AVX512(codes, scales *byte, nb int, lut *float32, lutStride int, acc *float32, first int, out *float32, outStride int, pfc, pfs *byte, ilut *int16, meta *uint32, dsc *float32)
 
-// fillILUT fills a.ilut and a.imeta for the whole batches of four among
-// columns c0 .. c0+nc-1 at LevelAVX512 (the level with tileQ1_0I4AVX512);
-// at other levels, or under four columns, it leaves them.
+// tileQ1_0I1AVX512 is tileQ1_0LAVX512 (the same arguments and bits) with
+// the blocks the column may take in the integer form (q1IntScales) run in
+// it: ilut and meta the column's q8Act.ilut and imeta at the call's first
+// block.
+//
+//go:noescape
+func tileQ1_0I1AVX512(codes, scales *byte, nb int, lut *float32, acc *float32, first int, out *float32, pfc, pfs *byte, ilut *int16, meta *uint32)
+
+// q1ILUTAVX512 writes the int16 tables of nblk Q1_0 blocks of one column
+// (q8Act.ilut's layout, a block's tables stride bytes after the last's).
+//
+//go:noescape
+func q1ILUTAVX512(qs *byte, nqsOff int, nblk int, ilut *int16, stride int)
+
+// q1IntWidth reports whether a batch of w columns (q1LUTCols) at level l
+// runs a tile with the integer form: tileQ1_0I4AVX512, tileQ1_0I2AVX512
+// and tileQ1_0I1AVX512 at LevelAVX512.
+func q1IntWidth(l Level, w int) bool { return l == LevelAVX512 }
+
+// fillILUT fills a.ilut and a.imeta for columns c0 .. c0+nc-1, batch by
+// batch as tileQ1_0LUTGroups takes them (q1LUTCols), for the batches that
+// run in the integer form (q1IntWidth); others are left.
 func (a *q8Act) fillILUT(l Level, c0, nc int) {
-	if l != LevelAVX512 || nc < 4 || a.k%QK1_0 != 0 {
+	if l != LevelAVX512 || a.k%QK1_0 != 0 {
 		return
 	}
 	nblk, nsub := a.k/QK1_0, a.k/QK8_0
-	nbat := nc / 4
-	a.ilut = grow(a.ilut, nbat*nblk*2048)
-	a.imeta = grow(a.imeta, nbat*nblk*16)
-	for bi := range nbat {
-		for ci := range 4 {
-			c := c0 + 4*bi + ci
+	a.ilut = grow(a.ilut, nc*nblk*512)
+	a.imeta = grow(a.imeta, nc*nblk*4)
+	for rel := 0; rel < nc; {
+		w := q1LUTCols(l, nc-rel)
+		if !q1IntWidth(l, w) {
+			rel += w
+			continue
+		}
+		for ci := range w {
+			c := c0 + rel + ci
 			q := &a.qs[c*a.k]
 			off := int(uintptr(unsafe.Pointer(&a.nqs[c*a.k])) - uintptr(unsafe.Pointer(q)))
-			q1ILUTAVX512(q, off, nblk, &a.ilut[bi*nblk*2048+512*ci])
+			q1ILUTAVX512(q, off, nblk, &a.ilut[rel*nblk*512+512*ci], 1024*w)
 		}
 		for b := range nblk {
-			meta := a.imeta[(bi*nblk+b)*16 : (bi*nblk+b+1)*16]
+			meta := a.imeta[rel*nblk*4+4*w*b : rel*nblk*4+4*w*(b+1)]
 			all := uint32(1)
-			for ci := range 4 {
-				c := c0 + 4*bi + ci
+			for ci := range w {
+				c := c0 + rel + ci
 				m, scale, ok := q1IntScales((*[4]float32)(a.dy[c*nsub+4*b:]))
 				meta[4*ci] = uint32(m[0]) | uint32(m[1])<<16
 				meta[4*ci+1] = uint32(m[2]) | uint32(m[3])<<16
@@ -154,6 +178,7 @@ func (a *q8Act) fillILUT(l Level, c0, nc int) {
 			}
 			meta[3] = all
 		}
+		rel += w
 	}
 }
 
@@ -227,7 +252,7 @@ const q1PrefetchVisits = 2
 
 // q1LUTCols reports how many columns one tileQ1_0LUTGroups call takes at
 // level l when at least n are left: four or two at LevelAVX512
-// (tileQ1_0I4AVX512, tileQ1_0L2AVX512, which load and shift each block's
+// (tileQ1_0I4AVX512, tileQ1_0I2AVX512, which load and shift each block's
 // code words once for all of them), else one.
 func q1LUTCols(l Level, n int) int {
 	switch {
@@ -248,9 +273,10 @@ func q1LUTCols(l Level, n int) int {
 // (the per-row float chain is unchanged: each group's accumulators carry
 // over between chunks). That is the order of the segments in memory
 // (packed), so a band is read front to back. acc is scratch for
-// 128*nc*q1Band floats, and at four columns 64*q1Chunk more. Four columns
-// run tileQ1_0I4AVX512 (c-a.lutC0 a multiple of four: the batch's integer
-// tables, q8Act.fillILUT).
+// 128*nc*q1Band floats, and at four columns 64*q1Chunk more. At
+// LevelAVX512 four, two and one columns run tileQ1_0I4AVX512,
+// tileQ1_0I2AVX512 and tileQ1_0I1AVX512 on the batch's integer tables (q8Act.fillILUT, which batches the
+// columns from a.lutC0 as the callers do).
 //
 // Each visit prefetches into L2 the segment q1PrefetchVisits visits
 // further, in this band or the next one when that starts below end (the
@@ -267,10 +293,11 @@ func tileQ1_0LUTGroups(l Level, p *packed, a *q8Act, c, nc, lo, hi, end int, sta
 	_ = out[16*ng*nc-1]
 	_ = acc[128*nc*q1Band-1]
 	dsc := acc[128*nc*q1Band:] // tileQ1_0I4AVX512's scratch
-	if nc == 4 {
-		_ = dsc[64*q1Chunk-1]
-		if (c-a.lutC0)%4 != 0 || (c-a.lutC0)/4*nb*2048 >= len(a.ilut) {
-			panic(fmt.Sprintf("quant: tileQ1_0LUTGroups on columns %d..%d without their integer tables (q8Act.fillILUT)", c, c+3))
+	rel := c - a.lutC0         // the batch's tables in ilut, imeta (q8Act.fillILUT)
+	if q1IntWidth(l, nc) {
+		_ = dsc[16*nc*q1Chunk-1]
+		if (rel+nc)*nb*512 > len(a.ilut) {
+			panic(fmt.Sprintf("quant: tileQ1_0LUTGroups on columns %d..%d without their integer tables (q8Act.fillILUT)", c, c+nc-1))
 		}
 	}
 	if lo/q1Band != (hi-1)/q1Band {
@@ -280,8 +307,7 @@ func tileQ1_0LUTGroups(l Level, p *packed, a *q8Act, c, nc, lo, hi, end int, sta
 		panic(fmt.Sprintf("quant: tileQ1_0LUTGroups on %d columns at %s", nc, l))
 	}
 	lut := a.lut[(c-a.lutC0)*4*a.k : (c-a.lutC0+nc)*4*a.k]
-	lutB := lut[len(lut)-4*a.k:] // column c+1's tables when nc = 2
-	lutStride := 4 * a.k * 4     // bytes from a column's tables to the next's
+	lutStride := 4 * a.k * 4 // bytes from a column's tables to the next's
 	// A band's segments are contiguous, in visit order, and so are the
 	// bands of a share: the segment q1PrefetchVisits visits ahead is that
 	// many segments further, short of the share's end (end*nb*sb when
@@ -311,12 +337,9 @@ func tileQ1_0LUTGroups(l Level, p *packed, a *q8Act, c, nc, lo, hi, end int, sta
 			}
 			off := off0
 			for g := lo; g < hi; g++ {
-				var o, oB *float32
+				var o *float32
 				if ch == nch-1 && bs+bn == n {
 					o = &out[16*(g-lo)]
-					if nc > 1 {
-						oB = &out[16*ng+16*(g-lo)]
-					}
 				}
 				pf := off + q1PrefetchVisits*n*sb
 				if pf+n*sb > limit {
@@ -326,12 +349,14 @@ func tileQ1_0LUTGroups(l Level, p *packed, a *q8Act, c, nc, lo, hi, end int, sta
 				pfc, pfs := &p.data[pf+256*bs], &p.data[pf+256*n+32*bs]
 				switch {
 				case nc == 4:
-					ib := (c-a.lutC0)/4*nb + b0 + bs // the batch's block in ilut, imeta
-					tileQ1_0I4AVX512(codes, scales, bn, &lut[512*(b0+bs)], lutStride, &acc[512*(g-lo)], first, o, 4*16*ng, pfc, pfs, &a.ilut[2048*ib], &a.imeta[16*ib], &dsc[0])
+					ib := rel*nb + 4*(b0+bs)
+					tileQ1_0I4AVX512(codes, scales, bn, &lut[512*(b0+bs)], lutStride, &acc[512*(g-lo)], first, o, 4*16*ng, pfc, pfs, &a.ilut[512*ib], &a.imeta[4*ib], &dsc[0])
 				case nc == 2:
-					tileQ1_0L2AVX512(codes, scales, bn, &lut[512*(b0+bs)], &lutB[512*(b0+bs)], &acc[256*(g-lo)], first, o, oB, pfc, pfs)
+					ib := rel*nb + 2*(b0+bs)
+					tileQ1_0I2AVX512(codes, scales, bn, &lut[512*(b0+bs)], lutStride, &acc[256*(g-lo)], first, o, 16*4*ng, pfc, pfs, &a.ilut[512*ib], &a.imeta[4*ib], &dsc[0])
 				case l == LevelAVX512:
-					tileQ1_0LAVX512(codes, scales, bn, &lut[512*b0], &acc[128*(g-lo)], first, o, pfc, pfs)
+					ib := rel*nb + b0
+					tileQ1_0I1AVX512(codes, scales, bn, &lut[512*b0], &acc[128*(g-lo)], first, o, pfc, pfs, &a.ilut[512*ib], &a.imeta[4*ib])
 				default:
 					tileQ1_0LAVX2(codes, scales, bn, &lut[512*b0], &acc[128*(g-lo)], first, o, pfc, pfs)
 				}
@@ -457,6 +482,3 @@ func dotQ1_0Plain(w []byte, a *q8Act, c, nb int) float32 {
 	off := int(uintptr(unsafe.Pointer(&nq[0])) - uintptr(unsafe.Pointer(&q[0])))
 	return dotQ1_0PlainAVX512(&w[0], nb, &q[0], off, &dy8[0])
 }
-
-//go:noescape
-func tileQ1_0L2AVX512(codes, scales *byte, nb int, lutA, lutB *float32, acc *float32, first int, outA, outB *float32, pfc, pfs *byte)

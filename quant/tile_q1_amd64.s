@@ -12,7 +12,7 @@ GLOBL q1ones<>(SB), RODATA|NOPTR, $4
 
 // The four sub-blocks' code words of lanes 2m and 2m+1, loaded m bytes
 // further (Z8-Z11: lane 2m's nibble indices), and shifted right by 4 (Z13,
-// Z14, Z15, Z28: lane 2m+1's), for LUTPAIR2 and LUTQUAD.
+// Z14, Z15, Z28: lane 2m+1's), for LUTQUAD and LUTDUO.
 #define LUTWORDS(m) \
 	VMOVDQU32 (m)(SI), Z8 \
 	VMOVDQU32 (64+m)(SI), Z9 \
@@ -356,102 +356,6 @@ lpf:
 	JB   lpf
 	RET
 
-// Lanes 2m and 2m+1 of a block for two columns: the four sub-blocks' words
-// (and their nibbles j+1, VPSRLD $4) loaded and shifted once, then per
-// column LUTPAIR's lookups and sums: column A's tables at AX into a0, a1,
-// column B's at BX into b0, b1.
-#define LUTPAIR2(m, lo, hi, a0, a1, b0, b1) \
-	LUTWORDS(m) \
-	VPERMPS     (lo)(AX), Z8, Z16 \
-	VPERMPS     (hi)(AX), Z13, Z18 \
-	VPERMPS     (lo)(BX), Z8, Z29 \
-	VPERMPS     (hi)(BX), Z13, Z30 \
-	VPERMPS     (lo+512)(AX), Z9, Z17 \
-	VADDPS      Z17, Z16, Z16 \
-	VPERMPS     (hi+512)(AX), Z14, Z19 \
-	VADDPS      Z19, Z18, Z18 \
-	VPERMPS     (lo+512)(BX), Z9, Z31 \
-	VADDPS      Z31, Z29, Z29 \
-	VPERMPS     (hi+512)(BX), Z14, Z31 \
-	VADDPS      Z31, Z30, Z30 \
-	VPERMPS     (lo+1024)(AX), Z10, Z17 \
-	VADDPS      Z17, Z16, Z16 \
-	VPERMPS     (hi+1024)(AX), Z15, Z19 \
-	VADDPS      Z19, Z18, Z18 \
-	VPERMPS     (lo+1024)(BX), Z10, Z31 \
-	VADDPS      Z31, Z29, Z29 \
-	VPERMPS     (hi+1024)(BX), Z15, Z31 \
-	VADDPS      Z31, Z30, Z30 \
-	VPERMPS     (lo+1536)(AX), Z11, Z17 \
-	VADDPS      Z17, Z16, Z16 \
-	VPERMPS     (hi+1536)(AX), Z28, Z19 \
-	VADDPS      Z19, Z18, Z18 \
-	VPERMPS     (lo+1536)(BX), Z11, Z31 \
-	VADDPS      Z31, Z29, Z29 \
-	VPERMPS     (hi+1536)(BX), Z28, Z31 \
-	VADDPS      Z31, Z30, Z30 \
-	VFMADD231PS Z16, Z12, a0 \
-	VFMADD231PS Z18, Z12, a1 \
-	VFMADD231PS Z29, Z12, b0 \
-	VFMADD231PS Z30, Z12, b1
-
-// func tileQ1_0L2AVX512(codes, scales *byte, nb int, lutA, lutB *float32, acc *float32, first int, outA, outB *float32, pfc, pfs *byte)
-//
-// tileQ1_0LAVX512 for two columns at once (tables at lutA and lutB): each
-// block's code words are loaded and shifted once for both. acc holds 256
-// floats, column A's eight lane accumulators then column B's; outA and outB
-// are both nil (store back to acc) or both set (the rows' results).
-TEXT ·tileQ1_0L2AVX512(SB), NOSPLIT, $0-88
-	MOVQ pfc+72(FP), R10
-	MOVQ pfs+80(FP), R11
-	MOVQ codes+0(FP), SI
-	MOVQ scales+8(FP), DI
-	MOVQ nb+16(FP), R8
-	MOVQ lutA+24(FP), AX
-	MOVQ lutB+32(FP), BX
-	MOVQ acc+40(FP), DX
-	MOVQ first+48(FP), R9
-	TESTQ R9, R9
-	JNZ   l2zero
-	ACC8LOAD(0, DX, Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
-	ACC8LOAD(512, DX, Z20, Z21, Z22, Z23, Z24, Z25, Z26, Z27)
-	JMP     l2block
-l2zero:
-	ACC8ZERO(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
-	ACC8ZERO(Z20, Z21, Z22, Z23, Z24, Z25, Z26, Z27)
-l2block:
-	PFQ1NEXT(R10, R11)
-	VCVTPH2PS (DI), Z12
-	LUTPAIR2(0, 0, 64, Z0, Z1, Z20, Z21)
-	LUTPAIR2(1, 128, 192, Z2, Z3, Z22, Z23)
-	LUTPAIR2(2, 256, 320, Z4, Z5, Z24, Z25)
-	LUTPAIR2(3, 384, 448, Z6, Z7, Z26, Z27)
-	ADDQ $256, SI
-	ADDQ $32, DI
-	ADDQ $2048, AX
-	ADDQ $2048, BX
-	DECQ R8
-	JNZ  l2block
-
-	MOVQ  outA+56(FP), CX
-	TESTQ CX, CX
-	JNZ   l2fin
-	ACC8STORE(0, DX, Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
-	ACC8STORE(512, DX, Z20, Z21, Z22, Z23, Z24, Z25, Z26, Z27)
-	VZEROUPPER
-	RET
-
-l2fin:
-	// hsum_float_8 of each column: (a0+a4 + a2+a6) + (a1+a5 + a3+a7).
-	HSUM8(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
-	VMOVUPS Z0, (CX)
-	MOVQ   outB+64(FP), CX
-	HSUM8(Z20, Z21, Z22, Z23, Z24, Z25, Z26, Z27)
-	VMOVUPS Z20, (CX)
-	VZEROUPPER
-	RET
-
-
 // The integer form of the four-column tile (tileQ1_0I4AVX512). Where a
 // column's block passes q1IntScales, every partial sum of the reference's
 // blk chain is exact, so blk = S * 2^e with S = Σ_k L_k m_k in integers
@@ -583,9 +487,89 @@ next: \
 	JNZ  blk \
 	LUTQUADSTORE(lo, hi)
 
+// Sub-block k's lookups of lanes 2m, 2m+1 for two columns added to the
+// sums s0..s3 (LUTDUO).
+#define LUTDUOADD(lo, hi, wa, wb, t0, t1, t2, t3, s0, s1, s2, s3) \
+	VPERMPS (lo)(AX), wa, t0 \
+	VPERMPS (hi)(AX), wb, t1 \
+	VPERMPS (lo)(BX), wa, t2 \
+	VPERMPS (hi)(BX), wb, t3 \
+	VADDPS  t0, s0, s0 \
+	VADDPS  t1, s1, s1 \
+	VADDPS  t2, s2, s2 \
+	VADDPS  t3, s3, s3
+
+// LUTQUAD for two columns (tables at AX, BX; accumulators Z0, Z1 and Z2,
+// Z3; d in Z12): tileQ1_0I2AVX512's float chain.
+#define LUTDUO(m, lo, hi) \
+	LUTWORDS(m) \
+	VPERMPS (lo)(AX), Z8, Z16 \
+	VPERMPS (hi)(AX), Z13, Z17 \
+	VPERMPS (lo)(BX), Z8, Z18 \
+	VPERMPS (hi)(BX), Z13, Z19 \
+	LUTDUOADD(lo+512, hi+512, Z9, Z14, Z20, Z21, Z22, Z23, Z16, Z17, Z18, Z19) \
+	LUTDUOADD(lo+1024, hi+1024, Z10, Z15, Z24, Z25, Z26, Z27, Z16, Z17, Z18, Z19) \
+	LUTDUOADD(lo+1536, hi+1536, Z11, Z28, Z20, Z21, Z22, Z23, Z16, Z17, Z18, Z19) \
+	VFMADD231PS Z16, Z12, Z0 \
+	VFMADD231PS Z17, Z12, Z1 \
+	VFMADD231PS Z18, Z12, Z2 \
+	VFMADD231PS Z19, Z12, Z3
+
+// One pass of tileQ1_0I2AVX512 (Q1IPASS for two columns).
+#define Q1IPASS2(m, words, pair, lo, hi, zero, start, blk, flt, next) \
+	MOVQ  first+48(FP), R13 \
+	TESTQ R13, R13 \
+	JNZ   zero \
+	VMOVUPS (lo)(R9), Z0 \
+	VMOVUPS (hi)(R9), Z1 \
+	VMOVUPS (512+lo)(R9), Z2 \
+	VMOVUPS (512+hi)(R9), Z3 \
+	JMP   start \
+zero: \
+	VPXORD Z0, Z0, Z0 \
+	VPXORD Z1, Z1, Z1 \
+	VPXORD Z2, Z2, Z2 \
+	VPXORD Z3, Z3, Z3 \
+start: \
+	MOVQ codes+0(FP), SI \
+	MOVQ scales+8(FP), DI \
+	MOVQ nb+16(FP), R8 \
+	MOVQ lut+24(FP), AX \
+	MOVQ lutStride+32(FP), BX \
+	ADDQ AX, BX \
+	MOVQ ilut+88(FP), R12 \
+	MOVQ meta+96(FP), R13 \
+	MOVQ dsc+104(FP), R14 \
+	Q1ICONSTS(pair) \
+blk: \
+	CMPB 12(R13), $0 \
+	JEQ  flt \
+	words \
+	Q1ICOL(0, 2*lo, 2*lo+128, 0, 0, Z0, Z1, Z9, Z11, Z14, Z16, Z17, Z18, Z19) \
+	Q1ICOL(1024, 2*lo, 2*lo+128, 16, 64, Z2, Z3, Z20, Z21, Z22, Z23, Z24, Z25, Z26) \
+	JMP  next \
+flt: \
+	VCVTPH2PS (DI), Z12 \
+	LUTDUO(m, lo, hi) \
+	Q1ICONSTS(pair) \
+next: \
+	ADDQ $2048, R12 \
+	ADDQ $32, R13 \
+	ADDQ $128, R14 \
+	ADDQ $256, SI \
+	ADDQ $32, DI \
+	ADDQ $2048, AX \
+	ADDQ $2048, BX \
+	DECQ R8 \
+	JNZ  blk \
+	VMOVUPS Z0, (lo)(R9) \
+	VMOVUPS Z1, (hi)(R9) \
+	VMOVUPS Z2, (512+lo)(R9) \
+	VMOVUPS Z3, (512+hi)(R9)
+
 // func tileQ1_0I4AVX512(codes, scales *byte, nb int, lut *float32, lutStride int, acc *float32, first int, out *float32, outStride int, pfc, pfs *byte, ilut *int16, meta *uint32, dsc *float32)
 //
-// tileQ1_0L2AVX512 for four columns (the same bits): column c's float
+// tileQ1_0LAVX512 for four columns (its bits per column): column c's float
 // tables lutStride bytes after column c-1's, the accumulators of column c
 // at acc+512c, its sums at out+c*outStride bytes; a call's blocks run lane
 // pair by lane pair, each block whose flag is set (meta, 64 bytes a block: per column
@@ -662,18 +646,20 @@ i4done:
 	ILUTLANE(qoff+24, toff+768, Z22) \
 	ILUTLANE(qoff+28, toff+896, Z23)
 
-// func q1ILUTAVX512(qs *byte, nqsOff int, nblk int, ilut *int16)
+// func q1ILUTAVX512(qs *byte, nqsOff int, nblk int, ilut *int16, stride int)
 //
 // The int16 tables of nblk Q1_0 blocks of one column (activations at qs,
 // their int8 negations nqsOff bytes further): per block 1 KiB at ilut,
-// the next block's 4 KiB further (tileQ1_0I4AVX512's layout: four
-// columns' tables per block). Lane j of sub-blocks 2p and 2p+1: 32 words
-// at 128j + 64p, entry n of sub-block 2p at word n, of 2p+1 at 16+n.
-TEXT ·q1ILUTAVX512(SB), NOSPLIT, $0-32
+// the next block's stride bytes further (q8Act.ilut's layout: a batch's
+// columns' tables side by side per block). Lane j of sub-blocks 2p and
+// 2p+1: 32 words at 128j + 64p, entry n of sub-block 2p at word n, of 2p+1
+// at 16+n.
+TEXT ·q1ILUTAVX512(SB), NOSPLIT, $0-40
 	MOVQ qs+0(FP), AX
 	MOVQ nqsOff+8(FP), R11
 	MOVQ nblk+16(FP), R8
 	MOVQ ilut+24(FP), DI
+	MOVQ stride+32(FP), R9
 	VPBROADCASTD q1ones<>(SB), Z30
 	KMOVQ q1nib<>(SB), K1
 iblk:
@@ -682,8 +668,158 @@ iblk:
 	ILUTSUB(64, 64)
 	ILUTSUB(96, 96)
 	ADDQ $128, AX
-	ADDQ $4096, DI
+	ADDQ R9, DI
 	DECQ R8
 	JNZ  iblk
+	VZEROUPPER
+	RET
+
+// Lanes a and b (= a+1) of one column in the integer form
+// (tileQ1_0I1AVX512): their vpermw indices from the paired words p01
+// (sub-blocks 0-1) and p23 (2-3), shifted per word by sa and sb, the
+// tables at ta and tb of R12, (m_0, m_1) in Z25, (m_2, m_3) in Z26, the
+// rows' d * 2^e in Z27, accumulators x and y.
+#define I1LANES(p01, p23, sa, sb, ta, tb, x, y) \
+	VPSRLW      $sa, p01, Z13 \
+	VPSRLW      $sb, p01, Z14 \
+	VPSRLW      $sa, p23, Z15 \
+	VPSRLW      $sb, p23, Z16 \
+	VPTERNLOGD  $0xea, Z31, Z30, Z13 \
+	VPTERNLOGD  $0xea, Z31, Z30, Z14 \
+	VPTERNLOGD  $0xea, Z31, Z30, Z15 \
+	VPTERNLOGD  $0xea, Z31, Z30, Z16 \
+	VPERMW      (ta)(R12), Z13, Z17 \
+	VPERMW      (ta+64)(R12), Z15, Z18 \
+	VPERMW      (tb)(R12), Z14, Z19 \
+	VPERMW      (tb+64)(R12), Z16, Z22 \
+	VPMADDWD    Z25, Z17, Z17 \
+	VPMADDWD    Z25, Z19, Z19 \
+	VPDPWSSD    Z26, Z18, Z17 \
+	VPDPWSSD    Z26, Z22, Z19 \
+	VCVTDQ2PS   Z17, Z17 \
+	VCVTDQ2PS   Z19, Z19 \
+	VFMADD231PS Z17, Z27, x \
+	VFMADD231PS Z19, Z27, y
+
+// func tileQ1_0I1AVX512(codes, scales *byte, nb int, lut *float32, acc *float32, first int, out *float32, pfc, pfs *byte, ilut *int16, meta *uint32)
+//
+// tileQ1_0LAVX512 (the same arguments and bits) with each block whose flag
+// is set (meta, 16 bytes a block: the column's q1IntScales words and at 12
+// the flag) in the integer form, its int16 tables at ilut (1 KiB a block).
+// A block's code words are loaded once (aligned); vpermt2w pairs their low
+// halves (lanes 0-3) and high halves (lanes 4-7) of sub-blocks 0 and 1, and
+// of 2 and 3.
+TEXT ·tileQ1_0I1AVX512(SB), NOSPLIT, $0-88
+	MOVQ pfc+56(FP), R10
+	MOVQ pfs+64(FP), R11
+	MOVQ codes+0(FP), SI
+	MOVQ scales+8(FP), DI
+	MOVQ nb+16(FP), R8
+	MOVQ lut+24(FP), AX
+	MOVQ acc+32(FP), DX
+	MOVQ ilut+72(FP), R12
+	MOVQ meta+80(FP), R13
+	MOVQ first+40(FP), R9
+	TESTQ R9, R9
+	JNZ   i1zero
+	ACC8LOAD(0, DX, Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
+	JMP   i1consts
+i1zero:
+	ACC8ZERO(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
+i1consts:
+	VMOVDQU64    q1i4pair<>(SB), Z29
+	VMOVDQU64    q1i4pairhi<>(SB), Z28
+	VPBROADCASTD q1i4nib<>(SB), Z30
+	VPBROADCASTD q1i4hi<>(SB), Z31
+i1blk:
+	PFQ1NEXT(R10, R11)
+	VCVTPH2PS (DI), Z12
+	CMPB      12(R13), $0
+	JEQ       i1flt
+	VMULPS.BCST  8(R13), Z12, Z27
+	VPBROADCASTD 0(R13), Z25
+	VPBROADCASTD 4(R13), Z26
+	VMOVDQU32    (SI), Z8
+	VMOVDQU32    64(SI), Z9
+	VMOVDQU32    128(SI), Z10
+	VMOVDQU32    192(SI), Z11
+	VMOVDQA64    Z8, Z20
+	VMOVDQA64    Z10, Z21
+	VPERMT2W     Z9, Z29, Z20
+	VPERMT2W     Z9, Z28, Z8
+	VPERMT2W     Z11, Z29, Z21
+	VPERMT2W     Z11, Z28, Z10
+	I1LANES(Z20, Z21, 0, 4, 0, 128, Z0, Z1)
+	I1LANES(Z20, Z21, 8, 12, 256, 384, Z2, Z3)
+	I1LANES(Z8, Z10, 0, 4, 512, 640, Z4, Z5)
+	I1LANES(Z8, Z10, 8, 12, 768, 896, Z6, Z7)
+	JMP          i1next
+i1flt:
+	LUTPAIR(0, 0, 64, Z0, Z1)
+	LUTPAIR(1, 128, 192, Z2, Z3)
+	LUTPAIR(2, 256, 320, Z4, Z5)
+	LUTPAIR(3, 384, 448, Z6, Z7)
+i1next:
+	ADDQ $256, SI
+	ADDQ $32, DI
+	ADDQ $2048, AX
+	ADDQ $1024, R12
+	ADDQ $16, R13
+	DECQ R8
+	JNZ  i1blk
+
+	MOVQ  out+48(FP), BX
+	TESTQ BX, BX
+	JNZ   i1fin
+	ACC8STORE(0, DX, Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
+	VZEROUPPER
+	RET
+
+i1fin:
+	HSUM8(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
+	VMOVUPS Z0, (BX)
+	VZEROUPPER
+	RET
+
+// func tileQ1_0I2AVX512(codes, scales *byte, nb int, lut *float32, lutStride int, acc *float32, first int, out *float32, outStride int, pfc, pfs *byte, ilut *int16, meta *uint32, dsc *float32)
+//
+// tileQ1_0I4AVX512 for two columns (the same layout of its arguments;
+// ilut and meta with two columns a block, dsc scratch for 32 floats a
+// block; LUTDUO the float chain): tileQ1_0LAVX512's bits per column.
+TEXT ·tileQ1_0I2AVX512(SB), NOSPLIT, $0-112
+	MOVQ pfc+72(FP), R10
+	MOVQ pfs+80(FP), R11
+	MOVQ acc+40(FP), R9
+	MOVQ scales+8(FP), DI
+	MOVQ nb+16(FP), R8
+	MOVQ meta+96(FP), R13
+	MOVQ dsc+104(FP), R14
+i2pro:
+	PFQ1NEXT(R10, R11)
+	VCVTPH2PS   (DI), Z12
+	VMULPS.BCST 8(R13), Z12, Z16
+	VMULPS.BCST 24(R13), Z12, Z17
+	VMOVUPS     Z16, (R14)
+	VMOVUPS     Z17, 64(R14)
+	ADDQ        $32, DI
+	ADDQ        $32, R13
+	ADDQ        $128, R14
+	DECQ        R8
+	JNZ         i2pro
+
+	Q1IPASS2(0, Q1IWORDS0, q1i4pair, 0, 64, i2z0, i2s0, i2b0, i2f0, i2n0)
+	Q1IPASS2(1, Q1IWORDS8, q1i4pair, 128, 192, i2z1, i2s1, i2b1, i2f1, i2n1)
+	Q1IPASS2(2, Q1IWORDS0, q1i4pairhi, 256, 320, i2z2, i2s2, i2b2, i2f2, i2n2)
+	Q1IPASS2(3, Q1IWORDS8, q1i4pairhi, 384, 448, i2z3, i2s3, i2b3, i2f3, i2n3)
+
+	MOVQ  out+56(FP), AX
+	TESTQ AX, AX
+	JZ    i2done
+	MOVQ  outStride+64(FP), BX
+	HSUM8AT(R9, AX)
+	ADDQ  $512, R9
+	ADDQ  BX, AX
+	HSUM8AT(R9, AX)
+i2done:
 	VZEROUPPER
 	RET

@@ -304,9 +304,9 @@ func checkQ1_0Plain(t *testing.T, what string, w []byte, x []float32, rows, cols
 	return n * rows
 }
 
-// TestQ1_0FourColumnsInBothForms: at four columns and more the Q1_0 walk
-// runs each block in the integer form where all four columns' scales allow
-// it (q1IntScales) and in the float chain elsewhere; with activations whose
+// TestQ1_0FourColumnsInBothForms: the Q1_0 walk runs each block of a batch
+// of four columns (and of a lone column) in the integer form where all the
+// batch's scales allow it (q1IntScales) and in the float chain elsewhere; with activations whose
 // Q8_0 blocks differ in magnitude by up to 2^9 (and some all zero) in every
 // other Q1_0 block, both kinds of block occur, and every output equals
 // VecDotQ1_0Q8_0
@@ -315,7 +315,7 @@ func TestQ1_0FourColumnsInBothForms(t *testing.T) {
 	r := rand.New(rand.NewPCG(93, 94))
 	pool := parallel.New(2)
 	defer pool.Close()
-	const rows, cols, n = 16*9 + 3, 2048, 9
+	const rows, cols, n = 16*9 + 3, 2048, 11 // batches of 4, 4, 2 and 1
 	m, w, x := randPackedQ1_0(t, r, rows, cols, n)
 	for i := 0; i < len(x); i += QK8_0 {
 		// Blocks of 128 at even positions within a column keep their
@@ -342,17 +342,22 @@ func TestQ1_0FourColumnsInBothForms(t *testing.T) {
 			ws.prepareQ8(x, cols, n)
 			ws.q8.fillLUT(l, 0, n)
 			ints, floats := 0, 0
-			for _, meta := range slices.Collect(slices.Chunk(ws.q8.imeta, 16)) {
-				if meta[3] == 1 {
-					ints++
-				} else {
-					floats++
+			nb := cols / QK1_0
+			for rel := 0; rel < n; {
+				w := q1LUTCols(l, n-rel)
+				for b := range nb {
+					if ws.q8.imeta[rel*nb*4+4*w*b+3] == 1 {
+						ints++
+					} else {
+						floats++
+					}
 				}
+				rel += w
 			}
 			if ints == 0 || floats == 0 {
 				t.Fatalf("%d blocks in the integer form and %d in the float chain: the data does not reach both", ints, floats)
 			}
-			t.Logf("%s: %d four-column blocks in the integer form, %d in the float chain", l, ints, floats)
+			t.Logf("%s: %d blocks of a batch in the integer form, %d in the float chain", l, ints, floats)
 		}
 		out := make([]float32, n*rows)
 		ws.MatMul(m, x, n, out)
