@@ -455,13 +455,11 @@ GLOBL q1i4pairhi<>(SB), RODATA|NOPTR, $64
 	VFMADD231PS  l0, d, a \
 	VFMADD231PS  l2, d, b
 
-// One pass of tileQ1_0I4AVX512 over the call's blocks for lanes 2m and
-// 2m+1 (accumulators at lo, hi of acc, tables at ta = 2lo, tb = 2lo+128):
-// per block the integer form where the block's flag (12(R13)) is set, else
-// LUTQUAD's float chain on the float tables.
-#define Q1IPASS(m, words, pair, lo, hi, zero, start, blk, flt, next) \
-	MOVQ lutStride+32(FP), R12 \
-	LUTQUADSTART(lo, hi, zero, start) \
+// The head of a pass's block loop (Q1IPASS, Q1IPASS2): the pointers to
+// the batch's integer tables, operands and d * 2^e, the constants; per
+// block (label blk) to flt when the block's flag is clear, else its index
+// words and the first two columns in the integer form.
+#define Q1IBLOCK(words, pair, lo, blk, flt) \
 	MOVQ ilut+88(FP), R12 \
 	MOVQ meta+96(FP), R13 \
 	MOVQ dsc+104(FP), R14 \
@@ -471,7 +469,16 @@ blk: \
 	JEQ  flt \
 	words \
 	Q1ICOL(0, 2*lo, 2*lo+128, 0, 0, Z0, Z1, Z9, Z11, Z14, Z16, Z17, Z18, Z19) \
-	Q1ICOL(1024, 2*lo, 2*lo+128, 16, 64, Z2, Z3, Z20, Z21, Z22, Z23, Z24, Z25, Z26) \
+	Q1ICOL(1024, 2*lo, 2*lo+128, 16, 64, Z2, Z3, Z20, Z21, Z22, Z23, Z24, Z25, Z26)
+
+// One pass of tileQ1_0I4AVX512 over the call's blocks for lanes 2m and
+// 2m+1 (accumulators at lo, hi of acc, tables at ta = 2lo, tb = 2lo+128):
+// per block the integer form where the block's flag (12(R13)) is set, else
+// LUTQUAD's float chain on the float tables.
+#define Q1IPASS(m, words, pair, lo, hi, zero, start, blk, flt, next) \
+	MOVQ lutStride+32(FP), R12 \
+	LUTQUADSTART(lo, hi, zero, start) \
+	Q1IBLOCK(words, pair, lo, blk, flt) \
 	Q1ICOL(2048, 2*lo, 2*lo+128, 32, 128, Z4, Z5, Z9, Z11, Z14, Z16, Z17, Z18, Z19) \
 	Q1ICOL(3072, 2*lo, 2*lo+128, 48, 192, Z6, Z7, Z20, Z21, Z22, Z23, Z24, Z25, Z26) \
 	JMP  next \
@@ -537,16 +544,7 @@ start: \
 	MOVQ lut+24(FP), AX \
 	MOVQ lutStride+32(FP), BX \
 	ADDQ AX, BX \
-	MOVQ ilut+88(FP), R12 \
-	MOVQ meta+96(FP), R13 \
-	MOVQ dsc+104(FP), R14 \
-	Q1ICONSTS(pair) \
-blk: \
-	CMPB 12(R13), $0 \
-	JEQ  flt \
-	words \
-	Q1ICOL(0, 2*lo, 2*lo+128, 0, 0, Z0, Z1, Z9, Z11, Z14, Z16, Z17, Z18, Z19) \
-	Q1ICOL(1024, 2*lo, 2*lo+128, 16, 64, Z2, Z3, Z20, Z21, Z22, Z23, Z24, Z25, Z26) \
+	Q1IBLOCK(words, pair, lo, blk, flt) \
 	JMP  next \
 flt: \
 	VCVTPH2PS (DI), Z12 \
