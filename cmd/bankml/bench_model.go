@@ -59,14 +59,14 @@ type benchAllCmd struct {
 	Model   benchModelCmd   `embed:"" prefix:"model-"`
 }
 
-func (b *benchAllCmd) Run(stdout io.Writer) error {
+func (b *benchAllCmd) Run(stdout io.Writer, sigs *signals) error {
 	start := time.Now()
 	fmt.Fprintf(stdout, "bankml bench, %s UTC\n\n", start.UTC().Format("2006-01-02 15:04"))
 	if err := b.Kernels.Run(stdout); err != nil {
 		return err
 	}
 	fmt.Fprintln(stdout)
-	if err := b.Model.Run(stdout); err != nil {
+	if err := b.Model.Run(stdout, sigs); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "\nbankml bench: %.0f s\n", time.Since(start).Seconds())
@@ -77,7 +77,7 @@ func (b *benchAllCmd) Run(stdout io.Writer) error {
 // names.
 var benchModelTypes = []gguf.GGMLType{gguf.Q1_0, gguf.Q2_0, gguf.TQ2_0}
 
-func (b *benchModelCmd) Run(stdout io.Writer) error {
+func (b *benchModelCmd) Run(stdout io.Writer, sigs *signals) error {
 	if err := checkRanges(
 		intRange{"--rounds", b.Rounds, 1, inf, ""},
 		intRange{"--prompt", b.Prompt, 1, model.NUbatch, "one micro-batch"},
@@ -130,7 +130,7 @@ func (b *benchModelCmd) Run(stdout io.Writer) error {
 		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 			fmt.Fprintf(stdout, "%s is missing: writing it (bankml synth %s --arch qwen3 --preset bonsai-8b --type %s --vocab qwen3)\n", path, path, typ)
 			sc := &synthCmd{Out: path, Arch: "qwen3", Preset: "bonsai-8b", Type: typ.String(), Vocab: "qwen3"}
-			if err := sc.Run(stdout); err != nil {
+			if err := sc.Run(stdout, sigs); err != nil {
 				return fmt.Errorf("bench model: %w", err)
 			}
 		}

@@ -55,7 +55,7 @@ type benchServeRow struct {
 	refGen           int
 }
 
-func (b *benchServeCmd) Run(stdout io.Writer) error {
+func (b *benchServeCmd) Run(stdout io.Writer, sigs *signals) error {
 	var streams []int
 	for _, s := range strings.Split(b.Streams, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -104,7 +104,7 @@ func (b *benchServeCmd) Run(stdout io.Writer) error {
 		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 			fmt.Fprintf(stdout, "%s is missing: writing it (bankml synth %s --arch qwen3 --preset bonsai-8b --type %s --vocab qwen3)\n", path, path, typ)
 			sc := &synthCmd{Out: path, Arch: "qwen3", Preset: "bonsai-8b", Type: typ.String(), Vocab: "qwen3"}
-			if err := sc.Run(stdout); err != nil {
+			if err := sc.Run(stdout, sigs); err != nil {
 				return fmt.Errorf("bench serve: %w", err)
 			}
 		}

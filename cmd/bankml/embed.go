@@ -53,7 +53,7 @@ type embedCmd struct {
 }
 
 // Run embeds the texts and prints the vectors.
-func (c *embedCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error {
+func (c *embedCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter, sigs *signals) error {
 	path := c.Model
 	if c.ModelFlag != "" {
 		if path != "" {
@@ -100,7 +100,7 @@ func (c *embedCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) erro
 	texts := strings.Split(text, c.Separator)
 	var err error
 	var stored *store.Manifest
-	if path, c.Manifest, stored, err = storeModel("embed", path, c.Manifest, c.storeFlag, c.From, stderr); err != nil {
+	if path, c.Manifest, stored, err = storeModel("embed", path, c.Manifest, c.storeFlag, c.From, stderr, sigs); err != nil {
 		return err
 	}
 	am, err := openModel("embed", path, stored, admit.Options{Manifest: c.Manifest, Pin: admit.AllowUnpinned}, stderr, stderr)

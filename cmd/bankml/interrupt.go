@@ -8,9 +8,11 @@ import (
 	"syscall"
 )
 
-// caught is the signal a notifyContext context was last canceled by in this process (0: none since run began);
-// run's exit status reads it through interruptedStatus.
-var caught atomic.Int32
+// signals is one run's record of the signal that stopped its command: run makes one, hands it to the command
+// (kong binds it to the Run methods' *signals parameter) and reads it for the exit status (interruptedStatus).
+type signals struct {
+	caught atomic.Int32 // the signal a notifyContext context was last canceled by (0: none)
+}
 
 // notifyContext is signal.NotifyContext for a command: a context canceled when one of sigs arrives, and the
 // function that stops catching them. It also records the signal, so that the command's context.Canceled exits
@@ -19,7 +21,7 @@ var caught atomic.Int32
 // A signal the process was started with ignored stays ignored: signal.Notify would install a handler for it,
 // so that `nohup bankml quantize …` stopped when the terminal closed (SIGHUP), and a command started in the
 // background by a non-interactive shell (SIGINT ignored) stopped on a Ctrl-C meant for the shell.
-func notifyContext(sigs ...os.Signal) (context.Context, context.CancelFunc) {
+func (sg *signals) notifyContext(sigs ...os.Signal) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ch := make(chan os.Signal, 1)
 	var caughtSigs []os.Signal
@@ -35,7 +37,7 @@ func notifyContext(sigs ...os.Signal) (context.Context, context.CancelFunc) {
 		select {
 		case s := <-ch:
 			if n, ok := s.(syscall.Signal); ok {
-				caught.Store(int32(n))
+				sg.caught.Store(int32(n))
 			}
 			cancel()
 		case <-ctx.Done():
@@ -51,8 +53,8 @@ func notifyContext(sigs ...os.Signal) (context.Context, context.CancelFunc) {
 // context.Canceled): 128 plus the signal's number, as a shell reports a process that signal killed, and the
 // shell's word for it: SIGINT (Ctrl-C) 130 "interrupted", SIGTERM 143 "terminated", SIGHUP 129 "hung up".
 // A command that caught no signal through notifyContext was stopped by Ctrl-C: 130.
-func interruptedStatus() (int, string) {
-	n := syscall.Signal(caught.Load())
+func (sg *signals) interruptedStatus() (int, string) {
+	n := syscall.Signal(sg.caught.Load())
 	switch n {
 	case syscall.SIGTERM:
 		return 128 + int(n), "terminated"

@@ -86,6 +86,8 @@ type cli struct {
 	Cp           cpCmd            `cmd:"" name:"cp" help:"Copy a stored model to another name."`
 	Rm           rmCmd            `cmd:"" name:"rm" help:"Remove stored models."`
 	Create       createCmd        `cmd:"" help:"Create a model from an Ollama Modelfile."`
+
+	sigs *signals // the run's signal record (bound for the commands' Run methods)
 }
 
 type versionCmd struct{}
@@ -159,8 +161,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, opts ...func(
 			code = 70
 		}
 	}()
-	caught.Store(0) // no signal has stopped this run's command yet
-	var c cli
+	c := cli{sigs: &signals{}} // no signal has stopped this run's command yet
 	for _, o := range opts {
 		o(&c)
 	}
@@ -179,6 +180,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, opts ...func(
 		kong.BindTo(stdin, (*io.Reader)(nil)),
 		kong.BindTo(stdout, (*io.Writer)(nil)),
 		kong.BindTo(errWriter(stderr), (*errWriter)(nil)),
+		kong.Bind(c.sigs),
 	)
 	if err != nil {
 		fmt.Fprintln(stderr, "bankml:", err)
@@ -211,7 +213,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, opts ...func(
 			// A signal stopped the command: 128 plus its number, as a shell reports a command that signal ended
 			// (Ctrl-C 130, as run --chat and llama-cli exit; SIGTERM 143; SIGHUP 129), with one short line
 			// (the command removed what it was writing).
-			code, word := interruptedStatus()
+			code, word := c.sigs.interruptedStatus()
 			fmt.Fprintf(stderr, "bankml: %s: %s\n", commandName(ctx), word)
 			return code
 		}

@@ -67,7 +67,7 @@ func (p *perplexityCmd) Validate() (err error) {
 	return nil
 }
 
-func (p *perplexityCmd) Run(stdout io.Writer, stderr errWriter) error {
+func (p *perplexityCmd) Run(stdout io.Writer, stderr errWriter, sigs *signals) error {
 	if p.Chunks == 0 || p.Chunks < -1 {
 		return fmt.Errorf("perplexity: %w", outOfRange("--chunks", p.Chunks, 1, inf, "or -1: all"))
 	}
@@ -90,7 +90,7 @@ func (p *perplexityCmd) Run(stdout io.Writer, stderr errWriter) error {
 		return fmt.Errorf("perplexity: %w", err)
 	}
 	var stored *store.Manifest
-	if p.Model, p.Manifest, stored, err = storeModel("perplexity", p.Model, p.Manifest, p.storeFlag, p.From, stderr); err != nil {
+	if p.Model, p.Manifest, stored, err = storeModel("perplexity", p.Model, p.Manifest, p.storeFlag, p.From, stderr, sigs); err != nil {
 		return err
 	}
 	am, err := openModel("perplexity", p.Model, stored, admit.Options{Manifest: p.Manifest, Pin: admit.AllowUnpinned}, stderr, stderr)

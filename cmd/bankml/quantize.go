@@ -92,7 +92,7 @@ func (c *quantizeCmd) Validate() error {
 
 // Run plans the conversion, prints the plan (--dry-run) or streams the model to OUT with a progress bar on a
 // terminal, a line per converted tensor and a summary.
-func (c *quantizeCmd) Run(stdout io.Writer, stderr errWriter) error {
+func (c *quantizeCmd) Run(stdout io.Writer, stderr errWriter, sigs *signals) error {
 	in, out := c.In, c.Out
 	opt, desc, err := c.options()
 	if err != nil {
@@ -132,7 +132,7 @@ func (c *quantizeCmd) Run(stdout io.Writer, stderr errWriter) error {
 		return nil
 	}
 
-	ctx, stop := notifyContext(os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	ctx, stop := sigs.notifyContext(os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	pool := parallel.New(int(c.Threads))
 	defer pool.Close()

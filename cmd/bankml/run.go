@@ -94,7 +94,7 @@ func (r *runCmd) Validate() (err error) {
 	return err
 }
 
-func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error {
+func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter, sigs *signals) error {
 	info := io.Writer(stderr) // what --log-disable silences
 	if r.LogDisable {
 		info = io.Discard
@@ -168,7 +168,7 @@ func (r *runCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter) error 
 
 	var err error
 	var stored *store.Manifest
-	if r.Model, r.Manifest, stored, err = storeModel("run", r.Model, r.Manifest, r.storeFlag, r.From, stderr); err != nil {
+	if r.Model, r.Manifest, stored, err = storeModel("run", r.Model, r.Manifest, r.storeFlag, r.From, stderr, sigs); err != nil {
 		return err
 	}
 	// -sp with a stored model's stop: refused as -r with -sp is, for the same reason (both are the engine's stop

@@ -124,7 +124,7 @@ func (c *serveCmd) Validate() (err error) {
 	return err
 }
 
-func (c *serveCmd) Run(stderr errWriter) error {
+func (c *serveCmd) Run(stderr errWriter, sigs *signals) error {
 	if err := c.Ignored.warn("serve", stderr); err != nil {
 		return err
 	}
@@ -198,7 +198,7 @@ func (c *serveCmd) Run(stderr errWriter) error {
 	// SIGTERM and SIGINT are caught from the start: during admission they stop the command at once, before it
 	// listens (exit 143 or 130, as every command a signal stops: run's interruptedStatus); once it listens they
 	// shut it down gracefully (serve.Server.Serve, exit 0).
-	ctx, stop := notifyContext(os.Interrupt, syscall.SIGTERM)
+	ctx, stop := sigs.notifyContext(os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if c.Model == "" {
 		if _, err := c.resolve("serve", stderr); err != nil { // the info line, for every model it will load
@@ -208,7 +208,7 @@ func (c *serveCmd) Run(stderr errWriter) error {
 	}
 
 	// A model NAME comes from the store (pulled on first use), pinned by its manifest.
-	model, manifest, stored, err := storeModel("serve", c.Model, c.Manifest, c.storeFlag, c.From, stderr)
+	model, manifest, stored, err := storeModel("serve", c.Model, c.Manifest, c.storeFlag, c.From, stderr, sigs)
 	if err != nil {
 		return err
 	}

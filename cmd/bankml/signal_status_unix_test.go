@@ -26,7 +26,16 @@ type signalWriter struct {
 	after string
 	sig   syscall.Signal
 	sent  bool
-	nohup bool // the signal is ignored: the write is not held
+	nohup bool     // the signal is ignored: the write is not held
+	sigs  *signals // the run's signal record (watch, passed to run)
+}
+
+// watch is run's option that gives w the run's signal record, so that a held write can see the command catch
+// the signal.
+func (w *signalWriter) watch(c *cli) {
+	w.mu.Lock()
+	w.sigs = c.sigs
+	w.mu.Unlock()
 }
 
 func (w *signalWriter) Write(p []byte) (int, error) {
@@ -34,13 +43,14 @@ func (w *signalWriter) Write(p []byte) (int, error) {
 	w.buf.Write(p)
 	send := !w.sent && w.after != "" && strings.Contains(w.buf.String(), w.after)
 	w.sent = w.sent || send
+	sigs := w.sigs
 	w.mu.Unlock()
 	if send {
 		_ = syscall.Kill(os.Getpid(), w.sig)
 		if w.nohup {
 			return len(p), nil
 		}
-		for deadline := time.Now().Add(10 * time.Second); caught.Load() == 0 && time.Now().Before(deadline); {
+		for deadline := time.Now().Add(10 * time.Second); sigs.caught.Load() == 0 && time.Now().Before(deadline); {
 			time.Sleep(time.Millisecond)
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -92,7 +102,7 @@ func TestASignalStoppingACommandExitsWithTheShellsStatus(t *testing.T) {
 				stdout := &signalWriter{after: tc.after, sig: s.sig}
 				var stderr bytes.Buffer
 				done := make(chan int, 1)
-				go func() { done <- run(tc.args, strings.NewReader(""), stdout, &stderr) }()
+				go func() { done <- run(tc.args, strings.NewReader(""), stdout, &stderr, stdout.watch) }()
 				if tc.after == "" { // the signal once the write has begun (the command catches it by then)
 					deadline := time.Now().Add(time.Minute)
 					for {
@@ -146,7 +156,7 @@ func TestServeStoppedWhileItAdmitsExitsAsEveryCommand(t *testing.T) {
 			stderr := &signalWriter{after: "admitted:", sig: tc.sig}
 			done := make(chan int, 1)
 			go func() {
-				done <- run([]string{"serve", model, "--unpinned", "--listen", "127.0.0.1:0", "-t", "1"}, strings.NewReader(""), &bytes.Buffer{}, stderr)
+				done <- run([]string{"serve", model, "--unpinned", "--listen", "127.0.0.1:0", "-t", "1"}, strings.NewReader(""), &bytes.Buffer{}, stderr, stderr.watch)
 			}()
 			var code int
 			select {
@@ -187,7 +197,7 @@ func TestTrainStoppedBySIGTERMSavesItsCheckpointAndExits143(t *testing.T) {
 				done <- run([]string{"train", "--teacher", teacher, "--heldout", heldout, "--out", out,
 					"--stories", "4", "--story-tokens", "24", "--steps", "100000", "--batch", "1", "--seq", "16", "--warmup", "0",
 					"--checkpoint-every", "0", "--mode", "float", "--n-embd", "16", "--n-head", "2", "--n-head-kv", "1",
-					"--n-ff", "32", "--export", "f32", "-t", "1"}, strings.NewReader(""), &bytes.Buffer{}, stderr)
+					"--n-ff", "32", "--export", "f32", "-t", "1"}, strings.NewReader(""), &bytes.Buffer{}, stderr, stderr.watch)
 			}()
 			var code int
 			select {
@@ -226,7 +236,7 @@ func TestASignalIgnoredAtStartStaysIgnored(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			stdout := &signalWriter{after: "[", sig: syscall.SIGHUP, nohup: true}
 			var stderr bytes.Buffer
-			code := run(tc.args, strings.NewReader(""), stdout, &stderr)
+			code := run(tc.args, strings.NewReader(""), stdout, &stderr, stdout.watch)
 			if code != 0 {
 				t.Fatalf("exit %d, stderr %q; want 0", code, stderr.String())
 			}

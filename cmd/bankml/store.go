@@ -126,12 +126,12 @@ type pullCmd struct {
 }
 
 // Run pulls; its errors start "pull: ", as cp's, rm's, show's and create's start with their command.
-func (c *pullCmd) Run(stdout io.Writer, stderr errWriter) error {
+func (c *pullCmd) Run(stdout io.Writer, stderr errWriter, sigs *signals) error {
 	s, err := c.open()
 	if err != nil {
 		return fmt.Errorf("pull: %w", err)
 	}
-	ctx, stop := notifyContext(os.Interrupt, syscall.SIGTERM)
+	ctx, stop := sigs.notifyContext(os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	o := pullOptions(stderr, c.From)
 	o.SHA256, o.Name = c.SHA256, c.Name
@@ -295,7 +295,7 @@ type createCmd struct {
 	storeFlag
 }
 
-func (c *createCmd) Run(stdout io.Writer, stderr errWriter) error {
+func (c *createCmd) Run(stdout io.Writer, stderr errWriter, sigs *signals) error {
 	s, err := c.open()
 	if err != nil {
 		return fmt.Errorf("create: %w", err)
@@ -305,7 +305,7 @@ func (c *createCmd) Run(stdout io.Writer, stderr errWriter) error {
 		return fmt.Errorf("create: %w", err)
 	}
 	defer f.Close()
-	ctx, stop := notifyContext(os.Interrupt, syscall.SIGTERM)
+	ctx, stop := sigs.notifyContext(os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	m, err := s.Create(ctx, c.Model, f, store.CreateOptions{
 		Dir: filepath.Dir(c.File), Path: c.File, Pull: pullOptions(stderr, c.From),

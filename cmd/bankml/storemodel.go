@@ -18,7 +18,7 @@ import (
 // when --from or $BANKML_MIRROR names one). It returns the model file (the store's blob), the pin (the
 // manifest's sha256: a pulled model is pinned by its manifest) and the manifest; a nil manifest means arg
 // is to be read as a file path, as before. A manifest pin given on the command line too must agree.
-func storeModel(cmd, arg, manifestFlag string, models storeFlag, from string, stderr errWriter) (path, pin string, m *store.Manifest, err error) {
+func storeModel(cmd, arg, manifestFlag string, models storeFlag, from string, stderr errWriter, sigs *signals) (path, pin string, m *store.Manifest, err error) {
 	if arg == "" || strings.ContainsAny(arg, `/\`) || strings.HasSuffix(strings.ToLower(arg), ".gguf") {
 		return arg, manifestFlag, nil, nil
 	}
@@ -32,7 +32,7 @@ func storeModel(cmd, arg, manifestFlag string, models storeFlag, from string, st
 	if err != nil {
 		return "", "", nil, fmt.Errorf("%s: %w", cmd, err)
 	}
-	ctx, stop := notifyContext(os.Interrupt, syscall.SIGTERM)
+	ctx, stop := sigs.notifyContext(os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	m, pulled, err := s.Resolve(ctx, arg, pullOptions(stderr, from))
 	var nf *store.NotFoundError

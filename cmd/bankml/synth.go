@@ -32,7 +32,7 @@ type synthCmd struct {
 }
 
 // Run plans the model, streams it to the file and reports what was written.
-func (c *synthCmd) Run(stdout io.Writer) error {
+func (c *synthCmd) Run(stdout io.Writer, sigs *signals) error {
 	shape, err := synth.Preset(c.Preset)
 	if err != nil {
 		return err
@@ -83,7 +83,7 @@ func (c *synthCmd) Run(stdout io.Writer) error {
 		cfg.Description = strings.Replace(cfg.Description, " --type-output "+strings.ToUpper(cfg.Output.String()), " --tied", 1)
 	}
 	// Ctrl-C, SIGTERM or SIGHUP stop the write and remove the temporary file.
-	ctx, stop := notifyContext(os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	ctx, stop := sigs.notifyContext(os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	start := time.Now()
 	size, err := synth.WriteFileContext(ctx, c.Out, cfg, c.Force)

@@ -62,7 +62,7 @@ type trainCmd struct {
 	ESUpdate   float64 `name:"es-update" default:"0" help:"Fraction of a genome's trits moved per iteration (0: the task's default)."`
 }
 
-func (c *trainCmd) Run(stderr errWriter) error {
+func (c *trainCmd) Run(stderr errWriter, sigs *signals) error {
 	level, err := quant.LevelFromEnv()
 	if err != nil {
 		return fmt.Errorf("train: %w", err)
@@ -104,7 +104,7 @@ func (c *trainCmd) Run(stderr errWriter) error {
 		return fmt.Errorf("train: %w", err)
 	}
 	// Ctrl-C, SIGTERM or SIGHUP stop the steps; the checkpoint is saved first (the run resumes from it).
-	ctx, stop := notifyContext(os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	ctx, stop := sigs.notifyContext(os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	if c.ES != "" {
 		return c.runES(ctx, stderr, level)

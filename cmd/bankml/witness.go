@@ -23,7 +23,7 @@ type witnessCmd struct {
 	Listen string   `name:"listen" default:"127.0.0.1:8081" help:"HOST:PORT to listen on; POST /add-checkpoint is served there."`
 }
 
-func (c *witnessCmd) Run(stderr errWriter) error {
+func (c *witnessCmd) Run(stderr errWriter, sigs *signals) error {
 	s, err := provenance.LoadSigner(c.Key)
 	if err != nil {
 		return fmt.Errorf("witness: %w", err)
@@ -53,7 +53,7 @@ func (c *witnessCmd) Run(stderr errWriter) error {
 	}
 	fmt.Fprintf(stderr, "witness %s: cosignature key %s\n", w.Name(), cosig)
 	fmt.Fprintf(stderr, "listening on http://%s (POST /add-checkpoint)\n", ln.Addr())
-	ctx, stop := notifyContext(os.Interrupt, syscall.SIGTERM)
+	ctx, stop := sigs.notifyContext(os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	hs := &http.Server{Handler: w.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second}
 	errc := make(chan error, 1)
