@@ -411,3 +411,35 @@ func TestAHistoryBehindItsLogIsRefusedNeverCut(t *testing.T) {
 	g3.Close(ctx)
 	t.Logf("histories behind their log: %d of %d as expected", pass, total)
 }
+
+// TestReconcileStopsWhenItsContextIsCanceled: catching a log up with a long history stops when its context is
+// canceled (serve's Ctrl-C while it migrates a history), with an error that says so, and a later Reconcile adds
+// every entry once: nothing is lost or doubled by the stop.
+func TestReconcileStopsWhenItsContextIsCanceled(t *testing.T) {
+	dir := t.TempDir()
+	l, _, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	for i := range 12 {
+		if _, err := l.Append(testExchange(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, v := testKey(t, "bankml.test/log")
+	g := fastLog(t, filepath.Join(dir, "log"), s, v)
+	defer g.Close(context.Background())
+	canceled, cancel := context.WithCancel(context.Background())
+	cancel()
+	if rec, err := l.Reconcile(canceled, g); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Reconcile with a canceled context: %+v %v, want context.Canceled", rec, err)
+	}
+	rec, err := l.Reconcile(context.Background(), g)
+	if err != nil || rec.Added+rec.Found != 12 {
+		t.Fatalf("Reconcile after the stop: %+v %v, want the 12 entries added or found", rec, err)
+	}
+	if cp := waitCheckpoint(t, g, 12); cp.Size != 12 {
+		t.Fatalf("log size %d, want 12 (no entry twice)", cp.Size)
+	}
+}

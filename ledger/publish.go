@@ -129,6 +129,8 @@ type Reconciled struct {
 // with ErrBehindLog naming both sizes, before anything is changed; so does (any log) a history.leaves
 // record of an entry past the history's end, kept by OpenWith. Only then is a partial last line kept
 // at OpenWith cut off (Reconciled.Trimmed): the log did not commit it, a write a crash interrupted.
+// Cancelling ctx stops the adding between batches (the error wraps ctx.Err()); what was added is
+// recorded, and a later Reconcile adds the rest.
 func (l *Ledger) Reconcile(ctx context.Context, g *Log) (Reconciled, error) {
 	l.mu.Lock()
 	var todo []pending
@@ -175,6 +177,11 @@ func (l *Ledger) Reconcile(ctx context.Context, g *Log) (Reconciled, error) {
 	// first is awaited, so that tessera sequences them together; one that fails is added again through
 	// Log.Add's look-up-then-retry.
 	for len(rest) > 0 {
+		// A canceled ctx (serve stopped while it catches a long history up) stops between batches: every
+		// entry added so far is recorded, the others stay unpublished for the next Reconcile.
+		if err := ctx.Err(); err != nil {
+			return rec, fmt.Errorf("ledger: adding the history's entries to the log (%d added, %d left): %w", rec.Added, len(rest), err)
+		}
 		n := min(len(rest), int(g.opt.BatchMaxSize))
 		from := g.known.Load()
 		futures := make([]tessera.IndexFuture, n)

@@ -248,7 +248,7 @@ func (c *serveCmd) Run(stderr errWriter, sigs *signals) error {
 		return err
 	}
 
-	l, signer, tlog, err := c.openHistory(proof, stderr, log)
+	l, signer, tlog, err := c.openHistory(ctx, proof, stderr, log)
 	if err != nil {
 		return err
 	}

@@ -68,9 +68,9 @@ func (c *serveCmd) checkProof() (proofSetup, error) {
 
 // openHistory opens what the proof flags ask for, one setup for the single-model server and the store
 // server (whose models all share it): the history --history names (nil: none kept), then, with the key
-// checkProof loaded, the transparency log beside it (openProof), saying on stderr what it opened. The caller
+// checkProof loaded, the transparency log beside it (openProof, which ctx stops), saying on stderr what it opened. The caller
 // closes the log (closeLog), then the history, once every server appending to them is closed.
-func (c *serveCmd) openHistory(ps proofSetup, stderr errWriter, log *slog.Logger) (*ledger.Ledger, *provenance.Signer, *ledger.Log, error) {
+func (c *serveCmd) openHistory(ctx context.Context, ps proofSetup, stderr errWriter, log *slog.Logger) (*ledger.Ledger, *provenance.Signer, *ledger.Log, error) {
 	var l *ledger.Ledger
 	if c.History != "" {
 		var opened ledger.Opened
@@ -85,7 +85,7 @@ func (c *serveCmd) openHistory(ps proofSetup, stderr errWriter, log *slog.Logger
 		}
 		fmt.Fprintf(stderr, "history: %s, %d entries, root %s\n", c.History, opened.Size, opened.Root)
 	}
-	signer, tlog, err := c.openProof(ps, l, stderr, log)
+	signer, tlog, err := c.openProof(ctx, ps, l, stderr, log)
 	if err != nil {
 		if l != nil {
 			l.Close()
@@ -99,9 +99,10 @@ func (c *serveCmd) openHistory(ps proofSetup, stderr errWriter, log *slog.Logger
 // checkProof loaded, adding to the log every history entry it does not have yet (a history kept before the
 // log existed is so migrated; an append a crash or a database outage interrupted is so completed), and says
 // what it did on stderr. A history behind its log (cut after the log committed its lines) is refused
-// (ledger.ErrBehindLog) before its partial last line, if any, is cut. The caller closes the log (closeLog)
-// before the history.
-func (c *serveCmd) openProof(ps proofSetup, l *ledger.Ledger, stderr errWriter, log *slog.Logger) (*provenance.Signer, *ledger.Log, error) {
+// (ledger.ErrBehindLog) before its partial last line, if any, is cut. The catching up stops (the error wraps
+// context.Canceled) when ctx, the command's signal context, is canceled, and fails after ten minutes. The
+// caller closes the log (closeLog) before the history.
+func (c *serveCmd) openProof(ctx context.Context, ps proofSetup, l *ledger.Ledger, stderr errWriter, log *slog.Logger) (*provenance.Signer, *ledger.Log, error) {
 	p := c.Proof
 	signer := ps.signer
 	if signer == nil {
@@ -133,8 +134,8 @@ func (c *serveCmd) openProof(ps proofSetup, l *ledger.Ledger, stderr errWriter, 
 	if err != nil {
 		return nil, nil, fmt.Errorf("serve: %w", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	rec, err := l.Reconcile(ctx, g)
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	rec, err := l.Reconcile(rctx, g)
 	cancel()
 	if err != nil {
 		closeLog(g, stderr)

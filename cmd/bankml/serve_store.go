@@ -50,7 +50,7 @@ func (c *serveCmd) serveStore(ctx context.Context, addr, match string, proof pro
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	l, signer, tlog, err := c.openHistory(proof, stderr, log)
+	l, signer, tlog, err := c.openHistory(ctx, proof, stderr, log)
 	if err != nil {
 		return err
 	}
