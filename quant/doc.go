@@ -11,7 +11,7 @@
 // generic Go, AVX2 and AVX-512, chosen at run time or by BANKML_CPU; a level the CPU lacks is an error, never a
 // fallback. Matrix.Repack lays Q1_0, Q2_0 and TQ2_0 rows out in groups of sixteen for the tile kernels
 // (pack.go, act.go, tile_*.s; Q1_0 by lookup tables), each row still the reference's chain; a batch's columns
-// share each weight pass (Q2_0 and TQ2_0 all at once, Q1_0 two at a time at AVX-512); F32/F16/BF16
+// share each weight pass (Q2_0 and TQ2_0 all at once, Q1_0 four at a time at AVX-512); F32/F16/BF16
 // products of two or more columns run tinyBLAS's chain in tiny_amd64.s (4×3 tiles, each output its own lanes).
 //
 // Follows. ggml/src/ggml-cpu (vec.cpp, arch/x86/quants.c, arch/x86/repack.cpp, llamafile/sgemm.cpp) of llama.cpp
@@ -19,7 +19,9 @@
 // which of the reference's CPU variants to match (variant.go; docs/exactness.md, "CPU variants").
 //
 // Deliberate differences. Integer sums are formed in any order (they are exact); the float chain per output —
-// lane layout, fused multiply-adds, horizontal-sum order — is the reference's. The repacked Q4_0/Q4_K kernels'
+// lane layout, fused multiply-adds, horizontal-sum order — is the reference's, except that at AVX-512 a Q1_0
+// block whose chain is exact (q1IntScales: every partial sum an integer times one power of two below 2^24) has
+// it computed in integers, the same bits. The repacked Q4_0/Q4_K kernels'
 // arithmetic runs on ggml's plain layout; bankml's sixteen-row layout has no counterpart in the reference.
 //
 // Determinism. Every output element is a pure function of its weight row and activation column: the same bits
