@@ -37,9 +37,9 @@ type q8Act struct {
 	lutC0, lutN int
 	lutOK       bool // lut holds columns lutC0 .. lutC0+lutN-1
 	// ilut and imeta hold the integer form of the Q1_0 tiles
-	// (tileQ1_0I4AVX512, tileQ1_0I1AVX512) for the batches of the lut
-	// columns that run it (q1IntWidth; batches as q1LUTCols takes the
-	// columns from lutC0), filled by fillILUT at LevelAVX512. A batch of w
+	// (tileQ1_0I4AVX512, tileQ1_0I2AVX512, tileQ1_0I1AVX512) for the lut
+	// columns in the batches q1LUTCols takes them in from lutC0, filled by
+	// fillILUT at the levels with those tiles (q1Int). A batch of w
 	// columns starting at column lutC0+r holds, from int16 512*r*nb (nb Q1_0
 	// blocks a column) and word 4*r*nb, per block 512*w int16 (its column
 	// i's tables at 512i) and 4*w words (column i's q1IntScales at 4i: the

@@ -135,16 +135,16 @@ func tileQ1_0I1AVX512(codes, scales *byte, nb int, lut *float32, acc *float32, f
 //go:noescape
 func q1ILUTAVX512(qs *byte, nqsOff int, nblk int, ilut *int16, stride int)
 
-// q1IntWidth reports whether a batch of w columns (q1LUTCols) at level l
-// runs a tile with the integer form: tileQ1_0I4AVX512, tileQ1_0I2AVX512
-// and tileQ1_0I1AVX512 at LevelAVX512.
-func q1IntWidth(l Level, w int) bool { return l == LevelAVX512 }
+// q1Int reports whether tileQ1_0LUTGroups runs the tiles with the integer
+// form at level l (tileQ1_0I4AVX512, tileQ1_0I2AVX512, tileQ1_0I1AVX512:
+// every batch width at LevelAVX512).
+func q1Int(l Level) bool { return l == LevelAVX512 }
 
 // fillILUT fills a.ilut and a.imeta for columns c0 .. c0+nc-1, batch by
-// batch as tileQ1_0LUTGroups takes them (q1LUTCols), for the batches that
-// run in the integer form (q1IntWidth); others are left.
+// batch as tileQ1_0LUTGroups takes them (q1LUTCols), at the levels with
+// the integer form (q1Int); at others it leaves them.
 func (a *q8Act) fillILUT(l Level, c0, nc int) {
-	if l != LevelAVX512 || a.k%QK1_0 != 0 {
+	if !q1Int(l) || a.k%QK1_0 != 0 {
 		return
 	}
 	nblk, nsub := a.k/QK1_0, a.k/QK8_0
@@ -152,10 +152,6 @@ func (a *q8Act) fillILUT(l Level, c0, nc int) {
 	a.imeta = grow(a.imeta, nc*nblk*4)
 	for rel := 0; rel < nc; {
 		w := q1LUTCols(l, nc-rel)
-		if !q1IntWidth(l, w) {
-			rel += w
-			continue
-		}
 		for ci := range w {
 			c := c0 + rel + ci
 			q := &a.qs[c*a.k]
@@ -294,7 +290,7 @@ func tileQ1_0LUTGroups(l Level, p *packed, a *q8Act, c, nc, lo, hi, end int, sta
 	_ = acc[128*nc*q1Band-1]
 	dsc := acc[128*nc*q1Band:] // tileQ1_0I4AVX512's scratch
 	rel := c - a.lutC0         // the batch's tables in ilut, imeta (q8Act.fillILUT)
-	if q1IntWidth(l, nc) {
+	if q1Int(l) {
 		_ = dsc[16*nc*q1Chunk-1]
 		if (rel+nc)*nb*512 > len(a.ilut) {
 			panic(fmt.Sprintf("quant: tileQ1_0LUTGroups on columns %d..%d without their integer tables (q8Act.fillILUT)", c, c+nc-1))
