@@ -193,9 +193,12 @@ func VecDotQ1_0Q8_0(w, a []byte, nb int) float32 {
 // 512*32767 < 2^24, so exact in float32: blk = float32(S)*2^e with
 // S = Σ L_k*m_k, and the reference's acc = fma(d, blk, acc) is
 // fma(d*2^e, float32(S), acc) (the same real product; d*2^e is exact, e
-// between -34 and 5). Then ok, m the four m_k and scale 2^e. A negative,
-// negative-zero, infinite or NaN scale is not ok (the reference's zeros
-// and NaNs would then differ), nor a span too wide for the sum.
+// between -34 and 15). A zero S is +0 where the reference's blk may be -0
+// (all L_k < 0 under zero scales); fma(d, ±0, acc) agrees because acc,
+// starting at +0, is never -0 under round to nearest. Then ok, m the four
+// m_k and scale 2^e. A negative, negative-zero, infinite or NaN scale is
+// not ok (kept out rather than argued: Q8_0 scales are amax/127 >= +0),
+// nor a span too wide for the sum.
 func q1IntScales(dy *[4]float32) (m [4]uint16, scale float32, ok bool) {
 	var s [4]uint32
 	var u [4]int
@@ -219,7 +222,7 @@ func q1IntScales(dy *[4]float32) (m [4]uint16, scale float32, ok bool) {
 		any = true
 	}
 	if !any {
-		return m, 1, true // blk is +0, as float32(0)*2^0
+		return m, 1, true // S = 0: see the zero case above
 	}
 	var mk [4]uint32
 	var or uint32
