@@ -269,10 +269,11 @@ func q1LUTCols(l Level, n int) int {
 // (the per-row float chain is unchanged: each group's accumulators carry
 // over between chunks). That is the order of the segments in memory
 // (packed), so a band is read front to back. acc is scratch for
-// 128*nc*q1Band floats, and at two or four columns 16*nc*q1Chunk more. At
-// LevelAVX512 four, two and one columns run tileQ1_0I4AVX512,
-// tileQ1_0I2AVX512 and tileQ1_0I1AVX512 on the batch's integer tables (q8Act.fillILUT, which batches the
-// columns from a.lutC0 as the callers do).
+// 128*nc*q1Band floats, and at two or four columns 16*nc*q1Chunk more.
+// At LevelAVX512 four, two and one columns run tileQ1_0I4AVX512,
+// tileQ1_0I2AVX512 and tileQ1_0I1AVX512 on the batch's integer tables
+// (q8Act.fillILUT, which batches the columns from a.lutC0 as the callers
+// do).
 //
 // Each visit prefetches into L2 the segment q1PrefetchVisits visits
 // further, in this band or the next one when that starts below end (the
