@@ -371,7 +371,10 @@ func tileQ1_0LUTGroups(l Level, p *packed, a *q8Act, c, nc, lo, hi, end int, sta
 // (four blocks) at four columns fill a 32 KiB L1d (Zen 4) with tables;
 // parts of two blocks ran 4 columns 9-12 % faster there (docs/PERFORMANCE.md,
 // "Zen 4, 2026-12-04") and parts of two were slower on the 48 KiB L1d of
-// Sapphire Rapids, where halves fit.
+// Sapphire Rapids, where halves fit. At AVX-512 the integer form reads 1 KiB
+// a block and column (the float tables only for the blocks it cannot take);
+// the parts stay sized by the float tables: parts of four blocks, which
+// the smaller tables allow, measured level with two on Zen 4.
 var q1PartBlocks = func() (n [q1LUTMaxCols + 1]int) {
 	l1 := l1dBytes()
 	for nc := 1; nc < len(n); nc++ {
