@@ -18,10 +18,50 @@ func rmsNormMul(y, x, w []float32, eps float32) {
 	for _, v := range x {
 		sum += float64(v * v)
 	}
+	rmsScaleMul(y, x, w, sum, eps)
+}
+
+// rmsScaleMul is rmsNormMul after the sum of squares: y = (x*scale)*w with
+// scale = 1/sqrtf(float(sum/len(x))+eps).
+func rmsScaleMul(y, x, w []float32, sum float64, eps float32) {
 	mean := float32(sum / float64(len(x)))
 	scale := 1 / fmath.Sqrtf(mean+eps)
+	y = y[:len(x)]
+	w = w[:len(x)]
 	for i, v := range x {
 		y[i] = (v * scale) * w[i]
+	}
+}
+
+// rmsNormRows is rmsNormMul on every width-long row of x into the same row
+// of y (y may be x; len(x) a multiple of width), four rows at a time: each
+// row's sum of squares is still the reference's chain in element order,
+// the four chains interleaved so that a row's double add need not wait for
+// its previous one (a row of 4096 is 4096 dependent adds; ggml spreads its
+// rows over threads instead). Every row's bits are rmsNormMul's.
+func rmsNormRows(y, x, w []float32, width int, eps float32) {
+	n := len(x) / width
+	r := 0
+	for ; r+4 <= n; r += 4 {
+		x0 := x[r*width : (r+1)*width]
+		x1 := x[(r+1)*width : (r+2)*width][:len(x0)]
+		x2 := x[(r+2)*width : (r+3)*width][:len(x0)]
+		x3 := x[(r+3)*width : (r+4)*width][:len(x0)]
+		var s0, s1, s2, s3 float64
+		for i, v := range x0 {
+			u1, u2, u3 := x1[i], x2[i], x3[i]
+			s0 += float64(v * v)
+			s1 += float64(u1 * u1)
+			s2 += float64(u2 * u2)
+			s3 += float64(u3 * u3)
+		}
+		rmsScaleMul(y[r*width:], x0, w, s0, eps)
+		rmsScaleMul(y[(r+1)*width:], x1, w, s1, eps)
+		rmsScaleMul(y[(r+2)*width:], x2, w, s2, eps)
+		rmsScaleMul(y[(r+3)*width:], x3, w, s3, eps)
+	}
+	for ; r < n; r++ {
+		rmsNormMul(y[r*width:(r+1)*width], x[r*width:(r+1)*width], w, eps)
 	}
 }
 

@@ -51,3 +51,37 @@ func TestSwiGLUMatchesReference(t *testing.T) {
 		t.Logf("%v: swiglu %d of %d values bit-equal to ggml_vec_swiglu_f32", l, checked, checked)
 	}
 }
+
+// TestRMSNormRowsEqualsOneRowAtATime checks that the four-rows-at-a-time
+// RMS norm gives every row rmsNormMul's bits (which the model oracles
+// compare with the reference's rms_norm+mul), for 1 to 9 rows, in place
+// and into another buffer, on rows whose squares span many exponents (so
+// that any reordering of a row's double sum would show).
+func TestRMSNormRowsEqualsOneRowAtATime(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, width := range []int{1, 7, 128, 4096} {
+		w := make([]float32, width)
+		for i := range w {
+			w[i] = float32(r.NormFloat64())
+		}
+		for n := 1; n <= 9; n++ {
+			x := make([]float32, n*width)
+			for i := range x {
+				x[i] = float32(r.NormFloat64() * math.Pow(2, float64(r.IntN(40)-20)))
+			}
+			want := make([]float32, len(x))
+			for row := range n {
+				rmsNormMul(want[row*width:(row+1)*width], x[row*width:(row+1)*width], w, 1e-6)
+			}
+			got := make([]float32, len(x))
+			rmsNormRows(got, x, w, width, 1e-6)
+			inPlace := append([]float32(nil), x...)
+			rmsNormRows(inPlace, inPlace, w, width, 1e-6)
+			for i := range want {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) || math.Float32bits(inPlace[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("width %d, %d rows: value %d is %g (in place %g), want %g", width, n, i, got[i], inPlace[i], want[i])
+				}
+			}
+		}
+	}
+}

@@ -74,12 +74,12 @@ func (p *pass) norm(name string, il int, dst, src, w, b []float32) []float32 {
 	if w == nil {
 		width = len(b)
 	}
-	for r := 0; r+width <= len(src); r += width {
-		if p.m.a.normEps {
+	if p.m.a.normEps {
+		for r := 0; r+width <= len(src); r += width {
 			layerNorm(dst[r:r+width], src[r:r+width], w, b, p.hp.NormEps)
-		} else {
-			rmsNormMul(dst[r:r+width], src[r:r+width], w, p.hp.RMSEps)
 		}
+	} else if width > 0 {
+		rmsNormRows(dst, src[:len(src)/width*width], w, width, p.hp.RMSEps)
 	}
 	if name != "" {
 		p.emit(name, il, dst[:len(src)])
