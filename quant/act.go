@@ -51,26 +51,69 @@ type q8Act struct {
 
 // fillLUT fills lut with the tables of columns c0 .. c0+nc-1 at level l
 // (the SIMD builders at LevelAVX512 and LevelAVX2, fillLUTColGo
-// elsewhere), unless it
-// holds them. Not safe to call concurrently (Work.MatMul calls it before
-// the workers start).
+// elsewhere), unless it holds them. Not safe to call concurrently
+// (Work.MatMul shares the same steps among its workers: actJob).
 func (a *q8Act) fillLUT(l Level, c0, nc int) {
-	if a.lutOK && a.lutC0 == c0 && a.lutN == nc {
+	if a.lutHolds(c0, nc) {
 		return
 	}
-	a.lut = grow(a.lut, 4*a.k*nc)
-	for c := range nc {
-		a.fillLUTCol(l, c0+c, a.lut[4*a.k*c:4*a.k*(c+1)])
-	}
-	a.fillILUT(l, c0, nc)
+	a.growLUT(l, nc)
+	a.fillLUTBlocks(l, c0, nc, 0, a.k/QK8_0)
 	a.lutC0, a.lutN, a.lutOK = c0, nc, true
 }
 
-// fillLUTColGo is the element-wise statement of column c's tables, written
-// to lut (4k floats; the twin of q1LUTAVX512 and q1LUTAVX2).
-func (a *q8Act) fillLUTColGo(c int, lut []float32) {
+// lutHolds reports whether lut holds the tables of columns c0 .. c0+nc-1.
+func (a *q8Act) lutHolds(c0, nc int) bool { return a.lutOK && a.lutC0 == c0 && a.lutN == nc }
+
+// growLUT sizes lut (and the integer form's ilut, imeta) for nc columns.
+func (a *q8Act) growLUT(l Level, nc int) {
+	a.lut = grow(a.lut, 4*a.k*nc)
+	a.growILUT(l, nc)
+}
+
+// fillLUTBlocks fills the tables of Q8_0 blocks [s0, s1) of columns c0 ..
+// c0+nc-1 (sized by growLUT): the float tables of those blocks and the
+// integer form's Q1_0 blocks that start among them. Calls on disjoint
+// ranges may run concurrently; each table is the same wherever it is made.
+func (a *q8Act) fillLUTBlocks(l Level, c0, nc, s0, s1 int) {
+	for c := range nc {
+		a.fillLUTCol(l, c0+c, s0, s1, a.lut[4*a.k*c:4*a.k*(c+1)])
+	}
+	a.fillILUT(l, c0, nc, (s0+3)/4, (s1+3)/4)
+}
+
+// actJob is the preparation of Work's Q8_0 columns as a pool job over
+// units of Q8_0 blocks: the quantization of x (n columns of k values) into
+// a, or with lut set the lookup tables of columns c0 .. c0+nc-1.
+type actJob struct {
+	a      *q8Act
+	l      Level
+	lut    bool
+	x      []float32
+	k, n   int
+	c0, nc int
+}
+
+// Do prepares units [lo, hi): for the quantization the blocks of all
+// columns in order (column c's block b is unit c*k/32+b), for the tables
+// every column's blocks lo .. hi-1.
+func (j *actJob) Do(_, lo, hi int) {
+	if j.lut {
+		j.a.fillLUTBlocks(j.l, j.c0, j.nc, lo, hi)
+		return
+	}
+	nb := j.k / QK8_0
+	for c := lo / nb; c*nb < hi; c++ {
+		j.a.quantizeBlocks(j.l, c, max(lo-c*nb, 0), min(hi-c*nb, nb), j.x[c*j.k:(c+1)*j.k])
+	}
+}
+
+// fillLUTColGo is the element-wise statement of column c's tables of Q8_0
+// blocks [s0, s1), written to lut (column c's 4k floats; the twin of
+// q1LUTAVX512 and q1LUTAVX2).
+func (a *q8Act) fillLUTColGo(c, s0, s1 int, lut []float32) {
 	nsub := a.k / QK8_0
-	for s := range nsub {
+	for s := s0; s < s1; s++ {
 		i := c*nsub + s
 		q, nq := a.qs[32*i:32*i+32], a.nqs[32*i:32*i+32]
 		t := lut[128*s : 128*s+128]
@@ -168,9 +211,15 @@ func (a *q8Act) fromQ8_0(c int, src []byte) {
 
 // quantizeGo sets column c from k floats with QuantizeRowQ8_0's arithmetic.
 func (a *q8Act) quantizeGo(c int, x []float32) {
+	a.quantizeGoBlocks(c, 0, a.k/QK8_0, x)
+}
+
+// quantizeGoBlocks is quantizeGo on blocks [b0, b1) of column c alone (x is
+// the column's k floats).
+func (a *q8Act) quantizeGoBlocks(c, b0, b1 int, x []float32) {
 	var blk [BlockQ8_0Size]byte
 	nb := a.k / QK8_0
-	for b := range nb {
+	for b := b0; b < b1; b++ {
 		QuantizeRowQ8_0(x[b*QK8_0:(b+1)*QK8_0], blk[:])
 		a.setBlock(c*nb+b, blk[:])
 	}

@@ -9,17 +9,27 @@ func quantQ8_KAVX2(x *float32, nb int, qs *byte, d *float32, nbs *int32)
 // quantize sets column c from k floats at level l: the assembly quantizer
 // at the SIMD levels, quantizeGo at LevelGeneric (the same bytes).
 func (a *q8Act) quantize(l Level, c int, x []float32) {
+	a.quantizeBlocks(l, c, 0, a.k/QK8_0, x)
+}
+
+// quantizeBlocks is quantize on Q8_0 blocks [b0, b1) of column c alone (x
+// is the column's k floats); calls on disjoint ranges may run
+// concurrently.
+func (a *q8Act) quantizeBlocks(l Level, c, b0, b1 int, x []float32) {
+	if b0 >= b1 {
+		return
+	}
 	if l == LevelGeneric {
-		a.quantizeGo(c, x)
+		a.quantizeGoBlocks(c, b0, b1, x)
 		return
 	}
 	nb := a.k / QK8_0
-	_ = x[a.k-1]
-	i := c * nb
-	_ = a.qs[(c+1)*a.k-1]
-	_ = a.nqs[(c+1)*a.k-1]
-	dy := a.dy[i : i+nb]
-	quantQ8_0AVX2(&x[0], nb, &a.qs[c*a.k], &a.nqs[c*a.k], &dy[0], &a.nsum[i])
+	_ = x[b1*QK8_0-1]
+	i := c*nb + b0
+	_ = a.qs[(c*nb+b1)*QK8_0-1]
+	_ = a.nqs[(c*nb+b1)*QK8_0-1]
+	dy := a.dy[i : c*nb+b1]
+	quantQ8_0AVX2(&x[b0*QK8_0], b1-b0, &a.qs[i*QK8_0], &a.nqs[i*QK8_0], &dy[0], &a.nsum[i])
 	for b, amax := range dy {
 		dy[b] = FP16ToFP32(softFP32ToFP16(amax / 127))
 	}

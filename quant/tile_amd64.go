@@ -140,25 +140,36 @@ func q1ILUTAVX512(qs *byte, nqsOff int, nblk int, ilut *int16, stride int)
 // every batch width at LevelAVX512).
 func q1Int(l Level) bool { return l == LevelAVX512 }
 
-// fillILUT fills a.ilut and a.imeta for columns c0 .. c0+nc-1, batch by
-// batch as tileQ1_0LUTGroups takes them (q1LUTCols), at the levels with
-// the integer form (q1Int); at others it leaves them.
-func (a *q8Act) fillILUT(l Level, c0, nc int) {
+// growILUT sizes a.ilut and a.imeta for nc columns at the levels with the
+// integer form (q1Int); fillILUT fills them.
+func (a *q8Act) growILUT(l Level, nc int) {
 	if !q1Int(l) || a.k%QK1_0 != 0 {
 		return
 	}
-	nblk, nsub := a.k/QK1_0, a.k/QK8_0
+	nblk := a.k / QK1_0
 	a.ilut = grow(a.ilut, nc*nblk*512)
 	a.imeta = grow(a.imeta, nc*nblk*4)
+}
+
+// fillILUT fills Q1_0 blocks [b0, b1) of a.ilut and a.imeta (sized by
+// growILUT) for columns c0 .. c0+nc-1, batch by batch as
+// tileQ1_0LUTGroups takes them (q1LUTCols), at the levels with the
+// integer form (q1Int); at others it leaves them. Calls on disjoint block
+// ranges may run concurrently.
+func (a *q8Act) fillILUT(l Level, c0, nc, b0, b1 int) {
+	if !q1Int(l) || a.k%QK1_0 != 0 || b0 >= b1 {
+		return
+	}
+	nblk, nsub := a.k/QK1_0, a.k/QK8_0
 	for rel := 0; rel < nc; {
 		w := q1LUTCols(l, nc-rel)
 		for ci := range w {
 			c := c0 + rel + ci
-			q := &a.qs[c*a.k]
-			off := int(uintptr(unsafe.Pointer(&a.nqs[c*a.k])) - uintptr(unsafe.Pointer(q)))
-			q1ILUTAVX512(q, off, nblk, &a.ilut[rel*nblk*512+512*ci], 1024*w)
+			q := &a.qs[c*a.k+QK1_0*b0]
+			off := int(uintptr(unsafe.Pointer(&a.nqs[c*a.k])) - uintptr(unsafe.Pointer(&a.qs[c*a.k])))
+			q1ILUTAVX512(q, off, b1-b0, &a.ilut[rel*nblk*512+b0*512*w+512*ci], 1024*w)
 		}
-		for b := range nblk {
+		for b := b0; b < b1; b++ {
 			meta := a.imeta[rel*nblk*4+4*w*b : rel*nblk*4+4*w*(b+1)]
 			all := uint32(1)
 			for ci := range w {
@@ -178,21 +189,24 @@ func (a *q8Act) fillILUT(l Level, c0, nc int) {
 	}
 }
 
-// fillLUTCol writes column c's Q1_0 lookup tables (see q8Act.lut) to lut
-// (4k floats) at level l.
-func (a *q8Act) fillLUTCol(l Level, c int, lut []float32) {
+// fillLUTCol writes column c's Q1_0 lookup tables (see q8Act.lut) of Q8_0
+// blocks [s0, s1) to lut (column c's 4k floats) at level l.
+func (a *q8Act) fillLUTCol(l Level, c, s0, s1 int, lut []float32) {
 	nsub := a.k / QK8_0
 	lut = lut[:4*a.k]
-	if !hasQ1LUT(l) {
-		a.fillLUTColGo(c, lut)
+	if s0 >= s1 {
 		return
 	}
-	q := &a.qs[c*a.k]
-	off := int(uintptr(unsafe.Pointer(&a.nqs[c*a.k])) - uintptr(unsafe.Pointer(q)))
+	if !hasQ1LUT(l) {
+		a.fillLUTColGo(c, s0, s1, lut)
+		return
+	}
+	q := &a.qs[c*a.k+QK8_0*s0]
+	off := int(uintptr(unsafe.Pointer(&a.nqs[c*a.k])) - uintptr(unsafe.Pointer(&a.qs[c*a.k])))
 	if l == LevelAVX512 {
-		q1LUTAVX512(q, off, &a.dy[c*nsub], nsub, &lut[0])
+		q1LUTAVX512(q, off, &a.dy[c*nsub+s0], s1-s0, &lut[128*s0])
 	} else {
-		q1LUTAVX2(q, off, &a.dy[c*nsub], nsub, &lut[0])
+		q1LUTAVX2(q, off, &a.dy[c*nsub+s0], s1-s0, &lut[128*s0])
 	}
 }
 

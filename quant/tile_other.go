@@ -22,11 +22,13 @@ func dotQ1_0Plain(w []byte, a *q8Act, c, nb int) float32 {
 	panic("quant: no plain-layout SIMD kernel on this platform")
 }
 
-func (a *q8Act) fillLUTCol(l Level, c int, lut []float32) { a.fillLUTColGo(c, lut) }
+func (a *q8Act) fillLUTCol(l Level, c, s0, s1 int, lut []float32) { a.fillLUTColGo(c, s0, s1, lut) }
 
 func hasQ1LUT(l Level) bool { return false }
 
-func (a *q8Act) fillILUT(l Level, c0, nc int) {}
+func (a *q8Act) growILUT(l Level, nc int) {}
+
+func (a *q8Act) fillILUT(l Level, c0, nc, b0, b1 int) {}
 
 func q1LUTCols(l Level, n int) int { return 1 }
 

@@ -28,6 +28,7 @@ type Work struct {
 	scr    [][]float32 // per worker: tile output and accumulators
 	shares []share     // a packed matrix's shares, one per worker (runShares)
 	job    matJob
+	act    actJob // the preparation of q8 on the pool (prepareQ8, the Q1_0 tables)
 	// prep records which of the buffers above hold the current columns
 	// (MatMulShared: one quantization per activation format for all its
 	// products); every other call starts with none.
@@ -467,11 +468,17 @@ func (w *Work) run(planes []Matrix, x []float32, n int, out []float32, tiny bool
 			break
 		}
 		// The lookup-table tables of lutCols(k) columns at a time, built
-		// here, then every group against them.
+		// here by the workers, then every group against them.
 		lc := lutCols(k)
 		for c0 := 0; c0 < n; c0 += lc {
 			j.c0, j.cn = c0, min(lc, n-c0)
-			w.q8.fillLUT(w.level, j.c0, j.cn)
+			if !w.q8.lutHolds(j.c0, j.cn) {
+				w.q8.growLUT(w.level, j.cn)
+				w.act = actJob{a: &w.q8, l: w.level, lut: true, c0: j.c0, nc: j.cn}
+				w.share(&w.act, k/QK8_0)
+				w.act = actJob{}
+				w.q8.lutC0, w.q8.lutN, w.q8.lutOK = j.c0, j.cn, true
+			}
 			w.runShares(units, unit)
 		}
 	default:
@@ -508,16 +515,33 @@ func (w *Work) quantizeQ4KRepack(j *matJob, gemm int) {
 }
 
 // prepareQ8 quantizes the n columns of k values in x into w.q8 (Q8_0, the
-// packed and plain-layout Q1_0/Q2_0 kernels' layout) unless they are there.
+// packed and plain-layout Q1_0/Q2_0 kernels' layout) unless they are there,
+// the blocks shared among the workers from actShareMin values on (each
+// block's bytes are the same wherever it is quantized).
 func (w *Work) prepareQ8(x []float32, k, n int) {
 	if w.prep.q8 {
 		return
 	}
 	w.q8.reset(k, n)
-	for c := range n {
-		w.q8.quantize(w.level, c, x[c*k:(c+1)*k])
+	w.act = actJob{a: &w.q8, l: w.level, x: x, k: k, n: n}
+	if n*k < actShareMin {
+		w.act.Do(0, 0, n*k/QK8_0)
+	} else {
+		w.share(&w.act, n*k/QK8_0)
 	}
+	w.act = actJob{}
 	w.prep.q8 = true
+}
+
+// actShareMin is the number of activation values from which prepareQ8
+// shares the quantization among the workers: below it (one column of 4096)
+// the hand-off costs about what it saves.
+const actShareMin = 8192
+
+// share runs j over units [0, units) on the pool in one chunk a worker.
+func (w *Work) share(j parallel.Job, units int) {
+	size := w.pool.Size()
+	w.pool.Run(units, (units+size-1)/size, j)
 }
 
 // Do computes rows (or packed groups) [lo, hi) for every column.
