@@ -99,7 +99,10 @@ func (e *Engine) Pooling() embed.Pooling { return e.pool }
 // (N tokens) is larger than the max context size (M tokens). skipping");
 // both are an *EmbedLengthError (EmbedLimit is the longest input taken). An
 // empty input ("Input content cannot be empty") and a token outside the
-// vocabulary are refused; all wrap ErrEmbedInput.
+// vocabulary are refused; all wrap ErrEmbedInput. The contexts of the inputs
+// running at once hold at most the KV cache of max(n_ctx, BatchSize) tokens
+// (or one input's, whatever its size): many short inputs run over several
+// steps rather than each padding a cache of its own at once.
 func (e *Engine) Embed(ctx context.Context, inputs [][]int32) ([]Embedding, error) {
 	if e.poolErr != nil {
 		return nil, e.poolErr
@@ -156,7 +159,11 @@ func (e *Engine) Embed(ctx context.Context, inputs [][]int32) ([]Embedding, erro
 // embedSpans adds to a step the next micro-batch of each embedding job in
 // arrival order while the step's prompt budget lasts (a job's micro-batch
 // is never split: the first always goes), making the job's fresh context
-// on its first step.
+// on its first step. A job starts only while the contexts of the started,
+// unfinished ones hold less than Engine.embedMax (the KV cache of one
+// context of max(n_ctx, BatchSize) tokens; each input's cache is padded to
+// 256 cells, so many short inputs would otherwise hold far more than their
+// tokens): when none is alive the next one starts whatever its size.
 func (e *Engine) embedSpans(jobs []*job, budget int, spans []model.Span, owners []*job, failed []*job, failErr []error) ([]model.Span, []*job, []*job, []error) {
 	took := false
 	for _, j := range jobs {
@@ -164,12 +171,17 @@ func (e *Engine) embedSpans(jobs []*job, budget int, spans []model.Span, owners 
 			continue
 		}
 		if j.ectx == nil {
+			need := e.m.HP.KVCacheBytes(len(j.embd), 1, e.o.CacheTypes)
+			if e.embedLive > 0 && e.embedLive+need > e.embedMax {
+				break // it and the later ones start as earlier ones finish
+			}
 			c, err := e.runner.NewContextTypes(len(j.embd), e.o.CacheTypes)
 			if err != nil {
 				failed, failErr = append(failed, j), append(failErr, fmt.Errorf("engine: %w", err))
 				continue
 			}
-			j.ectx = c
+			j.ectx, j.ebytes = c, need
+			e.embedLive += need
 		}
 		n := min(len(j.embd)-j.pos, e.o.EmbedUBatch)
 		if n > budget && (took || len(spans) > 0) {

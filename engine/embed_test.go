@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bankml/bankml/embed"
 	"github.com/bankml/bankml/gguf"
@@ -256,4 +257,88 @@ func TestArchitecturesGenerateMatchesReference(t *testing.T) {
 		}
 	}
 	t.Logf("%d of %d seeded and greedy answers of the new architectures equal the reference's", pass, total)
+}
+
+// TestEmbedBoundsTheContextsOfManyShortInputs: many one- and two-token
+// inputs in one Embed call (each input's cache is padded to 256 cells) are
+// started only while the contexts alive hold at most the KV cache of
+// max(n_ctx, batch) tokens, so they run over several steps, and every
+// vector equals the input's vector alone.
+func TestEmbedBoundsTheContextsOfManyShortInputs(t *testing.T) {
+	tm := embedModel(t, synth.ArchQwen3, gguf.Q8_0, "", 92)
+	e := newEngine(t, tm, Options{Pooling: embed.PoolingMean.String(), NCtx: 256, BatchSize: 512})
+	var inputs [][]int32
+	for i := range 12 {
+		in := []int32{int32(10 + i)}
+		if i%3 == 0 {
+			in = append(in, int32(40+i))
+		}
+		inputs = append(inputs, in)
+	}
+	got, err := e.Embed(context.Background(), inputs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.stats.maxEmbed > e.embedMax || e.stats.steps < 6 {
+		t.Errorf("%d inputs of 256 cells each: contexts of %d bytes alive at once in %d steps, want at most %d (two inputs) a step",
+			len(inputs), e.stats.maxEmbed, e.stats.steps, e.embedMax)
+	}
+	if e.embedLive != 0 {
+		t.Errorf("after Embed, %d bytes of embedding contexts still counted alive", e.embedLive)
+	}
+	for i, in := range inputs {
+		alone, err := e.Embed(context.Background(), [][]int32{in})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.EqualFunc(got[i].Pooled, alone[0].Pooled, func(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) }) {
+			t.Errorf("input %d: batched vector differs from the vector alone", i)
+		}
+	}
+}
+
+// TestEmbedCancelledInputsReleaseTheirContexts: inputs of Embed calls
+// cancelled at every moment from before the call to mid-way (each input
+// runs over several steps: a causal model pooling the last token, in
+// micro-batches of 4) leave no context counted alive once a later call has
+// run.
+func TestEmbedCancelledInputsReleaseTheirContexts(t *testing.T) {
+	tm := embedModel(t, synth.ArchQwen3, gguf.Q8_0, "", 92)
+	e := newEngine(t, tm, Options{Pooling: embed.PoolingLast.String(), NCtx: 256, BatchSize: 512, EmbedUBatch: 4})
+	inputs := make([][]int32, 8)
+	for i := range inputs {
+		for k := range 20 {
+			inputs[i] = append(inputs[i], int32(10+i+k))
+		}
+	}
+	cancelled := 0
+	for i := range 20 {
+		ctx, cancel := context.WithCancel(context.Background())
+		if i == 0 {
+			cancel()
+		} else {
+			time.AfterFunc(time.Duration(i)*100*time.Microsecond, cancel)
+		}
+		if _, err := e.Embed(ctx, inputs); errors.Is(err, context.Canceled) {
+			cancelled++
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+		// A context still counted alive would keep the next input from
+		// ever starting.
+		ctx, cancel = context.WithTimeout(context.Background(), 20*time.Second)
+		_, err := e.Embed(ctx, inputs[:1])
+		cancel()
+		if err != nil {
+			t.Fatalf("attempt %d: the next input: %v", i, err)
+		}
+		if e.embedLive != 0 {
+			t.Fatalf("attempt %d: %d bytes of embedding contexts still counted alive", i, e.embedLive)
+		}
+	}
+	if cancelled == 0 {
+		t.Fatal("no Embed call was cancelled")
+	}
+	t.Logf("%d of 20 calls cancelled", cancelled)
 }

@@ -148,6 +148,9 @@ type Engine struct {
 	pcache  *promptCache  // --cache-ram; nil: none (the scheduler's)
 	pool    embed.Pooling // Embed's pooling
 	poolErr error         // why the model's own pooling cannot run (Embed's error)
+	// embedMax bounds the KV bytes of the embedding inputs' contexts alive
+	// at once (embedSpans); embedLive is what they hold (the scheduler's).
+	embedMax, embedLive uint64
 
 	mu       sync.Mutex
 	slots    []*slot
@@ -265,7 +268,8 @@ func New(m *model.Model, tok tokenizer.Tokenizer, tmpl *chat.Template, o Options
 		return nil, fmt.Errorf("engine: %w", err)
 	}
 	e := &Engine{m: m, tok: tok, tmpl: tmpl, o: o, nCtx: n, eogs: tok.EOGs(), runner: run, pool: pool, poolErr: poolErr,
-		wake: make(chan struct{}, 1), loopDone: make(chan struct{})}
+		embedMax: m.HP.KVCacheBytes(max(n, o.BatchSize), 1, o.CacheTypes),
+		wake:     make(chan struct{}, 1), loopDone: make(chan struct{})}
 	if o.CacheRAMMiB != 0 {
 		e.pcache = &promptCache{limit: int64(max(0, o.CacheRAMMiB)) << 20, limitTokens: n * o.Parallel, modelID: o.ModelID}
 	}

@@ -38,6 +38,7 @@ type job struct {
 	// in ectx, a fresh context of its own, with every row an output.
 	embd      []int32
 	ectx      *model.Context
+	ebytes    uint64 // ectx's share of Engine.embedLive (released by dropEmbed)
 	done      chan jobResult
 	cancelled atomic.Bool
 
@@ -124,6 +125,8 @@ func (e *Engine) loop() {
 		for _, j := range e.queue {
 			if !j.cancelled.Load() {
 				live = append(live, j)
+			} else {
+				e.dropEmbed(j)
 			}
 		}
 		clear(e.queue[len(live):])
@@ -284,9 +287,11 @@ func (e *Engine) step(jobs []*job) {
 		}
 		e.stats.maxSeqs = max(e.stats.maxSeqs, len(seqs))
 	}
+	e.stats.maxEmbed = max(e.stats.maxEmbed, e.embedLive)
 	done := map[*job]bool{}
 	for _, d := range out {
 		done[d.j] = true
+		e.dropEmbed(d.j)
 	}
 	q := e.queue[:0]
 	for _, j := range e.queue {
@@ -307,6 +312,13 @@ func (e *Engine) step(jobs []*job) {
 	for _, d := range out {
 		d.j.done <- d.r
 	}
+}
+
+// dropEmbed releases an embedding job's context (leaving the queue: done,
+// failed or cancelled) from Engine.embedLive.
+func (e *Engine) dropEmbed(j *job) {
+	e.embedLive -= j.ebytes
+	j.ebytes, j.ectx = 0, nil
 }
 
 // ensureContext makes the slot's context on its first use (the runner's
@@ -431,4 +443,7 @@ type stepStats struct {
 	shared  int // of them, passes over more than one slot's rows
 	rows    int // spans evaluated
 	maxSeqs int // the most slots in one pass
+	// maxEmbed: the most KV bytes the embedding inputs' contexts held at
+	// the end of a step (Engine.embedLive).
+	maxEmbed uint64
 }
