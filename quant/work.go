@@ -525,20 +525,24 @@ func (w *Work) prepareQ8(x []float32, k, n int) {
 	w.q8.reset(k, n)
 	w.act = actJob{a: &w.q8, l: w.level, x: x, k: k, n: n}
 	if n*k < actShareMin {
-		w.act.Do(0, 0, n*k/QK8_0)
+		w.act.Do(0, 0, n*(k/QK8_0))
 	} else {
-		w.share(&w.act, n*k/QK8_0)
+		w.share(&w.act, n*(k/QK8_0))
 	}
 	w.act = actJob{}
 	w.prep.q8 = true
 }
 
 // actShareMin is the number of activation values from which prepareQ8
-// shares the quantization among the workers: below it (one column of 4096)
-// the hand-off costs about what it saves.
+// shares the quantization among the workers: a single stream's columns of
+// 4096 (its Q/K/V, output and gate/up inputs) stay on the caller, as before
+// the sharing was measured (docs/PERFORMANCE.md, "the serial work of a
+// four-stream step"); its columns of 12288 and every batch of two or more
+// are shared.
 const actShareMin = 8192
 
-// share runs j over units [0, units) on the pool in one chunk a worker.
+// share runs j over units [0, units) on the pool, cut into Size() chunks
+// that the workers and the caller take as they come free.
 func (w *Work) share(j parallel.Job, units int) {
 	size := w.pool.Size()
 	w.pool.Run(units, (units+size-1)/size, j)
