@@ -28,8 +28,8 @@ type q8Act struct {
 	// (tileQ1_0LAVX512, tileQ1_0LAVX2) for columns lutC0 .. lutC0+lutN-1,
 	// filled by fillLUT (in Work.MatMul by its workers: actJob,
 	// fillLUTBlocks): per column (column lutC0+c at c*4k) and Q8_0 block i
-	// of the column, for lane j = 0..7 (the reference's eight int32 lanes of four
-	// activations), sixteen floats at (8i+j)*16: entry n is float32(L)*dy
+	// of the column, for lane j = 0..7 (the reference's eight int32 lanes of
+	// four activations), sixteen floats at (8i+j)*16: entry n is float32(L)*dy
 	// with L the lane sum of activations 32i+4j..+3 under weight bits n (bit
 	// e set: q, clear: -q with int8 wrap, nqs). The product is exact
 	// (|L| <= 512, dy an f16 value), Inf*0 = NaN included, so it is the
@@ -40,12 +40,12 @@ type q8Act struct {
 	// ilut and imeta hold the integer form of the Q1_0 tiles
 	// (tileQ1_0I4AVX512, tileQ1_0I2AVX512, tileQ1_0I1AVX512) for the lut
 	// columns in the batches q1LUTCols takes them in from lutC0, filled by
-	// fillILUT (block range by block range: fillLUTBlocks) at the levels with those tiles (q1Int). A batch of w
-	// columns starting at column lutC0+r holds, from int16 512*r*nb (nb Q1_0
-	// blocks a column) and word 4*r*nb, per block 512*w int16 (its column
-	// i's tables at 512i) and 4*w words (column i's q1IntScales at 4i: the
-	// m pairs and the float bits of 2^e; word 3 also 1 when all w columns
-	// passed).
+	// fillILUT (block range by block range: fillLUTBlocks) at the levels
+	// with those tiles (q1Int). A batch of w columns starting at column
+	// lutC0+r holds, from int16 512*r*nb (nb Q1_0 blocks a column) and word
+	// 4*r*nb, per block 512*w int16 (its column i's tables at 512i) and 4*w
+	// words (column i's q1IntScales at 4i: the m pairs and the float bits of
+	// 2^e; word 3 also 1 when all w columns passed).
 	ilut  []int16
 	imeta []uint32
 }
@@ -60,11 +60,14 @@ func (a *q8Act) fillLUT(l Level, c0, nc int) {
 	}
 	a.growLUT(l, nc)
 	a.fillLUTBlocks(l, c0, nc, 0, a.k/QK8_0)
-	a.lutC0, a.lutN, a.lutOK = c0, nc, true
+	a.lutFilled(c0, nc)
 }
 
 // lutHolds reports whether lut holds the tables of columns c0 .. c0+nc-1.
 func (a *q8Act) lutHolds(c0, nc int) bool { return a.lutOK && a.lutC0 == c0 && a.lutN == nc }
+
+// lutFilled records that lut holds the tables of columns c0 .. c0+nc-1.
+func (a *q8Act) lutFilled(c0, nc int) { a.lutC0, a.lutN, a.lutOK = c0, nc, true }
 
 // growLUT sizes lut (and the integer form's ilut, imeta) for nc columns.
 func (a *q8Act) growLUT(l Level, nc int) {

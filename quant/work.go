@@ -477,7 +477,7 @@ func (w *Work) run(planes []Matrix, x []float32, n int, out []float32, tiny bool
 				w.act = actJob{a: &w.q8, l: w.level, lut: true, c0: j.c0, nc: j.cn}
 				w.share(&w.act, k/QK8_0)
 				w.act = actJob{}
-				w.q8.lutC0, w.q8.lutN, w.q8.lutOK = j.c0, j.cn, true
+				w.q8.lutFilled(j.c0, j.cn)
 			}
 			w.runShares(units, unit)
 		}
