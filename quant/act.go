@@ -213,13 +213,8 @@ func (a *q8Act) fromQ8_0(c int, src []byte) {
 	}
 }
 
-// quantizeGo sets column c from k floats with QuantizeRowQ8_0's arithmetic.
-func (a *q8Act) quantizeGo(c int, x []float32) {
-	a.quantizeGoBlocks(c, 0, a.k/QK8_0, x)
-}
-
-// quantizeGoBlocks is quantizeGo on blocks [b0, b1) of column c alone (x is
-// the column's k floats).
+// quantizeGoBlocks sets blocks [b0, b1) of column c from the column's k
+// floats x with QuantizeRowQ8_0's arithmetic.
 func (a *q8Act) quantizeGoBlocks(c, b0, b1 int, x []float32) {
 	var blk [BlockQ8_0Size]byte
 	nb := a.k / QK8_0

@@ -7,7 +7,7 @@ func quantQ8_0AVX2(x *float32, nb int, qs, nqs *byte, amax *float32, nsum *int32
 func quantQ8_KAVX2(x *float32, nb int, qs *byte, d *float32, nbs *int32)
 
 // quantize sets column c from k floats at level l: the assembly quantizer
-// at the SIMD levels, quantizeGo at LevelGeneric (the same bytes).
+// at the SIMD levels, quantizeGoBlocks at LevelGeneric (the same bytes).
 func (a *q8Act) quantize(l Level, c int, x []float32) {
 	a.quantizeBlocks(l, c, 0, a.k/QK8_0, x)
 }
