@@ -181,7 +181,10 @@ func (e *Engine) embedSpans(jobs []*job, budget int, spans []model.Span, owners 
 		if j.ectx == nil {
 			need := e.m.HP.KVCacheBytes(len(j.embd), 1, e.o.CacheTypes)
 			if e.embedLive > 0 && e.embedLive+need > e.embedMax {
-				break // it and the later ones start as earlier ones finish
+				// It and the later ones start as earlier ones finish; the
+				// started ones, which run on, all come before it (jobs
+				// start in arrival order).
+				break
 			}
 			c, err := e.runner.NewContextTypes(len(j.embd), e.o.CacheTypes)
 			if err != nil {
