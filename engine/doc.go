@@ -12,9 +12,9 @@
 // scheduler (one goroutine, update_slots) runs steps: one Runner.Decode over every generating request's next
 // token and up to BatchSize prompt rows. Evaluate (llama-perplexity's loop), Embed (--pooling), SaveSlot,
 // RestoreSlot and EraseSlot run between or within steps; Embed's inputs, each in a fresh context padded to 256
-// cells, start only while those alive hold less than one context of max(n_ctx, BatchSize) tokens (EmbedTokens:
-// the one cache beyond the slots' that the memory check counts with Options.Embeddings). Every bankml command
-// that generates or evaluates is a client of this engine: serve, run and run --chat, perplexity, bench.
+// cells, start only while those alive hold less than one context of max(n_ctx, BatchSize) tokens (at most that
+// one cache beyond the slots', which the memory check does not count). Every bankml command that generates or
+// evaluates is a client of this engine: serve, run and run --chat, perplexity, bench.
 //
 // Follows. tools/server/server-context.cpp: get_available_slot, launch_slot_with_task, update_slots (its refusal
 // of a prompt longer than the context, cache_prompt's common prefix), process_token (UTF-8 and partial stop

@@ -30,10 +30,6 @@ var ErrEncoder = errors.New("the model is an encoder (embeddings only): it does 
 // vocabulary); its message is llama-server's where it has one.
 var ErrEmbedInput = errors.New("engine: embedding input")
 
-// ErrEmbeddingsOff is Embed's error on an engine made without
-// Options.Embeddings (whose memory check did not count the inputs' caches).
-var ErrEmbeddingsOff = errors.New("engine: embeddings are off (Options.Embeddings)")
-
 // EmbedLengthError is Embed's refusal of an input longer than one embedding
 // may be: past the physical batch (UBatch, Options.EmbedUBatch: llama-server's
 // "too large to process") or past the slot context (NCtx: "larger than the
@@ -104,14 +100,10 @@ func (e *Engine) Pooling() embed.Pooling { return e.pool }
 // both are an *EmbedLengthError (EmbedLimit is the longest input taken). An
 // empty input ("Input content cannot be empty") and a token outside the
 // vocabulary are refused; all wrap ErrEmbedInput. The contexts of the inputs
-// running at once hold at most the KV cache of max(n_ctx, BatchSize) tokens,
-// which New's memory check counts (Options.Embeddings; without it Embed
-// returns ErrEmbeddingsOff): many short inputs run over several steps
-// rather than each padding a cache of its own at once.
+// running at once hold at most the KV cache of max(n_ctx, BatchSize) tokens
+// (or one input's, whatever its size): many short inputs run over several
+// steps rather than each padding a cache of its own at once.
 func (e *Engine) Embed(ctx context.Context, inputs [][]int32) ([]Embedding, error) {
-	if !e.o.Embeddings {
-		return nil, ErrEmbeddingsOff
-	}
 	if e.poolErr != nil {
 		return nil, e.poolErr
 	}

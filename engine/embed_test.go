@@ -57,7 +57,7 @@ func TestEmbedBatchesInputsAndMatchesReference(t *testing.T) {
 		embedModel(t, synth.ArchQwen3, gguf.Q8_0, "", 92).withRef(t),
 	} {
 		for _, pool := range []embed.Pooling{embed.PoolingNone, embed.PoolingMean, embed.PoolingCLS, embed.PoolingLast} {
-			e := newEngine(t, tm, Options{Pooling: pool.String(), BatchSize: 2048, Embeddings: true})
+			e := newEngine(t, tm, Options{Pooling: pool.String(), BatchSize: 2048})
 			var inputs [][]int32
 			for _, text := range embedTexts {
 				toks, err := tm.ref.Tokenize(text, true, true)
@@ -147,7 +147,7 @@ func TestEmbedTakesInputsUpToItsPhysicalBatchAndMatchesTheReference(t *testing.T
 		{"a decoder pooling the last token splits 700 tokens into micro-batches", qwen, embed.PoolingLast, 0, 700, "", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newEngine(t, tc.tm, Options{Pooling: tc.pool.String(), BatchSize: 2048, NCtx: 1024, EmbedUBatch: tc.ubatch, Embeddings: true})
+			e := newEngine(t, tc.tm, Options{Pooling: tc.pool.String(), BatchSize: 2048, NCtx: 1024, EmbedUBatch: tc.ubatch})
 			toks, err := tc.tm.ref.Tokenize(long, true, true)
 			if err != nil {
 				t.Fatal(err)
@@ -188,7 +188,7 @@ func TestEmbedTakesInputsUpToItsPhysicalBatchAndMatchesTheReference(t *testing.T
 
 func TestEmbedRefusesBadInputs(t *testing.T) {
 	tm := embedModel(t, synth.ArchBert, gguf.Q8_0, "bert-bge", 93)
-	e := newEngine(t, tm, Options{Embeddings: true})
+	e := newEngine(t, tm, Options{})
 	long := make([]int32, 513)
 	for _, tc := range []struct {
 		name  string
@@ -266,7 +266,7 @@ func TestArchitecturesGenerateMatchesReference(t *testing.T) {
 // vector equals the input's vector alone.
 func TestEmbedBoundsTheContextsOfManyShortInputs(t *testing.T) {
 	tm := embedModel(t, synth.ArchQwen3, gguf.Q8_0, "", 92)
-	e := newEngine(t, tm, Options{Pooling: embed.PoolingMean.String(), NCtx: 256, BatchSize: 512, Embeddings: true})
+	e := newEngine(t, tm, Options{Pooling: embed.PoolingMean.String(), NCtx: 256, BatchSize: 512})
 	var inputs [][]int32
 	for i := range 12 {
 		in := []int32{int32(10 + i)}
@@ -304,7 +304,7 @@ func TestEmbedBoundsTheContextsOfManyShortInputs(t *testing.T) {
 // run.
 func TestEmbedCancelledInputsReleaseTheirContexts(t *testing.T) {
 	tm := embedModel(t, synth.ArchQwen3, gguf.Q8_0, "", 92)
-	e := newEngine(t, tm, Options{Pooling: embed.PoolingLast.String(), NCtx: 256, BatchSize: 512, EmbedUBatch: 4, Embeddings: true})
+	e := newEngine(t, tm, Options{Pooling: embed.PoolingLast.String(), NCtx: 256, BatchSize: 512, EmbedUBatch: 4})
 	inputs := make([][]int32, 8)
 	for i := range inputs {
 		for k := range 20 {
@@ -341,14 +341,4 @@ func TestEmbedCancelledInputsReleaseTheirContexts(t *testing.T) {
 		t.Fatal("no Embed call was cancelled")
 	}
 	t.Logf("%d of 20 calls cancelled", cancelled)
-}
-
-// TestEmbedNeedsEmbeddingsOn: an engine made without Options.Embeddings
-// (whose memory check left out the inputs' caches) refuses Embed.
-func TestEmbedNeedsEmbeddingsOn(t *testing.T) {
-	tm := embedModel(t, synth.ArchQwen3, gguf.Q8_0, "", 92)
-	e := newEngine(t, tm, Options{Pooling: embed.PoolingMean.String()})
-	if _, err := e.Embed(context.Background(), [][]int32{{10, 11}}); !errors.Is(err, ErrEmbeddingsOff) {
-		t.Errorf("Embed without Options.Embeddings: %v; want ErrEmbeddingsOff", err)
-	}
 }

@@ -127,12 +127,6 @@ type Options struct {
 	// 0: model.NUbatch (512, llama.cpp's default -ub). Generation is not
 	// affected: prompts run in micro-batches of model.NUbatch.
 	EmbedUBatch int
-	// Embeddings turns Embed on (llama-server's --embeddings, --reranking,
-	// an encoder model, Ollama's embedding routes, bankml embed): its
-	// inputs' contexts alive at once hold up to the KV cache of
-	// max(NCtx, BatchSize) tokens, which New's memory check counts beside
-	// the slots'. Without it Embed refuses (ErrEmbeddingsOff).
-	Embeddings bool
 	// MemoryBound is the memory New checks the model's weights and every
 	// slot's full KV cache against (model.Model.CheckMemory); nil: the
 	// process's (model.ProcessMemory: the machine's RAM or its cgroup's
@@ -257,13 +251,8 @@ func New(m *model.Model, tok tokenizer.Tokenizer, tmpl *chat.Template, o Options
 		return nil, fmt.Errorf("engine: %w", err)
 	}
 	// One check for every slot, before anything is allocated: the weights
-	// and Parallel full caches at the slots' types (and the embedding
-	// inputs' cache) must fit together.
-	embedTokens := 0
-	if o.Embeddings {
-		embedTokens = EmbedTokens(n, o.BatchSize)
-	}
-	if err := m.CheckMemory(n, o.Parallel, embedTokens, o.CacheTypes, o.MemoryBound); err != nil {
+	// and Parallel full caches at the slots' types must fit together.
+	if err := m.CheckMemory(n, o.Parallel, o.CacheTypes, o.MemoryBound); err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
 	pool, err := embed.ParsePooling(o.Pooling)
@@ -279,7 +268,7 @@ func New(m *model.Model, tok tokenizer.Tokenizer, tmpl *chat.Template, o Options
 		return nil, fmt.Errorf("engine: %w", err)
 	}
 	e := &Engine{m: m, tok: tok, tmpl: tmpl, o: o, nCtx: n, eogs: tok.EOGs(), runner: run, pool: pool, poolErr: poolErr,
-		embedMax: m.HP.KVCacheBytes(embedTokens, 1, o.CacheTypes),
+		embedMax: m.HP.KVCacheBytes(max(n, o.BatchSize), 1, o.CacheTypes),
 		wake:     make(chan struct{}, 1), loopDone: make(chan struct{})}
 	if o.CacheRAMMiB != 0 {
 		e.pcache = &promptCache{limit: int64(max(0, o.CacheRAMMiB)) << 20, limitTokens: n * o.Parallel, modelID: o.ModelID}
@@ -291,17 +280,6 @@ func New(m *model.Model, tok tokenizer.Tokenizer, tmpl *chat.Template, o Options
 	}
 	go e.loop()
 	return e, nil
-}
-
-// EmbedTokens is the size in tokens of the one KV cache that the embedding
-// inputs' contexts alive at once may hold (Embed) on an engine of slot
-// context nCtx and batch size batch (Options.BatchSize; 0: model.NUbatch):
-// max(nCtx, batch). New's memory check counts it with Options.Embeddings.
-func EmbedTokens(nCtx, batch int) int {
-	if batch == 0 {
-		batch = model.NUbatch
-	}
-	return max(nCtx, batch)
 }
 
 // Workers is the number of matmul workers the engine runs (Options.Threads,

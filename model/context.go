@@ -112,7 +112,7 @@ func (m *Model) NewContextTypes(nCtx, threads int, types CacheTypes) (*Context, 
 	if err := checkCacheTypes(m.HP.HeadDim, types.norm()); err != nil {
 		return nil, err
 	}
-	if err := m.CheckMemory(nCtx, 1, 0, types, nil); err != nil {
+	if err := m.CheckMemory(nCtx, 1, types, nil); err != nil {
 		return nil, err
 	}
 	r, err := m.NewRunner(threads)

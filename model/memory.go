@@ -131,16 +131,14 @@ func inMaps(b []byte, maps [][2]uintptr) bool {
 }
 
 // CheckMemory refuses to run slots contexts of nCtx tokens each (a Context's size: NewContext's nCtx) with
-// KV cache types t, and when embed > 0 one more cache of embed tokens (the embedding inputs' contexts alive
-// at once: engine.Engine.Embed), when the model's weights (WeightBytes) and those full KV caches
-// (KVCacheBytes) do not fit the memory bound gives (nil: ProcessMemory, the machine's RAM or its cgroup's
-// limit), checked before anything is allocated. The caches grow with use, but a slot may fill its own: the
-// check is that they all can. The error names the bytes of each part, the bound (and the cgroup limit's
-// file), and the flags that change them: -c (the context), -np (the slots, when more than one), -ctk/-ctv
-// (the cache types, when smaller ones exist; an encoder's cache is f16), -b (the batch, when it sets the
-// embedding cache). It also refuses a size outside [1, 2^30] or slots below 1. The engine calls it once for
-// all its slots; Model.NewContext calls it for its one context.
-func (m *Model) CheckMemory(nCtx, slots, embed int, t CacheTypes, bound MemoryBound) error {
+// KV cache types t when the model's weights (WeightBytes) and the slots' full KV caches (KVCacheBytes) do
+// not fit the memory bound gives (nil: ProcessMemory, the machine's RAM or its cgroup's limit), checked
+// before anything is allocated. The caches grow with use, but a slot may fill its own: the check is that
+// they all can. The error names the bytes of each part, the bound (and the cgroup limit's file), and the
+// flags that change them: -c (the context), -np (the slots, when more than one), -ctk/-ctv (the cache
+// types, when smaller ones exist; an encoder's cache is f16). It also refuses a size outside [1, 2^30] or slots below 1.
+// The engine calls it once for all its slots; Model.NewContext calls it for its one context.
+func (m *Model) CheckMemory(nCtx, slots int, t CacheTypes, bound MemoryBound) error {
 	if err := checkNCtx(nCtx); err != nil {
 		return err
 	}
@@ -156,11 +154,6 @@ func (m *Model) CheckMemory(nCtx, slots, embed int, t CacheTypes, bound MemoryBo
 	}
 	weights := m.WeightBytes()
 	kv := m.HP.KVCacheBytes(nCtx, slots, t)
-	if e := m.HP.KVCacheBytes(embed, 1, t); kv+e >= kv {
-		kv += e
-	} else {
-		kv = ^uint64(0)
-	}
 	need := weights + kv
 	if need < weights { // saturate
 		need = ^uint64(0)
@@ -184,9 +177,6 @@ func (m *Model) CheckMemory(nCtx, slots, embed int, t CacheTypes, bound MemoryBo
 	if slots > 1 {
 		caches = fmt.Sprintf("%d slots' KV caches of %d tokens each", slots, nCtx)
 	}
-	if embed > 0 {
-		caches += fmt.Sprintf(" and the embedding inputs' of %d tokens", embed)
-	}
 	msg := fmt.Sprintf("model: the weights (%s) and %s (-ctk %s -ctv %s: %s) need %s, more than %s",
 		size(weights), caches, t.K, t.V, size(kv), needS, where)
 	if weights > avail {
@@ -195,9 +185,6 @@ func (m *Model) CheckMemory(nCtx, slots, embed int, t CacheTypes, bound MemoryBo
 	flags := []string{"a smaller context (-c)"}
 	if slots > 1 {
 		flags = append(flags, "fewer slots (-np)")
-	}
-	if embed > nCtx {
-		flags = append(flags, "a smaller batch (-b)")
 	}
 	switch {
 	case m.HP.Causal && (t.K == gguf.F16 || t.V == gguf.F16):

@@ -51,7 +51,6 @@ func TestCheckMemoryCountsWeightsSlotsAndCacheTypes(t *testing.T) {
 		name   string
 		nCtx   int
 		slots  int
-		embed  int // tokens of the embedding inputs' cache; 0: none
 		types  CacheTypes
 		bound  uint64
 		file   string
@@ -69,15 +68,6 @@ func TestCheckMemoryCountsWeightsSlotsAndCacheTypes(t *testing.T) {
 			want: []string{"4 slots' KV caches of 1048576 tokens each", "fewer slots (-np)", "-c)"}},
 		{name: "four slots that fit together are allowed",
 			nCtx: big, slots: 4, types: f16, bound: w + 4*big*perCell(f16)},
-		{name: "the embedding inputs' cache is counted beside the slots': refused where the slots alone fit",
-			nCtx: big, slots: 2, embed: big, types: f16, bound: w + 3*big*perCell(f16) - 1,
-			want:   []string{"2 slots' KV caches of 1048576 tokens each and the embedding inputs' of 1048576 tokens", "-c)"},
-			absent: []string{"-b)"}},
-		{name: "slots and an embedding cache that fit together are allowed",
-			nCtx: big, slots: 2, embed: big, types: f16, bound: w + 3*big*perCell(f16)},
-		{name: "an embedding cache larger than a slot's (the batch) names -b",
-			nCtx: 256, slots: 1, embed: big, types: f16, bound: w + big*perCell(f16),
-			want: []string{"the embedding inputs' of 1048576 tokens", "a smaller batch (-b)"}},
 		{name: "q4_0 caches are counted at their size: a bound an f16 cache exceeds holds them",
 			nCtx: big, slots: 1, types: q4, bound: w + big*perCell(q4)},
 		{name: "q8_0 caches over the bound are refused suggesting q4_0",
@@ -108,7 +98,7 @@ func TestCheckMemoryCountsWeightsSlotsAndCacheTypes(t *testing.T) {
 			nCtx: 1 << 30, slots: 1 << 40, types: f16, bound: 1 << 62, want: []string{"1099511627776 slots"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := m.CheckMemory(tc.nCtx, tc.slots, tc.embed, tc.types, fakeBound(tc.bound, tc.file))
+			err := m.CheckMemory(tc.nCtx, tc.slots, tc.types, fakeBound(tc.bound, tc.file))
 			if tc.want == nil {
 				if err != nil {
 					t.Fatalf("CheckMemory: %v", err)

@@ -277,7 +277,6 @@ func New(m *admit.Model, o Options) (*Server, error) {
 		NCtx: nSlot, Threads: o.Threads, Parallel: o.Parallel, QueueSize: o.QueueSize, SuppressTokens: m.SuppressTokens,
 		BatchSize: o.BatchSize, CacheReuse: o.CacheReuse, ModelID: "sha256:" + m.SHA256, CacheRAMMiB: o.CacheRAMMiB, Pooling: o.Pooling,
 		CacheTypes: o.CacheTypes, EmbedUBatch: embedUBatch(o.UBatch, o.NCtx, m.Model),
-		Embeddings: o.Embeddings || o.Reranking || o.OllamaEmbeddings || m.Model.Encoder(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)

@@ -13,10 +13,9 @@ import (
 )
 
 // TestMaxMemoryCountsEachModelsKVCachesForItsSlots: --max-memory counts a model's file and the full KV caches
-// of the slots the server gives it (-np slots of their -c share at -ctk/-ctv) and of its embedding inputs (one
-// cache of max(a slot's context, the batch) tokens: Ollama's /api/embed answers here without a flag), as
-// Ollama's scheduler counts a model with its context; a model that cannot fit is refused naming both parts, and
-// /api/ps reports the sum and the context the model runs with.
+// of the slots the server gives it (-np slots of their -c share at -ctk/-ctv), as Ollama's scheduler counts a
+// model with its context; a model that cannot fit is refused naming both parts, and /api/ps reports the sum and the context the model runs
+// with.
 func TestMaxMemoryCountsEachModelsKVCachesForItsSlots(t *testing.T) {
 	const (
 		file    = 1185376 // stories260K.gguf
@@ -29,20 +28,20 @@ func TestMaxMemoryCountsEachModelsKVCachesForItsSlots(t *testing.T) {
 		psSize int64  // /api/ps size once loaded
 		psCtx  int    // /api/ps context_length once loaded: a slot's context, as a single-model server reports it
 	}{
-		{name: "a model whose file fits but not its KV caches is refused naming both parts",
-			o:    storeserve.Options{MaxMemory: file + 2*2048*perCell - 1},
-			want: "the model's 3806816 bytes (its file's 1185376 and the KV caches' 2621440: -np 1 of 2048 tokens and the embedding inputs' of 2048 tokens at -ctk f16 -ctv f16) exceed this server's --max-memory of 3806815 bytes"},
-		{name: "a model whose file and KV caches fit exactly loads and /api/ps reports both",
-			o: storeserve.Options{MaxMemory: file + 2*2048*perCell}, psSize: file + 2*2048*perCell, psCtx: 2048},
-		{name: "two slots of 2048 tokens count two caches beside the embedding inputs'",
-			o:    storeserve.Options{MaxMemory: file + 3*2048*perCell - 1, Serve: serve.Options{NCtx: 4096, Parallel: 2}},
-			want: "-np 2 of 2048 tokens and the embedding inputs' of 2048 tokens"},
+		{name: "a model whose file fits but not its KV cache is refused naming both parts",
+			o:    storeserve.Options{MaxMemory: file + 2048*perCell - 1},
+			want: "the model's 2496096 bytes (its file's 1185376 and the KV caches' 1310720: -np 1 of 2048 tokens at -ctk f16 -ctv f16) exceed this server's --max-memory of 2496095 bytes"},
+		{name: "a model whose file and KV cache fit exactly loads and /api/ps reports both",
+			o: storeserve.Options{MaxMemory: file + 2048*perCell}, psSize: file + 2048*perCell, psCtx: 2048},
+		{name: "two slots of 2048 tokens count two caches",
+			o:    storeserve.Options{MaxMemory: file + 2*2048*perCell - 1, Serve: serve.Options{NCtx: 4096, Parallel: 2}},
+			want: "-np 2 of 2048 tokens"},
 		{name: "two slots of 2048 tokens that fit load",
-			o: storeserve.Options{MaxMemory: file + 3*2048*perCell, Serve: serve.Options{NCtx: 4096, Parallel: 2}}, psSize: file + 3*2048*perCell, psCtx: 2048},
-		{name: "a smaller context counts a smaller slot cache; the embedding inputs' is at least the batch of 512",
-			o: storeserve.Options{MaxMemory: file + (256+512)*perCell, Serve: serve.Options{NCtx: 256}}, psSize: file + (256+512)*perCell, psCtx: 256},
+			o: storeserve.Options{MaxMemory: file + 2*2048*perCell, Serve: serve.Options{NCtx: 4096, Parallel: 2}}, psSize: file + 2*2048*perCell, psCtx: 2048},
+		{name: "a smaller context counts a smaller cache",
+			o: storeserve.Options{MaxMemory: file + 256*perCell, Serve: serve.Options{NCtx: 256}}, psSize: file + 256*perCell, psCtx: 256},
 		{name: "without a limit /api/ps still reports the file and the caches",
-			o: storeserve.Options{}, psSize: file + 2*2048*perCell, psCtx: 2048},
+			o: storeserve.Options{}, psSize: file + 2048*perCell, psCtx: 2048},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, tc.o)

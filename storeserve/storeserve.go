@@ -56,7 +56,6 @@ import (
 
 	"github.com/bankml/bankml/admit"
 	"github.com/bankml/bankml/catalog"
-	"github.com/bankml/bankml/engine"
 	"github.com/bankml/bankml/gguf"
 	"github.com/bankml/bankml/model"
 	"github.com/bankml/bankml/serve"
@@ -487,10 +486,9 @@ func (r *Router) load(ctx context.Context, ref string) (*loaded, error) {
 	return &loaded{ref: man.Ref(), sha256: man.Model.SHA256, m: m, srv: srv, size: size, at: now, used: now, keep: r.o.KeepAlive}, nil
 }
 
-// kvBytes is the memory of the full KV caches of the slots this server gives the model file at path and of its
-// embedding inputs (the Serve options' -np slots of serve.SlotContext's tokens and one cache of
-// engine.EmbedTokens at -ctk/-ctv: model.Hparams.KVCacheBytes, the formula of the engine's own memory check),
-// from its header alone, as Ollama's scheduler counts a model's KV cache
+// kvBytes is the memory of the full KV caches of the slots this server gives the model file at path (the
+// Serve options' -np slots of serve.SlotContext's tokens at -ctk/-ctv: model.Hparams.KVCacheBytes, the formula
+// of the engine's own memory check), from its header alone, as Ollama's scheduler counts a model's KV cache
 // for its context and parallel requests before it loads it; what says it in words for an error. 0 when the
 // header does not read, names an architecture bankml does not run, or the settings leave a slot no context:
 // admission or serve.New then refuses the model with the reason.
@@ -509,18 +507,9 @@ func (r *Router) kvBytes(path string) (n int64, what string) {
 	if err != nil {
 		return 0, ""
 	}
-	// The slots' caches and the embedding inputs' one (Ollama's embedding
-	// routes answer without a flag here), as the engine's check counts them.
-	embed := engine.EmbedTokens(nCtx, r.o.Serve.BatchSize)
 	kv := hp.KVCacheBytes(nCtx, slots, r.o.Serve.CacheTypes)
-	if e := hp.KVCacheBytes(embed, 1, r.o.Serve.CacheTypes); kv+e >= kv {
-		kv += e
-	} else {
-		kv = math.MaxUint64
-	}
 	k, v := cacheTypeNames(r.o.Serve.CacheTypes)
-	what = fmt.Sprintf("the KV caches' %d: -np %d of %d tokens and the embedding inputs' of %d tokens at -ctk %s -ctv %s",
-		kv, slots, nCtx, embed, k, v)
+	what = fmt.Sprintf("the KV caches' %d: -np %d of %d tokens at -ctk %s -ctv %s", kv, slots, nCtx, k, v)
 	if kv > math.MaxInt64 {
 		return math.MaxInt64, what
 	}

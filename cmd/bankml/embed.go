@@ -110,7 +110,7 @@ func (c *embedCmd) Run(stdin io.Reader, stdout io.Writer, stderr errWriter, sigs
 	defer am.Close()
 	m, tok := am.Model, am.Tokenizer
 	e, err := engine.New(m, tok, nil, engine.Options{NCtx: c.Ctx, Threads: int(c.Threads), Pooling: c.Pooling, BatchSize: nBatch,
-		EmbedUBatch: nBatch, NoSettle: true, Embeddings: true})
+		EmbedUBatch: nBatch, NoSettle: true})
 	if err != nil {
 		return cannotRun(fmt.Errorf("embed: %w", err))
 	}
