@@ -379,22 +379,22 @@ func tileQ1_0LUTGroups(l Level, p *packed, a *q8Act, c, nc, lo, hi, end int, sta
 
 // q1PartBlocks[nc] is the most blocks of a chunk that tileQ1_0LUTGroups
 // runs on every group in turn at nc columns: as many as keep the part's
-// tables (2 KiB a block and column) within two thirds of this CPU's L1d,
-// the rest left to the codes, scales and accumulators it streams (at least
-// one; q1Chunk when CPUID does not tell the L1d's size). Halves of a chunk
-// (four blocks) at four columns fill a 32 KiB L1d (Zen 4) with tables;
-// parts of two blocks ran 4 columns 9-12 % faster there (docs/PERFORMANCE.md,
-// "Zen 4, 2026-12-04") and parts of two were slower on the 48 KiB L1d of
-// Sapphire Rapids, where halves fit. At AVX-512 the integer form reads 1 KiB
-// a block and column (the float tables only for the blocks it cannot take);
-// the parts stay sized by the float tables: parts of four blocks, which
-// the smaller tables allow, measured level with two on Zen 4.
+// integer tables (1 KiB a block and column: the parts apply from two
+// columns on, which run only at LevelAVX512, in the integer form) within
+// two thirds of this CPU's L1d, the rest left to the codes, scales and
+// accumulators it streams (at least one; q1Chunk when CPUID does not tell
+// the L1d's size). The float tables (2 KiB a block and column) are read
+// only for the blocks the integer form cannot take. Sized by the float
+// tables, parts at four columns held two blocks on Zen 4's 32 KiB L1d;
+// they now hold four (a chunk's half, as at two columns and on the 48 KiB
+// L1d of Sapphire Rapids), 3-5 % faster in a four-stream 8B decode there
+// (docs/PERFORMANCE.md, "Zen 4, 2026-12-04, late").
 var q1PartBlocks = func() (n [q1LUTMaxCols + 1]int) {
 	l1 := l1dBytes()
 	for nc := 1; nc < len(n); nc++ {
 		n[nc] = q1Chunk
 		if l1 > 0 {
-			n[nc] = max(1, min(q1Chunk, l1*2/3/(nc*2048)))
+			n[nc] = max(1, min(q1Chunk, l1*2/3/(nc*1024)))
 		}
 	}
 	return n
