@@ -37,6 +37,9 @@ type q8Act struct {
 	lut         []float32
 	lutC0, lutN int
 	lutOK       bool // lut holds columns lutC0 .. lutC0+lutN-1
+	// lutPart: lut's float tables hold only the Q1_0 blocks that the
+	// integer form does not take (fillLUTPart); the other blocks' are stale.
+	lutPart bool
 	// ilut and imeta hold the integer form of the Q1_0 tiles
 	// (tileQ1_0I4AVX512, tileQ1_0I2AVX512, tileQ1_0I1AVX512) for the lut
 	// columns in the batches q1LUTCols takes them in from lutC0, filled by
@@ -55,19 +58,26 @@ type q8Act struct {
 // elsewhere), unless it holds them. Not safe to call concurrently
 // (Work.MatMul shares the same steps among its workers: actJob).
 func (a *q8Act) fillLUT(l Level, c0, nc int) {
-	if a.lutHolds(c0, nc) {
+	if a.lutHolds(c0, nc, false) {
 		return
 	}
 	a.growLUT(l, nc)
 	a.fillLUTBlocks(l, c0, nc, 0, a.k/QK8_0)
-	a.lutFilled(c0, nc)
+	a.lutFilled(c0, nc, false)
 }
 
-// lutHolds reports whether lut holds the tables of columns c0 .. c0+nc-1.
-func (a *q8Act) lutHolds(c0, nc int) bool { return a.lutOK && a.lutC0 == c0 && a.lutN == nc }
+// lutHolds reports whether lut holds the tables of columns c0 .. c0+nc-1:
+// all of them, or with part those fillLUTPart makes (which full tables
+// include).
+func (a *q8Act) lutHolds(c0, nc int, part bool) bool {
+	return a.lutOK && a.lutC0 == c0 && a.lutN == nc && (part || !a.lutPart)
+}
 
-// lutFilled records that lut holds the tables of columns c0 .. c0+nc-1.
-func (a *q8Act) lutFilled(c0, nc int) { a.lutC0, a.lutN, a.lutOK = c0, nc, true }
+// lutFilled records that lut holds the tables of columns c0 .. c0+nc-1,
+// with part only those of fillLUTPart.
+func (a *q8Act) lutFilled(c0, nc int, part bool) {
+	a.lutC0, a.lutN, a.lutOK, a.lutPart = c0, nc, true, part
+}
 
 // growLUT sizes lut (and the integer form's ilut, imeta) for nc columns.
 func (a *q8Act) growLUT(l Level, nc int) {
@@ -86,22 +96,52 @@ func (a *q8Act) fillLUTBlocks(l Level, c0, nc, s0, s1 int) {
 	a.fillILUT(l, c0, nc, (s0+3)/4, (s1+3)/4)
 }
 
-// actJob is the preparation of Work's Q8_0 columns as a pool job over
-// units of Q8_0 blocks: the quantization of x (n columns of k values) into
-// a, or with lut set the lookup tables of columns c0 .. c0+nc-1.
+// fillLUTPart fills, for Q1_0 blocks [b0, b1) of columns c0 .. c0+nc-1
+// (sized by growLUT), the integer form's tables (fillILUT) and the float
+// tables of the blocks it does not take: those whose batch (q1LUTCols from
+// c0, as tileQ1_0LUTGroups runs them) has a column that fails
+// q1IntScales, the only float tables the Q1_0 walk then reads. The float
+// tables of the other blocks are left as they were. Calls on disjoint
+// ranges may run concurrently.
+func (a *q8Act) fillLUTPart(l Level, c0, nc, b0, b1 int) {
+	a.fillILUT(l, c0, nc, b0, b1)
+	nblk := a.k / QK1_0
+	for rel := 0; rel < nc; {
+		w := q1LUTCols(l, nc-rel)
+		for b := b0; b < b1; b++ {
+			if a.imeta[rel*nblk*4+4*w*b+3] != 0 {
+				continue
+			}
+			for c := rel; c < rel+w; c++ {
+				a.fillLUTCol(l, c0+c, 4*b, 4*b+4, a.lut[4*a.k*c:4*a.k*(c+1)])
+			}
+		}
+		rel += w
+	}
+}
+
+// actJob is the preparation of Work's Q8_0 columns as a pool job: the
+// quantization of x (n columns of k values) into a, over units of Q8_0
+// blocks; or with lut set the lookup tables of columns c0 .. c0+nc-1, over
+// units of Q8_0 blocks (fillLUTBlocks) or with part of Q1_0 blocks
+// (fillLUTPart).
 type actJob struct {
-	a      *q8Act
-	l      Level
-	lut    bool
-	x      []float32
-	k, n   int
-	c0, nc int
+	a         *q8Act
+	l         Level
+	lut, part bool
+	x         []float32
+	k, n      int
+	c0, nc    int
 }
 
 // Do prepares units [lo, hi): for the quantization the blocks of all
 // columns in order (column c's block b is unit c*k/32+b), for the tables
 // every column's blocks lo .. hi-1.
 func (j *actJob) Do(_, lo, hi int) {
+	if j.lut && j.part {
+		j.a.fillLUTPart(j.l, j.c0, j.nc, lo, hi)
+		return
+	}
 	if j.lut {
 		j.a.fillLUTBlocks(j.l, j.c0, j.nc, lo, hi)
 		return

@@ -26,6 +26,8 @@ func (a *q8Act) fillLUTCol(l Level, c, s0, s1 int, lut []float32) { a.fillLUTCol
 
 func hasQ1LUT(l Level) bool { return false }
 
+func q1Int(l Level) bool { return false }
+
 func (a *q8Act) growILUT(l Level, nc int) {}
 
 func (a *q8Act) fillILUT(l Level, c0, nc, b0, b1 int) {}

@@ -306,7 +306,8 @@ func checkQ1_0Plain(t *testing.T, what string, w []byte, x []float32, rows, cols
 
 // TestQ1_0FourColumnsInBothForms: the Q1_0 walk runs each block of a batch
 // of four columns (and of a lone column) in the integer form where all the
-// batch's scales allow it (q1IntScales) and in the float chain elsewhere; with activations whose
+// batch's scales allow it (q1IntScales) and in the float chain elsewhere,
+// for which alone Work.MatMul builds the float tables; with activations whose
 // Q8_0 blocks differ in magnitude by up to 2^9 (and some all zero) in every
 // other Q1_0 block, both kinds of block occur, and every output equals
 // VecDotQ1_0Q8_0
@@ -317,21 +318,7 @@ func TestQ1_0FourColumnsInBothForms(t *testing.T) {
 	defer pool.Close()
 	const rows, cols, n = 16*9 + 3, 2048, 11 // batches of 4, 4, 2 and 1
 	m, w, x := randPackedQ1_0(t, r, rows, cols, n)
-	for i := 0; i < len(x); i += QK8_0 {
-		// Blocks of 128 at even positions within a column keep their
-		// magnitudes (the integer form's case); the others get sub-blocks
-		// up to 2^9 apart, or zero.
-		f := float32(1)
-		if i%cols/QK1_0%2 == 1 {
-			f = float32(math.Ldexp(1, -r.IntN(10)))
-			if r.IntN(9) == 0 {
-				f = 0
-			}
-		}
-		for j := i; j < i+QK8_0; j++ {
-			x[j] *= f
-		}
-	}
+	mixQ1Forms(r, x, cols)
 	checked := 0
 	for _, l := range Levels() {
 		ws, err := NewWork(l, pool)
@@ -339,14 +326,20 @@ func TestQ1_0FourColumnsInBothForms(t *testing.T) {
 			t.Fatal(err)
 		}
 		if l == LevelAVX512 {
-			ws.prepareQ8(x, cols, n)
-			ws.q8.fillLUT(l, 0, n)
+			// The count from a Work of its own: ws builds its tables in
+			// MatMul, the float ones only for the float chain's blocks.
+			probe, err := NewWork(l, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			probe.prepareQ8(x, cols, n)
+			probe.q8.fillLUT(l, 0, n)
 			ints, floats := 0, 0
 			nb := cols / QK1_0
 			for rel := 0; rel < n; {
 				w := q1LUTCols(l, n-rel)
 				for b := range nb {
-					if ws.q8.imeta[rel*nb*4+4*w*b+3] == 1 {
+					if probe.q8.imeta[rel*nb*4+4*w*b+3] == 1 {
 						ints++
 					} else {
 						floats++
@@ -364,6 +357,63 @@ func TestQ1_0FourColumnsInBothForms(t *testing.T) {
 		checked += checkQ1_0Plain(t, l.String(), w, x, rows, cols, n, out)
 	}
 	t.Logf("%d outputs equal to the plain kernel's", checked)
+}
+
+// mixQ1Forms scales the Q8_0 blocks of x (columns of cols values) so that
+// both forms of the Q1_0 walk occur: blocks of 128 at even positions within
+// a column keep their magnitudes (the integer form's case); the others get
+// sub-blocks up to 2^9 apart, or zero (the float chain's).
+func mixQ1Forms(r *rand.Rand, x []float32, cols int) {
+	for i := 0; i < len(x); i += QK8_0 {
+		f := float32(1)
+		if i%cols/QK1_0%2 == 1 {
+			f = float32(math.Ldexp(1, -r.IntN(10)))
+			if r.IntN(9) == 0 {
+				f = 0
+			}
+		}
+		for j := i; j < i+QK8_0; j++ {
+			x[j] *= f
+		}
+	}
+}
+
+// TestQ1_0SharedInputGetsEveryTable: a one-plane Q1_0 product, whose walk
+// needs the float tables of the float chain's blocks only (and has only
+// those built), then a two-plane one, whose tiles read every block's, on
+// the same columns through MatMulShared: each output equals the sum of the
+// planes' VecDotQ1_0Q8_0 (oracle-tested), so the second product did not
+// run on the first one's partial tables.
+func TestQ1_0SharedInputGetsEveryTable(t *testing.T) {
+	r := rand.New(rand.NewPCG(95, 96))
+	pool := parallel.New(2)
+	defer pool.Close()
+	const rows, cols, n = 16*3 + 5, 1024, 6
+	one, w1, x := randPackedQ1_0(t, r, rows, cols, n)
+	a, wa, _ := randPackedQ1_0(t, r, rows, cols, 0)
+	b, wb, _ := randPackedQ1_0(t, r, rows, cols, 0)
+	mixQ1Forms(r, x, cols)
+	nb := cols / QK1_0
+	xq := make([]byte, cols/QK8_0*BlockQ8_0Size)
+	for _, l := range Levels() {
+		ws, err := NewWork(l, pool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o1, o2 := make([]float32, n*rows), make([]float32, n*rows)
+		ws.MatMulShared(x, n, Product{Planes: []Matrix{*one}, Out: o1}, Product{Planes: []Matrix{*a, *b}, Out: o2})
+		checkQ1_0Plain(t, l.String()+" one plane", w1, x, rows, cols, n, o1)
+		for c := range n {
+			QuantizeRowQ8_0(x[c*cols:(c+1)*cols], xq)
+			for i := range rows {
+				row := func(w []byte) []byte { return w[i*nb*BlockQ1_0Size : (i+1)*nb*BlockQ1_0Size] }
+				want := VecDotQ1_0Q8_0(row(wa), xq, nb) + VecDotQ1_0Q8_0(row(wb), xq, nb)
+				if g := o2[c*rows+i]; !bitsEq(g, want) {
+					t.Fatalf("%s two planes after one: (%d,%d) = %#x, planes' sum %#x", l, i, c, math.Float32bits(g), math.Float32bits(want))
+				}
+			}
+		}
+	}
 }
 
 // TestQ1IntScales: the integer form's operands against their definition.

@@ -472,12 +472,19 @@ func (w *Work) run(planes []Matrix, x []float32, n int, out []float32, tiny bool
 		lc := lutCols(k)
 		for c0 := 0; c0 < n; c0 += lc {
 			j.c0, j.cn = c0, min(lc, n-c0)
-			if !w.q8.lutHolds(j.c0, j.cn) {
+			// The walk of one plane in the integer form reads the float
+			// tables of the blocks that form does not take, and only those.
+			part := j.q1LUT() && q1Int(w.level)
+			if !w.q8.lutHolds(j.c0, j.cn, part) {
 				w.q8.growLUT(w.level, j.cn)
-				w.act = actJob{a: &w.q8, l: w.level, lut: true, c0: j.c0, nc: j.cn}
-				w.share(&w.act, k/QK8_0)
+				w.act = actJob{a: &w.q8, l: w.level, lut: true, part: part, c0: j.c0, nc: j.cn}
+				if part {
+					w.share(&w.act, k/QK1_0)
+				} else {
+					w.share(&w.act, k/QK8_0)
+				}
 				w.act = actJob{}
-				w.q8.lutFilled(j.c0, j.cn)
+				w.q8.lutFilled(j.c0, j.cn, part)
 			}
 			w.runShares(units, unit)
 		}
