@@ -85,3 +85,53 @@ func TestRMSNormRowsEqualsOneRowAtATime(t *testing.T) {
 		}
 	}
 }
+
+// TestSiluTilesEqualTheirLoops: swiglu's tile steps at each level (negTile,
+// siluMulTile) give the bits of their portable loops, on values that reach
+// every IEEE case of the division and product (zeros of both signs,
+// infinities, NaNs, subnormals, 1+e overflowing or cancelling), out of place
+// and in place (y = x). The loops' result against ggml_vec_swiglu_f32 is
+// TestSwiGLUMatchesReference's.
+func TestSiluTilesEqualTheirLoops(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	special := []float32{0, float32(math.Copysign(0, -1)), float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()),
+		math.Float32frombits(0x7fc00001), math.Float32frombits(0xffc00000), math.Float32frombits(1), math.Float32frombits(0x807fffff),
+		-1, 1, math.MaxFloat32, -math.MaxFloat32, 0x1p-126}
+	pick := func() float32 {
+		if r.IntN(3) == 0 {
+			return special[r.IntN(len(special))]
+		}
+		return float32(r.NormFloat64() * math.Ldexp(1, r.IntN(40)-20))
+	}
+	for _, l := range quant.Levels() {
+		for trial := range 200 {
+			x, e, g := make([]float32, faTile), make([]float32, faTile), make([]float32, faTile)
+			for i := range x {
+				x[i], e[i], g[i] = pick(), pick(), pick()
+			}
+			ne, want := make([]float32, faTile), make([]float32, faTile)
+			negTileGo(want, x)
+			negTile(l, ne, x)
+			for i := range ne {
+				if math.Float32bits(ne[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("%v trial %d: negTile(%g) = %#x, loop %#x", l, trial, x[i], math.Float32bits(ne[i]), math.Float32bits(want[i]))
+				}
+			}
+			siluMulTileGo(want, x, e, g)
+			got := make([]float32, faTile)
+			siluMulTile(l, got, x, e, g)
+			inPlace := append([]float32(nil), x...)
+			siluMulTile(l, inPlace, inPlace, e, g)
+			for i := range got {
+				for _, v := range []struct {
+					name string
+					y    []float32
+				}{{"out of place", got}, {"in place", inPlace}} {
+					if math.Float32bits(v.y[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("%v trial %d %s: x=%g e=%g g=%g: %#x, loop %#x", l, trial, v.name, x[i], e[i], g[i], math.Float32bits(v.y[i]), math.Float32bits(want[i]))
+					}
+				}
+			}
+		}
+	}
+}

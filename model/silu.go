@@ -47,6 +47,22 @@ func vExpfLarge(x float32) bool {
 	return n > 126 || n < -126
 }
 
+// negTileGo is e = -x over a tile's faTile values (negTile's loop).
+func negTileGo(e, x []float32) {
+	for k := range faTile {
+		e[k] = -x[k]
+	}
+}
+
+// siluMulTileGo is y = (x / (1 + e)) * g over a tile's faTile values
+// (siluMulTile's loop; y may be x).
+func siluMulTileGo(y, x, e, g []float32) {
+	for k := range faTile {
+		xv := x[k]
+		y[k] = (xv / (1 + e[k])) * g[k]
+	}
+}
+
 // swigluChunk is how many values of a row one pool unit of the graph's
 // swiglu takes (a multiple of faTile, hence of 8).
 const swigluChunk = 1024
@@ -62,14 +78,9 @@ func swiglu(l quant.Level, y, x, g []float32) {
 	if l != quant.LevelGeneric {
 		var e [faTile]float32
 		for ; i+faTile <= n; i += faTile {
-			for k := range faTile {
-				e[k] = -x[i+k]
-			}
+			negTile(l, e[:], x[i:i+faTile])
 			vExpfTile(l, e[:], 0)
-			for k := range faTile {
-				xv := x[i+k]
-				y[i+k] = (xv / (1 + e[k])) * g[i+k]
-			}
+			siluMulTile(l, y[i:i+faTile], x[i:i+faTile], e[:], g[i:i+faTile])
 		}
 	}
 	for ; i+7 < n; i += 8 {
