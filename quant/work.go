@@ -743,13 +743,11 @@ func (j *matJob) doPackedQ1LUTRange(worker, lo, hi, end int, start bool) {
 		for c := j.c0; c < j.c0+j.cn; {
 			nc := q1LUTCols(w.level, j.c0+j.cn-c)
 			tileQ1_0LUTGroups(w.level, p, &w.q8, c, nc, g0, g1, end, start && g0 == lo && c == j.c0, acc, tile)
+			// Column i's rows of the band's groups are contiguous in tile
+			// (16 per group) and in out: one copy each.
+			r0, r1 := g0*packRows, min(g1*packRows, rows)
 			for i := range nc {
-				for g := g0; g < g1; g++ {
-					r0 := g * packRows
-					nr := min(packRows, rows-r0)
-					t := tile[16*ng*i+16*(g-g0):]
-					copy(j.out[(c+i)*rows+r0:(c+i)*rows+r0+nr], t[:nr])
-				}
+				copy(j.out[(c+i)*rows+r0:(c+i)*rows+r1], tile[16*ng*i:16*ng*i+r1-r0])
 			}
 			c += nc
 		}
