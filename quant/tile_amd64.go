@@ -387,8 +387,8 @@ func tileQ1_0LUTGroups(l Level, p *packed, a *q8Act, c, nc, lo, hi, end int, sta
 // only for the blocks the integer form cannot take. Sized by the float
 // tables, parts at four columns held two blocks on Zen 4's 32 KiB L1d;
 // they now hold four (a chunk's half, as at two columns and on the 48 KiB
-// L1d of Sapphire Rapids), 3-5 % faster in a four-stream 8B decode there
-// (docs/PERFORMANCE.md, "Zen 4, 2026-12-04, late").
+// L1d of Sapphire Rapids): at four columns 1-4 % faster on the 8B shapes
+// there (docs/PERFORMANCE.md, "Zen 4, 2026-12-04 late").
 var q1PartBlocks = func() (n [q1LUTMaxCols + 1]int) {
 	l1 := l1dBytes()
 	for nc := 1; nc < len(n); nc++ {
