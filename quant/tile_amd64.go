@@ -222,8 +222,8 @@ func tileQ1_0(l Level, p *packed, g int, a *q8Act, c0, nc int, out []float32) {
 		tileQ1_0Go(p, g, a, c0, nc, out)
 		return
 	}
-	if !a.lutOK || c0 < a.lutC0 || c0+nc > a.lutC0+a.lutN {
-		panic(fmt.Sprintf("quant: Q1_0 tile at %s on columns %d..%d without their lookup tables (q8Act.fillLUT)", l, c0, c0+nc-1))
+	if !a.lutOK || a.lutPart || c0 < a.lutC0 || c0+nc > a.lutC0+a.lutN {
+		panic(fmt.Sprintf("quant: Q1_0 tile at %s on columns %d..%d without all their lookup tables (q8Act.fillLUT)", l, c0, c0+nc-1))
 	}
 	_ = a.lut[(c0+nc-a.lutC0)*4*a.k-1]
 	nch := (p.nb + q1Chunk - 1) / q1Chunk

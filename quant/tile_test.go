@@ -318,7 +318,7 @@ func TestQ1_0FourColumnsInBothForms(t *testing.T) {
 	defer pool.Close()
 	const rows, cols, n = 16*9 + 3, 2048, 11 // batches of 4, 4, 2 and 1
 	m, w, x := randPackedQ1_0(t, r, rows, cols, n)
-	mixQ1Forms(r, x, cols)
+	mixQ1Forms(r, x)
 	checked := 0
 	for _, l := range Levels() {
 		ws, err := NewWork(l, pool)
@@ -352,6 +352,13 @@ func TestQ1_0FourColumnsInBothForms(t *testing.T) {
 			}
 			t.Logf("%s: %d blocks of a batch in the integer form, %d in the float chain", l, ints, floats)
 		}
+		// Storage MatMul reuses, read as NaN where no table was built: a
+		// float table the walk reads but fillLUTPart skipped (a block of
+		// another batch, say) shows in the outputs.
+		ws.q8.lut = make([]float32, 4*cols*n)
+		for i := range ws.q8.lut {
+			ws.q8.lut[i] = float32(math.NaN())
+		}
 		out := make([]float32, n*rows)
 		ws.MatMul(m, x, n, out)
 		checked += checkQ1_0Plain(t, l.String(), w, x, rows, cols, n, out)
@@ -359,14 +366,19 @@ func TestQ1_0FourColumnsInBothForms(t *testing.T) {
 	t.Logf("%d outputs equal to the plain kernel's", checked)
 }
 
-// mixQ1Forms scales the Q8_0 blocks of x (columns of cols values) so that
-// both forms of the Q1_0 walk occur: blocks of 128 at even positions within
-// a column keep their magnitudes (the integer form's case); the others get
-// sub-blocks up to 2^9 apart, or zero (the float chain's).
-func mixQ1Forms(r *rand.Rand, x []float32, cols int) {
+// mixQ1Forms scales the Q8_0 blocks of x so that both forms of the Q1_0
+// walk occur, in a pattern that differs from column to column (and so from
+// batch to batch): about two blocks of 128 in three keep their magnitudes
+// (the integer form's case); in the others the sub-blocks get scales up to
+// 2^9 apart, or zero (the float chain's).
+func mixQ1Forms(r *rand.Rand, x []float32) {
+	float := false
 	for i := 0; i < len(x); i += QK8_0 {
+		if i%QK1_0 == 0 {
+			float = r.IntN(3) == 0
+		}
 		f := float32(1)
-		if i%cols/QK1_0%2 == 1 {
+		if float {
 			f = float32(math.Ldexp(1, -r.IntN(10)))
 			if r.IntN(9) == 0 {
 				f = 0
@@ -392,7 +404,7 @@ func TestQ1_0SharedInputGetsEveryTable(t *testing.T) {
 	one, w1, x := randPackedQ1_0(t, r, rows, cols, n)
 	a, wa, _ := randPackedQ1_0(t, r, rows, cols, 0)
 	b, wb, _ := randPackedQ1_0(t, r, rows, cols, 0)
-	mixQ1Forms(r, x, cols)
+	mixQ1Forms(r, x)
 	nb := cols / QK1_0
 	xq := make([]byte, cols/QK8_0*BlockQ8_0Size)
 	for _, l := range Levels() {
