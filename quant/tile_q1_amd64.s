@@ -699,6 +699,28 @@ iblk:
 	VFMADD231PS Z17, Z27, x \
 	VFMADD231PS Z19, Z27, y
 
+// I1LANES at sa = 0 (lanes 0-1, 4-5), taking p01 and p23 in place for
+// lane a's indices: after the lane pair at sa = 8 of the same words.
+#define I1LANES0(p01, p23, ta, tb, x, y) \
+	VPSRLW      $4, p01, Z14 \
+	VPSRLW      $4, p23, Z16 \
+	VPTERNLOGD  $0xea, Z31, Z30, p01 \
+	VPTERNLOGD  $0xea, Z31, Z30, Z14 \
+	VPTERNLOGD  $0xea, Z31, Z30, p23 \
+	VPTERNLOGD  $0xea, Z31, Z30, Z16 \
+	VPERMW      (ta)(R12), p01, Z17 \
+	VPERMW      (ta+64)(R12), p23, Z18 \
+	VPERMW      (tb)(R12), Z14, Z19 \
+	VPERMW      (tb+64)(R12), Z16, Z22 \
+	VPMADDWD    Z25, Z17, Z17 \
+	VPMADDWD    Z25, Z19, Z19 \
+	VPDPWSSD    Z26, Z18, Z17 \
+	VPDPWSSD    Z26, Z22, Z19 \
+	VCVTDQ2PS   Z17, Z17 \
+	VCVTDQ2PS   Z19, Z19 \
+	VFMADD231PS Z17, Z27, x \
+	VFMADD231PS Z19, Z27, y
+
 // func tileQ1_0I1AVX512(codes, scales *byte, nb int, lut *float32, acc *float32, first int, out *float32, pfc, pfs *byte, ilut *int16, meta *uint32)
 //
 // tileQ1_0LAVX512 (the same arguments and bits) with each block whose flag
@@ -747,10 +769,10 @@ i1blk:
 	VPERMT2W     Z9, Z28, Z8
 	VPERMT2W     Z11, Z29, Z21
 	VPERMT2W     Z11, Z28, Z10
-	I1LANES(Z20, Z21, 0, 4, 0, 128, Z0, Z1)
 	I1LANES(Z20, Z21, 8, 12, 256, 384, Z2, Z3)
-	I1LANES(Z8, Z10, 0, 4, 512, 640, Z4, Z5)
+	I1LANES0(Z20, Z21, 0, 128, Z0, Z1)
 	I1LANES(Z8, Z10, 8, 12, 768, 896, Z6, Z7)
+	I1LANES0(Z8, Z10, 512, 640, Z4, Z5)
 	JMP          i1next
 i1flt:
 	LUTPAIR(0, 0, 64, Z0, Z1)
