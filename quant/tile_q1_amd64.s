@@ -673,23 +673,15 @@ iblk:
 	RET
 
 // Lanes a and b (= a+1) of one column in the integer form
-// (tileQ1_0I1AVX512): their vpermw indices from the paired words p01
-// (sub-blocks 0-1) and p23 (2-3), shifted per word by sa and sb, the
-// tables at ta and tb of R12, (m_0, m_1) in Z25, (m_2, m_3) in Z26, the
-// rows' d * 2^e in Z27, accumulators x and y.
-#define I1LANES(p01, p23, sa, sb, ta, tb, x, y) \
-	VPSRLW      $sa, p01, Z13 \
-	VPSRLW      $sb, p01, Z14 \
-	VPSRLW      $sa, p23, Z15 \
-	VPSRLW      $sb, p23, Z16 \
-	VPTERNLOGD  $0xea, Z31, Z30, Z13 \
-	VPTERNLOGD  $0xea, Z31, Z30, Z14 \
-	VPTERNLOGD  $0xea, Z31, Z30, Z15 \
-	VPTERNLOGD  $0xea, Z31, Z30, Z16 \
-	VPERMW      (ta)(R12), Z13, Z17 \
-	VPERMW      (ta+64)(R12), Z15, Z18 \
-	VPERMW      (tb)(R12), Z14, Z19 \
-	VPERMW      (tb+64)(R12), Z16, Z22 \
+// (tileQ1_0I1AVX512) from their vpermw indices: a01, a23 (lane a,
+// sub-blocks 0-1 and 2-3), b01, b23 (lane b); the tables at ta and tb of
+// R12, (m_0, m_1) in Z25, (m_2, m_3) in Z26, the rows' d * 2^e in Z27,
+// accumulators x and y.
+#define I1LOOKUP(a01, a23, b01, b23, ta, tb, x, y) \
+	VPERMW      (ta)(R12), a01, Z17 \
+	VPERMW      (ta+64)(R12), a23, Z18 \
+	VPERMW      (tb)(R12), b01, Z19 \
+	VPERMW      (tb+64)(R12), b23, Z22 \
 	VPMADDWD    Z25, Z17, Z17 \
 	VPMADDWD    Z25, Z19, Z19 \
 	VPDPWSSD    Z26, Z18, Z17 \
@@ -699,8 +691,22 @@ iblk:
 	VFMADD231PS Z17, Z27, x \
 	VFMADD231PS Z19, Z27, y
 
-// I1LANES at sa = 0 (lanes 0-1, 4-5), taking p01 and p23 in place for
-// lane a's indices: after the lane pair at sa = 8 of the same words.
+// I1LOOKUP with the indices from the paired words p01 (sub-blocks 0-1) and
+// p23 (2-3), shifted per word by sa (lane a) and sb (lane b), masked to
+// their nibbles and the upper table's 16 added (Z30, Z31).
+#define I1LANES(p01, p23, sa, sb, ta, tb, x, y) \
+	VPSRLW      $sa, p01, Z13 \
+	VPSRLW      $sb, p01, Z14 \
+	VPSRLW      $sa, p23, Z15 \
+	VPSRLW      $sb, p23, Z16 \
+	VPTERNLOGD  $0xea, Z31, Z30, Z13 \
+	VPTERNLOGD  $0xea, Z31, Z30, Z14 \
+	VPTERNLOGD  $0xea, Z31, Z30, Z15 \
+	VPTERNLOGD  $0xea, Z31, Z30, Z16 \
+	I1LOOKUP(Z13, Z15, Z14, Z16, ta, tb, x, y)
+
+// I1LANES at sa = 0, sb = 4 (lanes 0-1, 4-5), taking p01 and p23 in place
+// for lane a's indices: after the lane pair at sa = 8 of the same words.
 #define I1LANES0(p01, p23, ta, tb, x, y) \
 	VPSRLW      $4, p01, Z14 \
 	VPSRLW      $4, p23, Z16 \
@@ -708,18 +714,7 @@ iblk:
 	VPTERNLOGD  $0xea, Z31, Z30, Z14 \
 	VPTERNLOGD  $0xea, Z31, Z30, p23 \
 	VPTERNLOGD  $0xea, Z31, Z30, Z16 \
-	VPERMW      (ta)(R12), p01, Z17 \
-	VPERMW      (ta+64)(R12), p23, Z18 \
-	VPERMW      (tb)(R12), Z14, Z19 \
-	VPERMW      (tb+64)(R12), Z16, Z22 \
-	VPMADDWD    Z25, Z17, Z17 \
-	VPMADDWD    Z25, Z19, Z19 \
-	VPDPWSSD    Z26, Z18, Z17 \
-	VPDPWSSD    Z26, Z22, Z19 \
-	VCVTDQ2PS   Z17, Z17 \
-	VCVTDQ2PS   Z19, Z19 \
-	VFMADD231PS Z17, Z27, x \
-	VFMADD231PS Z19, Z27, y
+	I1LOOKUP(p01, p23, Z14, Z16, ta, tb, x, y)
 
 // func tileQ1_0I1AVX512(codes, scales *byte, nb int, lut *float32, acc *float32, first int, out *float32, pfc, pfs *byte, ilut *int16, meta *uint32)
 //
