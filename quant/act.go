@@ -27,8 +27,9 @@ type q8Act struct {
 	// lut holds the Q1_0 lookup tables of the lookup-table tiles
 	// (tileQ1_0LAVX512, tileQ1_0LAVX2) for columns lutC0 .. lutC0+lutN-1,
 	// filled by fillLUT (in Work.MatMul by its workers: actJob,
-	// fillLUTBlocks, or fillLUTPart for the one-plane integer walk): per column (column lutC0+c at c*4k) and Q8_0 block i
-	// of the column, for lane j = 0..7 (the reference's eight int32 lanes of
+	// fillLUTBlocks, or fillLUTPart for the one-plane integer walk): per
+	// column (column lutC0+c at c*4k) and Q8_0 block i of the column, for
+	// lane j = 0..7 (the reference's eight int32 lanes of
 	// four activations), sixteen floats at (8i+j)*16: entry n is float32(L)*dy
 	// with L the lane sum of activations 32i+4j..+3 under weight bits n (bit
 	// e set: q, clear: -q with int8 wrap, nqs). The product is exact
@@ -43,8 +44,8 @@ type q8Act struct {
 	// ilut and imeta hold the integer form of the Q1_0 tiles
 	// (tileQ1_0I4AVX512, tileQ1_0I2AVX512, tileQ1_0I1AVX512) for the lut
 	// columns in the batches q1LUTCols takes them in from lutC0, filled by
-	// fillILUT (block range by block range: fillLUTBlocks, fillLUTPart) at the levels
-	// with those tiles (q1Int). A batch of w columns starting at column
+	// fillILUT (block range by block range: fillLUTBlocks, fillLUTPart) at
+	// the levels with those tiles (q1Int). A batch of w columns starting at column
 	// lutC0+r holds, from int16 512*r*nb (nb Q1_0 blocks a column) and word
 	// 4*r*nb, per block 512*w int16 (its column i's tables at 512i) and 4*w
 	// words (column i's q1IntScales at 4i: the m pairs and the float bits of
@@ -136,7 +137,7 @@ type actJob struct {
 
 // Do prepares units [lo, hi): for the quantization the blocks of all
 // columns in order (column c's block b is unit c*k/32+b), for the tables
-// every column's blocks lo .. hi-1.
+// every column's Q8_0 blocks lo .. hi-1, or with part its Q1_0 blocks.
 func (j *actJob) Do(_, lo, hi int) {
 	if j.lut && j.part {
 		j.a.fillLUTPart(j.l, j.c0, j.nc, lo, hi)
