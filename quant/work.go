@@ -470,11 +470,11 @@ func (w *Work) run(planes []Matrix, x []float32, n int, out []float32, tiny bool
 		// The lookup-table tables of lutCols(k) columns at a time, built
 		// here by the workers, then every group against them.
 		lc := lutCols(k)
+		// The walk of one plane in the integer form reads the float tables
+		// of the blocks that form does not take, and only those.
+		part := j.q1LUT() && q1Int(w.level)
 		for c0 := 0; c0 < n; c0 += lc {
 			j.c0, j.cn = c0, min(lc, n-c0)
-			// The walk of one plane in the integer form reads the float
-			// tables of the blocks that form does not take, and only those.
-			part := j.q1LUT() && q1Int(w.level)
 			if !w.q8.lutHolds(j.c0, j.cn, part) {
 				w.q8.growLUT(w.level, j.cn)
 				w.act = actJob{a: &w.q8, l: w.level, lut: true, part: part, c0: j.c0, nc: j.cn}
