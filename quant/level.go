@@ -75,18 +75,16 @@ func (l Level) VecDot(typ gguf.GGMLType) func(w, a []byte, nb int) float32 {
 				act.fillLUT(l, 0, 1)
 				tileQ1_0(l, p, 0, &act, 0, 1, out[:])
 			} else {
-				codes, scales := p.group(0)
-				tileQ2_0(l, codes, scales, nb, &act, 0, 1, out[:])
+				tileQ2_0(l, p.group(0), nb, &act, 0, 1, out[:])
 			}
 		case gguf.TQ2_0:
-			codes, scales := p.group(0)
 			var act q8KAct
 			act.reset(nb*QK_K, 1)
 			act.fromQ8_K(0, a)
 			if !act.exact[0] {
 				return bk.dot(w, a, nb)
 			}
-			tileTQ2_0(l, codes, scales, nb, &act, 0, 1, out[:], nil)
+			tileTQ2_0(l, p.group(0), nb, &act, 0, 1, out[:], nil)
 		}
 		return out[0]
 	}

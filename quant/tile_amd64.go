@@ -8,6 +8,10 @@ import (
 	"golang.org/x/sys/cpu"
 )
 
+// The packed Q2_0 and TQ2_0 tiles take a group's first code section at
+// codes and its first scale section at scales; both step a whole packed
+// block (packBlockBytes: Q2BLOCK, TQ2BLOCK in tile_amd64.h) per block.
+//
 //go:noescape
 func tileQ2_0AVX2(codes, scales *byte, nb int, qs *byte, dy *float32, nsum *int32, out *float32)
 
@@ -53,12 +57,13 @@ func boolInt(b bool) int {
 	return 0
 }
 
-// tileQ2_0 runs the level's Q2_0 tile on one packed group (see tileQ2_0Go).
-func tileQ2_0(l Level, codes, scales []byte, nb int, a *q8Act, c0, nc int, out []float32) {
+// tileQ2_0 runs the level's Q2_0 tile on one packed group grp (see
+// tileQ2_0Go).
+func tileQ2_0(l Level, grp []byte, nb int, a *q8Act, c0, nc int, out []float32) {
 	_ = out[16*nc-1]
 	_ = a.qs[(c0+nc)*a.k-1]
-	_ = codes[256*nb-1]
-	_ = scales[32*nb-1]
+	_ = grp[q2BlockBytes*nb-1]
+	codes, scales := &grp[0], &grp[256]
 	switch l {
 	case LevelAVX512:
 		// Four columns at a time by the interleaved tile (faster per
@@ -68,24 +73,24 @@ func tileQ2_0(l Level, codes, scales []byte, nb int, a *q8Act, c0, nc int, out [
 		// general tile.
 		for ; nc >= 4; c0, nc, out = c0+4, nc-4, out[64:] {
 			i := c0 * a.k / QK8_0
-			tileQ2_0AVX512Col4(&codes[0], &scales[0], nb, &a.qs[c0*a.k], &a.dy[i], &a.nsum[i], a.k, &out[0], q2GFNI)
+			tileQ2_0AVX512Col4(codes, scales, nb, &a.qs[c0*a.k], &a.dy[i], &a.nsum[i], a.k, &out[0], q2GFNI)
 		}
 		if nc == 0 {
 			return
 		}
 		i := c0 * a.k / QK8_0
-		tileQ2_0AVX512(&codes[0], &scales[0], nb, &a.qs[c0*a.k], &a.dy[i], &a.nsum[i], a.k, nc, &out[0], q2GFNI)
+		tileQ2_0AVX512(codes, scales, nb, &a.qs[c0*a.k], &a.dy[i], &a.nsum[i], a.k, nc, &out[0], q2GFNI)
 	case LevelAVX2:
 		if nc > 1 {
 			// The columns share each block's unpacked codes.
 			i := c0 * a.k / QK8_0
-			tileQ2_0AVX2Cols(&codes[0], &scales[0], nb, &a.qs[c0*a.k], &a.dy[i], &a.nsum[i], a.k, nc, &out[0])
+			tileQ2_0AVX2Cols(codes, scales, nb, &a.qs[c0*a.k], &a.dy[i], &a.nsum[i], a.k, nc, &out[0])
 			return
 		}
 		i := c0 * a.k / QK8_0
-		tileQ2_0AVX2(&codes[0], &scales[0], nb, &a.qs[c0*a.k], &a.dy[i], &a.nsum[i], &out[0])
+		tileQ2_0AVX2(codes, scales, nb, &a.qs[c0*a.k], &a.dy[i], &a.nsum[i], &out[0])
 	default:
-		tileQ2_0Go(codes, scales, nb, a, c0, nc, out)
+		tileQ2_0Go(grp, nb, a, c0, nc, out)
 	}
 }
 
@@ -406,14 +411,14 @@ func tileTQ2_0AVX512(codes, scales *byte, nb int, qs *byte, d *float32, nbs *int
 //go:noescape
 func tileTQ2_0NAVX512(codes, scales *byte, nb int, qs *byte, d *float32, nbs *int32, k int, nc int, acc *float32, out *float32)
 
-// tileTQ2_0 runs the level's TQ2_0 tile on one packed group (see
+// tileTQ2_0 runs the level's TQ2_0 tile on one packed group grp (see
 // tileTQ2_0Go); acc is scratch for 128*nc floats (used for nc >= 2 at
 // LevelAVX512).
-func tileTQ2_0(l Level, codes, scales []byte, nb int, a *q8KAct, c0, nc int, out, acc []float32) {
+func tileTQ2_0(l Level, grp []byte, nb int, a *q8KAct, c0, nc int, out, acc []float32) {
 	_ = out[16*nc-1]
 	_ = a.qs[(c0+nc)*a.k-1]
-	_ = codes[1024*nb-1]
-	_ = scales[32*nb-1]
+	_ = grp[tq2BlockBytes*nb-1]
+	codes, scales := &grp[0], &grp[1024]
 	switch l {
 	case LevelAVX512:
 		// Four columns at a time by the interleaved tile, the one to
@@ -423,30 +428,30 @@ func tileTQ2_0(l Level, codes, scales []byte, nb int, a *q8KAct, c0, nc int, out
 		}
 		for ; nc >= 4; c0, nc, out = c0+4, nc-4, out[64:] {
 			i := c0 * a.k / QK_K
-			tileTQ2_0AVX512Col4(&codes[0], &scales[0], nb, &a.qs[i*QK_K], &a.d[i], &a.nb[8*i], a.k, &acc[0], &out[0])
+			tileTQ2_0AVX512Col4(codes, scales, nb, &a.qs[i*QK_K], &a.d[i], &a.nb[8*i], a.k, &acc[0], &out[0])
 		}
 		if nc >= 2 {
 			_ = acc[128*nc-1]
 			i := c0 * a.k / QK_K
-			tileTQ2_0NAVX512(&codes[0], &scales[0], nb, &a.qs[i*QK_K], &a.d[i], &a.nb[8*i], a.k, nc, &acc[0], &out[0])
+			tileTQ2_0NAVX512(codes, scales, nb, &a.qs[i*QK_K], &a.d[i], &a.nb[8*i], a.k, nc, &acc[0], &out[0])
 			return
 		}
 		for c := range nc {
 			i := (c0 + c) * a.k / QK_K
-			tileTQ2_0AVX512(&codes[0], &scales[0], nb, &a.qs[i*QK_K], &a.d[i], &a.nb[8*i], &out[16*c])
+			tileTQ2_0AVX512(codes, scales, nb, &a.qs[i*QK_K], &a.d[i], &a.nb[8*i], &out[16*c])
 		}
 	case LevelAVX2:
 		if nc >= 2 {
 			// The columns share each lane group's unpacked codes.
 			_ = acc[128*nc-1]
 			i := c0 * a.k / QK_K
-			tileTQ2_0AVX2Cols(&codes[0], &scales[0], nb, &a.qs[i*QK_K], &a.d[i], &a.nb[8*i], a.k, nc, &acc[0], &out[0])
+			tileTQ2_0AVX2Cols(codes, scales, nb, &a.qs[i*QK_K], &a.d[i], &a.nb[8*i], a.k, nc, &acc[0], &out[0])
 			return
 		}
 		i := c0 * a.k / QK_K
-		tileTQ2_0AVX2(&codes[0], &scales[0], nb, &a.qs[i*QK_K], &a.d[i], &a.nb[8*i], &out[0])
+		tileTQ2_0AVX2(codes, scales, nb, &a.qs[i*QK_K], &a.d[i], &a.nb[8*i], &out[0])
 	default:
-		tileTQ2_0Go(codes, scales, nb, a, c0, nc, out)
+		tileTQ2_0Go(grp, nb, a, c0, nc, out)
 	}
 }
 

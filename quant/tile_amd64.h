@@ -54,13 +54,33 @@
 	VPANDD Z31, e, e
 
 
-// PF256T0 is PF256 into L1 (PREFETCHT0): the Q2_0 tile's codes, which it
-// reads once per block for every column.
+// PF256T0 is PF256 into L1 (PREFETCHT0).
 #define PF256T0(off, r) \
 	PREFETCHT0 off(r) \
 	PREFETCHT0 off+64(r) \
 	PREFETCHT0 off+128(r) \
 	PREFETCHT0 off+192(r)
+
+// A packed Q2_0 block (256 code bytes, then the sixteen rows' 32 scale
+// bytes) and a TQ2_0 one (1024 + 32): the step of the tiles' block pointers
+// (pack.go). PF288, PF288T0 and PF1056 prefetch the lines of one such block
+// off bytes past r: five (seventeen) lines from the one holding r+off, so
+// that one call per block, r advancing a block each time, reaches every
+// line of the group.
+#define Q2BLOCK 288
+#define TQ2BLOCK 1056
+
+#define PF288(off, r) \
+	PF256(off, r) \
+	PREFETCHT1 off+256(r)
+
+#define PF288T0(off, r) \
+	PF256T0(off, r) \
+	PREFETCHT0 off+256(r)
+
+#define PF1056(off, r) \
+	PF1024(off, r) \
+	PREFETCHT1 off+1024(r)
 
 // PLANES2G is PLANES2 by GFNI: planes 1..3 of each byte by one affine bit
 // map each (matrices at q2gfm<>: bits 2n, 2n+1 to bits 0, 1).

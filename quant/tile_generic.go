@@ -12,23 +12,25 @@ import (
 // of what the assembly computes lane by lane, with the same float chain as
 // the plain kernels (VecDotQ1_0Q8_0, VecDotQ2_0Q8_0, VecDotTQ2_0Q8_K).
 
-// groupScales converts a group's sixteen f16 d of block b.
-func groupScales(scales []byte, b int, d *[packRows]float32) {
+// groupScales converts the sixteen f16 d of a block's scale section.
+func groupScales(scales []byte, d *[packRows]float32) {
 	for r := range packRows {
-		d[r] = FP16ToFP32(binary.LittleEndian.Uint16(scales[2*(packRows*b+r):]))
+		d[r] = FP16ToFP32(binary.LittleEndian.Uint16(scales[2*r:]))
 	}
 }
 
 // tileQ2_0Go: per block, isum_s = -Σq_s + Σ code·q over sub-block s,
 // s = fma(float(isum1), dy1, float(isum0)*dy0), sumf = fma(s, d, sumf).
-func tileQ2_0Go(codes, scales []byte, nb int, a *q8Act, c0, nc int, out []float32) {
+// grp is the packed group (nb blocks of packBlockBytes).
+func tileQ2_0Go(grp []byte, nb int, a *q8Act, c0, nc int, out []float32) {
 	var d [packRows]float32
 	for c := range nc {
 		col := c0 + c
 		var sumf [packRows]float32
 		for b := range nb {
-			groupScales(scales, b, &d)
-			cb := codes[256*b:]
+			blk := grp[q2BlockBytes*b:]
+			groupScales(blk[256:], &d)
+			cb := blk[:256]
 			for r := range packRows {
 				var p [2]float32
 				for s := range 2 {
@@ -67,7 +69,7 @@ func tileQ1_0Go(p *packed, g int, a *q8Act, c0, nc int, out []float32) {
 		var acc [8][packRows]float32
 		for b := range p.nb {
 			cb, scales := p.block(g, b)
-			groupScales(scales, 0, &d)
+			groupScales(scales, &d)
 			for j := range 8 {
 				var blk [packRows]float32
 				for k := range 4 {
@@ -104,16 +106,17 @@ func tileQ1_0Go(p *packed, g int, a *q8Act, c0, nc int, out []float32) {
 // acc_l = fma(float(L), y.d*x.d, acc_l); the result is hsum8 over l.
 // Columns whose Q8_K bsums could wrap (a.exact false) run VecDotTQ2_0Q8_K on
 // the raw blocks of each row, which the caller passes as rows (nil: none).
-func tileTQ2_0Go(codes, scales []byte, nb int, a *q8KAct, c0, nc int, out []float32) {
+func tileTQ2_0Go(grp []byte, nb int, a *q8KAct, c0, nc int, out []float32) {
 	var d [packRows]float32
 	for c := range nc {
 		col := c0 + c
 		var acc [8][packRows]float32
 		for b := range nb {
-			groupScales(scales, b, &d)
+			blk := grp[tq2BlockBytes*b:]
+			groupScales(blk[1024:], &d)
 			i := col*a.k/QK_K + b
 			y := a.qs[QK_K*i:]
-			cb := codes[1024*b:]
+			cb := blk[:1024]
 			for r := range packRows {
 				dd := a.d[i] * d[r]
 				for l := range 8 {

@@ -2,16 +2,16 @@
 
 package quant
 
-func tileQ2_0(l Level, codes, scales []byte, nb int, a *q8Act, c0, nc int, out []float32) {
-	tileQ2_0Go(codes, scales, nb, a, c0, nc, out)
+func tileQ2_0(l Level, grp []byte, nb int, a *q8Act, c0, nc int, out []float32) {
+	tileQ2_0Go(grp, nb, a, c0, nc, out)
 }
 
 func tileQ1_0(l Level, p *packed, g int, a *q8Act, c0, nc int, out []float32) {
 	tileQ1_0Go(p, g, a, c0, nc, out)
 }
 
-func tileTQ2_0(l Level, codes, scales []byte, nb int, a *q8KAct, c0, nc int, out, acc []float32) {
-	tileTQ2_0Go(codes, scales, nb, a, c0, nc, out)
+func tileTQ2_0(l Level, grp []byte, nb int, a *q8KAct, c0, nc int, out, acc []float32) {
+	tileTQ2_0Go(grp, nb, a, c0, nc, out)
 }
 
 func vecDotF16(l Level, x, y []uint16) float32 { return VecDotF16(x, y) }

@@ -79,8 +79,7 @@ zero:
 	SUBQ R10, R11          // nsum - dy: both advance alike
 
 block:
-	PF256T0(2048, SI)
-	PREFETCHT1 256(DI)
+	PF288T0(2048, SI)
 	Q2PLANES16(gfni+72(FP), shifts, planes)
 	VCVTPH2PS (DI), Z16    // the sixteen rows' d
 
@@ -164,8 +163,8 @@ coln:
 	JNZ  coln
 
 next:
-	ADDQ $256, SI
-	ADDQ $32, DI
+	ADDQ $Q2BLOCK, SI
+	ADDQ $Q2BLOCK, DI
 	ADDQ $64, R9
 	ADDQ $8, R10
 	DECQ R8
@@ -201,8 +200,7 @@ TEXT ·tileQ2_0AVX512Col4(SB), NOSPLIT, $0-72
 	SUBQ R10, R11          // nsum - dy: both advance alike
 
 block4:
-	PF256T0(2048, SI)
-	PREFETCHT1 256(DI)
+	PF288T0(2048, SI)
 	Q2PLANES16(gfni+64(FP), shifts4, planes4)
 	VCVTPH2PS (DI), Z16    // the sixteen rows' d
 
@@ -249,8 +247,8 @@ block4:
 	VFMADD231PS Z16, Z19, Z25
 	VFMADD231PS Z16, Z27, Z26
 
-	ADDQ $256, SI
-	ADDQ $32, DI
+	ADDQ $Q2BLOCK, SI
+	ADDQ $Q2BLOCK, DI
 	ADDQ $64, R9
 	ADDQ $8, R10
 	DECQ R8

@@ -45,7 +45,7 @@ func TestQ2_0TileDecodesAgree(t *testing.T) {
 			for _, form := range forms {
 				out := make([]float32, 16*n)
 				for g := range p.groups {
-					codes, scales := p.group(g)
+					codes, scales := p.block(g, 0) // the group's first block: the tiles step whole blocks
 					if form == "col4" {
 						tileQ2_0AVX512Col4(&codes[0], &scales[0], nb, &a.qs[0], &a.dy[0], &a.nsum[0], a.k, &out[0], dec)
 					} else {

@@ -92,8 +92,7 @@ zero:
 	MOVQ nsum+40(FP), R11
 	SUBQ R10, R11          // nsum - dy: both advance alike
 block:
-	PF256(2048, SI)
-	PREFETCHT1 256(DI)
+	PF288(2048, SI)
 	VCVTPH2PS (DI)(R13*1), Y14
 
 	// First half block (planes 0-7): float(isum0)*dy0 per column, to the frame.
@@ -147,9 +146,9 @@ cols1:
 	MOVQ nb+16(FP), DX
 	SUBQ R8, DX
 	INCQ DX
-	SHLQ $5, DX            // 32 bytes of scales per block
+	IMUL3Q $Q2BLOCK, DX, DX // a block's codes and scales
 	ADDQ DX, DI
-	ADDQ $256, SI
+	ADDQ $Q2BLOCK, SI
 	ADDQ $64, R9
 	ADDQ $8, R10
 	DECQ R8

@@ -41,7 +41,7 @@ func BenchmarkQ2_0Columns(b *testing.B) {
 		pass := func(cols bool) time.Duration {
 			t0 := threadCPU()
 			for g := range p.groups {
-				codes, scales := p.group(g)
+				codes, scales := p.block(g, 0) // the group's first block: the tiles step whole blocks
 				if cols {
 					tileQ2_0AVX2Cols(&codes[0], &scales[0], p.nb, &a.qs[0], &a.dy[0], &a.nsum[0], a.k, n, &out[0])
 					continue
@@ -110,7 +110,7 @@ func BenchmarkTQ2_0Columns(b *testing.B) {
 		pass := func(cols bool) time.Duration {
 			t0 := threadCPU()
 			for g := range p.groups {
-				codes, scales := p.group(g)
+				codes, scales := p.block(g, 0) // the group's first block: the tiles step whole blocks
 				if cols {
 					tileTQ2_0AVX2Cols(&codes[0], &scales[0], p.nb, &a.qs[0], &a.d[0], &a.nb[0], a.k, n, &acc[0], &out[0])
 					continue

@@ -24,8 +24,7 @@ func packedDotsQ8(t *testing.T, l Level, p *packed, a *q8Act) []float32 {
 	for g := range p.groups {
 		switch p.typ {
 		case gguf.Q2_0:
-			codes, scales := p.group(g)
-			tileQ2_0(l, codes, scales, p.nb, a, 0, a.ncols, tmp)
+			tileQ2_0(l, p.group(g), p.nb, a, 0, a.ncols, tmp)
 		case gguf.Q1_0:
 			tileQ1_0(l, p, g, a, 0, a.ncols, tmp)
 		}
@@ -45,8 +44,7 @@ func packedDotsQ8K(l Level, p *packed, a *q8KAct) []float32 {
 	out := make([]float32, a.ncols*p.rows)
 	tmp := make([]float32, 16*a.ncols)
 	for g := range p.groups {
-		codes, scales := p.group(g)
-		tileTQ2_0(l, codes, scales, p.nb, a, 0, a.ncols, tmp, make([]float32, 128*a.ncols))
+		tileTQ2_0(l, p.group(g), p.nb, a, 0, a.ncols, tmp, make([]float32, 128*a.ncols))
 		for c := range a.ncols {
 			for r := range packRows {
 				if row := g*packRows + r; row < p.rows {

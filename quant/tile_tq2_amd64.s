@@ -156,8 +156,7 @@ TEXT ·tileTQ2_0AVX512(SB), NOSPLIT, $0-56
 	VPXORD Z15, Z15, Z15
 
 block:
-	PF1024(2048, SI)
-	PREFETCHT1 64(DI)
+	PF1056(2048, SI)
 	VCVTPH2PS (DI), Z16
 	VMULPS.BCST (R10), Z16, Z16   // y.d*x.d per row
 
@@ -169,8 +168,8 @@ block:
 	TQ2LANE(5, Z13)
 	TQ2LANE(6, Z14)
 	TQ2LANE(7, Z15)
-	ADDQ $1024, SI
-	ADDQ $32, DI
+	ADDQ $TQ2BLOCK, SI
+	ADDQ $TQ2BLOCK, DI
 	ADDQ $256, AX
 	ADDQ $4, R10
 	ADDQ $32, R11
@@ -221,8 +220,7 @@ nzero:
 	JNZ  nzero
 
 nblock:
-	PF1024(2048, SI)
-	PREFETCHT1 64(DI)
+	PF1056(2048, SI)
 	VCVTPH2PS (DI), Z16
 	// y.d*x.d per row, per column, into the frame.
 	MOVQ R10, AX
@@ -243,8 +241,8 @@ ndd:
 	TQ2PAIR(4, npair4)
 	TQ2PAIR(6, npair6)
 
-	ADDQ $1024, SI
-	ADDQ $32, DI
+	ADDQ $TQ2BLOCK, SI
+	ADDQ $TQ2BLOCK, DI
 	ADDQ $256, R9
 	ADDQ $4, R10
 	ADDQ $32, R11
@@ -292,8 +290,7 @@ c4zero:
 	JNZ  c4zero
 
 c4block:
-	PF1024(2048, SI)
-	PREFETCHT1 64(DI)
+	PF1056(2048, SI)
 	VCVTPH2PS (DI), Z16
 	// y.d*x.d per row and column (column stride of d: k/256 floats).
 	MOVQ BX, R15
@@ -320,8 +317,8 @@ c4block:
 	TQ2PAIR4(4)
 	TQ2PAIR4(6)
 
-	ADDQ $1024, SI
-	ADDQ $32, DI
+	ADDQ $TQ2BLOCK, SI
+	ADDQ $TQ2BLOCK, DI
 	ADDQ $256, R9
 	ADDQ $4, R10
 	ADDQ $32, R11

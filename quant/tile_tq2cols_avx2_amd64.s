@@ -117,13 +117,12 @@ zerot:
 	MOVQ d+32(FP), R10
 	MOVQ nbs+40(FP), R11
 blockt:
-	PF1024(2048, SI)
-	// The block's scales: scales + 32*(nb-R8).
+	PF1056(2048, SI)
+	// The block's scales: scales + TQ2BLOCK*(nb-R8).
 	MOVQ nb+16(FP), AX
 	SUBQ R8, AX
-	SHLQ $5, AX
+	IMUL3Q $TQ2BLOCK, AX, AX
 	ADDQ scales+8(FP), AX
-	PREFETCHT1 64(AX)
 	VCVTPH2PS (AX)(R13*1), Y11
 	// Each column's scale d_w*d_c, to the frame.
 	MOVQ R10, DX
@@ -147,7 +146,7 @@ scalest:
 	TQ2GROUP(24, 192, 384, 896, colsj6)
 	TQ2GROUP(28, 224, 448, 960, colsj7)
 
-	ADDQ $1024, SI
+	ADDQ $TQ2BLOCK, SI
 	ADDQ $256, R9
 	ADDQ $4, R10
 	ADDQ $32, R11

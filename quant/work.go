@@ -669,11 +669,9 @@ func (j *matJob) doPacked(worker, lo, hi int) {
 				case pathPackedQ1:
 					tileQ1_0(w.level, pk, g, &w.q8, c0, cn, tile)
 				case pathPackedQ2:
-					codes, scales := pk.group(g)
-					tileQ2_0(w.level, codes, scales, nb, &w.q8, c0, cn, tile)
+					tileQ2_0(w.level, pk.group(g), nb, &w.q8, c0, cn, tile)
 				case pathPackedTQ2:
-					codes, scales := pk.group(g)
-					tileTQ2_0(w.level, codes, scales, nb, &w.q8k, c0, cn, tile, acc)
+					tileTQ2_0(w.level, pk.group(g), nb, &w.q8k, c0, cn, tile, acc)
 				}
 				switch {
 				case np == 1:
