@@ -5,8 +5,10 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/bankml/bankml/internal/reftest"
 	"github.com/bankml/bankml/model"
@@ -215,4 +217,66 @@ func TestPromptCacheRAM(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSlotActionAfterLongAnswer: save and erase right after a long answer,
+// while the idle slot is still settling the answer's cells, act on every
+// token the slot holds, as llama-server's SLOT_SAVE and SLOT_ERASE do
+// (n_saved and n_erased are slot->prompt.tokens.size(), the prompt and the
+// answer but its last token: the result's tokens_cached); a save must not
+// drop the tokens not settled yet.
+func TestSlotActionAfterLongAnswer(t *testing.T) {
+	tm := stories(t)
+	dir := t.TempDir()
+	o := Options{NCtx: 512, Parallel: 1, AttnThreads: 1, ModelID: "sha256:stories"}
+	req := Request{Prompt: Prompt{Text: "Once upon a time"}, Sampling: withParams(func(p *sample.Params) { p.Seed = 5 }),
+		NPredict: 300, IgnoreEOS: true, CachePrompt: true, Slot: 0}
+	cases := []struct {
+		name string
+		act  func(e *Engine) (int, error)
+	}{
+		{"a save right after the answer writes every token the slot holds", func(e *Engine) (int, error) {
+			f, err := e.SaveSlot(context.Background(), 0, filepath.Join(dir, "long.bin"))
+			return f.Tokens, err
+		}},
+		{"an erase right after the answer counts every token the slot held", func(e *Engine) (int, error) {
+			return e.EraseSlot(context.Background(), 0)
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			for round := range 5 {
+				e := newEngine(t, tm, o)
+				res, err := e.Generate(context.Background(), req, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				waitSettling(t, e, 0)
+				n, err := tc.act(e)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n != res.NTokensCached {
+					t.Fatalf("round %d: the action covered %d tokens, the slot held %d (tokens_cached)", round, n, res.NTokensCached)
+				}
+			}
+		})
+	}
+}
+
+// waitSettling waits until idle slot id has started re-evaluating its last
+// answer's cells (settle), with cells still to go.
+func waitSettling(t *testing.T, e *Engine, id int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		e.mu.Lock()
+		n := len(e.slots[id].settle)
+		e.mu.Unlock()
+		if n > 0 {
+			return
+		}
+		runtime.Gosched()
+	}
+	t.Fatal("the slot never started settling")
 }
