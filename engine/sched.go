@@ -27,7 +27,8 @@ type job struct {
 	s      *slot
 	prompt []int32 // a prompt job; nil for a decode job
 	reuse  reuseMode
-	// cacheRAM: a prompt job on a slot picked by least-recent use, which
+	// cacheRAM: a prompt job on a slot picked by least-recent use, or one
+	// that keeps under half of the slot's tokens (Engine.pick), which
 	// updates the prompt cache (--cache-ram) first.
 	cacheRAM bool
 	tok      int32 // a decode job's token

@@ -280,3 +280,53 @@ func waitSettling(t *testing.T, e *Engine, id int) {
 	}
 	t.Fatal("the slot never started settling")
 }
+
+// TestPromptCacheRAMSavesOnLowKeep: llama-server's get_available_slot
+// updates the prompt cache not only for a slot taken by least-recent use
+// but whenever the slot it gives keeps under half of its cached tokens
+// (f_keep < 0.5): a slot picked by prompt similarity, or named by id_slot.
+// The conversation that slot held is then saved to host memory, and its
+// next turn gets it back.
+func TestPromptCacheRAMSavesOnLowKeep(t *testing.T) {
+	tm := stories(t)
+	const nCtx = 512
+	tokens := func(text string, bos bool) []int32 { return tm.tok.Tokenize(text, bos, false) }
+	a1 := tokens(sharedPrefix()[:300], true)
+	req := func(p []int32, slot int) Request {
+		return Request{Prompt: Prompt{Tokens: p}, Sampling: withParams(func(p *sample.Params) { p.Seed = 9 }), NPredict: 12, CachePrompt: true, Slot: slot}
+	}
+	cases := []struct {
+		name  string
+		other []int32
+		slot  int
+	}{
+		{"a prompt sharing a fifth of the slot's tokens, given the slot by similarity, saves the slot's conversation",
+			tokens(sharedPrefix()[:60]+"Tom had a big red ball. He liked to throw it high in the sky and catch it again.", true), -1},
+		{"a prompt given the slot by id_slot saves the slot's conversation",
+			tokens("The cat sat on the mat. It was a sunny day and the birds were singing in the trees.", true), 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEngine(t, tm, Options{NCtx: nCtx, AttnThreads: 1, CacheRAMMiB: -1})
+			first, err := e.Generate(context.Background(), req(a1, -1), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			waitQuiet(t, e)
+			if _, err := e.Generate(context.Background(), req(tc.other, tc.slot), nil); err != nil {
+				t.Fatal(err)
+			}
+			waitQuiet(t, e)
+			a2 := append(slices.Clone(a1), first.Tokens...)
+			a2 = append(a2, tokens(" Then the dog ran to the park", false)...)
+			res, err := e.Generate(context.Background(), req(a2, -1), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			prev := len(a1) + len(first.Tokens)
+			if float64(res.CachedTokens) < 0.9*float64(prev) {
+				t.Errorf("cache_n %d of the previous turn's %d: the conversation was not saved to the prompt cache", res.CachedTokens, prev)
+			}
+		})
+	}
+}
