@@ -75,7 +75,7 @@ func TestSlotActions(t *testing.T) {
 }
 
 // TestSlotActionErrors: llama-server's error bodies for slot actions: 501 without --slot-save-path, 400
-// "Invalid slot ID" (unreadable or outside the slots), "Invalid action", "Invalid filename" (a path, "..",
+// "Invalid slot ID" (unreadable; TestSlotActionIDWrapsAround has the numbers), "Invalid action", "Invalid filename" (a path, "..",
 // a trailing dot), and "Unable to restore slot: …" for a damaged file or a missing one.
 func TestSlotActionErrors(t *testing.T) {
 	dir := t.TempDir()
@@ -100,7 +100,6 @@ func TestSlotActionErrors(t *testing.T) {
 	}{
 		{none, "/slots/0?action=save", `{"filename": "a.bin"}`, 501, TypeNotSupported, "This server does not support slots action. Start it with `--slot-save-path`"},
 		{ts, "/slots/x?action=save", `{"filename": "a.bin"}`, 400, TypeInvalidRequest, "Invalid slot ID"},
-		{ts, "/slots/3?action=erase", ``, 400, TypeInvalidRequest, "Invalid slot ID"},
 		{ts, "/slots/0?action=bogus", `{}`, 400, TypeInvalidRequest, "Invalid action"},
 		{ts, "/slots/0?action=save", `{"filename": "../a.bin"}`, 400, TypeInvalidRequest, "Invalid filename"},
 		{ts, "/slots/0?action=save", `{"filename": "a."}`, 400, TypeInvalidRequest, "Invalid filename"},
@@ -122,6 +121,58 @@ func TestSlotActionErrors(t *testing.T) {
 		if strings.Contains(v.Error.Message, dir) { // a server path is the operator's, not the client's
 			t.Errorf("%s %s: %q names --slot-save-path's folder", c.path, c.body, v.Error.Message)
 		}
+	}
+}
+
+// TestSlotActionIDWrapsAround: a slot action's id is llama-server's get_slot_by_id(id): an id past the slots
+// wraps around (id % n_slots, with C++'s truncating remainder; "allow id_slot to be out of bounds"), the
+// answer naming the id given; an id whose remainder is negative is 400 "Invalid slot ID".
+func TestSlotActionIDWrapsAround(t *testing.T) {
+	ts := newTestServer(t, storiesPath(t), AdmitOptions{}, Options{Parallel: 2, SlotSavePath: t.TempDir()})
+	if st, b := ts.post(t, "/completion", mustJSON(t, map[string]any{"prompt": "Once upon a time", "n_predict": 4, "id_slot": 1})); st != 200 {
+		t.Fatalf("completion: %d %s", st, b)
+	}
+	cases := []struct {
+		name    string
+		path    string
+		status  int
+		idSlot  float64
+		erased  bool
+		message string
+	}{
+		{"id 2 of 2 slots is slot 0, which holds nothing", "/slots/2?action=erase", 200, 2, false, ""},
+		{"id 3 of 2 slots is slot 1, which holds the answer", "/slots/3?action=erase", 200, 3, true, ""},
+		{"id -2 of 2 slots is slot 0 (-2 % 2 is 0)", "/slots/-2?action=erase", 200, -2, false, ""},
+		{"id -1 of 2 slots is no slot (-1 % 2 is -1)", "/slots/-1?action=erase", 400, 0, false, "Invalid slot ID"},
+		{"id -3 of 2 slots is no slot", "/slots/-3?action=save", 400, 0, false, "Invalid slot ID"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			body := ``
+			if strings.Contains(c.path, "save") {
+				body = `{"filename": "a.bin"}`
+			}
+			st, b := ts.post(t, c.path, []byte(body))
+			var v struct {
+				IDSlot  *float64 `json:"id_slot"`
+				NErased float64  `json:"n_erased"`
+				Error   struct {
+					Message string `json:"message"`
+				} `json:"error"`
+			}
+			if err := json.Unmarshal(b, &v); err != nil || st != c.status {
+				t.Fatalf("%d %s; want %d", st, b, c.status)
+			}
+			if c.status != 200 {
+				if v.Error.Message != c.message {
+					t.Errorf("%s; want %q", b, c.message)
+				}
+				return
+			}
+			if v.IDSlot == nil || *v.IDSlot != c.idSlot || (v.NErased > 0) != c.erased {
+				t.Errorf("%s; want id_slot %v, tokens erased: %v", b, c.idSlot, c.erased)
+			}
+		})
 	}
 }
 
