@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -182,5 +183,33 @@ func TestOnePoolPerServer(t *testing.T) {
 	ts := newTestServer(t, storiesPath(t), AdmitOptions{}, Options{Parallel: 4, Threads: 2, NCtx: 1024})
 	if n := ts.eng.Workers(); n != 2 || len(ts.eng.Slots()) != 4 {
 		t.Fatalf("%d workers for %d slots; want 2 for 4", n, len(ts.eng.Slots()))
+	}
+}
+
+// TestCompletionIDSlotWrapsAround: /completion's id_slot is get_slot_by_id's: an id past the slots wraps
+// around (id % n_slots) and the answer names the slot that ran it; one whose remainder is negative names no
+// slot and the request takes any, as get_available_slot then does; llama-server refuses none of them.
+func TestCompletionIDSlotWrapsAround(t *testing.T) {
+	ts := newTestServer(t, storiesPath(t), AdmitOptions{}, Options{Parallel: 2})
+	cases := []struct {
+		name   string
+		idSlot int
+		want   []float64 // the slots that may run it
+	}{
+		{"id_slot 3 of 2 slots runs on slot 1", 3, []float64{1}},
+		{"id_slot 2 of 2 slots runs on slot 0", 2, []float64{0}},
+		{"id_slot -2 of 2 slots runs on slot 0", -2, []float64{0}},
+		{"id_slot -3 of 2 slots names no slot and runs on either", -3, []float64{0, 1}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			st, b := ts.post(t, "/completion", mustJSON(t, map[string]any{"prompt": "Once upon a time", "n_predict": 2, "id_slot": c.idSlot}))
+			var v struct {
+				IDSlot float64 `json:"id_slot"`
+			}
+			if err := json.Unmarshal(b, &v); err != nil || st != 200 || !slices.Contains(c.want, v.IDSlot) {
+				t.Errorf("%d %s; want 200 on slot %v", st, b, c.want)
+			}
+		})
 	}
 }
