@@ -245,13 +245,16 @@ func TestSlotActionAfterLongAnswer(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			caught := 0
 			for round := range 5 {
 				e := newEngine(t, tm, o)
 				res, err := e.Generate(context.Background(), req, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
-				waitSettling(t, e, 0)
+				if waitSettling(t, e, 0) {
+					caught++
+				}
 				n, err := tc.act(e)
 				if err != nil {
 					t.Fatal(err)
@@ -260,25 +263,33 @@ func TestSlotActionAfterLongAnswer(t *testing.T) {
 					t.Fatalf("round %d: the action covered %d tokens, the slot held %d (tokens_cached)", round, n, res.NTokensCached)
 				}
 			}
+			if caught == 0 {
+				t.Fatal("no round acted while the slot settled")
+			}
 		})
 	}
 }
 
-// waitSettling waits until idle slot id has started re-evaluating its last
-// answer's cells (settle), with cells still to go.
-func waitSettling(t *testing.T, e *Engine, id int) {
+// waitSettling waits until idle slot id is re-evaluating its last answer's
+// cells (settle) with cells still to go, and reports true; false when the
+// scheduler found nothing more to do first (it settled all meanwhile).
+func waitSettling(t *testing.T, e *Engine, id int) bool {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
 		e.mu.Lock()
-		n := len(e.slots[id].settle)
+		n, quiet := len(e.slots[id].settle), e.quiet == e.releases
 		e.mu.Unlock()
 		if n > 0 {
-			return
+			return true
+		}
+		if quiet {
+			return false
 		}
 		runtime.Gosched()
 	}
-	t.Fatal("the slot never started settling")
+	t.Fatal("the slot neither settled nor went quiet")
+	return false
 }
 
 // TestPromptCacheRAMSavesOnLowKeep: llama-server's get_available_slot
