@@ -400,18 +400,20 @@ func commonPrefix(a, b []int32) int {
 }
 
 // pick chooses a free slot for prompt as get_available_slot does, or nil;
-// lru says it was chosen by least-recent use. want >= 0 restricts the
-// choice to that slot. The caller holds e.mu.
+// lru says llama-server updates the prompt cache for it (update_cache): the
+// slot was chosen by least-recent use, or it was named (want) or chosen by
+// prompt similarity and keeps under half of its cached tokens (f_keep <
+// 0.5). want >= 0 restricts the choice to that slot. The caller holds e.mu.
 func (e *Engine) pick(prompt []int32, want int) (ret *slot, lru bool) {
 	if want >= 0 {
-		if s := e.slots[want]; !s.busy {
-			return s, false
+		ret = e.slots[want]
+		if ret.busy {
+			return nil, false
 		}
-		return nil, false
 	}
 	best := float32(0)
 	for _, s := range e.slots {
-		if s.busy || len(s.tokens) == 0 {
+		if (want >= 0 && s != ret) || s.busy || len(s.tokens) == 0 {
 			continue
 		}
 		sim := float32(commonPrefix(s.tokens, prompt)) / float32(len(prompt))
@@ -420,7 +422,10 @@ func (e *Engine) pick(prompt []int32, want int) (ret *slot, lru bool) {
 		}
 	}
 	if ret != nil {
-		return ret, false
+		// f_keep, as get_available_slot computes it (0/0 for an empty
+		// slot: NaN, no update).
+		keep := best * float32(len(prompt)) / float32(len(ret.tokens))
+		return ret, keep < 0.5
 	}
 	var tLast int64 = -1
 	for _, s := range e.slots {

@@ -10,9 +10,10 @@ import (
 // server_prompt_cache in tools/server/server-task.cpp): the states of
 // prompts a slot held before it was given to another prompt, oldest first,
 // each the slot's whole cache (model.Context.WriteState: tokens, cell
-// classes, cells). A request given a slot by least-recent use saves the
-// slot's state here and loads the cached state that keeps the most of its
-// prompt. The scheduler owns it.
+// classes, cells). A request given a slot by least-recent use, or a slot
+// that keeps under half of its tokens for it (get_available_slot's f_keep
+// < 0.5), saves the slot's state here and loads the cached state that keeps
+// the most of its prompt. The scheduler owns it.
 type promptCache struct {
 	limit       int64 // bytes; 0: no limit
 	limitTokens int   // tokens; 0: no limit

@@ -27,7 +27,8 @@ type job struct {
 	s      *slot
 	prompt []int32 // a prompt job; nil for a decode job
 	reuse  reuseMode
-	// cacheRAM: a prompt job on a slot picked by least-recent use, which
+	// cacheRAM: a prompt job on a slot picked by least-recent use, or one
+	// that keeps under half of the slot's tokens (Engine.pick), which
 	// updates the prompt cache (--cache-ram) first.
 	cacheRAM bool
 	tok      int32 // a decode job's token
@@ -406,10 +407,7 @@ func (e *Engine) settle() bool {
 	// The slot stays free: a request that takes it meanwhile waits for this
 	// step, then drops the rest (startPrompt).
 	c := s.ctx
-	n := min(len(s.settle), settleRows)
-	if a := (c.NPast() + n) / 64 * 64; n < len(s.settle) && a > c.NPast() {
-		n = a - c.NPast()
-	}
+	n := settleStep(c.NPast(), len(s.settle))
 	toks := s.settle[:n]
 	e.mu.Unlock()
 	err := e.runner.Decode(model.SettleSpans(c, toks, c.NPast()))
@@ -422,6 +420,17 @@ func (e *Engine) settle() bool {
 	e.snapshot()
 	e.mu.Unlock()
 	return true
+}
+
+// settleStep is how many of the rest tokens still to settle after the
+// nPast a slot holds one settling step re-evaluates: at most settleRows,
+// ending at a multiple of 64 unless it ends the rest.
+func settleStep(nPast, rest int) int {
+	n := min(rest, settleRows)
+	if a := (nPast + n) / 64 * 64; n < rest && a > nPast {
+		n = a - nPast
+	}
+	return n
 }
 
 // snapshot records every slot's cache for slot choice and Slots (the

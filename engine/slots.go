@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"time"
@@ -51,7 +52,7 @@ func (e *Engine) SaveSlot(ctx context.Context, id int, path string) (SlotFile, e
 		return SlotFile{}, ErrNoModelID
 	}
 	var out SlotFile
-	err := e.slotAction(ctx, id, func(c *model.Context) error {
+	err := e.slotAction(ctx, id, true, func(c *model.Context, _ int) error {
 		t0 := time.Now()
 		f, err := os.CreateTemp(filepath.Dir(path), ".slot-*")
 		if err != nil {
@@ -87,7 +88,7 @@ func (e *Engine) RestoreSlot(ctx context.Context, id int, path string) (SlotFile
 		return SlotFile{}, ErrNoModelID
 	}
 	var out SlotFile
-	err := e.slotAction(ctx, id, func(c *model.Context) error {
+	err := e.slotAction(ctx, id, false, func(c *model.Context, _ int) error {
 		t0 := time.Now()
 		f, err := os.Open(path)
 		if err != nil {
@@ -111,16 +112,20 @@ func (e *Engine) RestoreSlot(ctx context.Context, id int, path string) (SlotFile
 // ErrClosed.
 func (e *Engine) EraseSlot(ctx context.Context, id int) (int, error) {
 	n := 0
-	err := e.slotAction(ctx, id, func(c *model.Context) error {
-		n = c.NPast()
+	err := e.slotAction(ctx, id, false, func(c *model.Context, unsettled int) error {
+		n = c.NPast() + unsettled
 		return c.Truncate(0)
 	})
 	return n, err
 }
 
 // slotAction acquires slot id (waiting while it is busy) and runs act on
-// its context on the scheduler, between steps.
-func (e *Engine) slotAction(ctx context.Context, id int, act func(c *model.Context) error) error {
+// its context on the scheduler, between steps. An idle slot may be
+// settling (settle: its last answer's cells dropped, to be re-evaluated):
+// with finish the rest is re-evaluated first, so that act sees every token
+// the slot holds (llama-server's slot->prompt.tokens: a save writes them
+// all); otherwise it is dropped and act is told how many tokens that was.
+func (e *Engine) slotAction(ctx context.Context, id int, finish bool, act func(c *model.Context, unsettled int) error) error {
 	if id < 0 || id >= len(e.slots) {
 		return ErrInvalidSlot
 	}
@@ -129,17 +134,37 @@ func (e *Engine) slotAction(ctx context.Context, id int, act func(c *model.Conte
 		return err
 	}
 	defer e.release(s)
-	_, err = e.submit(ctx, &job{s: s, act: act})
+	_, err = e.submit(ctx, &job{s: s, act: func(c *model.Context) error {
+		e.mu.Lock()
+		rest := s.settle
+		s.settle = nil
+		e.mu.Unlock()
+		if !finish {
+			return act(c, len(rest))
+		}
+		for len(rest) > 0 {
+			n := settleStep(c.NPast(), len(rest))
+			if err := e.runner.Decode(model.SettleSpans(c, rest[:n], c.NPast())); err != nil {
+				return fmt.Errorf("engine: slot %d: re-evaluating its last answer: %w", s.id, err)
+			}
+			rest = rest[n:]
+		}
+		return act(c, 0)
+	}})
 	return err
 }
 
 // runAction runs an action job on the scheduler: the slot's context made
-// if needed, any settling dropped.
+// if needed, any settling dropped (a slot action's own job deals with it
+// first, slotAction).
 func (e *Engine) runAction(j *job) error {
 	s := j.s
 	if err := e.ensureContext(s); err != nil {
 		return err
 	}
+	err := j.act(s.ctx)
+	e.mu.Lock()
 	s.settle = nil
-	return j.act(s.ctx)
+	e.mu.Unlock()
+	return err
 }

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/bankml/bankml/internal/reftest"
 	"github.com/bankml/bankml/model"
@@ -212,6 +214,129 @@ func TestPromptCacheRAM(t *testing.T) {
 			}
 			if mib == 0 && res.CachedTokens > 1 {
 				t.Errorf("without the prompt cache: cache_n %d", res.CachedTokens)
+			}
+		})
+	}
+}
+
+// TestSlotActionAfterLongAnswer: save and erase right after a long answer,
+// while the idle slot is still settling the answer's cells, act on every
+// token the slot holds, as llama-server's SLOT_SAVE and SLOT_ERASE do
+// (n_saved and n_erased are slot->prompt.tokens.size(), the prompt and the
+// answer but its last token: the result's tokens_cached); a save must not
+// drop the tokens not settled yet.
+func TestSlotActionAfterLongAnswer(t *testing.T) {
+	tm := stories(t)
+	dir := t.TempDir()
+	o := Options{NCtx: 512, Parallel: 1, AttnThreads: 1, ModelID: "sha256:stories"}
+	req := Request{Prompt: Prompt{Text: "Once upon a time"}, Sampling: withParams(func(p *sample.Params) { p.Seed = 5 }),
+		NPredict: 300, IgnoreEOS: true, CachePrompt: true, Slot: 0}
+	cases := []struct {
+		name string
+		act  func(e *Engine) (int, error)
+	}{
+		{"a save right after the answer writes every token the slot holds", func(e *Engine) (int, error) {
+			f, err := e.SaveSlot(context.Background(), 0, filepath.Join(dir, "long.bin"))
+			return f.Tokens, err
+		}},
+		{"an erase right after the answer counts every token the slot held", func(e *Engine) (int, error) {
+			return e.EraseSlot(context.Background(), 0)
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			caught := 0
+			for round := range 5 {
+				e := newEngine(t, tm, o)
+				res, err := e.Generate(context.Background(), req, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if waitSettling(t, e, 0) {
+					caught++
+				}
+				n, err := tc.act(e)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n != res.NTokensCached {
+					t.Fatalf("round %d: the action covered %d tokens, the slot held %d (tokens_cached)", round, n, res.NTokensCached)
+				}
+			}
+			if caught == 0 {
+				t.Fatal("no round acted while the slot settled")
+			}
+		})
+	}
+}
+
+// waitSettling waits until idle slot id is re-evaluating its last answer's
+// cells (settle) with cells still to go, and reports true; false when the
+// scheduler found nothing more to do first (it settled all meanwhile).
+func waitSettling(t *testing.T, e *Engine, id int) bool {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		e.mu.Lock()
+		n, quiet := len(e.slots[id].settle), e.quiet == e.releases
+		e.mu.Unlock()
+		if n > 0 {
+			return true
+		}
+		if quiet {
+			return false
+		}
+		runtime.Gosched()
+	}
+	t.Fatal("the slot neither settled nor went quiet")
+	return false
+}
+
+// TestPromptCacheRAMSavesOnLowKeep: llama-server's get_available_slot
+// updates the prompt cache not only for a slot taken by least-recent use
+// but whenever the slot it gives keeps under half of its cached tokens
+// (f_keep < 0.5): a slot picked by prompt similarity, or named by id_slot.
+// The conversation that slot held is then saved to host memory, and its
+// next turn gets it back.
+func TestPromptCacheRAMSavesOnLowKeep(t *testing.T) {
+	tm := stories(t)
+	const nCtx = 512
+	tokens := func(text string, bos bool) []int32 { return tm.tok.Tokenize(text, bos, false) }
+	a1 := tokens(sharedPrefix()[:300], true)
+	req := func(p []int32, slot int) Request {
+		return Request{Prompt: Prompt{Tokens: p}, Sampling: withParams(func(p *sample.Params) { p.Seed = 9 }), NPredict: 12, CachePrompt: true, Slot: slot}
+	}
+	cases := []struct {
+		name  string
+		other []int32
+		slot  int
+	}{
+		{"a prompt sharing a fifth of the slot's tokens, given the slot by similarity, saves the slot's conversation",
+			tokens(sharedPrefix()[:60]+"Tom had a big red ball. He liked to throw it high in the sky and catch it again.", true), -1},
+		{"a prompt given the slot by id_slot saves the slot's conversation",
+			tokens("The cat sat on the mat. It was a sunny day and the birds were singing in the trees.", true), 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEngine(t, tm, Options{NCtx: nCtx, AttnThreads: 1, CacheRAMMiB: -1})
+			first, err := e.Generate(context.Background(), req(a1, -1), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			waitQuiet(t, e)
+			if _, err := e.Generate(context.Background(), req(tc.other, tc.slot), nil); err != nil {
+				t.Fatal(err)
+			}
+			waitQuiet(t, e)
+			a2 := append(slices.Clone(a1), first.Tokens...)
+			a2 = append(a2, tokens(" Then the dog ran to the park", false)...)
+			res, err := e.Generate(context.Background(), req(a2, -1), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			prev := len(a1) + len(first.Tokens)
+			if float64(res.CachedTokens) < 0.9*float64(prev) {
+				t.Errorf("cache_n %d of the previous turn's %d: the conversation was not saved to the prompt cache", res.CachedTokens, prev)
 			}
 		})
 	}

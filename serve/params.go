@@ -299,11 +299,10 @@ func (s *Server) decodeCommon(body []byte) (engine.Request, commonFields, error)
 	if c.CachePrompt != nil {
 		req.CachePrompt = *c.CachePrompt
 	}
-	if c.IDSlot != nil {
-		if *c.IDSlot < -1 || *c.IDSlot >= int64(s.opt.Parallel) {
-			return req, c, badRequest("Field 'id_slot': slot %d does not exist (0..%d, or -1)", *c.IDSlot, s.opt.Parallel-1)
-		}
-		req.Slot = int(*c.IDSlot)
+	if c.IDSlot != nil && *c.IDSlot != -1 {
+		// get_slot_by_id: an id past the slots wraps around (C++'s remainder, as Go's); one whose
+		// remainder is negative names no slot, and the request takes any (get_available_slot).
+		req.Slot = int(max(-1, *c.IDSlot%int64(s.opt.Parallel)))
 	}
 	req.IgnoreEOS = deref(c.IgnoreEOS, false)
 	req.PostSamplingProbs = deref(c.PostSamplingProbs, false)

@@ -61,8 +61,10 @@ type slotActionRequest struct {
 
 // handleSlotAction is llama-server's POST /slots/{id_slot}?action=save|restore|erase (post_slots,
 // handle_slots_save/restore/erase): without --slot-save-path 501 "This server does not support slots
-// action. Start it with `--slot-save-path`"; an id that std::stoi cannot read, or outside the slots, 400
-// "Invalid slot ID"; another action 400 "Invalid action"; a filename that fs_validate_filename refuses 400
+// action. Start it with `--slot-save-path`"; an id that std::stoi cannot read 400 "Invalid slot ID"; an id
+// past the slots wraps around as get_slot_by_id wraps it (id % n_slots, C++'s remainder, the answer naming
+// the id given), and one whose remainder is negative is 400 "Invalid slot ID"; another action 400 "Invalid
+// action"; a filename that fs_validate_filename refuses 400
 // "Invalid filename". save answers {id_slot, filename, n_saved, n_written, timings: {save_ms}}, restore
 // {id_slot, filename, n_restored, n_read, timings: {restore_ms}}, erase {id_slot, n_erased}, each waiting
 // while the slot is busy. A refused restore (a file damaged, from another model, missing, too long) is 400
@@ -79,10 +81,11 @@ func (s *Server) handleSlotAction(w http.ResponseWriter, r *http.Request) {
 		writeError(w, badRequest("Invalid slot ID"))
 		return
 	}
+	slot := id % s.opt.Parallel // get_slot_by_id; Go's % truncates as C++'s does: -1 % 2 is -1, no slot
 	ctx := r.Context()
 	action := r.URL.Query().Get("action")
 	if action == "erase" {
-		n, err := s.eng.EraseSlot(ctx, id)
+		n, err := s.eng.EraseSlot(ctx, slot)
 		if err != nil {
 			writeError(w, s.slotError(err))
 			return
@@ -115,7 +118,7 @@ func (s *Server) handleSlotAction(w http.ResponseWriter, r *http.Request) {
 	}
 	path := filepath.Join(s.opt.SlotSavePath, name)
 	if action == "save" {
-		f, err := s.eng.SaveSlot(ctx, id, path)
+		f, err := s.eng.SaveSlot(ctx, slot, path)
 		if err != nil {
 			writeError(w, s.slotError(err))
 			return
@@ -124,7 +127,7 @@ func (s *Server) handleSlotAction(w http.ResponseWriter, r *http.Request) {
 			"timings": map[string]any{"save_ms": f.MS}})
 		return
 	}
-	f, err := s.eng.RestoreSlot(ctx, id, path)
+	f, err := s.eng.RestoreSlot(ctx, slot, path)
 	if err != nil {
 		writeError(w, s.slotError(err))
 		return

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -75,7 +76,7 @@ func TestSlotActions(t *testing.T) {
 }
 
 // TestSlotActionErrors: llama-server's error bodies for slot actions: 501 without --slot-save-path, 400
-// "Invalid slot ID" (unreadable or outside the slots), "Invalid action", "Invalid filename" (a path, "..",
+// "Invalid slot ID" (unreadable; TestSlotActionIDWrapsAround has the numbers), "Invalid action", "Invalid filename" (a path, "..",
 // a trailing dot), and "Unable to restore slot: …" for a damaged file or a missing one.
 func TestSlotActionErrors(t *testing.T) {
 	dir := t.TempDir()
@@ -100,7 +101,6 @@ func TestSlotActionErrors(t *testing.T) {
 	}{
 		{none, "/slots/0?action=save", `{"filename": "a.bin"}`, 501, TypeNotSupported, "This server does not support slots action. Start it with `--slot-save-path`"},
 		{ts, "/slots/x?action=save", `{"filename": "a.bin"}`, 400, TypeInvalidRequest, "Invalid slot ID"},
-		{ts, "/slots/3?action=erase", ``, 400, TypeInvalidRequest, "Invalid slot ID"},
 		{ts, "/slots/0?action=bogus", `{}`, 400, TypeInvalidRequest, "Invalid action"},
 		{ts, "/slots/0?action=save", `{"filename": "../a.bin"}`, 400, TypeInvalidRequest, "Invalid filename"},
 		{ts, "/slots/0?action=save", `{"filename": "a."}`, 400, TypeInvalidRequest, "Invalid filename"},
@@ -125,11 +125,91 @@ func TestSlotActionErrors(t *testing.T) {
 	}
 }
 
+// TestSlotActionIDWrapsAround: a slot action's id is llama-server's get_slot_by_id(id): an id past the slots
+// wraps around (id % n_slots, with C++'s truncating remainder; "allow id_slot to be out of bounds"), the
+// answer naming the id given; an id whose remainder is negative is 400 "Invalid slot ID".
+func TestSlotActionIDWrapsAround(t *testing.T) {
+	ts := newTestServer(t, storiesPath(t), AdmitOptions{}, Options{Parallel: 2, SlotSavePath: t.TempDir()})
+	if st, b := ts.post(t, "/completion", mustJSON(t, map[string]any{"prompt": "Once upon a time", "n_predict": 4, "id_slot": 1})); st != 200 {
+		t.Fatalf("completion: %d %s", st, b)
+	}
+	cases := []struct {
+		name    string
+		path    string
+		status  int
+		idSlot  float64
+		erased  bool
+		message string
+	}{
+		{"id 2 of 2 slots is slot 0, which holds nothing", "/slots/2?action=erase", 200, 2, false, ""},
+		{"id 3 of 2 slots is slot 1, which holds the answer", "/slots/3?action=erase", 200, 3, true, ""},
+		{"id -2 of 2 slots is slot 0 (-2 % 2 is 0)", "/slots/-2?action=erase", 200, -2, false, ""},
+		{"id -1 of 2 slots is no slot (-1 % 2 is -1)", "/slots/-1?action=erase", 400, 0, false, "Invalid slot ID"},
+		{"id -3 of 2 slots is no slot", "/slots/-3?action=save", 400, 0, false, "Invalid slot ID"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			body := ``
+			if strings.Contains(c.path, "save") {
+				body = `{"filename": "a.bin"}`
+			}
+			st, b := ts.post(t, c.path, []byte(body))
+			var v struct {
+				IDSlot  *float64 `json:"id_slot"`
+				NErased float64  `json:"n_erased"`
+				Error   struct {
+					Message string `json:"message"`
+				} `json:"error"`
+			}
+			if err := json.Unmarshal(b, &v); err != nil || st != c.status {
+				t.Fatalf("%d %s; want %d", st, b, c.status)
+			}
+			if c.status != 200 {
+				if v.Error.Message != c.message {
+					t.Errorf("%s; want %q", b, c.message)
+				}
+				return
+			}
+			if v.IDSlot == nil || *v.IDSlot != c.idSlot || (v.NErased > 0) != c.erased {
+				t.Errorf("%s; want id_slot %v, tokens erased: %v", b, c.idSlot, c.erased)
+			}
+		})
+	}
+}
+
 // TestOnePoolPerServer: serve -np 4 -t 2 runs 2 matmul workers shared by its 4 slots, as llama-server's one
 // batch does.
 func TestOnePoolPerServer(t *testing.T) {
 	ts := newTestServer(t, storiesPath(t), AdmitOptions{}, Options{Parallel: 4, Threads: 2, NCtx: 1024})
 	if n := ts.eng.Workers(); n != 2 || len(ts.eng.Slots()) != 4 {
 		t.Fatalf("%d workers for %d slots; want 2 for 4", n, len(ts.eng.Slots()))
+	}
+}
+
+// TestCompletionIDSlotWrapsAround: /completion's id_slot is get_slot_by_id's: an id past the slots wraps
+// around (id % n_slots) and the answer names the slot that ran it; one whose remainder is negative names no
+// slot and the request takes any, as get_available_slot then does; llama-server refuses none of them.
+func TestCompletionIDSlotWrapsAround(t *testing.T) {
+	ts := newTestServer(t, storiesPath(t), AdmitOptions{}, Options{Parallel: 2})
+	cases := []struct {
+		name   string
+		idSlot int
+		want   []float64 // the slots that may run it
+	}{
+		{"id_slot 3 of 2 slots runs on slot 1", 3, []float64{1}},
+		{"id_slot 2 of 2 slots runs on slot 0", 2, []float64{0}},
+		{"id_slot -2 of 2 slots runs on slot 0", -2, []float64{0}},
+		{"id_slot -3 of 2 slots names no slot and runs on either", -3, []float64{0, 1}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			st, b := ts.post(t, "/completion", mustJSON(t, map[string]any{"prompt": "Once upon a time", "n_predict": 2, "id_slot": c.idSlot}))
+			var v struct {
+				IDSlot float64 `json:"id_slot"`
+			}
+			if err := json.Unmarshal(b, &v); err != nil || st != 200 || !slices.Contains(c.want, v.IDSlot) {
+				t.Errorf("%d %s; want 200 on slot %v", st, b, c.want)
+			}
+		})
 	}
 }
