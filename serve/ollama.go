@@ -10,6 +10,9 @@ import (
 	"github.com/bankml/bankml/sample"
 )
 
+// ollamaErrMaxQueue is Ollama's ErrMaxQueue (server/sched.go), its answer to a request past its queue.
+const ollamaErrMaxQueue = "server busy, please try again.  maximum pending requests exceeded"
+
 // mountOllama mounts the routes of the Ollama API (Ollama v0.17.4's
 // server/routes.go; see ollama_api.go and docs/serve.md): GET and HEAD /,
 // GET and HEAD /api/version and /api/tags, POST /api/show, GET /api/ps,
@@ -27,7 +30,7 @@ import (
 //     encoding/json's U+FFFD per invalid byte; llama-server's routes: jsonText/chatText, utf8.go), counts the answer in the metrics, and appends the exchange to the ledger (the receipt then
 //     carries ledger_index); on an error no receipt may be sent (answer the error instead).
 //   - s.recheck() error: the model re-check alone (begin and finish call it).
-//   - s.generationError(err) *APIError: maps package engine's errors: ErrQueueFull → 429, a
+//   - s.generationError(err) *APIError: maps package engine's errors: ErrQueueFull → 429 (the Ollama routes: Ollama's 503), a
 //     *engine.ContextError → 400 exceed_context_size_error, a *sample.ParamError → 400 naming the
 //     parameter, cancellation → 503, anything else → 500 (params.go).
 //   - s.eng (*engine.Engine), s.base (the sampling defaults: sample.DefaultParams with the model's

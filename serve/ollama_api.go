@@ -632,7 +632,13 @@ func (a *ollamaAPI) run(w http.ResponseWriter, r *http.Request, job *ollamaJob, 
 		if ctx.Err() != nil { // the client went away or the server is stopping: no answer, nothing recorded
 			return
 		}
-		fail(a.s.generationError(err))
+		ae := a.s.generationError(err)
+		if errors.Is(err, engine.ErrQueueFull) {
+			// Ollama's scheduler refuses a request past its queue (OLLAMA_MAX_QUEUE) with ErrMaxQueue, which
+			// handleScheduleError answers 503 in its own words.
+			ae = &APIError{Status: http.StatusServiceUnavailable, Type: TypeUnavailable, Message: ollamaErrMaxQueue}
+		}
+		fail(ae)
 		return
 	}
 	// Ollama flushes text held back at the end (a partial stop string, an

@@ -295,3 +295,32 @@ func TestTheMessagesFieldIsCheckedAsLlamaServerChecksIt(t *testing.T) {
 		})
 	}
 }
+
+// TestOllamaQueueFullIsOllamasBusyAnswer: with every slot busy and no room in the queue, the Ollama routes
+// answer as Ollama's scheduler does past OLLAMA_MAX_QUEUE (ErrMaxQueue through handleScheduleError,
+// server/routes.go): 503 {"error": "server busy, please try again.  maximum pending requests exceeded"},
+// streamed or not; llama-server's and OpenAI's routes keep bankml's 429.
+func TestOllamaQueueFullIsOllamasBusyAnswer(t *testing.T) {
+	ts := newTestServer(t, storiesPath(t), AdmitOptions{}, Options{Parallel: 1, QueueSize: -1})
+	cancel, done := streamUntilFirst(t, ts.url)
+	defer func() { cancel(); <-done }()
+	const ollamaBusy = `{"error":"server busy, please try again.  maximum pending requests exceeded"}`
+	cases := []struct {
+		name, path, body string
+		status           int
+		want             string // the whole body, or "" to check only the status
+	}{
+		{"an Ollama generate gets Ollama's 503", "/api/generate", `{"model": "stories260K", "prompt": "Once", "stream": false}`, 503, ollamaBusy},
+		{"a streamed Ollama generate gets Ollama's 503", "/api/generate", `{"model": "stories260K", "prompt": "Once"}`, 503, ollamaBusy},
+		{"an Ollama chat gets Ollama's 503", "/api/chat", `{"model": "stories260K", "messages": [{"role": "user", "content": "Hi"}], "stream": false}`, 503, ollamaBusy},
+		{"an OpenAI completion keeps the 429", "/v1/completions", `{"prompt": "Once", "max_tokens": 2}`, 429, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			st, b := ts.post(t, c.path, []byte(c.body))
+			if st != c.status || (c.want != "" && string(b) != c.want) {
+				t.Errorf("%s %s: %d %s; want %d %s", c.path, c.body, st, b, c.status, c.want)
+			}
+		})
+	}
+}
