@@ -168,7 +168,7 @@ func ledgerVerify(t *testing.T, dir string) ledger.Report {
 // requests, 8 at a time, from this process to a `bankml serve --parallel 2
 // --queue 5 --history DIR` process on stories260K over loopback (8 clients
 // and room for 7: the queue overflows). Every attempt is answered (200) or
-// refused with 429 (counted; the client backs off and retries, so every
+// refused with 429 (Ollama's routes: Ollama's 503 server busy) (counted; the client backs off and retries, so every
 // request is answered in the end); every answer equals the single-request
 // answer of its request (sent alone before the load); after a graceful stop
 // (SIGTERM) `bankml ledger verify DIR` passes and the ledger has exactly one
@@ -200,7 +200,7 @@ func TestLoadTwoHundredRequestsLoseNothing(t *testing.T) {
 		req      int
 		answer   loadAnswer
 		latency  time.Duration // of the attempt answered
-		refusals int           // 429s before it
+		refusals int           // 429s (503s on the Ollama routes) before it
 	}
 	const maxAttempts = 1000
 	results := make([]result, total)
@@ -218,7 +218,9 @@ func TestLoadTwoHundredRequestsLoseNothing(t *testing.T) {
 				for attempt := 1; ; attempt++ {
 					t0 := time.Now()
 					a := send(client, srv.URL, reqs[k])
-					if a.status != http.StatusTooManyRequests || attempt == maxAttempts {
+					// The queue is full: 429, or on the Ollama routes Ollama's 503 server busy.
+					busy := a.status == http.StatusTooManyRequests || (strings.HasPrefix(reqs[k].path, "/api/") && a.status == http.StatusServiceUnavailable)
+					if !busy || attempt == maxAttempts {
 						results[i] = result{req: k, answer: a, latency: time.Since(t0), refusals: attempt - 1}
 						break
 					}
