@@ -341,3 +341,62 @@ func TestPromptCacheRAMSavesOnLowKeep(t *testing.T) {
 		})
 	}
 }
+
+// TestSlotSaveRightAfterALongAnswerKeepsEveryCell: a slot saved right
+// after an answer of many tokens (while the idle slot settles them) holds
+// every token the answer left, as llama-server's SLOT_SAVE saves the slot's
+// whole prompt.tokens (n_saved = tokens_cached: the prompt and the generated
+// tokens but the last), and a next turn restored from that file answers as
+// a fresh evaluation does (TestSlotActionAfterLongAnswer makes sure the
+// save can land mid-settle).
+func TestSlotSaveRightAfterALongAnswerKeepsEveryCell(t *testing.T) {
+	tm := stories(t)
+	const nCtx = 512
+	cases := []struct {
+		name     string
+		nPredict int
+	}{
+		{"an answer of 200 tokens", 200},
+		{"an answer of 400 tokens", 400},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "slot.bin")
+			o := Options{NCtx: nCtx, AttnThreads: 1, ModelID: "sha256:stories"}
+			e := newEngine(t, tm, o)
+			req := Request{Prompt: Prompt{Text: "Once upon a time"}, Sampling: greedyParams(), NPredict: c.nPredict, IgnoreEOS: true, CachePrompt: true, Slot: 0}
+			first, err := e.Generate(context.Background(), req, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Save while the idle slot settles the answer's cells (or once it
+			// has settled them all, on a machine too quick to catch).
+			waitSettling(t, e, 0)
+			saved, err := e.SaveSlot(context.Background(), 0, file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if saved.Tokens != first.NTokensCached {
+				t.Fatalf("saved %d tokens right after the answer; the slot held %d (tokens_cached)", saved.Tokens, first.NTokensCached)
+			}
+			next := req
+			next.Prompt = Prompt{Text: "Once upon a time" + first.Text + " And then"}
+			next.NPredict = 16
+			fresh, err := newEngine(t, tm, Options{NCtx: nCtx, AttnThreads: 1}).Generate(context.Background(), next, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			restored := newEngine(t, tm, o)
+			if _, err := restored.RestoreSlot(context.Background(), 0, file); err != nil {
+				t.Fatal(err)
+			}
+			res, err := restored.Generate(context.Background(), next, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(res.Tokens, fresh.Tokens) {
+				t.Errorf("the next turn on the restored slot: %v; fresh %v", res.Tokens, fresh.Tokens)
+			}
+		})
+	}
+}
