@@ -16,13 +16,13 @@ import (
 // variant), only the integer sums are formed in another order.
 //
 // A packed matrix is a copy (the model file stays mapped read-only); it has
-// the size of the rows it packs, rounded up to whole groups of sixteen rows
-// (Matrix.Repack reports the bytes). Group g holds rows 16g..16g+15 (rows past
+// the size of the rows it packs, rounded up to whole groups of sixteen rows,
+// TQ2_0's 3 % more for its padding (Matrix.Repack reports the bytes). Group g holds rows 16g..16g+15 (rows past
 // Rows are zero: their outputs are dropped); its nb blocks are stored as
 // code sections of packCodeBytes(typ) bytes and scale sections of 32 bytes
 // (the sixteen rows' f16 d, row r at 2r). Q2_0 and TQ2_0 groups are
 // contiguous, block by block: each block's code section, then its scale
-// section (packBlockBytes), so that a group is one stream in the order the
+// section (packBlockBytes; TQ2_0's padded to a cache line), so that a group is one stream in the order the
 // tiles read it (code and scale sections apart were two streams: a single
 // thread reading a 302 MB Q2_0 matrix at one column took 18.2-18.7 ns a
 // block that way against 12.0-12.2 interleaved; docs/PERFORMANCE.md,
@@ -65,13 +65,27 @@ func packCodeBytes(typ gguf.GGMLType) int {
 }
 
 // packBlockBytes is the size of one packed Q2_0 or TQ2_0 block: its code
-// section and its 32 scale bytes, stored together (q2BlockBytes,
-// tq2BlockBytes; Q2BLOCK and TQ2BLOCK in tile_amd64.h).
-func packBlockBytes(typ gguf.GGMLType) int { return packCodeBytes(typ) + 2*packRows }
+// section and its 32 scale bytes, stored together (Q2BLOCK and TQ2BLOCK in
+// tile_amd64.h). A TQ2_0 block's scale section is padded with 32 zero bytes
+// to a whole cache line, so that every block and its sixteen 64-byte code
+// vectors start on one (3 % more bytes; unpadded, half the blocks' code
+// loads straddled two lines and one stream decoded 4 % slower than before
+// the blocks held their scales, padded 5 % faster: docs/PERFORMANCE.md). A
+// Q2_0 block is not padded: 11 % more bytes cost more than its straddling
+// loads.
+func packBlockBytes(typ gguf.GGMLType) int {
+	switch typ {
+	case gguf.Q2_0:
+		return q2BlockBytes
+	case gguf.TQ2_0:
+		return tq2BlockBytes
+	}
+	return 0
+}
 
 const (
 	q2BlockBytes  = 256 + 2*packRows
-	tq2BlockBytes = 1024 + 2*packRows
+	tq2BlockBytes = 1024 + 64
 )
 
 // packed is a packed copy of a Matrix (see above).
@@ -157,7 +171,10 @@ func alignedBytes(n int) []byte {
 func packMatrix(typ gguf.GGMLType, data []byte, rows, nb int) *packed {
 	cb := packCodeBytes(typ)
 	p := &packed{typ: typ, rows: rows, nb: nb, groups: (rows + packRows - 1) / packRows}
-	p.groupSize = nb * (cb + 2*packRows) // Q1_0's segments hold the same bytes per block as packBlockBytes
+	p.groupSize = nb * (cb + 2*packRows) // Q1_0's segments: a block's code and scale sections
+	if typ != gguf.Q1_0 {
+		p.groupSize = nb * packBlockBytes(typ)
+	}
 	p.data = alignedBytes(p.groups * p.groupSize)
 	bs := typ.TypeSize()
 	rb := nb * bs
@@ -248,7 +265,7 @@ func (p *packed) block(g, b int) (code, scales []byte) {
 	}
 	cb, bb := packCodeBytes(p.typ), packBlockBytes(p.typ)
 	blk := p.group(g)[bb*b : bb*(b+1)]
-	return blk[:cb], blk[cb:]
+	return blk[:cb], blk[cb : cb+2*packRows]
 }
 
 // q1Band is the number of groups in a band of a packed Q1_0 matrix, and

@@ -62,13 +62,13 @@
 	PREFETCHT0 off+192(r)
 
 // A packed Q2_0 block (256 code bytes, then the sixteen rows' 32 scale
-// bytes) and a TQ2_0 one (1024 + 32): the step of the tiles' block pointers
-// (pack.go). PF288, PF288T0 and PF1056 prefetch the lines of one such block
-// off bytes past r: five (seventeen) lines from the one holding r+off, so
-// that one call per block, r advancing a block each time, reaches every
-// line of the group.
+// bytes) and a TQ2_0 one (1024, then 32 and 32 bytes of padding): the step
+// of the tiles' block pointers (pack.go's packBlockBytes). PF288 and PF288T0
+// prefetch five lines from the one holding r+off, so that one call per
+// block, r advancing a block each time, reaches every line of the group;
+// PF1088 a TQ2_0 block's seventeen.
 #define Q2BLOCK 288
-#define TQ2BLOCK 1056
+#define TQ2BLOCK 1088
 
 #define PF288(off, r) \
 	PF256(off, r) \
@@ -78,7 +78,7 @@
 	PF256T0(off, r) \
 	PREFETCHT0 off+256(r)
 
-#define PF1056(off, r) \
+#define PF1088(off, r) \
 	PF1024(off, r) \
 	PREFETCHT1 off+1024(r)
 

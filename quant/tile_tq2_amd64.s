@@ -156,7 +156,7 @@ TEXT ·tileTQ2_0AVX512(SB), NOSPLIT, $0-56
 	VPXORD Z15, Z15, Z15
 
 block:
-	PF1056(2048, SI)
+	PF1088(2048, SI)
 	VCVTPH2PS (DI), Z16
 	VMULPS.BCST (R10), Z16, Z16   // y.d*x.d per row
 
@@ -220,7 +220,7 @@ nzero:
 	JNZ  nzero
 
 nblock:
-	PF1056(2048, SI)
+	PF1088(2048, SI)
 	VCVTPH2PS (DI), Z16
 	// y.d*x.d per row, per column, into the frame.
 	MOVQ R10, AX
@@ -290,7 +290,7 @@ c4zero:
 	JNZ  c4zero
 
 c4block:
-	PF1056(2048, SI)
+	PF1088(2048, SI)
 	VCVTPH2PS (DI), Z16
 	// y.d*x.d per row and column (column stride of d: k/256 floats).
 	MOVQ BX, R15

@@ -117,7 +117,7 @@ zerot:
 	MOVQ d+32(FP), R10
 	MOVQ nbs+40(FP), R11
 blockt:
-	PF1056(2048, SI)
+	PF1088(2048, SI)
 	// The block's scales: scales + TQ2BLOCK*(nb-R8).
 	MOVQ nb+16(FP), AX
 	SUBQ R8, AX
