@@ -132,6 +132,13 @@ type Options struct {
 	// process's (model.ProcessMemory: the machine's RAM or its cgroup's
 	// limit).
 	MemoryBound model.MemoryBound
+	// OnDecode, when set, is called by the scheduler after each forward pass over requests' work that
+	// succeeds, as llama-server's update_slots calls metrics_post_decode after each successful llama_decode
+	// (tools/server/server-context.cpp): busySlots is the slots then processing a request
+	// (server_slot::is_processing), and each embedding input of the pass, which holds a slot of its own in
+	// llama-server. Settling passes (no request's work) are not counted. It runs on the scheduler's
+	// goroutine and must not block.
+	OnDecode func(busySlots int)
 }
 
 // Engine serves completions over Parallel slots of one model. Its methods

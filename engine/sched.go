@@ -288,6 +288,20 @@ func (e *Engine) step(jobs []*job) {
 		}
 		e.stats.maxSeqs = max(e.stats.maxSeqs, len(seqs))
 	}
+	busy := -1 // the OnDecode count; -1: no successful pass
+	if len(spans) > 0 && err == nil && e.o.OnDecode != nil {
+		busy = 0
+		for _, s := range e.slots {
+			if s.busy {
+				busy++
+			}
+		}
+		for i, sp := range spans {
+			if sp.Embed && (i == 0 || owners[i-1] != owners[i]) {
+				busy++
+			}
+		}
+	}
 	e.stats.maxEmbed = max(e.stats.maxEmbed, e.embedLive)
 	done := map[*job]bool{}
 	for _, d := range out {
@@ -310,6 +324,9 @@ func (e *Engine) step(jobs []*job) {
 	}
 	e.snapshot()
 	e.mu.Unlock()
+	if busy >= 0 {
+		e.o.OnDecode(busy)
+	}
 	for _, d := range out {
 		d.j.done <- d.r
 	}
