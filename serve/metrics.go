@@ -16,6 +16,12 @@ import (
 // name), as the store server (package storeserve) serves its models. A model's counters outlive its Server,
 // so that they never go back when the model is loaded again; llamacpp:requests_processing,
 // llamacpp:requests_deferred and bankml:ledger_size are read from the Servers open now.
+//
+// llamacpp:n_decode_total and llamacpp:n_busy_slots_per_decode count the engine's forward passes of requests'
+// work (engine.Options.OnDecode; llama-server's metrics_post_decode after each llama_decode);
+// llamacpp:prompt_tokens_seconds and llamacpp:predicted_tokens_seconds are throughputs over the answers
+// counted since the last scrape (server_metrics' prompt_bucket and predict_bucket, which every GET /metrics
+// resets after rendering them).
 type Metrics struct {
 	reg     *prometheus.Registry
 	byModel bool
@@ -29,9 +35,30 @@ type Metrics struct {
 	requests      *prometheus.CounterVec // bankml:http_requests_total{route,code}
 	refused       *prometheus.CounterVec // bankml:requests_refused_total{reason}
 
-	mu      sync.Mutex            // guards servers and maxSeen
+	mu      sync.Mutex            // guards servers, maxSeen and totals
 	servers map[*metrics]struct{} // the Servers open now (live gauges)
 	maxSeen map[string]float64    // llamacpp:n_tokens_max by model
+	totals  map[string]*decodes   // the decode counts and throughput buckets by model
+}
+
+// decodes are a model's counts of server_metrics that bankml reports through a collector of its own
+// (decodeGauges): n_decode, n_busy_slots, and the prompt and predict buckets since the last scrape.
+type decodes struct {
+	n, busySlots    uint64
+	prompt, predict bucket
+}
+
+// bucket is server_metrics::bucket (tools/server/server-common.h): decode steps and the time they took.
+type bucket struct {
+	steps, seconds float64
+}
+
+// perSecond is bucket::n_per_second: steps per second, 0 without time.
+func (b bucket) perSecond() float64 {
+	if b.seconds <= 0 {
+		return 0
+	}
+	return b.steps / b.seconds
 }
 
 // NewMetrics is a registry to share among the Servers of several models (Options.Metrics): every series
@@ -44,7 +71,8 @@ func newRegistry(byModel bool) *Metrics {
 		model = []string{"model"}
 	}
 	with := func(more ...string) []string { return append(append([]string(nil), model...), more...) }
-	m := &Metrics{reg: prometheus.NewRegistry(), byModel: byModel, servers: map[*metrics]struct{}{}, maxSeen: map[string]float64{}}
+	m := &Metrics{reg: prometheus.NewRegistry(), byModel: byModel, servers: map[*metrics]struct{}{}, maxSeen: map[string]float64{},
+		totals: map[string]*decodes{}}
 	c := func(name, help string, labels []string) *prometheus.CounterVec {
 		x := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
 		m.reg.MustRegister(x)
@@ -66,7 +94,50 @@ func newRegistry(byModel bool) *Metrics {
 		deferred:   prometheus.NewDesc("llamacpp:requests_deferred", "Number of requests deferred", model, nil),
 		ledger:     prometheus.NewDesc("bankml:ledger_size", "Entries in the history ledger", model, nil),
 	})
+	// server_task_result_metrics::to_metrics' names, help texts and types.
+	m.reg.MustRegister(&decodeGauges{m: m,
+		nDecode: prometheus.NewDesc("llamacpp:n_decode_total",
+			"Total number of llama_decode() calls, excluding speculative decoding and multimodal decoding", model, nil),
+		promptRate:  prometheus.NewDesc("llamacpp:prompt_tokens_seconds", "Average prompt throughput in tokens/s", model, nil),
+		predictRate: prometheus.NewDesc("llamacpp:predicted_tokens_seconds", "Average generation throughput in tokens/s", model, nil),
+		busyPerDecode: prometheus.NewDesc("llamacpp:n_busy_slots_per_decode",
+			"Average number of busy slots per llama_decode() call", model, nil),
+	})
 	return m
+}
+
+// label is the model label value of a Server named name: its name in a shared registry, "" in its own.
+func (m *Metrics) label(name string) string {
+	if m.byModel {
+		return name
+	}
+	return ""
+}
+
+// totalsOf is model's decodes, made on first use. The caller holds m.mu.
+func (m *Metrics) totalsOf(model string) *decodes {
+	d := m.totals[model]
+	if d == nil {
+		d = &decodes{}
+		m.totals[model] = d
+	}
+	return d
+}
+
+// decodeHook is the engine.Options.OnDecode of a Server named name: metrics_post_decode's n_decode++ and
+// n_busy_slots += the busy slots. Its series exist from now on, as llama-server reports them from its start.
+func (m *Metrics) decodeHook(name string) func(busySlots int) {
+	model := m.label(name)
+	m.mu.Lock()
+	m.totalsOf(model)
+	m.mu.Unlock()
+	return func(busySlots int) {
+		m.mu.Lock()
+		d := m.totalsOf(model)
+		d.n++
+		d.busySlots += uint64(busySlots)
+		m.mu.Unlock()
+	}
 }
 
 // Handler serves the registry in Prometheus' text format (llama-server's GET /metrics).
@@ -98,17 +169,14 @@ type metrics struct {
 	requests, refused        *prometheus.CounterVec
 }
 
-// newMetrics is a Server's own registry. busySlots and queueLen give llamacpp:requests_processing and
-// llamacpp:requests_deferred as llama-server computes them for SERVER_TASK_TYPE_METRICS
-// (server-context.cpp:2503–2514: the slots whose is_processing() holds; the deferred tasks): a request
-// waiting for a slot is deferred, not processing. ledgerSize may be nil (no ledger).
-func newMetrics(busySlots, queueLen, ledgerSize func() float64) *metrics {
-	return newRegistry(false).attach("", busySlots, queueLen, ledgerSize)
-}
-
-// attach adds a Server of the model named model (the label value in a shared registry) with its live gauges,
-// as newMetrics describes them.
-func (m *Metrics) attach(model string, busySlots, queueLen, ledgerSize func() float64) *metrics {
+// attach adds a Server named name (the model label value in a shared registry; a Server's own registry,
+// newRegistry(false), has no label) with its live gauges. busySlots and queueLen give
+// llamacpp:requests_processing and llamacpp:requests_deferred as llama-server computes them for
+// SERVER_TASK_TYPE_METRICS (server-context.cpp:2503–2514: the slots whose is_processing() holds; the
+// deferred tasks): a request waiting for a slot is deferred, not processing. ledgerSize may be nil (no
+// ledger).
+func (m *Metrics) attach(name string, busySlots, queueLen, ledgerSize func() float64) *metrics {
+	model := m.label(name)
 	var lv []string
 	requests, refused := m.requests, m.refused
 	if m.byModel {
@@ -142,6 +210,16 @@ func (s *metrics) answered(u usage) {
 	s.predicted.Add(float64(u.CompletionTokens))
 	s.predictedSecs.Add(u.PredictedMS / 1e3)
 	s.reg.mu.Lock()
+	// server_metrics::add_prompt and metrics_on_prediction (tools/server/server-context.cpp): the prompt's
+	// evaluated tokens are its steps; the generation's steps exclude the first token, which came from the
+	// prompt's logits (server_slot_stats::n_gen_steps), and count only when a token was generated.
+	d := s.reg.totalsOf(s.model)
+	d.prompt.steps += float64(max(u.PromptTokens-u.CachedTokens, 0))
+	d.prompt.seconds += u.PromptMS / 1e3
+	if u.CompletionTokens > 0 {
+		d.predict.steps += float64(u.CompletionTokens - 1)
+		d.predict.seconds += u.PredictedMS / 1e3
+	}
 	if n := float64(u.PromptTokens + u.CompletionTokens); n > s.reg.maxSeen[s.model] {
 		s.reg.maxSeen[s.model] = n
 		s.nTokensMax.Set(n)
@@ -212,5 +290,40 @@ func (g *liveGauges) Collect(ch chan<- prometheus.Metric) {
 		if x.hasLedger {
 			ch <- prometheus.MustNewConstMetric(g.ledger, prometheus.GaugeValue, x.ledger, lv...)
 		}
+	}
+}
+
+// decodeGauges collects llamacpp:n_decode_total, llamacpp:n_busy_slots_per_decode,
+// llamacpp:prompt_tokens_seconds and llamacpp:predicted_tokens_seconds by model, as
+// server_task_result_metrics::to_metrics renders them: n_busy_slots / max(n_decode, 1), and the buckets'
+// rates, which a scrape then resets (get_metrics: "the gauges are averaged over the window between two
+// scrapes").
+type decodeGauges struct {
+	m                                               *Metrics
+	nDecode, promptRate, predictRate, busyPerDecode *prometheus.Desc
+}
+
+// Describe implements prometheus.Collector.
+func (g *decodeGauges) Describe(ch chan<- *prometheus.Desc) {
+	ch <- g.nDecode
+	ch <- g.promptRate
+	ch <- g.predictRate
+	ch <- g.busyPerDecode
+}
+
+// Collect implements prometheus.Collector (once per scrape: it resets the buckets).
+func (g *decodeGauges) Collect(ch chan<- prometheus.Metric) {
+	g.m.mu.Lock()
+	defer g.m.mu.Unlock()
+	for model, d := range g.m.totals {
+		var lv []string
+		if g.m.byModel {
+			lv = []string{model}
+		}
+		ch <- prometheus.MustNewConstMetric(g.nDecode, prometheus.CounterValue, float64(d.n), lv...)
+		ch <- prometheus.MustNewConstMetric(g.promptRate, prometheus.GaugeValue, d.prompt.perSecond(), lv...)
+		ch <- prometheus.MustNewConstMetric(g.predictRate, prometheus.GaugeValue, d.predict.perSecond(), lv...)
+		ch <- prometheus.MustNewConstMetric(g.busyPerDecode, prometheus.GaugeValue, float64(d.busySlots)/float64(max(d.n, 1)), lv...)
+		d.prompt, d.predict = bucket{}, bucket{}
 	}
 }

@@ -273,16 +273,21 @@ func New(m *admit.Model, o Options) (*Server, error) {
 	if o.UBatch < 0 {
 		return nil, fmt.Errorf("serve: physical batch (-ub) %d: must be positive", o.UBatch)
 	}
+	name, aliases := modelNames(m.Name, o.Alias)
+	reg := o.Metrics // the registry this Server reports to
+	if reg == nil {
+		reg = newRegistry(false)
+	}
 	eng, err := engine.New(m.Model, m.Tokenizer, m.Template, engine.Options{
 		NCtx: nSlot, Threads: o.Threads, Parallel: o.Parallel, QueueSize: o.QueueSize, SuppressTokens: m.SuppressTokens,
 		BatchSize: o.BatchSize, CacheReuse: o.CacheReuse, ModelID: "sha256:" + m.SHA256, CacheRAMMiB: o.CacheRAMMiB, Pooling: o.Pooling,
-		CacheTypes: o.CacheTypes, EmbedUBatch: embedUBatch(o.UBatch, o.NCtx, m.Model),
+		CacheTypes: o.CacheTypes, EmbedUBatch: embedUBatch(o.UBatch, o.NCtx, m.Model), OnDecode: reg.decodeHook(name),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
 	s = &Server{m: m, eng: eng, base: baseParams(m), nPredict: -1, opt: o, log: o.Log, started: time.Now(), guards: guards}
-	s.name, s.aliases = modelNames(m.Name, o.Alias)
+	s.name, s.aliases = name, aliases
 	if o.NPredict != nil {
 		s.nPredict = *o.NPredict
 	}
@@ -303,11 +308,7 @@ func New(m *admit.Model, o Options) (*Server, error) {
 		return float64(n)
 	}
 	queue := func() float64 { return float64(eng.QueueLen()) }
-	if o.Metrics != nil {
-		s.metrics = o.Metrics.attach(s.name, busy, queue, ledgerSize)
-	} else {
-		s.metrics = newMetrics(busy, queue, ledgerSize)
-	}
+	s.metrics = reg.attach(s.name, busy, queue, ledgerSize)
 	s.stop, s.cancelStop = context.WithCancel(context.Background())
 	s.verify = newVerifier(m, s.log, s.stop)
 	s.router = s.routes()

@@ -1,0 +1,160 @@
+package serve
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/bankml/bankml/engine"
+)
+
+// referenceDecodeSeries are the series of server_task_result_metrics::to_metrics (tools/server/server-task.cpp)
+// that count decodes and throughputs, with the reference's help texts and types.
+var referenceDecodeSeries = []struct{ name, help, typ string }{
+	{"llamacpp:n_decode_total", "Total number of llama_decode() calls, excluding speculative decoding and multimodal decoding", "counter"},
+	{"llamacpp:prompt_tokens_seconds", "Average prompt throughput in tokens/s", "gauge"},
+	{"llamacpp:predicted_tokens_seconds", "Average generation throughput in tokens/s", "gauge"},
+	{"llamacpp:n_busy_slots_per_decode", "Average number of busy slots per llama_decode() call", "gauge"},
+}
+
+// TestMetricsDecodeSeries checks that /metrics has llama-server's n_decode_total, prompt_tokens_seconds,
+// predicted_tokens_seconds and n_busy_slots_per_decode with its HELP and TYPE lines, at 0 before any request
+// as llama-server reports them from its start, in a Server's own registry (no label) and in a shared one
+// (the model label).
+func TestMetricsDecodeSeries(t *testing.T) {
+	cases := []struct {
+		name   string
+		shared bool
+		sample string // the sample's name and labels
+	}{
+		{"a server's own registry has every series without a label", false, "%s"},
+		{"a shared registry has every series under the model's label", true, `%s{model="stories260K"}`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			o := Options{Alias: []string{"stories260K"}}
+			if c.shared {
+				o.Metrics = NewMetrics()
+			}
+			ts := newTestServer(t, storiesPath(t), AdmitOptions{}, o)
+			st, b := ts.get(t, "/metrics")
+			if st != 200 {
+				t.Fatalf("/metrics: %d %s", st, b)
+			}
+			for _, s := range referenceDecodeSeries {
+				for _, want := range []string{
+					"# HELP " + s.name + " " + s.help + "\n",
+					"# TYPE " + s.name + " " + s.typ + "\n",
+					strings.Replace(c.sample, "%s", s.name, 1) + " 0\n",
+				} {
+					if !strings.Contains(string(b), want) {
+						t.Errorf("/metrics lacks %q:\n%s", want, b)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestMetricsBusySlotsPerDecode runs three requests together on --parallel 3 (each holds its first token
+// until all three have one, so that the rest of their tokens are decoded together) and checks that
+// llamacpp:n_decode_total counts the passes and llamacpp:n_busy_slots_per_decode, n_busy_slots /
+// max(n_decode, 1) (server-task.cpp), shows several slots decoded together.
+func TestMetricsBusySlotsPerDecode(t *testing.T) {
+	ts := newTestServer(t, storiesPath(t), AdmitOptions{}, Options{Parallel: 3})
+	const n = 3
+	var first, wg sync.WaitGroup
+	first.Add(n)
+	errs := make([]error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req := engine.Request{Prompt: engine.Prompt{Text: "Once upon a time"}, Sampling: ts.base, NPredict: 16, IgnoreEOS: true, Slot: -1}
+			k := 0
+			_, errs[i] = ts.eng.Generate(context.Background(), req, func(engine.Token) error {
+				if k++; k == 1 {
+					first.Done()
+					first.Wait()
+				}
+				return nil
+			})
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+	}
+	decodes, perDecode := metricValue(t, ts, "llamacpp:n_decode_total"), metricValue(t, ts, "llamacpp:n_busy_slots_per_decode")
+	if decodes <= 0 || perDecode <= 1 || perDecode > n {
+		t.Errorf("n_decode_total %v, n_busy_slots_per_decode %v: want decodes, and more than 1 and at most %d busy slots per decode", decodes, perDecode, n)
+	}
+}
+
+// TestMetricsThroughputBuckets checks llamacpp:prompt_tokens_seconds and llamacpp:predicted_tokens_seconds
+// against one answer's timings: with one answer in the window they are its prompt_per_second and
+// predicted_per_second (bucket::n_per_second over add_prompt's tokens and n_gen_steps, the formulas of
+// server_slot_stats::n_prompt_tps and n_gen_tps); a scrape resets them to 0 (get_metrics: reset_bucket after
+// rendering), while llamacpp:n_decode_total keeps counting.
+func TestMetricsThroughputBuckets(t *testing.T) {
+	ts := newTestServer(t, storiesPath(t), AdmitOptions{}, Options{})
+	st, b := ts.post(t, "/completion", []byte(`{"prompt": "Once upon a time", "n_predict": 12, "ignore_eos": true, "temperature": 0}`))
+	if st != 200 {
+		t.Fatalf("/completion: %d %s", st, b)
+	}
+	var a struct {
+		Timings struct {
+			PromptN            int     `json:"prompt_n"`
+			PredictedN         int     `json:"predicted_n"`
+			PromptPerSecond    float64 `json:"prompt_per_second"`
+			PredictedPerSecond float64 `json:"predicted_per_second"`
+		} `json:"timings"`
+	}
+	if err := json.Unmarshal(b, &a); err != nil || a.Timings.PromptN == 0 || a.Timings.PredictedN != 12 {
+		t.Fatalf("/completion: %v %s", err, b)
+	}
+	near := func(got, want float64) bool { return math.Abs(got-want) <= 1e-9*math.Abs(want) }
+	cases := []struct {
+		name             string
+		prompt, predict  float64
+		decodesUnchanged bool
+	}{
+		{"the first scrape after one answer reports its prompt and generation throughputs", a.Timings.PromptPerSecond, a.Timings.PredictedPerSecond, false},
+		{"the next scrape reports 0 for both: the scrape reset the buckets", 0, 0, true},
+	}
+	var decodes float64
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			st, b := ts.get(t, "/metrics")
+			if st != 200 {
+				t.Fatalf("/metrics: %d %s", st, b)
+			}
+			v := func(name string) float64 {
+				for _, line := range strings.Split(string(b), "\n") {
+					if s, ok := strings.CutPrefix(line, name+" "); ok {
+						var f float64
+						if err := json.Unmarshal([]byte(s), &f); err != nil {
+							t.Fatalf("%s: %v", line, err)
+						}
+						return f
+					}
+				}
+				t.Fatalf("/metrics lacks %s:\n%s", name, b)
+				return 0
+			}
+			if p, g := v("llamacpp:prompt_tokens_seconds"), v("llamacpp:predicted_tokens_seconds"); !near(p, c.prompt) || !near(g, c.predict) {
+				t.Errorf("prompt_tokens_seconds %v, predicted_tokens_seconds %v; want %v, %v", p, g, c.prompt, c.predict)
+			}
+			d := v("llamacpp:n_decode_total")
+			if d <= 0 || (c.decodesUnchanged && d != decodes) {
+				t.Errorf("n_decode_total %v (before: %v)", d, decodes)
+			}
+			decodes = d
+		})
+	}
+}
