@@ -73,7 +73,7 @@ func (s *Server) handleProps(w http.ResponseWriter, r *http.Request) {
 		"model_alias":                 s.name,
 		"model_path":                  cmp.Or(s.opt.ModelPath, s.m.Path),
 		"modalities":                  map[string]bool{"vision": false, "video": false, "audio": false},
-		"endpoint_slots":              true,
+		"endpoint_slots":              !s.opt.NoSlots,
 		"endpoint_props":              false,
 		"endpoint_metrics":            true,
 		"ui":                          false,

@@ -91,6 +91,12 @@ type Options struct {
 	// series under a model label, this Server's name); nil: a registry of the Server's own, without labels.
 	Metrics *Metrics
 
+	// NoSlots is llama-server's --no-slots (common_params.endpoint_slots false; --slots, the default, is
+	// false here): GET /slots answers 501 not_supported_error "This server does not support slots endpoint.
+	// Start it with `--slots`" (get_slots, server-context.cpp), so no client reads other requests' prompts and
+	// answers there, and /props says endpoint_slots: false. The POST /slots actions are not affected: as in
+	// llama-server, SlotSavePath alone gates them.
+	NoSlots bool
 	// SlotSavePath is llama-server's --slot-save-path: the folder of POST /slots/{id}?action=save|restore
 	// files; "" refuses slot actions (501, as llama-server without the flag).
 	SlotSavePath string

@@ -18,8 +18,12 @@ import (
 // n_prompt_tokens_processed, n_prompt_tokens_cache, params (task_params::to_json(true)'s fields, the
 // /props set: bankml has no grammar triggers or preserved tokens to list), next_token, prompt (the prompt's
 // tokens rendered with special tokens) and generated (the pieces generated so far). ?fail_on_no_slot with
-// every slot busy is 503 "no slot available".
+// every slot busy is 503 "no slot available". With Options.NoSlots (--no-slots) it is llama-server's 501.
 func (s *Server) handleSlots(w http.ResponseWriter, r *http.Request) {
+	if s.opt.NoSlots {
+		writeError(w, &APIError{Type: TypeNotSupported, Message: "This server does not support slots endpoint. Start it with `--slots`"})
+		return
+	}
 	info := s.eng.Slots()
 	idle := 0
 	out := make([]map[string]any, len(info))

@@ -48,6 +48,7 @@ type serveCmd struct {
 	CacheReuse   string      `name:"cache-reuse" default:"exact" enum:"exact,server" placeholder:"exact|server" help:"How a request keeps a slot's cached prompt (cache_prompt): exact (default) keeps the longest cached prefix whose cells a fresh evaluation computes alike, so every answer equals the fresh one; server keeps llama-server's whole common prefix (its cache_n; answers then depend on what the slot ran before). llama-server's --cache-reuse N (KV shifting) has no counterpart."`
 	CacheRAM     int         `name:"cache-ram" default:"0" placeholder:"N" help:"MiB of host memory for prompts slots held before another prompt took them, as llama-server's -cram/--cache-ram: a request given a slot by least-recent use, or a slot that keeps under half of its prompt for it, saves the slot's prompt there and gets back the cached prompt that keeps most of its own (-1: no limit; 0, bankml's default: none; llama-server's is 8192)."`
 	SlotSavePath string      `name:"slot-save-path" placeholder:"PATH" help:"Folder of slot files for POST /slots/{id}?action=save|restore, as llama-server's --slot-save-path; without it slot actions are refused (501)." type:"path"`
+	Slots        bool        `name:"slots" negatable:"" default:"true" help:"Serve GET /slots (every slot's current or last request: its prompt and what it generated), as llama-server's --slots, on by default; --no-slots answers it with llama-server's 501 (the last of the two given counts). The POST /slots actions depend on --slot-save-path alone, as in llama-server."`
 	NPredict     int         `short:"n" name:"n-predict" default:"-1" help:"Tokens to predict for a request that sets no n_predict/max_tokens (or -1; Ollama: no num_predict), as llama-server's -n/--n-predict; a request's own count wins, above or below it; -1: until an end-of-generation token or a full context; below -1 (any int, as llama-server takes it): one token, as llama-server's slot limit then has no budget."`
 
 	Embeddings bool   `name:"embeddings" aliases:"embedding" help:"Serve embeddings (/v1/embeddings, /embedding, /embeddings, Ollama's /api/embed and /api/embeddings), as llama-server's --embeddings; an encoder model (bert) embeds without it."`
@@ -383,7 +384,7 @@ func (c *serveCmd) serveOptions(l *ledger.Ledger, tlog *ledger.Log, signer *prov
 		NCtx: c.Ctx, Threads: int(c.Threads), Parallel: c.Parallel, QueueSize: c.Queue, NPredict: &c.NPredict,
 		APIKey: c.APIKey, CORSOrigins: c.CORSOrigin, Ledger: l, TLog: tlog, Signer: signer, Version: version, Log: log, Match: match,
 		Timeout:    time.Duration(c.Timeout) * time.Second,
-		CacheReuse: engine.CacheReuse(c.CacheReuse), SlotSavePath: c.SlotSavePath, CacheRAMMiB: c.CacheRAM,
+		CacheReuse: engine.CacheReuse(c.CacheReuse), SlotSavePath: c.SlotSavePath, NoSlots: !c.Slots, CacheRAMMiB: c.CacheRAM,
 		Embeddings: c.Embeddings, Reranking: c.Reranking, Pooling: c.Pooling, CacheTypes: c.KV.types(), UBatch: c.embedUBatch(),
 	}
 }
