@@ -299,10 +299,10 @@ func (s *Server) decodeCommon(body []byte) (engine.Request, commonFields, error)
 	if c.CachePrompt != nil {
 		req.CachePrompt = *c.CachePrompt
 	}
-	if c.IDSlot != nil && *c.IDSlot != -1 {
-		// get_slot_by_id: an id past the slots wraps around (C++'s remainder, as Go's); one whose
-		// remainder is negative names no slot, and the request takes any (get_available_slot).
-		req.Slot = int(max(-1, *c.IDSlot%int64(s.opt.Parallel)))
+	if c.IDSlot != nil && int32(*c.IDSlot) != -1 {
+		// get_available_slot: -1 takes any slot; any other id is get_slot_by_id's (slotByID), task.id_slot
+		// an int as json_value reads it.
+		req.Slot = slotByID(int32(*c.IDSlot), s.opt.Parallel)
 	}
 	req.IgnoreEOS = deref(c.IgnoreEOS, false)
 	req.PostSamplingProbs = deref(c.PostSamplingProbs, false)

@@ -3,6 +3,7 @@ package serve
 import (
 	"errors"
 	"net/http"
+	"net/url"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -67,8 +68,7 @@ type slotActionRequest struct {
 // handle_slots_save/restore/erase): without --slot-save-path 501 "This server does not support slots
 // action. Start it with `--slot-save-path`"; an id that std::stoi cannot read 400 "Invalid slot ID"; an id
 // past the slots wraps around as get_slot_by_id wraps it (id % n_slots, C++'s remainder, the answer naming
-// the id given), and one whose remainder is negative is 400 "Invalid slot ID"; another action 400 "Invalid
-// action"; a filename that fs_validate_filename refuses 400
+// the id given, negative ids too (slotByID); another action 400 "Invalid action"; a filename that fs_validate_filename refuses 400
 // "Invalid filename". save answers {id_slot, filename, n_saved, n_written, timings: {save_ms}}, restore
 // {id_slot, filename, n_restored, n_read, timings: {restore_ms}}, erase {id_slot, n_erased}, each waiting
 // while the slot is busy. A refused restore (a file damaged, from another model, missing, too long) is 400
@@ -80,12 +80,16 @@ func (s *Server) handleSlotAction(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &APIError{Type: TypeNotSupported, Message: "This server does not support slots action. Start it with `--slot-save-path`"})
 		return
 	}
-	id, ok := stoi(chi.URLParam(r, "id_slot"))
+	raw := chi.URLParam(r, "id_slot")
+	if u, err := url.PathUnescape(raw); err == nil {
+		raw = u // cpp-httplib decodes the path before matching it: /slots/%2B1 is id +1
+	}
+	id, ok := stoi(raw)
 	if !ok {
 		writeError(w, badRequest("Invalid slot ID"))
 		return
 	}
-	slot := id % s.opt.Parallel // get_slot_by_id; Go's % truncates as C++'s does: -1 % 2 is -1, no slot
+	slot := slotByID(int32(id), s.opt.Parallel)
 	ctx := r.Context()
 	action := r.URL.Query().Get("action")
 	if action == "erase" {
@@ -164,6 +168,11 @@ func (s *Server) slotError(err error) error {
 
 // stoi is std::stoi on s as post_slots reads id_slot: leading white space, an optional sign, at least one
 // digit, anything after the digits ignored; ok is false when no digit starts it or the value leaves int32.
+// slotByID is llama-server's get_slot_by_id(id_slot) for n slots: `id_slot % slots.size()`, the int
+// converted to size_t first, so every id names a slot: one past the slots wraps around, and a negative one
+// counts from 2^64 (-1 of 2 slots is slot 1, -1 of 3 is slot 0).
+func slotByID(id int32, n int) int { return int(uint64(int64(id)) % uint64(n)) }
+
 func stoi(s string) (int, bool) {
 	s = strings.TrimLeft(s, " \t\n\v\f\r")
 	end := 0

@@ -125,14 +125,13 @@ func TestSlotActionErrors(t *testing.T) {
 	}
 }
 
-// TestSlotActionIDWrapsAround: a slot action's id is llama-server's get_slot_by_id(id): an id past the slots
-// wraps around (id % n_slots, with C++'s truncating remainder; "allow id_slot to be out of bounds"), the
-// answer naming the id given; an id whose remainder is negative is 400 "Invalid slot ID".
+// TestSlotActionIDWrapsAround: a slot action's id is llama-server's get_slot_by_id(id): `id % slots.size()`
+// ("allow id_slot to be out of bounds"), the int converted to size_t, so an id past the slots wraps around
+// and a negative one counts from 2^64 (the slots below are g++'s for those expressions); the answer names
+// the id given, and the path is decoded first (cpp-httplib): %2B1 is +1. Each case runs after an answer on
+// slot 1 (slot 0 stays empty).
 func TestSlotActionIDWrapsAround(t *testing.T) {
 	ts := newTestServer(t, storiesPath(t), AdmitOptions{}, Options{Parallel: 2, SlotSavePath: t.TempDir()})
-	if st, b := ts.post(t, "/completion", mustJSON(t, map[string]any{"prompt": "Once upon a time", "n_predict": 4, "id_slot": 1})); st != 200 {
-		t.Fatalf("completion: %d %s", st, b)
-	}
 	cases := []struct {
 		name    string
 		path    string
@@ -143,12 +142,18 @@ func TestSlotActionIDWrapsAround(t *testing.T) {
 	}{
 		{"id 2 of 2 slots is slot 0, which holds nothing", "/slots/2?action=erase", 200, 2, false, ""},
 		{"id 3 of 2 slots is slot 1, which holds the answer", "/slots/3?action=erase", 200, 3, true, ""},
-		{"id -2 of 2 slots is slot 0 (-2 % 2 is 0)", "/slots/-2?action=erase", 200, -2, false, ""},
-		{"id -1 of 2 slots is no slot (-1 % 2 is -1)", "/slots/-1?action=erase", 400, 0, false, "Invalid slot ID"},
-		{"id -3 of 2 slots is no slot", "/slots/-3?action=save", 400, 0, false, "Invalid slot ID"},
+		{"id -2 of 2 slots is slot 0", "/slots/-2?action=erase", 200, -2, false, ""},
+		{"id -1 of 2 slots is slot 1", "/slots/-1?action=erase", 200, -1, true, ""},
+		{"id -3 of 2 slots is slot 1", "/slots/-3?action=erase", 200, -3, true, ""},
+		{"id -2147483648 of 2 slots is slot 0", "/slots/-2147483648?action=erase", 200, -2147483648, false, ""},
+		{"id %2B1 is +1, slot 1", "/slots/%2B1?action=erase", 200, 1, true, ""},
+		{"id 2147483648 is past an int", "/slots/2147483648?action=erase", 400, 0, false, "Invalid slot ID"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			if st, b := ts.post(t, "/completion", mustJSON(t, map[string]any{"prompt": "Once upon a time", "n_predict": 4, "id_slot": 1})); st != 200 {
+				t.Fatalf("completion: %d %s", st, b)
+			}
 			body := ``
 			if strings.Contains(c.path, "save") {
 				body = `{"filename": "a.bin"}`
@@ -186,9 +191,9 @@ func TestOnePoolPerServer(t *testing.T) {
 	}
 }
 
-// TestCompletionIDSlotWrapsAround: /completion's id_slot is get_slot_by_id's: an id past the slots wraps
-// around (id % n_slots) and the answer names the slot that ran it; one whose remainder is negative names no
-// slot and the request takes any, as get_available_slot then does; llama-server refuses none of them.
+// TestCompletionIDSlotWrapsAround: /completion's id_slot other than -1 is get_slot_by_id's (see
+// TestSlotActionIDWrapsAround): an id past the slots wraps around, a negative one counts from 2^64, and the
+// answer names the slot that ran it; -1 takes any; llama-server refuses none of them.
 func TestCompletionIDSlotWrapsAround(t *testing.T) {
 	ts := newTestServer(t, storiesPath(t), AdmitOptions{}, Options{Parallel: 2})
 	cases := []struct {
@@ -199,7 +204,9 @@ func TestCompletionIDSlotWrapsAround(t *testing.T) {
 		{"id_slot 3 of 2 slots runs on slot 1", 3, []float64{1}},
 		{"id_slot 2 of 2 slots runs on slot 0", 2, []float64{0}},
 		{"id_slot -2 of 2 slots runs on slot 0", -2, []float64{0}},
-		{"id_slot -3 of 2 slots names no slot and runs on either", -3, []float64{0, 1}},
+		{"id_slot -3 of 2 slots runs on slot 1", -3, []float64{1}},
+		{"id_slot -1 runs on either slot", -1, []float64{0, 1}},
+		{"id_slot 4294967297 is an int's 1 and runs on slot 1", 4294967297, []float64{1}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
