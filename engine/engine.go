@@ -132,13 +132,34 @@ type Options struct {
 	// process's (model.ProcessMemory: the machine's RAM or its cgroup's
 	// limit).
 	MemoryBound model.MemoryBound
-	// OnDecode, when set, is called by the scheduler after each forward pass over requests' work that
-	// succeeds, as llama-server's update_slots calls metrics_post_decode after each successful llama_decode
-	// (tools/server/server-context.cpp): busySlots is the slots then processing a request
-	// (server_slot::is_processing), and each embedding input of the pass, which holds a slot of its own in
-	// llama-server. Settling passes (no request's work) are not counted. It runs on the scheduler's
-	// goroutine and must not block.
-	OnDecode func(busySlots int)
+	// OnDecode, when set, is called by the scheduler after each step that ran a forward pass over requests'
+	// work that succeeded or started a prompt, with what llama-server's update_slots counts in its metrics
+	// there (tools/server/server-context.cpp): the cached prefix of each prompt started (add_prompt_cached,
+	// when the prompt starts, whatever happens to the pass), and after each successful llama_decode
+	// metrics_post_decode's counts (DecodeStats). Settling passes (no request's work) are not counted. It
+	// runs on the scheduler's goroutine, after the engine's lock is released, and must not block.
+	OnDecode func(DecodeStats)
+}
+
+// DecodeStats is one scheduler step's counts for Options.OnDecode, those llama-server's update_slots takes
+// (tools/server/server-context.cpp).
+type DecodeStats struct {
+	// Decoded is whether the step ran a forward pass over requests' work that succeeded (metrics_post_decode
+	// runs: n_decode++); the fields below but PromptCached are zero without it.
+	Decoded bool
+	// BusySlots is the slots processing a request (server_slot::is_processing) at the pass, and each embedding
+	// input of the pass, which holds a slot of its own in llama-server (n_busy_slots).
+	BusySlots int
+	// PromptCached is the cached prefix kept by the prompts the step started (add_prompt_cached(n_past)).
+	PromptCached int
+	// PromptTokens is the prompt tokens the pass evaluated, embedding inputs' tokens included (the batch's
+	// is_prompt tokens, add_prompt), and PromptTime the pass's time when there were some: each pass is
+	// synchronous, so the time metrics_flush_prompt measures from the decode's start.
+	PromptTokens int
+	PromptTime   time.Duration
+	// MaxTokens is the largest number of cells held by a sequence of the pass after it (slot.prompt.n_tokens(),
+	// the n_tokens_max metrics_post_decode keeps): a slot's prompt and the generated tokens decoded so far.
+	MaxTokens int
 }
 
 // Engine serves completions over Parallel slots of one model. Its methods

@@ -9,13 +9,17 @@ import (
 
 // decodeLog records Options.OnDecode's calls.
 type decodeLog struct {
-	mu   sync.Mutex
-	busy []int
+	mu    sync.Mutex
+	busy  []int // the passes' busy slots
+	stats []DecodeStats
 }
 
-func (l *decodeLog) add(n int) {
+func (l *decodeLog) add(st DecodeStats) {
 	l.mu.Lock()
-	l.busy = append(l.busy, n)
+	if st.Decoded {
+		l.busy = append(l.busy, st.BusySlots)
+	}
+	l.stats = append(l.stats, st)
 	l.mu.Unlock()
 }
 
@@ -23,6 +27,28 @@ func (l *decodeLog) calls() []int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return append([]int(nil), l.busy...)
+}
+
+// sum is the calls' prompt counts added up, and the largest MaxTokens.
+func (l *decodeLog) sum() (s DecodeStats) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, st := range l.stats {
+		s.PromptCached += st.PromptCached
+		s.PromptTokens += st.PromptTokens
+		s.PromptTime += st.PromptTime
+		s.MaxTokens = max(s.MaxTokens, st.MaxTokens)
+		if st.PromptTokens > 0 && st.PromptTime <= 0 {
+			s.Decoded = true // a pass over prompt tokens without a time: flagged to the test
+		}
+	}
+	return s
+}
+
+func (l *decodeLog) reset() {
+	l.mu.Lock()
+	l.busy, l.stats = nil, nil
+	l.mu.Unlock()
 }
 
 // TestOnDecode checks the counts llama-server's metrics_post_decode takes after each llama_decode
@@ -103,6 +129,72 @@ func TestOnDecode(t *testing.T) {
 			}
 			time.Sleep(50 * time.Millisecond) // idle slots settle meanwhile: not counted
 			c.check(t, log.calls())
+		})
+	}
+}
+
+// TestOnDecodePromptCounts checks the prompt counts llama-server's update_slots takes when a prompt is
+// evaluated (tools/server/server-context.cpp): add_prompt_cached(n_past) when the prompt starts, add_prompt of
+// the batch's prompt tokens (is_prompt) with the decode's time after each llama_decode, an embedding input's
+// tokens included; and n_tokens_max, the largest slot.prompt.n_tokens() after a decode: the prompt and every
+// sampled token but the last, which is never decoded. The counts do not wait for the answer: a request
+// cancelled after its first token has counted its whole prompt.
+func TestOnDecodePromptCounts(t *testing.T) {
+	tm := stories(t)
+	const text, nPredict = "Once upon a time there was a little girl named Lily", 6
+	cases := []struct {
+		name      string
+		repeat    bool // the same prompt again on the same slot, cache_prompt
+		cancel    bool // the client goes away at the first token
+		embedding bool
+	}{
+		{name: "a fresh prompt counts every token evaluated and none cached, and the longest sequence is the prompt and every sampled token but the last"},
+		{name: "a prompt reusing the slot's cache counts its kept prefix as cached and only the rest as evaluated", repeat: true},
+		{name: "a request cancelled at its first token has counted its whole prompt", cancel: true},
+		{name: "an embedding input counts its tokens as prompt tokens evaluated", embedding: true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var log decodeLog
+			e := newEngine(t, tm, Options{NCtx: 256, Parallel: 1, OnDecode: log.add, NoSettle: true})
+			prompt, err := e.Tokenize(Prompt{Text: text})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.embedding {
+				if _, err := e.Embed(context.Background(), [][]int32{prompt}); err != nil {
+					t.Fatal(err)
+				}
+				if s := log.sum(); s.PromptTokens != len(prompt) || s.PromptCached != 0 || s.Decoded {
+					t.Errorf("counted %+v; want %d prompt tokens, with a time, none cached", s, len(prompt))
+				}
+				return
+			}
+			req := Request{Prompt: Prompt{Text: text}, Sampling: greedyParams(), NPredict: nPredict, IgnoreEOS: true, Slot: 0, CachePrompt: true}
+			if c.repeat {
+				if _, err := e.Generate(context.Background(), req, nil); err != nil {
+					t.Fatal(err)
+				}
+				log.reset()
+			}
+			var onToken func(Token) error
+			if c.cancel {
+				onToken = func(Token) error { return context.Canceled }
+			}
+			res, err := e.Generate(context.Background(), req, onToken)
+			if (err != nil) != c.cancel {
+				t.Fatalf("Generate: %v", err)
+			}
+			s := log.sum()
+			if s.PromptCached != res.CachedTokens || s.PromptTokens != len(prompt)-res.CachedTokens || s.Decoded || s.PromptTime <= 0 {
+				t.Errorf("counted %+v; want %d cached and %d evaluated with a time", s, res.CachedTokens, len(prompt)-res.CachedTokens)
+			}
+			if c.repeat && res.CachedTokens == 0 {
+				t.Errorf("the repeated prompt kept no prefix")
+			}
+			if want := len(prompt) + len(res.Tokens) - 1; !c.repeat && s.MaxTokens != want {
+				t.Errorf("longest sequence %d, want %d (%d prompt tokens, %d sampled)", s.MaxTokens, want, len(prompt), len(res.Tokens))
+			}
 		})
 	}
 }

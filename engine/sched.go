@@ -210,6 +210,7 @@ func (e *Engine) step(jobs []*job) {
 	var owners []*job
 	var failed []*job
 	var failErr []error
+	var stats DecodeStats // Options.OnDecode's
 	budget := e.o.BatchSize
 	for _, j := range jobs {
 		if j.prompt != nil || j.embd != nil {
@@ -232,6 +233,7 @@ func (e *Engine) step(jobs []*job) {
 				failed, failErr = append(failed, j), append(failErr, err)
 				continue
 			}
+			stats.PromptCached += j.kept
 		}
 		end := min(len(j.prompt), j.pos+budget)
 		// Cut inside the prompt at a multiple of the attention tile when
@@ -250,7 +252,22 @@ func (e *Engine) step(jobs []*job) {
 	spans, owners, failed, failErr = e.embedSpans(jobs, budget, spans, owners, failed, failErr)
 	var err error
 	if len(spans) > 0 {
+		t := time.Now()
 		err = e.runner.Decode(spans)
+		if err == nil {
+			// metrics_post_decode: the batch's prompt tokens (an embedding input's too) and the sequences'
+			// lengths after the pass.
+			stats.Decoded = true
+			for i, sp := range spans {
+				if sp.Embed || owners[i].prompt != nil {
+					stats.PromptTokens += len(sp.Tokens)
+				}
+				stats.MaxTokens = max(stats.MaxTokens, sp.Ctx.NPast())
+			}
+			if stats.PromptTokens > 0 {
+				stats.PromptTime = time.Since(t)
+			}
+		}
 	}
 	type delivery struct {
 		j *job
@@ -288,17 +305,15 @@ func (e *Engine) step(jobs []*job) {
 		}
 		e.stats.maxSeqs = max(e.stats.maxSeqs, len(seqs))
 	}
-	busy := -1 // the OnDecode count; -1: no successful pass
-	if len(spans) > 0 && err == nil && e.o.OnDecode != nil {
-		busy = 0
+	if stats.Decoded && e.o.OnDecode != nil {
 		for _, s := range e.slots {
 			if s.busy {
-				busy++
+				stats.BusySlots++
 			}
 		}
 		for i, sp := range spans {
 			if sp.Embed && (i == 0 || owners[i-1] != owners[i]) {
-				busy++
+				stats.BusySlots++
 			}
 		}
 	}
@@ -324,8 +339,8 @@ func (e *Engine) step(jobs []*job) {
 	}
 	e.snapshot()
 	e.mu.Unlock()
-	if busy >= 0 {
-		e.o.OnDecode(busy)
+	if e.o.OnDecode != nil && (stats.Decoded || stats.PromptCached > 0) {
+		e.o.OnDecode(stats)
 	}
 	for _, d := range out {
 		d.j.done <- d.r

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/bankml/bankml/engine"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -17,11 +18,14 @@ import (
 // so that they never go back when the model is loaded again; llamacpp:requests_processing,
 // llamacpp:requests_deferred and bankml:ledger_size are read from the Servers open now.
 //
-// llamacpp:n_decode_total and llamacpp:n_busy_slots_per_decode count the engine's forward passes of requests'
-// work (engine.Options.OnDecode; llama-server's metrics_post_decode after each llama_decode);
-// llamacpp:prompt_tokens_seconds and llamacpp:predicted_tokens_seconds are throughputs over the answers
-// counted since the last scrape (server_metrics' prompt_bucket and predict_bucket, which every GET /metrics
-// resets after rendering them).
+// The prompt series count when the engine evaluates the prompt, as llama-server's update_slots does
+// (engine.Options.OnDecode): llamacpp:prompt_tokens_cached_total when a prompt starts (add_prompt_cached),
+// llamacpp:prompt_tokens_total and llamacpp:prompt_seconds_total after each forward pass over prompt tokens,
+// and llamacpp:n_tokens_max, llamacpp:n_decode_total and llamacpp:n_busy_slots_per_decode after each forward
+// pass of requests' work (metrics_post_decode), whatever becomes of the request afterwards; the generation's
+// series count when an answer ends (metrics_on_prediction). llamacpp:prompt_tokens_seconds and
+// llamacpp:predicted_tokens_seconds are throughputs over what was counted since the last scrape
+// (server_metrics' prompt_bucket and predict_bucket, which every GET /metrics resets after rendering them).
 type Metrics struct {
 	reg     *prometheus.Registry
 	byModel bool
@@ -124,18 +128,39 @@ func (m *Metrics) totalsOf(model string) *decodes {
 	return d
 }
 
-// decodeHook is the engine.Options.OnDecode of a Server named name: metrics_post_decode's n_decode++ and
-// n_busy_slots += the busy slots. Its series exist from now on, as llama-server reports them from its start.
-func (m *Metrics) decodeHook(name string) func(busySlots int) {
+// decodeHook is the engine.Options.OnDecode of a Server named name (tools/server/server-context.cpp):
+// add_prompt_cached(n_past) when prompts start; after a forward pass, metrics_post_decode's n_decode++,
+// n_busy_slots += the busy slots, n_tokens_max, and add_prompt of the pass's prompt tokens and time. Its
+// series exist from now on, as llama-server reports them from its start.
+func (m *Metrics) decodeHook(name string) func(engine.DecodeStats) {
 	model := m.label(name)
+	var lv []string
+	if m.byModel {
+		lv = []string{model}
+	}
+	promptTokens, promptCached := m.promptTokens.WithLabelValues(lv...), m.promptCached.WithLabelValues(lv...)
+	promptSeconds, nTokensMax := m.promptSeconds.WithLabelValues(lv...), m.nTokensMax.WithLabelValues(lv...)
 	m.mu.Lock()
 	m.totalsOf(model)
 	m.mu.Unlock()
-	return func(busySlots int) {
+	return func(st engine.DecodeStats) {
+		promptCached.Add(float64(st.PromptCached))
+		if !st.Decoded {
+			return
+		}
+		seconds := st.PromptTime.Seconds()
+		promptTokens.Add(float64(st.PromptTokens))
+		promptSeconds.Add(seconds)
 		m.mu.Lock()
 		d := m.totalsOf(model)
 		d.n++
-		d.busySlots += uint64(busySlots)
+		d.busySlots += uint64(st.BusySlots)
+		d.prompt.steps += float64(st.PromptTokens)
+		d.prompt.seconds += seconds
+		if n := float64(st.MaxTokens); n > m.maxSeen[model] {
+			m.maxSeen[model] = n
+			nTokensMax.Set(n)
+		}
 		m.mu.Unlock()
 	}
 }
@@ -161,11 +186,7 @@ type metrics struct {
 	reg                      *Metrics
 	model                    string
 	busy, queue, ledgerSize  func() float64
-	promptTokens             prometheus.Counter
-	promptCached             prometheus.Counter
-	promptSeconds, predicted prometheus.Counter
-	predictedSecs            prometheus.Counter
-	nTokensMax               prometheus.Gauge
+	predicted, predictedSecs prometheus.Counter
 	requests, refused        *prometheus.CounterVec
 }
 
@@ -185,9 +206,7 @@ func (m *Metrics) attach(name string, busySlots, queueLen, ledgerSize func() flo
 		refused = m.refused.MustCurryWith(prometheus.Labels{"model": model})
 	}
 	s := &metrics{reg: m, model: model, busy: busySlots, queue: queueLen, ledgerSize: ledgerSize,
-		promptTokens: m.promptTokens.WithLabelValues(lv...), promptCached: m.promptCached.WithLabelValues(lv...),
-		promptSeconds: m.promptSeconds.WithLabelValues(lv...), predicted: m.predicted.WithLabelValues(lv...),
-		predictedSecs: m.predictedSecs.WithLabelValues(lv...), nTokensMax: m.nTokensMax.WithLabelValues(lv...),
+		predicted: m.predicted.WithLabelValues(lv...), predictedSecs: m.predictedSecs.WithLabelValues(lv...),
 		requests: requests, refused: refused}
 	m.mu.Lock()
 	m.servers[s] = struct{}{}
@@ -202,29 +221,21 @@ func (s *metrics) detach() {
 	s.reg.mu.Unlock()
 }
 
-// answered counts a finished answer's tokens and times (Server.finish calls it).
+// answered counts a finished answer's generated tokens and time (Server.finish calls it); its prompt was
+// counted when the engine evaluated it (decodeHook).
 func (s *metrics) answered(u usage) {
-	s.promptTokens.Add(float64(max(u.PromptTokens-u.CachedTokens, 0)))
-	s.promptCached.Add(float64(u.CachedTokens))
-	s.promptSeconds.Add(u.PromptMS / 1e3)
 	s.predicted.Add(float64(u.CompletionTokens))
 	s.predictedSecs.Add(u.PredictedMS / 1e3)
-	s.reg.mu.Lock()
-	// server_metrics::add_prompt and metrics_on_prediction (tools/server/server-context.cpp): the prompt's
-	// evaluated tokens are its steps; the generation's steps exclude the first token, which came from the
-	// prompt's logits (server_slot_stats::n_gen_steps), and count only when a token was generated.
-	d := s.reg.totalsOf(s.model)
-	d.prompt.steps += float64(max(u.PromptTokens-u.CachedTokens, 0))
-	d.prompt.seconds += u.PromptMS / 1e3
+	// metrics_on_prediction (tools/server/server-context.cpp): the generation's steps exclude the first
+	// token, which came from the prompt's logits (server_slot_stats::n_gen_steps), and count only when a
+	// token was generated.
 	if u.CompletionTokens > 0 {
+		s.reg.mu.Lock()
+		d := s.reg.totalsOf(s.model)
 		d.predict.steps += float64(u.CompletionTokens - 1)
 		d.predict.seconds += u.PredictedMS / 1e3
+		s.reg.mu.Unlock()
 	}
-	if n := float64(u.PromptTokens + u.CompletionTokens); n > s.reg.maxSeen[s.model] {
-		s.reg.maxSeen[s.model] = n
-		s.nTokensMax.Set(n)
-	}
-	s.reg.mu.Unlock()
 }
 
 // refusedFor counts a refusal before generation: reason is one of queue_full, model_changed, context, invalid, origin (a page

@@ -1,12 +1,16 @@
 package serve
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"math"
+	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/bankml/bankml/engine"
 )
@@ -97,10 +101,11 @@ func TestMetricsBusySlotsPerDecode(t *testing.T) {
 }
 
 // TestMetricsThroughputBuckets checks llamacpp:prompt_tokens_seconds and llamacpp:predicted_tokens_seconds
-// against one answer's timings: with one answer in the window they are its prompt_per_second and
-// predicted_per_second (bucket::n_per_second over add_prompt's tokens and n_gen_steps, the formulas of
-// server_slot_stats::n_prompt_tps and n_gen_tps); a scrape resets them to 0 (get_metrics: reset_bucket after
-// rendering), while llamacpp:n_decode_total keeps counting.
+// against one answer: with one answer in the window, the prompt's is its evaluated tokens (prompt_n) over the
+// time of the passes that evaluated them, which add_prompt adds to the bucket and to the totals alike
+// (prompt_tokens_total / prompt_seconds_total), and the generation's is its predicted_per_second
+// (bucket::n_per_second over n_gen_steps, the formula of server_slot_stats::n_gen_tps); a scrape resets them
+// to 0 (get_metrics: reset_bucket after rendering), while llamacpp:n_decode_total keeps counting.
 func TestMetricsThroughputBuckets(t *testing.T) {
 	ts := newTestServer(t, storiesPath(t), AdmitOptions{}, Options{})
 	st, b := ts.post(t, "/completion", []byte(`{"prompt": "Once upon a time", "n_predict": 12, "ignore_eos": true, "temperature": 0}`))
@@ -121,11 +126,12 @@ func TestMetricsThroughputBuckets(t *testing.T) {
 	near := func(got, want float64) bool { return math.Abs(got-want) <= 1e-9*math.Abs(want) }
 	cases := []struct {
 		name             string
-		prompt, predict  float64
+		promptTotals     bool // the prompt's throughput is prompt_tokens_total / prompt_seconds_total, else 0
+		predict          float64
 		decodesUnchanged bool
 	}{
-		{"the first scrape after one answer reports its prompt and generation throughputs", a.Timings.PromptPerSecond, a.Timings.PredictedPerSecond, false},
-		{"the next scrape reports 0 for both: the scrape reset the buckets", 0, 0, true},
+		{"the first scrape after one answer reports its prompt and generation throughputs", true, a.Timings.PredictedPerSecond, false},
+		{"the next scrape reports 0 for both: the scrape reset the buckets", false, 0, true},
 	}
 	var decodes float64
 	for _, c := range cases {
@@ -147,8 +153,15 @@ func TestMetricsThroughputBuckets(t *testing.T) {
 				t.Fatalf("/metrics lacks %s:\n%s", name, b)
 				return 0
 			}
-			if p, g := v("llamacpp:prompt_tokens_seconds"), v("llamacpp:predicted_tokens_seconds"); !near(p, c.prompt) || !near(g, c.predict) {
-				t.Errorf("prompt_tokens_seconds %v, predicted_tokens_seconds %v; want %v, %v", p, g, c.prompt, c.predict)
+			prompt := 0.0
+			if c.promptTotals {
+				if n := v("llamacpp:prompt_tokens_total"); n != float64(a.Timings.PromptN) {
+					t.Errorf("prompt_tokens_total %v, want prompt_n %d", n, a.Timings.PromptN)
+				}
+				prompt = v("llamacpp:prompt_tokens_total") / v("llamacpp:prompt_seconds_total")
+			}
+			if p, g := v("llamacpp:prompt_tokens_seconds"), v("llamacpp:predicted_tokens_seconds"); !near(p, prompt) || !near(g, c.predict) || (c.promptTotals && p <= 0) {
+				t.Errorf("prompt_tokens_seconds %v, predicted_tokens_seconds %v; want %v, %v", p, g, prompt, c.predict)
 			}
 			d := v("llamacpp:n_decode_total")
 			if d <= 0 || (c.decodesUnchanged && d != decodes) {
@@ -157,4 +170,100 @@ func TestMetricsThroughputBuckets(t *testing.T) {
 			decodes = d
 		})
 	}
+}
+
+// TestMetricsCountPromptsWhenEvaluated checks that the prompt series count when the engine evaluates the
+// prompt, as llama-server's update_slots does (tools/server/server-context.cpp: add_prompt after each
+// llama_decode of prompt tokens, add_prompt_cached when the prompt starts), not when the answer ends: a
+// scrape while a generation runs already shows its prompt tokens and a prompt throughput, and a streamed
+// request whose client goes away after the first token has counted its whole prompt.
+func TestMetricsCountPromptsWhenEvaluated(t *testing.T) {
+	const text = "Once upon a time there was a little girl named Lily"
+	cases := []struct {
+		name string
+		rate bool                                                  // the scrape is the first since the prompt ran
+		run  func(t *testing.T, ts *testServer) map[string]float64 // the series read while or after the request runs
+	}{
+		{"a scrape while a generation runs already shows its prompt tokens and throughput", true, func(t *testing.T, ts *testServer) map[string]float64 {
+			scraped := map[string]float64{}
+			req := engine.Request{Prompt: engine.Prompt{Text: text}, Sampling: ts.base, NPredict: 4, IgnoreEOS: true, Slot: -1}
+			k := 0
+			if _, err := ts.eng.Generate(context.Background(), req, func(engine.Token) error {
+				if k++; k == 1 {
+					scraped = scrape(t, ts)
+				}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			return scraped
+		}},
+		{"a request whose client goes away after its first token has counted its prompt", false, func(t *testing.T, ts *testServer) map[string]float64 {
+			req, err := http.NewRequest(http.MethodPost, ts.url+"/completion",
+				strings.NewReader(`{"prompt": "`+text+`", "n_predict": -1, "ignore_eos": true, "stream": true}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			line, err := bufio.NewReader(resp.Body).ReadString('\n')
+			resp.Body.Close() // the client goes away
+			if err != nil || !strings.HasPrefix(line, "data: ") {
+				t.Fatalf("first event %q: %v", line, err)
+			}
+			for deadline := time.Now().Add(10 * time.Second); metricValue(t, ts, "llamacpp:requests_processing") != 0; {
+				if time.Now().After(deadline) {
+					t.Fatal("the generation did not stop after the client went away")
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			if n := metricValue(t, ts, "llamacpp:tokens_predicted_total"); n != 0 {
+				t.Fatalf("tokens_predicted_total %v: the answer ended before the client went away", n)
+			}
+			return scrape(t, ts)
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ts := newTestServer(t, storiesPath(t), AdmitOptions{}, Options{})
+			// llama-server's /completion tokenizes a string prompt with add_special (the BOS).
+			st, b := ts.post(t, "/tokenize", []byte(`{"content": "`+text+`", "add_special": true}`))
+			var tv struct{ Tokens []int32 }
+			if st != 200 || json.Unmarshal(b, &tv) != nil || len(tv.Tokens) == 0 {
+				t.Fatalf("/tokenize: %d %s", st, b)
+			}
+			got := c.run(t, ts)
+			if n := got["llamacpp:prompt_tokens_total"]; n != float64(len(tv.Tokens)) {
+				t.Errorf("prompt_tokens_total %v, want the prompt's %d tokens", n, len(tv.Tokens))
+			}
+			if got["llamacpp:prompt_seconds_total"] <= 0 || (c.rate && got["llamacpp:prompt_tokens_seconds"] <= 0) {
+				t.Errorf("prompt_seconds_total %v, prompt_tokens_seconds %v: want the prompt's time and throughput",
+					got["llamacpp:prompt_seconds_total"], got["llamacpp:prompt_tokens_seconds"])
+			}
+		})
+	}
+}
+
+// scrape reads every unlabelled sample of one GET /metrics (one scrape: it resets the throughput buckets).
+func scrape(t *testing.T, ts *testServer) map[string]float64 {
+	t.Helper()
+	st, b := ts.get(t, "/metrics")
+	if st != 200 {
+		t.Fatalf("/metrics: %d %s", st, b)
+	}
+	out := map[string]float64{}
+	for _, line := range strings.Split(string(b), "\n") {
+		name, v, ok := strings.Cut(line, " ")
+		if !ok || strings.HasPrefix(line, "#") || strings.Contains(name, "{") {
+			continue
+		}
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			t.Fatalf("%s: %v", line, err)
+		}
+		out[name] = f
+	}
+	return out
 }
