@@ -109,13 +109,7 @@ func TestSlotActionErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		st, b := c.ts.post(t, c.path, []byte(c.body))
-		var v struct {
-			Error struct {
-				Code    int    `json:"code"`
-				Message string `json:"message"`
-				Type    string `json:"type"`
-			} `json:"error"`
-		}
+		var v errorBody
 		if err := json.Unmarshal(b, &v); err != nil || st != c.status || v.Error.Code != c.status || v.Error.Type != c.typ || !strings.HasPrefix(v.Error.Message, c.msg) {
 			t.Errorf("%s %s: %d %s; want %d %s %q", c.path, c.body, st, b, c.status, c.typ, c.msg)
 		}

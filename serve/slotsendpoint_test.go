@@ -55,13 +55,7 @@ func TestNoSlotsEndpoint(t *testing.T) {
 				t.Fatalf("%d %s; want %d", st, b, c.status)
 			}
 			if c.status >= 400 {
-				var v struct {
-					Error struct {
-						Code    int    `json:"code"`
-						Message string `json:"message"`
-						Type    string `json:"type"`
-					} `json:"error"`
-				}
+				var v errorBody
 				if err := json.Unmarshal(b, &v); err != nil || v.Error.Code != c.status || v.Error.Type != c.errType || v.Error.Message != c.msg {
 					t.Errorf("%s; want code %d, type %s, message %q", b, c.status, c.errType, c.msg)
 				}
