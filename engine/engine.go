@@ -157,8 +157,10 @@ type DecodeStats struct {
 	// synchronous, so the time metrics_flush_prompt measures from the decode's start.
 	PromptTokens int
 	PromptTime   time.Duration
-	// MaxTokens is the largest number of cells held by a sequence of the pass after it (slot.prompt.n_tokens(),
-	// the n_tokens_max metrics_post_decode keeps): a slot's prompt and the generated tokens decoded so far.
+	// MaxTokens is the largest number of tokens a slot holds after the pass, idle slots included (a settling
+	// slot's with the ones it will evaluate again), or a sequence of the pass (an embedding input's)
+	// (slot.prompt.n_tokens() over every slot: the n_tokens_max metrics_post_decode keeps): a slot's prompt and
+	// the generated tokens decoded so far.
 	MaxTokens int
 }
 

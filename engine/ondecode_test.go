@@ -198,3 +198,26 @@ func TestOnDecodePromptCounts(t *testing.T) {
 		})
 	}
 }
+
+// TestOnDecodeMaxTokensCountsIdleSlots: metrics_post_decode's n_tokens_max is the most tokens any slot holds
+// (tools/server/server-context.cpp: the max of slot.prompt.n_tokens() over every slot), so a short request on
+// one slot after a long answer on another reports the long one's tokens.
+func TestOnDecodeMaxTokensCountsIdleSlots(t *testing.T) {
+	tm := stories(t)
+	var log decodeLog
+	e := newEngine(t, tm, Options{NCtx: 256, Parallel: 2, OnDecode: log.add})
+	long, err := e.Generate(context.Background(), Request{Prompt: Prompt{Text: "Once upon a time"}, Sampling: greedyParams(),
+		NPredict: 120, IgnoreEOS: true, CachePrompt: true, Slot: 0}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitQuiet(t, e)
+	log.reset()
+	if _, err := e.Generate(context.Background(), Request{Prompt: Prompt{Text: "Hi"}, Sampling: greedyParams(),
+		NPredict: 2, CachePrompt: true, Slot: 1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := log.sum().MaxTokens; got != long.NTokensCached {
+		t.Fatalf("n_tokens_max %d during a short request on slot 1; slot 0 holds %d (tokens_cached)", got, long.NTokensCached)
+	}
+}

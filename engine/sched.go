@@ -338,6 +338,12 @@ func (e *Engine) step(jobs []*job) {
 		}
 	}
 	e.snapshot()
+	if stats.Decoded {
+		// metrics_post_decode's n_tokens_max is over every slot, idle ones too.
+		for _, s := range e.slots {
+			stats.MaxTokens = max(stats.MaxTokens, len(s.tokens))
+		}
+	}
 	e.mu.Unlock()
 	if e.o.OnDecode != nil && (stats.Decoded || stats.PromptCached > 0) {
 		e.o.OnDecode(stats)

@@ -166,13 +166,13 @@ func (s *Server) slotError(err error) error {
 	return err
 }
 
-// stoi is std::stoi on s as post_slots reads id_slot: leading white space, an optional sign, at least one
-// digit, anything after the digits ignored; ok is false when no digit starts it or the value leaves int32.
 // slotByID is llama-server's get_slot_by_id(id_slot) for n slots: `id_slot % slots.size()`, the int
 // converted to size_t first, so every id names a slot: one past the slots wraps around, and a negative one
 // counts from 2^64 (-1 of 2 slots is slot 1, -1 of 3 is slot 0).
 func slotByID(id int32, n int) int { return int(uint64(int64(id)) % uint64(n)) }
 
+// stoi is std::stoi on s as post_slots reads id_slot: leading white space, an optional sign, at least one
+// digit, anything after the digits ignored; ok is false when no digit starts it or the value leaves int32.
 func stoi(s string) (int, bool) {
 	s = strings.TrimLeft(s, " \t\n\v\f\r")
 	end := 0
