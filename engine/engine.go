@@ -139,6 +139,11 @@ type Options struct {
 	// metrics_post_decode's counts (DecodeStats). Settling passes (no request's work) are not counted. It
 	// runs on the scheduler's goroutine, after the engine's lock is released, and must not block.
 	OnDecode func(DecodeStats)
+	// OnPrediction, when set, is called with a request's timings when the request, having sampled at least
+	// one token, gives its slot back, however it ended (finished, cancelled, failed): llama-server's
+	// metrics_on_prediction, which callback_on_reset runs before a slot with n_gen > 0 is reset
+	// (tools/server/server-context.cpp). It runs on the request's goroutine and must not block.
+	OnPrediction func(Timings)
 }
 
 // DecodeStats is one scheduler step's counts for Options.OnDecode, those llama-server's update_slots takes

@@ -293,6 +293,9 @@ func (e *Engine) Generate(ctx context.Context, req Request, onToken func(Token) 
 	}()
 	res := Result{PromptTokens: len(prompt), Slot: s.id, Seed: chain.Seed(), StopType: stopNone.String()}
 	err = e.run(ctx, s, prompt, req, chain, onToken, t0, lru, &res)
+	if e.o.OnPrediction != nil && len(res.Tokens) > 0 {
+		e.o.OnPrediction(res.Timings)
+	}
 	return res, err
 }
 

@@ -23,7 +23,8 @@ import (
 // llamacpp:prompt_tokens_total and llamacpp:prompt_seconds_total after each forward pass over prompt tokens,
 // and llamacpp:n_tokens_max, llamacpp:n_decode_total and llamacpp:n_busy_slots_per_decode after each forward
 // pass of requests' work (metrics_post_decode), whatever becomes of the request afterwards; the generation's
-// series count when an answer ends (metrics_on_prediction). llamacpp:prompt_tokens_seconds and
+// series when a request that generated tokens gives its slot back, however it ended (engine.Options.
+// OnPrediction; metrics_on_prediction at the slot's reset). llamacpp:prompt_tokens_seconds and
 // llamacpp:predicted_tokens_seconds are throughputs over what was counted since the last scrape
 // (server_metrics' prompt_bucket and predict_bucket, which every GET /metrics resets after rendering them).
 type Metrics struct {
@@ -165,6 +166,28 @@ func (m *Metrics) decodeHook(name string) func(engine.DecodeStats) {
 	}
 }
 
+// predictionHook is the engine.Options.OnPrediction of a Server named name: metrics_on_prediction
+// (tools/server/server-context.cpp), run when a request that generated tokens gives its slot back, however it
+// ended: the tokens and the generation's time, and the predict bucket, whose steps exclude the first token
+// (it came from the prompt's logits: server_slot_stats::n_gen_steps).
+func (m *Metrics) predictionHook(name string) func(engine.Timings) {
+	model := m.label(name)
+	var lv []string
+	if m.byModel {
+		lv = []string{model}
+	}
+	predicted, predictedSecs := m.predicted.WithLabelValues(lv...), m.predictedSecs.WithLabelValues(lv...)
+	return func(t engine.Timings) {
+		predicted.Add(float64(t.PredictedN))
+		predictedSecs.Add(t.PredictedMS / 1e3)
+		m.mu.Lock()
+		d := m.totalsOf(model)
+		d.predict.steps += float64(max(t.PredictedN-1, 0))
+		d.predict.seconds += t.PredictedMS / 1e3
+		m.mu.Unlock()
+	}
+}
+
 // Handler serves the registry in Prometheus' text format (llama-server's GET /metrics).
 func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
@@ -183,11 +206,10 @@ func (m *Metrics) RefusedFor(reason string) {
 // metrics is one Server's view of a registry: its series (its model's, in a shared registry) and the live
 // gauges it reports until it detaches.
 type metrics struct {
-	reg                      *Metrics
-	model                    string
-	busy, queue, ledgerSize  func() float64
-	predicted, predictedSecs prometheus.Counter
-	requests, refused        *prometheus.CounterVec
+	reg                     *Metrics
+	model                   string
+	busy, queue, ledgerSize func() float64
+	requests, refused       *prometheus.CounterVec
 }
 
 // attach adds a Server named name (the model label value in a shared registry; a Server's own registry,
@@ -198,15 +220,12 @@ type metrics struct {
 // ledger).
 func (m *Metrics) attach(name string, busySlots, queueLen, ledgerSize func() float64) *metrics {
 	model := m.label(name)
-	var lv []string
 	requests, refused := m.requests, m.refused
 	if m.byModel {
-		lv = []string{model}
 		requests = m.requests.MustCurryWith(prometheus.Labels{"model": model})
 		refused = m.refused.MustCurryWith(prometheus.Labels{"model": model})
 	}
 	s := &metrics{reg: m, model: model, busy: busySlots, queue: queueLen, ledgerSize: ledgerSize,
-		predicted: m.predicted.WithLabelValues(lv...), predictedSecs: m.predictedSecs.WithLabelValues(lv...),
 		requests: requests, refused: refused}
 	m.mu.Lock()
 	m.servers[s] = struct{}{}
@@ -219,23 +238,6 @@ func (s *metrics) detach() {
 	s.reg.mu.Lock()
 	delete(s.reg.servers, s)
 	s.reg.mu.Unlock()
-}
-
-// answered counts a finished answer's generated tokens and time (Server.finish calls it); its prompt was
-// counted when the engine evaluated it (decodeHook).
-func (s *metrics) answered(u usage) {
-	s.predicted.Add(float64(u.CompletionTokens))
-	s.predictedSecs.Add(u.PredictedMS / 1e3)
-	// metrics_on_prediction (tools/server/server-context.cpp): the generation's steps exclude the first
-	// token, which came from the prompt's logits (server_slot_stats::n_gen_steps), and count only when a
-	// token was generated.
-	if u.CompletionTokens > 0 {
-		s.reg.mu.Lock()
-		d := s.reg.totalsOf(s.model)
-		d.predict.steps += float64(u.CompletionTokens - 1)
-		d.predict.seconds += u.PredictedMS / 1e3
-		s.reg.mu.Unlock()
-	}
 }
 
 // refusedFor counts a refusal before generation: reason is one of queue_full, model_changed, context, invalid, origin (a page

@@ -198,7 +198,7 @@ func TestMetricsCountPromptsWhenEvaluated(t *testing.T) {
 			}
 			return scraped
 		}},
-		{"a request whose client goes away after its first token has counted its prompt", false, func(t *testing.T, ts *testServer) map[string]float64 {
+		{"a request whose client goes away after its first token has counted its prompt and its generated tokens", false, func(t *testing.T, ts *testServer) map[string]float64 {
 			req, err := http.NewRequest(http.MethodPost, ts.url+"/completion",
 				strings.NewReader(`{"prompt": "`+text+`", "n_predict": -1, "ignore_eos": true, "stream": true}`))
 			if err != nil {
@@ -219,8 +219,20 @@ func TestMetricsCountPromptsWhenEvaluated(t *testing.T) {
 				}
 				time.Sleep(5 * time.Millisecond)
 			}
-			if n := metricValue(t, ts, "llamacpp:tokens_predicted_total"); n != 0 {
-				t.Fatalf("tokens_predicted_total %v: the answer ended before the client went away", n)
+			// llama-server counts a cancelled request's generated tokens when its slot is reset
+			// (callback_on_reset: metrics_on_prediction when n_gen > 0); short of the context, it was cut.
+			// (The prompt is 14 tokens with the BOS: a run to the context's end would sample n_ctx-14.)
+			var props struct {
+				Settings struct {
+					NCtx int `json:"n_ctx"`
+				} `json:"default_generation_settings"`
+			}
+			if st, b := ts.get(t, "/props"); st != 200 || json.Unmarshal(b, &props) != nil || props.Settings.NCtx == 0 {
+				t.Fatalf("/props: %d %s", st, b)
+			}
+			nCtx := props.Settings.NCtx
+			if n := metricValue(t, ts, "llamacpp:tokens_predicted_total"); n < 1 || n >= float64(nCtx-16) {
+				t.Fatalf("tokens_predicted_total %v: want the tokens sampled before the client went away, short of the context's %d", n, nCtx)
 			}
 			return scrape(t, ts)
 		}},

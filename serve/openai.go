@@ -488,12 +488,9 @@ func (s *Server) textChunk(call *oaiCall, text string, logprobs, finish any) map
 // fingerprint is the system_fingerprint (llama-server's llama_build_info()).
 func (s *Server) fingerprint() string { return "bankml-" + s.opt.Version }
 
-// usageOf is the receipt's and the metrics' view of a result.
+// usageOf is the receipt's view of a result.
 func usageOf(res engine.Result) usage {
-	return usage{
-		PromptTokens: res.PromptTokens, CompletionTokens: len(res.Tokens), CachedTokens: res.CachedTokens,
-		PromptMS: res.Timings.PromptMS, PredictedMS: res.Timings.PredictedMS,
-	}
+	return usage{PromptTokens: res.PromptTokens, CompletionTokens: len(res.Tokens), CachedTokens: res.CachedTokens}
 }
 
 // usageJSON is llama-server's usage_json_oaicompat.

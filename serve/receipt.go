@@ -49,13 +49,11 @@ type exchange struct {
 	firstTok time.Time // zero until the first token is released
 }
 
-// usage is what an answer counted, for the receipt and the metrics.
+// usage is what an answer counted, for the receipt (the metrics count from the engine's hooks).
 type usage struct {
 	PromptTokens     int
 	CompletionTokens int
 	CachedTokens     int
-	PromptMS         float64 // prompt evaluation time (timings.prompt_ms)
-	PredictedMS      float64 // generation time (timings.predicted_ms)
 }
 
 // sha256Hex is the lower-case hex sha256 of b.
@@ -118,7 +116,6 @@ func (s *Server) finish(x *exchange, u usage, answer []byte) (Receipt, error) {
 	}
 	now := time.Now()
 	rc := s.newReceipt(x, u, answer, now)
-	s.metrics.answered(u)
 	if s.opt.Ledger != nil {
 		// The line keeps the receipt as it is before the log's fields and the signature exist.
 		app, err := s.opt.Ledger.AppendFunc(func(index uint64) (ledger.Exchange, error) {

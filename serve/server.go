@@ -288,6 +288,7 @@ func New(m *admit.Model, o Options) (*Server, error) {
 		NCtx: nSlot, Threads: o.Threads, Parallel: o.Parallel, QueueSize: o.QueueSize, SuppressTokens: m.SuppressTokens,
 		BatchSize: o.BatchSize, CacheReuse: o.CacheReuse, ModelID: "sha256:" + m.SHA256, CacheRAMMiB: o.CacheRAMMiB, Pooling: o.Pooling,
 		CacheTypes: o.CacheTypes, EmbedUBatch: embedUBatch(o.UBatch, o.NCtx, m.Model), OnDecode: reg.decodeHook(name),
+		OnPrediction: reg.predictionHook(name),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
