@@ -111,12 +111,13 @@ func newRegistry(byModel bool) *Metrics {
 	return m
 }
 
-// label is the model label value of a Server named name: its name in a shared registry, "" in its own.
-func (m *Metrics) label(name string) string {
+// label is the model label value of a Server named name (its name in a shared registry, "" in its own)
+// and the label values its series take (none in its own registry).
+func (m *Metrics) label(name string) (model string, lv []string) {
 	if m.byModel {
-		return name
+		return name, []string{name}
 	}
-	return ""
+	return "", nil
 }
 
 // totalsOf is model's decodes, made on first use. The caller holds m.mu.
@@ -134,11 +135,7 @@ func (m *Metrics) totalsOf(model string) *decodes {
 // n_busy_slots += the busy slots, n_tokens_max, and add_prompt of the pass's prompt tokens and time. Its
 // series exist from now on, as llama-server reports them from its start.
 func (m *Metrics) decodeHook(name string) func(engine.DecodeStats) {
-	model := m.label(name)
-	var lv []string
-	if m.byModel {
-		lv = []string{model}
-	}
+	model, lv := m.label(name)
 	promptTokens, promptCached := m.promptTokens.WithLabelValues(lv...), m.promptCached.WithLabelValues(lv...)
 	promptSeconds, nTokensMax := m.promptSeconds.WithLabelValues(lv...), m.nTokensMax.WithLabelValues(lv...)
 	m.mu.Lock()
@@ -171,11 +168,7 @@ func (m *Metrics) decodeHook(name string) func(engine.DecodeStats) {
 // ended: the tokens and the generation's time, and the predict bucket, whose steps exclude the first token
 // (it came from the prompt's logits: server_slot_stats::n_gen_steps).
 func (m *Metrics) predictionHook(name string) func(engine.Timings) {
-	model := m.label(name)
-	var lv []string
-	if m.byModel {
-		lv = []string{model}
-	}
+	model, lv := m.label(name)
 	predicted, predictedSecs := m.predicted.WithLabelValues(lv...), m.predictedSecs.WithLabelValues(lv...)
 	return func(t engine.Timings) {
 		predicted.Add(float64(t.PredictedN))
@@ -219,7 +212,7 @@ type metrics struct {
 // deferred tasks): a request waiting for a slot is deferred, not processing. ledgerSize may be nil (no
 // ledger).
 func (m *Metrics) attach(name string, busySlots, queueLen, ledgerSize func() float64) *metrics {
-	model := m.label(name)
+	model, _ := m.label(name)
 	requests, refused := m.requests, m.refused
 	if m.byModel {
 		requests = m.requests.MustCurryWith(prometheus.Labels{"model": model})
